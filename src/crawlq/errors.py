@@ -1,0 +1,158 @@
+"""The crawlq exception hierarchy: every error crawlq raises derives from `CrawlqError`.
+
+```
+CrawlqError
+├── ConfigError              bad setting, option or spider path (Settings, CLI, load_spider)
+├── InvalidURL               a URL that cannot be crawled (urls.normalize, CrawlRequest)
+├── FrontierError
+│   ├── FrontierUnavailable  backend cannot be reached (frontier backends)
+│   ├── FrontierLocked       another live process owns an embedded frontier (SqliteFrontier)
+│   └── LeaseLost            ack/retry/renew of a lease the frontier no longer holds
+├── StoreError
+│   └── StoreUnavailable     store backend cannot be reached (store backends)
+└── FetchError               a fetch failed; ``transient`` says whether to retry (Fetcher)
+    ├── TransientFetchError  timeout, reset, DNS failure: retry with backoff
+    │   └── RetryableStatus  HTTP 408/429/5xx; carries ``retry_after_s``
+    └── PermanentFetchError  never retried, recorded as dead
+        ├── BodyTooLarge     body over ``max_body_bytes``
+        └── TooManyRedirects redirect chain longer than the limit, or a loop
+```
+
+Each error carries the offending input (URL, setting name, lease id) so its message names it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BodyTooLarge",
+    "ConfigError",
+    "CrawlqError",
+    "FetchError",
+    "FrontierError",
+    "FrontierLocked",
+    "FrontierUnavailable",
+    "InvalidURL",
+    "LeaseLost",
+    "PermanentFetchError",
+    "RetryableStatus",
+    "StoreError",
+    "StoreUnavailable",
+    "TooManyRedirects",
+    "TransientFetchError",
+]
+
+
+class CrawlqError(Exception):
+    """Root of every error crawlq raises."""
+
+
+class ConfigError(CrawlqError, ValueError):
+    """A setting, CLI option or spider path is invalid.
+
+    Raised by `crawlq.settings.Settings` and the CLI. ``name`` is the setting or option.
+    """
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+
+
+class InvalidURL(CrawlqError, ValueError):
+    """A URL that crawlq cannot fetch (no http/https scheme, no host, unparsable).
+
+    Raised by `crawlq.urls.normalize` and so by `crawlq.request.CrawlRequest`.
+    """
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"invalid URL {url!r}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class FrontierError(CrawlqError):
+    """Base for frontier backend errors."""
+
+
+class FrontierUnavailable(FrontierError):
+    """The frontier backend cannot be reached; callers retry with backoff."""
+
+
+class FrontierLocked(FrontierError):
+    """An embedded frontier file is already used by another live process.
+
+    Raised by `crawlq.frontier.sqlite.SqliteFrontier` at open; ``path`` names the file.
+    """
+
+    def __init__(self, path: str, holder: str) -> None:
+        super().__init__(f"{path} is in use by another crawlq process ({holder})")
+        self.path = path
+
+
+class LeaseLost(FrontierError):
+    """The lease expired and was handed to another worker (or was already settled)."""
+
+    def __init__(self, lease_id: str) -> None:
+        super().__init__(f"lease {lease_id} is no longer held")
+        self.lease_id = lease_id
+
+
+class StoreError(CrawlqError):
+    """Base for result store errors."""
+
+
+class StoreUnavailable(StoreError):
+    """The store backend cannot be reached; callers keep results and retry."""
+
+
+class FetchError(CrawlqError):
+    """A fetch failed. ``reason`` is a short machine-readable code (``timeout``, ``http_503``).
+
+    Raised by `crawlq.fetch.Fetcher.fetch`. ``transient`` tells the retry policy whether
+    another attempt can succeed (see `crawlq.retry`).
+    """
+
+    transient: bool = False
+
+    def __init__(self, url: str, reason: str, detail: str = "") -> None:
+        text = f"{reason} fetching {url}"
+        if detail:
+            text += f": {detail}"
+        super().__init__(text)
+        self.url = url
+        self.reason = reason
+        self.detail = detail
+
+
+class TransientFetchError(FetchError):
+    """Connect/read timeout, connection reset, DNS failure: worth retrying."""
+
+    transient = True
+
+
+class RetryableStatus(TransientFetchError):
+    """HTTP 408, 429 or 5xx. ``retry_after_s`` is the server's Retry-After, if any (seconds)."""
+
+    def __init__(self, url: str, status: int, retry_after_s: float | None = None) -> None:
+        super().__init__(url, f"http_{status}")
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
+class PermanentFetchError(FetchError):
+    """A failure that another attempt will not fix; recorded as dead, never retried."""
+
+
+class BodyTooLarge(PermanentFetchError):
+    """The response body exceeds ``max_body_bytes``; nothing of it is stored."""
+
+    def __init__(self, url: str, limit_bytes: int) -> None:
+        super().__init__(url, "body_too_large", f"over {limit_bytes} bytes")
+        self.limit_bytes = limit_bytes
+
+
+class TooManyRedirects(PermanentFetchError):
+    """The redirect chain exceeds the limit (this also ends redirect loops)."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        super().__init__(url, "too_many_redirects", f"more than {limit}")
+        self.limit = limit

@@ -1,0 +1,165 @@
+"""Plain value types that move between layers: requests, leases and fetch results.
+
+Priority semantics (ARCHITECTURE.md invariant 5): a *higher* ``priority`` is served sooner;
+equal priorities are served first in, first out. When a spider does not choose a priority,
+a followed link gets ``priority = -depth`` (see `crawlq.spider.Response.follow`), so index
+pages near the seeds run before leaf pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from crawlq.urls import fingerprint as _fingerprint
+from crawlq.urls import host_key, normalize
+
+__all__ = ["CrawlRequest", "FetchResult", "Lease"]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRequest:
+    """One URL to crawl, with how it was found and how to handle it.
+
+    The URL is normalised on construction (`crawlq.urls.normalize`), and the 20-byte
+    ``fingerprint`` and politeness ``host`` are derived from it.
+
+    Attributes:
+        url: Absolute http(s) URL, fragment dropped.
+        method: HTTP method, upper-case.
+        body: Request body bytes (empty for GET).
+        priority: Higher runs sooner; any int.
+        depth: Links followed from a seed to reach this URL (seeds are 0).
+        callback: Name of the spider method that parses the response (None: ``parse``).
+        cb_kwargs: Extra keyword arguments for the callback; must be JSON-serialisable.
+        meta: Free-form JSON-serialisable data carried to the response (``response.meta``).
+
+    Raises:
+        InvalidURL: ``url`` is not an absolute http(s) URL.
+    """
+
+    url: str
+    method: str = "GET"
+    body: bytes = b""
+    priority: int = 0
+    depth: int = 0
+    callback: str | None = None
+    cb_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    fingerprint: bytes = field(init=False, repr=False, compare=False)
+    host: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        url = normalize(self.url)
+        method = self.method.upper()
+        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "fingerprint", _fingerprint(method, url, self.body))
+        object.__setattr__(self, "host", host_key(url))
+
+    def to_json(self) -> str:
+        """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).
+
+        Keys: ``url`` (required); ``method``, ``body_b64``, ``priority``, ``depth``,
+        ``callback``, ``cb_kwargs``, ``meta`` when they differ from the defaults.
+        """
+        data: dict[str, Any] = {"url": self.url}
+        if self.method != "GET":
+            data["method"] = self.method
+        if self.body:
+            data["body_b64"] = base64.b64encode(self.body).decode("ascii")
+        if self.priority:
+            data["priority"] = self.priority
+        if self.depth:
+            data["depth"] = self.depth
+        if self.callback:
+            data["callback"] = self.callback
+        if self.cb_kwargs:
+            data["cb_kwargs"] = dict(self.cb_kwargs)
+        if self.meta:
+            data["meta"] = dict(self.meta)
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> CrawlRequest:
+        """Parse the output of `to_json` (or a hand-written object with at least ``url``).
+
+        Raises:
+            ValueError: not a JSON object with a string ``url``.
+            InvalidURL: the URL cannot be crawled.
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+            raise ValueError(f"not a crawl request object: {text!r:.200}")
+        body = data.get("body_b64")
+        return cls(
+            url=data["url"],
+            method=str(data.get("method", "GET")),
+            body=base64.b64decode(body) if body else b"",
+            priority=int(data.get("priority", 0)),
+            depth=int(data.get("depth", 0)),
+            callback=data.get("callback"),
+            cb_kwargs=data.get("cb_kwargs") or {},
+            meta=data.get("meta") or {},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A request handed to one worker until ``deadline_ms``.
+
+    Attributes:
+        lease_id: Opaque id, unique per delivery.
+        request: The leased request.
+        attempt: 1 for the first delivery, +1 per `Frontier.retry` and per expired lease.
+        worker_id: Who holds it.
+        deadline_ms: Unix time in milliseconds when the lease returns to the queue unless it is
+            renewed or settled (ack, retry, dead, release).
+    """
+
+    lease_id: str
+    request: CrawlRequest
+    attempt: int
+    worker_id: str
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """A complete HTTP response, as returned by `crawlq.fetch.Fetcher.fetch`.
+
+    Attributes:
+        url: The requested URL.
+        final_url: The URL of the last response after redirects (== ``url`` without any).
+        status: HTTP status code of the last response.
+        headers: Response headers, names lower-cased; repeated headers joined with ", ".
+        body: Decoded-transfer body bytes (gzip/deflate/br removed), at most the size cap.
+        encoding: Character encoding chosen for ``text`` (header, then ``<meta>``, then
+            detection), or None for non-text bodies.
+        text: The body decoded with ``encoding`` ("" for non-text bodies).
+        elapsed_s: Seconds from sending the first request to the end of the body.
+        redirects: The URLs redirected through, in order, excluding ``final_url``.
+    """
+
+    url: str
+    final_url: str
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    encoding: str | None
+    text: str
+    elapsed_s: float
+    redirects: tuple[str, ...] = ()
+
+    @property
+    def content_type(self) -> str:
+        """The media type without parameters, lower-cased ("" when absent)."""
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    @property
+    def is_html(self) -> bool:
+        """True for text/html and application/xhtml+xml responses."""
+        return self.content_type in ("text/html", "application/xhtml+xml")

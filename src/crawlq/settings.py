@@ -1,0 +1,260 @@
+"""Crawl settings: one frozen, typed object with a documented precedence.
+
+Precedence, lowest first (later sources override earlier ones):
+
+1. the defaults below;
+2. a TOML file (``--config FILE``; keys are the field names);
+3. the spider's ``custom_settings`` dict;
+4. environment variables ``CRAWLQ_<FIELD NAME IN UPPER CASE>`` (``CRAWLQ_DELAY_S=0.5``);
+5. command-line options.
+
+Unknown keys are an error (`ConfigError` naming the key), never silently dropped. Every
+number carries its unit in its name (``_s`` seconds, ``_bytes`` bytes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from crawlq.errors import ConfigError
+
+__all__ = ["Settings", "parse_bytes"]
+
+_ENV_PREFIX = "CRAWLQ_"
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+
+
+def parse_bytes(value: str | int) -> int:
+    """Parse a byte size: an int, or a string such as ``"10MiB"``, ``"500 kB"``, ``"2048"``.
+
+    Raises:
+        ValueError: not a size.
+    """
+    if isinstance(value, int):
+        return value
+    match = _SIZE_RE.match(value)
+    if not match:
+        raise ValueError(f"not a byte size: {value!r} (try 10MiB or 1048576)")
+    number, unit = match.groups()
+    return int(float(number) * _SIZE_UNITS[(unit or "b").lower()])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything that shapes a crawl. Build with `Settings.build`; fields are read-only."""
+
+    store: str = "crawlq.db"
+    """Where frontier and results live: a SQLite file path (the embedded default)."""
+
+    max_pages: int | None = None
+    """Stop leasing new work after this many pages are stored (None: no limit)."""
+
+    max_depth: int | None = None
+    """Do not follow links deeper than this from the seeds (seeds are depth 0; None: no limit)."""
+
+    concurrency: int = 16
+    """Requests in flight at once in one worker process."""
+
+    host_concurrency: int = 1
+    """Requests in flight at once to one host, across all workers."""
+
+    delay_s: float = 1.0
+    """Seconds between the starts of two requests to one host, across all workers."""
+
+    timeout_s: float = 30.0
+    """Total seconds allowed for one fetch (connect, headers and body)."""
+
+    connect_timeout_s: float = 10.0
+    """Seconds allowed to open a connection."""
+
+    max_retries: int = 3
+    """Retries of a transient failure before the URL is dead-lettered (so at most 1 + this)."""
+
+    retry_delay_s: float = 1.0
+    """Backoff base in seconds: retry ``k`` waits about ``retry_delay_s * 2**(k-1)``, jittered."""
+
+    retry_max_delay_s: float = 300.0
+    """Upper bound of one backoff wait in seconds, Retry-After included."""
+
+    user_agent: str = "crawlq/0.1"
+    """User-Agent header, also the product token matched against robots.txt groups."""
+
+    obey_robots: bool = True
+    """Fetch robots.txt per host and skip disallowed URLs (RFC 9309)."""
+
+    allowed_domains: tuple[str, ...] = ()
+    """Hosts (and their subdomains) whose links are followed; empty: the seeds' hosts."""
+
+    include: tuple[str, ...] = ()
+    """Regexes: when any is given, only URLs matching one of them are followed."""
+
+    exclude: tuple[str, ...] = ()
+    """Regexes: URLs matching any of them are not followed."""
+
+    max_body_bytes: int = 10 * 1024 * 1024
+    """Largest response body accepted, in bytes; a larger one is dead-lettered, not stored."""
+
+    max_redirects: int = 10
+    """Redirects followed for one request before giving up."""
+
+    visibility_timeout_s: float = 0.0
+    """Seconds before an unacked, unrenewed lease returns to the queue; 0: 4 x ``timeout_s``."""
+
+    lease_batch: int = 64
+    """Most leases taken from the frontier in one call."""
+
+    store_body: bool = False
+    """Keep raw response bodies in the store."""
+
+    spider: str | None = None
+    """Spider as ``module:Class`` (None: the default spider, which follows every link)."""
+
+    def __post_init__(self) -> None:
+        positive = ("concurrency", "host_concurrency", "lease_batch", "max_redirects")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be at least 1, got {getattr(self, name)}")
+        for name in ("delay_s", "retry_delay_s", "visibility_timeout_s", "max_retries"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
+        for name in ("timeout_s", "connect_timeout_s", "max_body_bytes", "retry_max_delay_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
+        for name in ("max_pages", "max_depth"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(name, f"must not be negative, got {value}")
+        for name in ("include", "exclude"):
+            for pattern in getattr(self, name):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ConfigError(name, f"bad regex {pattern!r}: {exc}") from exc
+
+    @property
+    def lease_timeout_s(self) -> float:
+        """The effective visibility timeout in seconds (see ``visibility_timeout_s``)."""
+        return self.visibility_timeout_s or 4 * self.timeout_s
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """Every setting name, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        file: str | Path | None = None,
+        spider_settings: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        cli: Mapping[str, Any] | None = None,
+    ) -> Settings:
+        """Merge the sources in precedence order (module docstring) and validate.
+
+        Args:
+            file: A TOML file of ``name = value`` pairs, or None.
+            spider_settings: The spider's ``custom_settings``.
+            env: Environment mapping (``os.environ`` when None); only ``CRAWLQ_*`` keys count.
+            cli: Values given on the command line; ``None`` values mean "not given".
+
+        Raises:
+            ConfigError: An unknown key, a value of the wrong type or out of range, or an
+                unreadable file; the message names the key and the source.
+        """
+        merged: dict[str, Any] = {}
+        if file is not None:
+            try:
+                with open(file, "rb") as fh:
+                    data = tomllib.load(fh)
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(str(file), f"cannot read settings file: {exc}") from exc
+            merged.update(_coerce_all(data, f"settings file {file}"))
+        if spider_settings:
+            merged.update(_coerce_all(spider_settings, "spider custom_settings"))
+        environ = os.environ if env is None else env
+        env_values = {
+            key[len(_ENV_PREFIX) :].lower(): value
+            for key, value in environ.items()
+            if key.startswith(_ENV_PREFIX) and not key.startswith(_ENV_PREFIX + "TEST_")
+        }
+        merged.update(_coerce_all(env_values, "environment CRAWLQ_*"))
+        if cli:
+            merged.update(
+                _coerce_all({k: v for k, v in cli.items() if v is not None}, "command line")
+            )
+        return cls(**merged)
+
+
+_HINTS: dict[str, Any] = {}
+
+
+def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    if not _HINTS:
+        _HINTS.update(get_type_hints(Settings))
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in _HINTS:
+            raise ConfigError(name, f"unknown setting (from {source})")
+        try:
+            out[name] = _coerce(_HINTS[name], value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(name, f"{exc} (from {source})") from exc
+    return out
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(hint) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("", "none")):
+            return None
+        return _coerce(args[0], value)
+    if origin is tuple:
+        if isinstance(value, str):
+            return tuple(v for v in (p.strip() for p in value.split(",")) if v)
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        raise TypeError(f"expected a list, got {value!r}")
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
+            return False
+        raise TypeError(f"expected true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool):
+            raise TypeError(f"expected an integer, got {value!r}")
+        if isinstance(value, str):
+            return parse_bytes(value) if not value.strip().lstrip("-").isdigit() else int(value)
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeError(f"expected an integer, got {value!r}")
+        return int(value)
+    if hint is float:
+        if isinstance(value, bool):
+            raise TypeError(f"expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        return str(value)
+    raise TypeError(f"unsupported setting type {hint!r}")  # pragma: no cover
