@@ -1,0 +1,193 @@
+"""The frontier contract, written once from the caller's side. Every backend passes one suite.
+
+A frontier holds every request a crawl has seen and hands the ready ones to workers under
+leases. The states of a request, by fingerprint:
+
+```
+push ─► queued ──lease──► leased ──ack──► done
+          ▲  ▲              │ │ └─dead──► dead (dead-letter record, with reason)
+          │  └──release─────┘ │
+          │  └──lease expires─┤   (its worker died: visibility timeout passed, not renewed)
+          └─due── delayed ◄───┘retry(delay_s)
+```
+
+* **Dedup.** A fingerprint enters once, ever: pushing a seen fingerprint (in any state,
+  including done and dead) does nothing. Atomic: two workers pushing one URL at once queue it
+  once.
+* **Order.** Among the hosts politeness allows *now*, a higher ``priority`` is served first;
+  within a priority, first in first out (ARCHITECTURE.md invariant 5).
+* **Politeness.** A host has a delay (seconds between the starts of two requests) and a
+  concurrency (leases held at once). A lease moves the host's next-allowed time and in-flight
+  count in the same atomic step; settling a lease (ack, retry, dead, release, expiry) frees
+  its slot. This holds for every worker at once (invariant 3).
+* **Time.** "Now" comes from the backend's `crawlq.clock.Clock` (Unix ms); in a cluster the
+  workers' wall clocks are assumed to agree to well under the smallest host delay.
+* **Settling a lease that is no longer held** (it expired and went to someone else, or was
+  already settled) changes nothing and is reported through the return value, never raised:
+  the store's idempotent writes absorb the duplicate fetch.
+
+Errors: every method may raise `crawlq.errors.FrontierUnavailable` when the backend cannot be
+reached; callers back off and retry. Arguments out of range raise ``ValueError`` naming them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from crawlq.request import CrawlRequest, Lease
+
+__all__ = ["Frontier", "FrontierStats", "HostPolicy", "HostStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostPolicy:
+    """Politeness for one host.
+
+    Attributes:
+        delay_s: Seconds between the starts of two requests to the host (>= 0).
+        concurrency: Leases on the host held at once, across all workers (>= 1).
+    """
+
+    delay_s: float = 1.0
+    concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        if self.delay_s < 0:
+            raise ValueError(f"delay_s must not be negative, got {self.delay_s}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True, slots=True)
+class HostStats:
+    """One host's queue.
+
+    Attributes:
+        host: Politeness key (``host`` or ``host:port``).
+        queued: Requests ready to lease once politeness allows.
+        in_flight: Leases held now.
+        next_at_ms: Unix ms before which no new lease starts on this host.
+    """
+
+    host: str
+    queued: int
+    in_flight: int
+    next_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierStats:
+    """Counts over the whole crawl: what operators watch for backpressure.
+
+    Attributes:
+        queued: Waiting for a lease.
+        in_flight: Leased now.
+        delayed: Waiting for a retry's due time.
+        done: Acked.
+        dead: Dead-lettered.
+        seen: Distinct fingerprints ever pushed (= the sum of the five above).
+        hosts: The busiest hosts by queue length (at most 20).
+    """
+
+    queued: int
+    in_flight: int
+    delayed: int
+    done: int
+    dead: int
+    seen: int
+    hosts: tuple[HostStats, ...] = field(default=())
+
+    @property
+    def pending(self) -> int:
+        """Requests not settled yet: queued + delayed + in flight. Zero means the crawl is done."""
+        return self.queued + self.delayed + self.in_flight
+
+
+class Frontier(Protocol):
+    """The crawl frontier (see the module docstring for the semantics every method shares)."""
+
+    async def push(self, requests: Sequence[CrawlRequest]) -> int:
+        """Queue the requests whose fingerprints were never seen.
+
+        Args:
+            requests: Any number, duplicates allowed (within the batch too).
+
+        Returns:
+            How many were new and queued.
+        """
+        ...
+
+    async def lease(
+        self, n: int, worker_id: str, visibility_timeout_s: float, wait_s: float = 0.0
+    ) -> list[Lease]:
+        """Claim up to ``n`` ready requests for ``worker_id``.
+
+        Returns the highest-priority requests among hosts whose politeness window is open now
+        (FIFO within a priority); each host's next-allowed time and in-flight count move in the
+        same atomic step. When nothing is ready, waits up to ``wait_s`` seconds, waking as soon
+        as work is pushed, a host's window opens, a retry falls due or a lease expires; no busy
+        polling. An empty list means "nothing ready yet", not "crawl finished" (see `stats`).
+
+        Args:
+            n: Most leases to return, 1..1000.
+            worker_id: Stable id of the calling worker.
+            visibility_timeout_s: Seconds before an unsettled, unrenewed lease returns to the
+                queue (> 0).
+            wait_s: Longest wait in seconds when nothing is ready (0: do not wait).
+
+        Returns:
+            Up to ``n`` leases; ``attempt`` counts deliveries of that request, this one included.
+        """
+        ...
+
+    async def renew(self, leases: Sequence[Lease], visibility_timeout_s: float) -> list[Lease]:
+        """Push the deadlines of held leases to now + ``visibility_timeout_s``.
+
+        Returns:
+            The renewed leases (new ``deadline_ms``); leases no longer held are left out.
+        """
+        ...
+
+    async def ack(self, leases: Sequence[Lease]) -> int:
+        """Mark leased requests done and free their hosts' slots.
+
+        Returns:
+            How many were still held (and are now done).
+        """
+        ...
+
+    async def retry(self, lease: Lease, delay_s: float, reason: str) -> bool:
+        """Return a leased request to the queue after ``delay_s`` seconds (>= 0).
+
+        The attempt was already counted by the lease. Returns False if the lease was not held.
+        """
+        ...
+
+    async def dead(self, lease: Lease, reason: str) -> bool:
+        """Move a leased request to the dead-letter record with ``reason``.
+
+        Returns False if the lease was not held.
+        """
+        ...
+
+    async def release(self, leases: Sequence[Lease]) -> int:
+        """Give back leases without working on them (shutdown); their attempt is not counted.
+
+        Returns:
+            How many were still held.
+        """
+        ...
+
+    async def set_host_policy(self, host: str, policy: HostPolicy) -> None:
+        """Override the default politeness of one host (e.g. from robots.txt Crawl-delay)."""
+        ...
+
+    async def stats(self) -> FrontierStats:
+        """Current counts; cheap enough to call a few times a second."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources; leases still held expire normally."""
+        ...

@@ -1,0 +1,36 @@
+-- crawlq embedded frontier (SQLite). Shares its file with the SQLite store (tables pages, items, ...).
+-- state: 0 queued, 1 leased, 2 delayed (retry due at ready_at_ms), 3 done, 4 dead.
+CREATE TABLE IF NOT EXISTS frontier_requests (
+    fp          BLOB PRIMARY KEY,      -- 20-byte SHA-1 fingerprint
+    seq         INTEGER NOT NULL,      -- push order: FIFO within a priority
+    host        TEXT NOT NULL,         -- politeness key
+    priority    INTEGER NOT NULL,      -- higher first
+    state       INTEGER NOT NULL,
+    ready_at_ms INTEGER NOT NULL DEFAULT 0,
+    attempt     INTEGER NOT NULL DEFAULT 0,   -- deliveries so far
+    lease_id    TEXT,
+    worker_id   TEXT,
+    deadline_ms INTEGER,
+    reason      TEXT,                  -- last retry reason, or the dead-letter reason
+    request     TEXT NOT NULL          -- CrawlRequest.to_json()
+) WITHOUT ROWID;
+
+CREATE INDEX IF NOT EXISTS frontier_queue ON frontier_requests (host, priority DESC, seq) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS frontier_delayed ON frontier_requests (ready_at_ms) WHERE state = 2;
+CREATE INDEX IF NOT EXISTS frontier_leased ON frontier_requests (deadline_ms) WHERE state = 1;
+
+CREATE TABLE IF NOT EXISTS frontier_hosts (
+    host        TEXT PRIMARY KEY,
+    queued      INTEGER NOT NULL DEFAULT 0,
+    inflight    INTEGER NOT NULL DEFAULT 0,
+    next_at_ms  INTEGER NOT NULL DEFAULT 0,
+    delay_ms    INTEGER,               -- NULL: the frontier's default policy
+    concurrency INTEGER
+) WITHOUT ROWID;
+
+CREATE INDEX IF NOT EXISTS frontier_hosts_ready ON frontier_hosts (next_at_ms) WHERE queued > 0;
+
+CREATE TABLE IF NOT EXISTS frontier_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;

@@ -1,0 +1,503 @@
+"""The embedded frontier: one SQLite file, owned by one process at a time.
+
+Every call runs as one ``BEGIN IMMEDIATE`` transaction on a single dedicated thread that owns
+the connection, so steps are atomic against each other and the event loop never blocks on
+disk. The file is opened in WAL mode; the SQLite store may share it through its own
+connection.
+
+Ownership: opening takes an exclusive ``flock`` on ``<path>.lock``. A second process gets
+`FrontierLocked`; a process killed with SIGKILL drops the lock with its life, and the next
+owner puts the dead run's leases straight back in the queue (each keeps its delivery count),
+so a resumed crawl neither waits for visibility timeouts nor loses a URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+import sqlite3
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from crawlq.clock import Clock, SystemClock
+from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
+from crawlq.frontier.base import FrontierStats, HostPolicy, HostStats
+from crawlq.request import CrawlRequest, Lease
+
+__all__ = ["SqliteFrontier"]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_QUEUED, _LEASED, _DELAYED, _DONE, _DEAD = range(5)
+_MAX_READY_HOSTS = 512  # hosts considered per lease call, oldest window first
+_T = TypeVar("_T")
+
+
+class SqliteFrontier:
+    """`crawlq.frontier.base.Frontier` on a SQLite file. Create with `SqliteFrontier.open`.
+
+    Args:
+        path: The database file (created if missing).
+        default_policy: Politeness of hosts without an override.
+        clock: Source of "now" (tests pass a `crawlq.clock.ManualClock`).
+    """
+
+    def __init__(
+        self, path: str | Path, default_policy: HostPolicy, clock: Clock | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.default_policy = default_policy
+        self.clock: Clock = clock or SystemClock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawlq-frontier")
+        self._conn: sqlite3.Connection | None = None
+        self._lock_fd: int | None = None
+        self._seq = 0
+        self._counts: Counter[int] = Counter()
+        self._wakeup: asyncio.Event | None = None
+        self.recovered = 0
+        """Leases of an earlier, interrupted owner put back in the queue at open."""
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        default_policy: HostPolicy | None = None,
+        clock: Clock | None = None,
+    ) -> SqliteFrontier:
+        """Open (or create) the frontier in ``path`` and take ownership of it.
+
+        Raises:
+            FrontierLocked: Another live process owns the file.
+            FrontierUnavailable: The file cannot be opened (missing directory, not a database).
+            FrontierError: The file was written by a newer crawlq (schema version).
+        """
+        self = cls(path, default_policy or HostPolicy(), clock)
+        try:
+            await self._run(self._open_sync)
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise FrontierUnavailable(f"frontier {self.path} is closed")
+        return self._conn
+
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _open_sync(self) -> None:
+        lock_path = f"{self.path}.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise FrontierUnavailable(f"cannot open {lock_path}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown pid"
+            os.close(fd)
+            raise FrontierLocked(str(self.path), f"pid {holder}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            schema = resources.files("crawlq.frontier").joinpath("schema.sql").read_text()
+            conn.executescript(schema)
+        except sqlite3.Error as exc:
+            raise FrontierUnavailable(f"cannot open frontier {self.path}: {exc}") from exc
+        self._conn = conn
+        row = conn.execute("SELECT value FROM frontier_meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO frontier_meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise FrontierError(
+                f"{self.path} has frontier schema version {row[0]}, newer than this crawlq "
+                f"understands ({SCHEMA_VERSION}); upgrade crawlq"
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        self.recovered = conn.execute(
+            "UPDATE frontier_requests SET state=0, lease_id=NULL, worker_id=NULL, "
+            "deadline_ms=NULL WHERE state=1"
+        ).rowcount
+        conn.execute(
+            "UPDATE frontier_hosts SET inflight=0, queued=(SELECT count(*) FROM "
+            "frontier_requests r WHERE r.state=0 AND r.host=frontier_hosts.host)"
+        )
+        conn.execute("COMMIT")
+        if self.recovered:
+            logger.warning(
+                "requeued %d leases left by an interrupted run of %s", self.recovered, self.path
+            )
+        self._counts = Counter(
+            dict(conn.execute("SELECT state, count(*) FROM frontier_requests GROUP BY state"))
+        )
+        self._seq = conn.execute("SELECT coalesce(max(seq), 0) FROM frontier_requests").fetchone()[
+            0
+        ]
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        conn = self._db()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    def _adjust_hosts(
+        self, conn: sqlite3.Connection, queued: Counter[str], inflight: Counter[str]
+    ) -> None:
+        for host in queued.keys() | inflight.keys():
+            conn.execute(
+                "UPDATE frontier_hosts SET queued=queued+?, inflight=inflight+? WHERE host=?",
+                (queued[host], inflight[host], host),
+            )
+
+    # -- push -----------------------------------------------------------------------------
+
+    async def push(self, requests: Sequence[CrawlRequest]) -> int:
+        """See `crawlq.frontier.base.Frontier.push`."""
+        if not requests:
+            return 0
+        added = await self._run(self._push_sync, requests)
+        if added:
+            self._wake()
+        return added
+
+    def _push_sync(self, requests: Sequence[CrawlRequest]) -> int:
+        by_host: dict[str, list[tuple[bytes, int, str, int, str]]] = defaultdict(list)
+        batch_seen: set[bytes] = set()
+        for req in requests:
+            if req.fingerprint in batch_seen:
+                continue
+            batch_seen.add(req.fingerprint)
+            self._seq += 1
+            by_host[req.host].append(
+                (req.fingerprint, self._seq, req.host, req.priority, req.to_json())
+            )
+
+        def step(conn: sqlite3.Connection) -> int:
+            total = 0
+            for host, rows in by_host.items():
+                before = conn.total_changes
+                conn.executemany(
+                    "INSERT OR IGNORE INTO frontier_requests(fp, seq, host, priority, state, "
+                    "request) VALUES (?, ?, ?, ?, 0, ?)",
+                    rows,
+                )
+                added = conn.total_changes - before
+                if added:
+                    conn.execute(
+                        "INSERT INTO frontier_hosts(host, queued) VALUES (?, ?) "
+                        "ON CONFLICT(host) DO UPDATE SET queued=queued+excluded.queued",
+                        (host, added),
+                    )
+                    total += added
+            return total
+
+        total = self._tx(step)
+        self._counts[_QUEUED] += total
+        return total
+
+    # -- lease ----------------------------------------------------------------------------
+
+    async def lease(
+        self, n: int, worker_id: str, visibility_timeout_s: float, wait_s: float = 0.0
+    ) -> list[Lease]:
+        """See `crawlq.frontier.base.Frontier.lease`."""
+        if not 1 <= n <= 1000:
+            raise ValueError(f"n must be in 1..1000, got {n}")
+        if visibility_timeout_s <= 0:
+            raise ValueError(f"visibility_timeout_s must be positive, got {visibility_timeout_s}")
+        if self._wakeup is None:
+            self._wakeup = asyncio.Event()
+        vt_ms = round(visibility_timeout_s * 1000)
+        give_up = time.monotonic() + wait_s
+        while True:
+            self._wakeup.clear()
+            leases, wake_ms = await self._run(self._lease_sync, n, worker_id, vt_ms)
+            remaining = give_up - time.monotonic()
+            if leases or remaining <= 0:
+                return leases
+            timeout = remaining
+            if wake_ms is not None:
+                timeout = min(remaining, max(0.001, (wake_ms - self.clock.wall_ms()) / 1000))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+
+    def _lease_sync(self, n: int, worker_id: str, vt_ms: int) -> tuple[list[Lease], int | None]:
+        now = self.clock.wall_ms()
+        default_delay_ms = round(self.default_policy.delay_s * 1000)
+        default_conc = self.default_policy.concurrency
+
+        def step(conn: sqlite3.Connection) -> tuple[list[Lease], int | None]:
+            self._promote_and_reap(conn, now)
+            hosts = conn.execute(
+                "SELECT host, inflight, coalesce(delay_ms, ?), coalesce(concurrency, ?) "
+                "FROM frontier_hosts WHERE queued > 0 AND next_at_ms <= ? "
+                "AND inflight < coalesce(concurrency, ?) ORDER BY next_at_ms LIMIT ?",
+                (default_delay_ms, default_conc, now, default_conc, _MAX_READY_HOSTS),
+            ).fetchall()
+            candidates: list[tuple[int, int, bytes, str, str, int]] = []
+            delays: dict[str, int] = {}
+            for host, inflight, delay_ms, conc in hosts:
+                take = min(n, conc - inflight if delay_ms == 0 else 1)
+                delays[host] = delay_ms
+                for fp, priority, seq, request, attempt in conn.execute(
+                    "SELECT fp, priority, seq, request, attempt FROM frontier_requests "
+                    "WHERE state=0 AND host=? ORDER BY priority DESC, seq LIMIT ?",
+                    (host, take),
+                ):
+                    candidates.append((-priority, seq, fp, host, request, attempt))
+            if not candidates:
+                return [], self._next_wake_ms(conn, default_conc)
+            candidates.sort()
+            deadline = now + vt_ms
+            leases: list[Lease] = []
+            per_host: Counter[str] = Counter()
+            for _, _, fp, host, request, attempt in candidates[:n]:
+                lease_id = secrets.token_hex(8)
+                conn.execute(
+                    "UPDATE frontier_requests SET state=1, attempt=attempt+1, lease_id=?, "
+                    "worker_id=?, deadline_ms=? WHERE fp=?",
+                    (lease_id, worker_id, deadline, fp),
+                )
+                per_host[host] += 1
+                leases.append(
+                    Lease(
+                        lease_id=lease_id,
+                        request=CrawlRequest.from_json(request),
+                        attempt=attempt + 1,
+                        worker_id=worker_id,
+                        deadline_ms=deadline,
+                    )
+                )
+            for host, count in per_host.items():
+                conn.execute(
+                    "UPDATE frontier_hosts SET queued=queued-?, inflight=inflight+?, "
+                    "next_at_ms=? WHERE host=?",
+                    (count, count, now + delays[host], host),
+                )
+            return leases, None
+
+        leases, wake = self._tx(step)
+        self._counts[_QUEUED] -= len(leases)
+        self._counts[_LEASED] += len(leases)
+        return leases, wake
+
+    def _promote_and_reap(self, conn: sqlite3.Connection, now: int) -> None:
+        """Move due retries to the queue, and expired leases back to it (their workers died)."""
+        due = Counter(
+            host
+            for (host,) in conn.execute(
+                "UPDATE frontier_requests SET state=0 WHERE state=2 AND ready_at_ms <= ? "
+                "RETURNING host",
+                (now,),
+            )
+        )
+        expired = Counter(
+            host
+            for (host,) in conn.execute(
+                "UPDATE frontier_requests SET state=0, lease_id=NULL, worker_id=NULL, "
+                "deadline_ms=NULL WHERE state=1 AND deadline_ms <= ? RETURNING host",
+                (now,),
+            )
+        )
+        if not due and not expired:
+            return
+        if expired:
+            logger.warning("%d leases expired and were requeued", expired.total())
+        self._adjust_hosts(conn, due + expired, Counter({h: -c for h, c in expired.items()}))
+        self._counts[_DELAYED] -= due.total()
+        self._counts[_LEASED] -= expired.total()
+        self._counts[_QUEUED] += due.total() + expired.total()
+
+    def _next_wake_ms(self, conn: sqlite3.Connection, default_conc: int) -> int | None:
+        (host_ms,) = conn.execute(
+            "SELECT min(next_at_ms) FROM frontier_hosts WHERE queued > 0 "
+            "AND inflight < coalesce(concurrency, ?)",
+            (default_conc,),
+        ).fetchone()
+        (retry_ms,) = conn.execute(
+            "SELECT min(ready_at_ms) FROM frontier_requests WHERE state=2"
+        ).fetchone()
+        (expiry_ms,) = conn.execute(
+            "SELECT min(deadline_ms) FROM frontier_requests WHERE state=1"
+        ).fetchone()
+        times = [t for t in (host_ms, retry_ms, expiry_ms) if t is not None]
+        return min(times) if times else None
+
+    # -- settling leases ------------------------------------------------------------------
+
+    async def renew(self, leases: Sequence[Lease], visibility_timeout_s: float) -> list[Lease]:
+        """See `crawlq.frontier.base.Frontier.renew`."""
+        if not leases:
+            return []
+        return await self._run(self._renew_sync, leases, round(visibility_timeout_s * 1000))
+
+    def _renew_sync(self, leases: Sequence[Lease], vt_ms: int) -> list[Lease]:
+        deadline = self.clock.wall_ms() + vt_ms
+
+        def step(conn: sqlite3.Connection) -> list[Lease]:
+            renewed = []
+            for lease in leases:
+                cur = conn.execute(
+                    "UPDATE frontier_requests SET deadline_ms=? WHERE fp=? AND lease_id=? "
+                    "AND state=1",
+                    (deadline, lease.request.fingerprint, lease.lease_id),
+                )
+                if cur.rowcount:
+                    renewed.append(
+                        Lease(
+                            lease.lease_id, lease.request, lease.attempt, lease.worker_id, deadline
+                        )
+                    )
+            return renewed
+
+        return self._tx(step)
+
+    async def ack(self, leases: Sequence[Lease]) -> int:
+        """See `crawlq.frontier.base.Frontier.ack`."""
+        return await self._settle(leases, _DONE, None, None)
+
+    async def retry(self, lease: Lease, delay_s: float, reason: str) -> bool:
+        """See `crawlq.frontier.base.Frontier.retry`."""
+        if delay_s < 0:
+            raise ValueError(f"delay_s must not be negative, got {delay_s}")
+        due = self.clock.wall_ms() + round(delay_s * 1000)
+        return await self._settle([lease], _DELAYED, reason, due) == 1
+
+    async def dead(self, lease: Lease, reason: str) -> bool:
+        """See `crawlq.frontier.base.Frontier.dead`."""
+        return await self._settle([lease], _DEAD, reason, None) == 1
+
+    async def release(self, leases: Sequence[Lease]) -> int:
+        """See `crawlq.frontier.base.Frontier.release`."""
+        return await self._settle(leases, _QUEUED, None, None)
+
+    async def _settle(
+        self, leases: Sequence[Lease], state: int, reason: str | None, due_ms: int | None
+    ) -> int:
+        if not leases:
+            return 0
+        count = await self._run(self._settle_sync, leases, state, reason, due_ms)
+        if count:
+            self._wake()
+        return count
+
+    def _settle_sync(
+        self, leases: Sequence[Lease], state: int, reason: str | None, due_ms: int | None
+    ) -> int:
+        attempt_delta = -1 if state == _QUEUED else 0
+
+        def step(conn: sqlite3.Connection) -> int:
+            settled: Counter[str] = Counter()
+            for lease in leases:
+                cur = conn.execute(
+                    "UPDATE frontier_requests SET state=?, attempt=attempt+?, "
+                    "reason=coalesce(?, reason), ready_at_ms=coalesce(?, ready_at_ms), "
+                    "lease_id=NULL, worker_id=NULL, deadline_ms=NULL "
+                    "WHERE fp=? AND lease_id=? AND state=1",
+                    (
+                        state,
+                        attempt_delta,
+                        reason,
+                        due_ms,
+                        lease.request.fingerprint,
+                        lease.lease_id,
+                    ),
+                )
+                if cur.rowcount:
+                    settled[lease.request.host] += 1
+            queued = settled if state == _QUEUED else Counter()
+            self._adjust_hosts(conn, queued, Counter({h: -c for h, c in settled.items()}))
+            return settled.total()
+
+        count = self._tx(step)
+        self._counts[_LEASED] -= count
+        self._counts[state] += count
+        return count
+
+    # -- policy, stats, close -------------------------------------------------------------
+
+    async def set_host_policy(self, host: str, policy: HostPolicy) -> None:
+        """See `crawlq.frontier.base.Frontier.set_host_policy`."""
+
+        def step(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO frontier_hosts(host, delay_ms, concurrency) VALUES (?, ?, ?) "
+                "ON CONFLICT(host) DO UPDATE SET delay_ms=excluded.delay_ms, "
+                "concurrency=excluded.concurrency",
+                (host, round(policy.delay_s * 1000), policy.concurrency),
+            )
+
+        await self._run(self._tx, step)
+        self._wake()
+
+    async def stats(self) -> FrontierStats:
+        """See `crawlq.frontier.base.Frontier.stats`."""
+        rows = await self._run(
+            lambda: (
+                self._db()
+                .execute(
+                    "SELECT host, queued, inflight, next_at_ms FROM frontier_hosts "
+                    "WHERE queued > 0 OR inflight > 0 ORDER BY queued DESC, inflight DESC LIMIT 20"
+                )
+                .fetchall()
+            )
+        )
+        c = self._counts
+        return FrontierStats(
+            queued=c[_QUEUED],
+            in_flight=c[_LEASED],
+            delayed=c[_DELAYED],
+            done=c[_DONE],
+            dead=c[_DEAD],
+            seen=c.total(),
+            hosts=tuple(HostStats(*row) for row in rows),
+        )
+
+    async def close(self) -> None:
+        """Close the database and give up ownership of the file."""
+
+        def shutdown() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._lock_fd is not None:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+        with contextlib.suppress(RuntimeError):  # executor already shut down
+            await self._run(shutdown)
+        self._executor.shutdown(wait=True)

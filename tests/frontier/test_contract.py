@@ -1,0 +1,256 @@
+"""The frontier contract (crawlq.frontier.base), checked on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from crawlq.clock import ManualClock, SystemClock
+from crawlq.frontier import HostPolicy
+from crawlq.request import CrawlRequest
+
+from .conftest import MakeFrontier
+
+VT = 30.0  # visibility timeout, seconds
+
+
+def reqs(*paths: str, host: str = "a.test", priority: int = 0) -> list[CrawlRequest]:
+    return [CrawlRequest(f"http://{host}/{p}", priority=priority) for p in paths]
+
+
+async def drain(frontier, n: int = 1000) -> list[str]:
+    leases = await frontier.lease(n, "w", VT)
+    await frontier.ack(leases)
+    return [lease.request.url for lease in leases]
+
+
+async def test_push_dedups_by_canonical_url(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    batch = [
+        CrawlRequest("http://a.test/x?b=2&a=1"),
+        CrawlRequest("HTTP://A.test/x?a=1&b=2#frag"),  # same canonical URL
+        CrawlRequest("http://a.test/y"),
+        CrawlRequest("http://a.test/y"),
+    ]
+    assert await f.push(batch) == 2
+    assert await f.push(batch) == 0
+    stats = await f.stats()
+    assert (stats.queued, stats.seen) == (2, 2)
+
+
+async def test_seen_includes_done_and_dead(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    await f.push(reqs("a", "b"))
+    a, b = await f.lease(2, "w", VT)
+    await f.ack([a])
+    await f.dead(b, "http_404")
+    assert await f.push(reqs("a", "b")) == 0
+    stats = await f.stats()
+    assert (stats.done, stats.dead, stats.pending, stats.seen) == (1, 1, 0, 2)
+
+
+async def test_concurrent_pushes_of_one_url_queue_it_once(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    batch = reqs(*(f"p{i}" for i in range(200)))
+    counts = await asyncio.gather(*(f.push(batch) for _ in range(8)))
+    assert sum(counts) == 200
+    leased = await f.lease(1000, "w", VT)
+    assert sorted(le.request.url for le in leased) == sorted(r.url for r in batch)
+
+
+async def test_priority_then_fifo_within_a_host(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    await f.push(reqs("low1", "low2", priority=0))
+    await f.push(reqs("high1", "high2", priority=5))
+    await f.push(reqs("mid", priority=2))
+    assert [u.rsplit("/", 1)[1] for u in await drain(f)] == [
+        "high1",
+        "high2",
+        "mid",
+        "low1",
+        "low2",
+    ]
+
+
+async def test_priority_across_ready_hosts(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 1))
+    await f.push(reqs("x", host="a.test", priority=1))
+    await f.push(reqs("y", host="b.test", priority=9))
+    await f.push(reqs("z", host="c.test", priority=4))
+    first = await f.lease(1, "w", VT)
+    assert first[0].request.url == "http://b.test/y"
+    second = await f.lease(1, "w", VT)
+    assert second[0].request.url == "http://c.test/z"
+
+
+async def test_lease_n_returns_at_most_n(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    await f.push(reqs(*(str(i) for i in range(10))))
+    assert len(await f.lease(3, "w", VT)) == 3
+    assert len(await f.lease(100, "w", VT)) == 7
+    assert await f.lease(100, "w", VT) == []
+
+
+async def test_host_concurrency_limits_leases_until_settled(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 2))
+    await f.push(reqs("1", "2", "3", "4"))
+    await f.push(reqs("b1", host="b.test"))
+    first = await f.lease(10, "w", VT)
+    assert len([le for le in first if le.request.host == "a.test"]) == 2
+    assert len([le for le in first if le.request.host == "b.test"]) == 1
+    assert await f.lease(10, "w", VT) == []
+    await f.ack(first[:1])
+    again = await f.lease(10, "w", VT)
+    assert len(again) == (1 if first[0].request.host == "a.test" else 0)
+
+
+async def test_delay_spaces_lease_starts_per_host(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(policy=HostPolicy(2.0, 10), clock=clock)
+    await f.push(reqs("1", "2", "3"))
+    await f.push(reqs("b1", host="b.test"))
+    first = await f.lease(10, "w", VT)
+    assert sorted(le.request.host for le in first) == ["a.test", "b.test"]  # one per host
+    clock.advance(1.999)
+    assert await f.lease(10, "w", VT) == []
+    clock.advance(0.001)
+    assert [le.request.url for le in await f.lease(10, "w", VT)] == ["http://a.test/2"]
+
+
+async def test_host_policy_override(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(policy=HostPolicy(0.0, 10), clock=clock)
+    await f.set_host_policy("a.test", HostPolicy(5.0, 1))
+    await f.push(reqs("1", "2"))
+    assert len(await f.lease(10, "w", VT)) == 1
+    clock.advance(4.0)
+    assert await f.lease(10, "w", VT) == []
+
+
+async def test_expired_lease_is_redelivered_with_attempt_counted(
+    make_frontier: MakeFrontier,
+) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    await f.push(reqs("x"))
+    (lease,) = await f.lease(1, "dead-worker", 10.0)
+    assert lease.attempt == 1
+    clock.advance(9.9)
+    assert await f.lease(1, "w2", 10.0) == []
+    clock.advance(0.1)
+    (again,) = await f.lease(1, "w2", 10.0)
+    assert again.request == lease.request
+    assert again.attempt == 2
+    assert await f.ack([lease]) == 0  # the old holder lost it
+    assert await f.ack([again]) == 1
+    assert (await f.stats()).done == 1
+
+
+async def test_renew_keeps_a_slow_lease(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    await f.push(reqs("slow"))
+    (lease,) = await f.lease(1, "w", 10.0)
+    clock.advance(8)
+    (renewed,) = await f.renew([lease], 10.0)
+    assert renewed.deadline_ms == lease.deadline_ms + 8000
+    clock.advance(8)
+    assert await f.lease(1, "w2", 10.0) == []
+    assert await f.ack([renewed]) == 1
+    assert await f.renew([lease], 10.0) == []
+
+
+async def test_retry_waits_for_its_delay(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    await f.push(reqs("flaky"))
+    (lease,) = await f.lease(1, "w", VT)
+    assert await f.retry(lease, 5.0, "http_503")
+    stats = await f.stats()
+    assert (stats.delayed, stats.in_flight, stats.pending) == (1, 0, 1)
+    clock.advance(4.9)
+    assert await f.lease(1, "w", VT) == []
+    clock.advance(0.1)
+    (again,) = await f.lease(1, "w", VT)
+    assert again.attempt == 2
+    assert not await f.retry(lease, 1.0, "stale lease")
+
+
+async def test_dead_letter(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    await f.push(reqs("gone"))
+    (lease,) = await f.lease(1, "w", VT)
+    assert await f.dead(lease, "http_404")
+    assert not await f.dead(lease, "again")
+    stats = await f.stats()
+    assert (stats.dead, stats.pending) == (1, 0)
+    assert await f.lease(1, "w", VT) == []
+
+
+async def test_release_does_not_count_an_attempt(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    await f.push(reqs("a", "b"))
+    leases = await f.lease(2, "w", VT)
+    assert await f.release(leases) == 2
+    again = await f.lease(2, "w", VT)
+    assert [le.attempt for le in again] == [1, 1]
+    assert [le.request.url for le in again] == [le.request.url for le in leases]
+
+
+async def test_request_round_trips_through_the_frontier(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    original = CrawlRequest(
+        "http://a.test/form",
+        method="post",
+        body=b"q=1\x00",
+        priority=-3,
+        depth=4,
+        callback="parse_item",
+        cb_kwargs={"k": [1, 2]},
+        meta={"m": "é"},
+    )
+    await f.push([original])
+    (lease,) = await f.lease(1, "w", VT)
+    got = lease.request
+    assert got == original
+    assert got.fingerprint == original.fingerprint
+
+
+async def test_stats_per_host(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 1))
+    await f.push(reqs("1", "2", "3", host="a.test"))
+    await f.push(reqs("1", host="b.test"))
+    await f.lease(10, "w", VT)
+    hosts = {h.host: (h.queued, h.in_flight) for h in (await f.stats()).hosts}
+    assert hosts == {"a.test": (2, 1), "b.test": (0, 1)}
+
+
+async def test_blocked_lease_wakes_on_push(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(clock=SystemClock())
+    waiter = asyncio.create_task(f.lease(1, "w", VT, wait_s=5.0))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    start = time.monotonic()
+    await f.push(reqs("late"))
+    (lease,) = await asyncio.wait_for(waiter, 2.0)
+    assert lease.request.url == "http://a.test/late"
+    assert time.monotonic() - start < 0.5
+
+
+async def test_blocked_lease_wakes_when_host_window_opens(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(policy=HostPolicy(0.3, 1), clock=SystemClock())
+    await f.push(reqs("1", "2"))
+    (first,) = await f.lease(5, "w", VT)
+    await f.ack([first])
+    start = time.monotonic()
+    (second,) = await f.lease(5, "w", VT, wait_s=5.0)
+    waited = time.monotonic() - start
+    assert second.request.url == "http://a.test/2"
+    assert 0.2 <= waited < 1.0
+
+
+async def test_blocked_lease_times_out_empty(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(clock=SystemClock())
+    start = time.monotonic()
+    assert await f.lease(1, "w", VT, wait_s=0.2) == []
+    assert 0.15 <= time.monotonic() - start < 1.0
