@@ -254,3 +254,18 @@ async def test_blocked_lease_times_out_empty(make_frontier: MakeFrontier) -> Non
     start = time.monotonic()
     assert await f.lease(1, "w", VT, wait_s=0.2) == []
     assert 0.15 <= time.monotonic() - start < 1.0
+
+
+async def test_claim_marks_redirect_target_seen_and_is_idempotent_for_its_owner(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier()
+    a, b, c = reqs("a", "b", "c")
+    await f.push([a, c])
+    assert await f.claim(a.fingerprint, [b]) == [True]
+    assert await f.claim(a.fingerprint, [b]) == [True]  # redelivered owner
+    assert await f.claim(c.fingerprint, [b]) == [False]  # someone else
+    assert await f.claim(a.fingerprint, [c]) == [False]  # seen on its own
+    assert await f.push([b]) == 0  # never fetched again
+    stats = await f.stats()
+    assert (stats.seen, stats.done, stats.queued) == (3, 1, 2)

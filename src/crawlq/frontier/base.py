@@ -119,6 +119,25 @@ class Frontier(Protocol):
         """
         ...
 
+    async def claim(self, owner: bytes, requests: Sequence[CrawlRequest]) -> list[bool]:
+        """Mark redirect targets of the request ``owner`` as seen and done, without queueing them.
+
+        When a fetch of A ends at another URL B, the worker stores B's content under A and
+        claims B, so that B is not fetched again when a link to it turns up. The claim is
+        idempotent for its owner: if A is delivered again (its worker died after claiming),
+        claiming B for A again still succeeds, so A's page is not lost.
+
+        Args:
+            owner: Fingerprint of the request whose fetch was redirected.
+            requests: The redirect targets.
+
+        Returns:
+            One bool per request: True when ``owner`` holds the claim (B was new, or already
+            claimed by ``owner``); False when B was seen otherwise (it is or was crawled on
+            its own, so A should not store a second copy).
+        """
+        ...
+
     async def lease(
         self, n: int, worker_id: str, visibility_timeout_s: float, wait_s: float = 0.0
     ) -> list[Lease]:

@@ -228,6 +228,36 @@ class SqliteFrontier:
         self._counts[_QUEUED] += total
         return total
 
+    async def claim(self, owner: bytes, requests: Sequence[CrawlRequest]) -> list[bool]:
+        """See `crawlq.frontier.base.Frontier.claim`."""
+        if not requests:
+            return []
+        return await self._run(self._claim_sync, owner, requests)
+
+    def _claim_sync(self, owner: bytes, requests: Sequence[CrawlRequest]) -> list[bool]:
+        mark = "claimed_by:" + owner.hex()
+
+        def step(conn: sqlite3.Connection) -> list[bool]:
+            owned = []
+            for req in requests:
+                self._seq += 1
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO frontier_requests(fp, seq, host, priority, state, "
+                    "reason, request) VALUES (?, ?, ?, ?, 3, ?, ?)",
+                    (req.fingerprint, self._seq, req.host, req.priority, mark, req.to_json()),
+                )
+                if cur.rowcount:
+                    self._counts[_DONE] += 1
+                    owned.append(True)
+                else:
+                    row = conn.execute(
+                        "SELECT reason FROM frontier_requests WHERE fp=?", (req.fingerprint,)
+                    ).fetchone()
+                    owned.append(row is not None and row[0] == mark)
+            return owned
+
+        return self._tx(step)
+
     # -- lease ----------------------------------------------------------------------------
 
     async def lease(

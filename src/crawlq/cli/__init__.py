@@ -1,0 +1,31 @@
+"""The ``crawlq`` command line: a click group with one thin function per command.
+
+Commands parse their options, call the public API and print; nothing else lives here.
+"""
+
+from __future__ import annotations
+
+import click
+
+from crawlq import __version__
+from crawlq.cli.crawl_cmd import crawl
+from crawlq.cli.export_cmd import export
+from crawlq.cli.serve_cmd import serve
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="crawlq")
+def cli() -> None:
+    """crawlq: a distributed web crawler and scraper."""
+
+
+cli.add_command(crawl)
+cli.add_command(export)
+cli.add_command(serve)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()

@@ -1,0 +1,65 @@
+"""``crawlq export``: stream pages, items, dead letters or filtered URLs out of a store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, TextIO, cast
+
+import click
+
+from crawlq.errors import CrawlqError
+from crawlq.export import export as export_records
+from crawlq.store import open_store
+
+__all__ = ["export"]
+
+What = Literal["pages", "items", "dead", "filtered"]
+Format = Literal["jsonl", "csv"]
+
+
+@click.command()
+@click.option("--store", default="crawlq.db", show_default=True, help="Store to read.")
+@click.option(
+    "--what",
+    type=click.Choice(["pages", "items", "dead", "filtered"]),
+    default="pages",
+    show_default=True,
+)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
+@click.option("--since", default=None, help="Only records at or after this ISO 8601 time.")
+def export(store: str, what: str, fmt: str, output: str | None, since: str | None) -> None:
+    """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE)."""
+    since_s = None
+    if since is not None:
+        try:
+            since_s = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise click.BadParameter(
+                f"not an ISO 8601 time: {since!r}", param_hint="--since"
+            ) from None
+    if "://" not in store and not Path(store).is_file():
+        raise click.BadParameter(f"no such store file: {store}", param_hint="--store")
+    try:
+        with contextlib.ExitStack() as stack:
+            out: TextIO = sys.stdout
+            if output is not None:
+                out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+            rows = asyncio.run(_export(store, cast(What, what), cast(Format, fmt), out, since_s))
+    except CrawlqError as exc:
+        click.echo(f"crawlq: cannot export: {exc}", err=True)
+        sys.exit(1)
+    if output is not None:
+        click.echo(f"wrote {rows} {what} rows to {output}", err=True)
+
+
+async def _export(store_url: str, what: What, fmt: Format, out: TextIO, since: float | None) -> int:
+    store = await open_store(store_url)
+    try:
+        return await export_records(store, what, fmt, out, since=since)
+    finally:
+        await store.close()

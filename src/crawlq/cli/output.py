@@ -1,0 +1,110 @@
+"""Terminal output for the CLI: logging setup, the live progress display, the summary.
+
+The only module that imports rich.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.logging import RichHandler
+from rich.table import Table
+
+from crawlq.engine import CrawlReport, Progress
+
+__all__ = ["ProgressDisplay", "configure_logging", "print_summary", "stderr_console"]
+
+_LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}
+
+
+def stderr_console() -> Console:
+    """The console that progress and logs share (stderr)."""
+    return Console(stderr=True)
+
+
+def configure_logging(verbosity: int, console: Console) -> None:
+    """Send crawlq's log records to ``console`` at a level chosen by ``verbosity``.
+
+    -1 (quiet): errors only; 0: warnings; 1: one line per fetched URL; 2 or more: debug.
+    """
+    level = _LEVELS.get(verbosity, logging.DEBUG)
+    if console.is_terminal:
+        handler: logging.Handler = RichHandler(
+            console=console, show_path=False, rich_tracebacks=False, markup=False
+        )
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("crawlq")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+class ProgressDisplay:
+    """A live table on the terminal (stderr), refreshed by `update`."""
+
+    def __init__(self, console: Console) -> None:
+        self._live = Live(console=console, auto_refresh=False, transient=True)
+
+    def __enter__(self) -> ProgressDisplay:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.__exit__(None, None, None)
+
+    def update(self, p: Progress) -> None:
+        """Redraw with a new snapshot."""
+        f, c = p.frontier, p.counters
+        table = Table.grid(padding=(0, 2))
+        for _ in range(7):
+            table.add_column(justify="right")
+        table.add_row("pages", "queued", "in flight", "retrying", "errors", "pages/s", "elapsed")
+        table.add_row(
+            str(c.pages),
+            str(f.queued),
+            str(f.in_flight),
+            str(f.delayed),
+            str(sum(c.dead.values())),
+            f"{p.pages_per_s:.1f}",
+            f"{p.elapsed_s:.0f}s",
+        )
+        self._live.update(table, refresh=True)
+
+
+def _reasons(counts: Mapping[str, int]) -> str:
+    if not counts:
+        return "0"
+    parts = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda x: -x[1]))
+    return f"{sum(counts.values())} ({parts})"
+
+
+def print_summary(report: CrawlReport, out: TextIO) -> None:
+    """Write the end-of-crawl summary as plain ``key: value`` lines."""
+    c, s = report.counters, report.store
+    rate = c.pages / report.elapsed_s if report.elapsed_s > 0 else 0.0
+    ended = {
+        "done": "finished: nothing left to crawl",
+        "max_pages": "stopped at --max-pages",
+        "stopped": "interrupted: re-run the same command to resume",
+    }.get(report.stopped_by, report.stopped_by)
+    lines = [
+        f"crawl {ended}",
+        f"pages stored: {c.pages} this run, {s.pages} in store",
+        f"items: {c.items} this run, {s.items} in store",
+        f"dead-lettered: {_reasons(s.dead_by_reason)}",
+        f"filtered: {_reasons(s.filtered_by_reason)}",
+        f"links not followed: {_reasons(c.skipped)}",
+        f"retries: {c.retries}",
+        f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "
+        f"in flight: {report.frontier.in_flight}",
+        f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",
+    ]
+    out.write("\n".join(lines) + "\n")

@@ -1,0 +1,40 @@
+"""``crawlq serve``: serve a directory or a ``.tar.gz`` site on loopback, to try crawlq on."""
+
+from __future__ import annotations
+
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+import click
+
+from crawlq.testing.static import make_static_app, unpack_corpus
+from crawlq.testing.thread import ServerThread
+
+__all__ = ["serve"]
+
+
+@click.command()
+@click.argument("site", type=click.Path(exists=True))
+@click.option("--host", default="127.0.0.1", show_default=True, help="A loopback address.")
+@click.option("--port", type=int, default=8000, show_default=True)
+def serve(site: str, host: str, port: int) -> None:
+    """Serve SITE (a directory, or a .tar.gz of one) over HTTP on a loopback address.
+
+    Runs until Ctrl-C or SIGTERM. Only loopback addresses are accepted: this is a test
+    server for crawling your own copy of a site, not a web server.
+    """
+    with tempfile.TemporaryDirectory(prefix="crawlq-serve-") as tmp:
+        path = Path(site)
+        root = unpack_corpus(path, tmp) if path.is_file() else path
+        try:
+            server = ServerThread(make_static_app(root), host=host, port=port)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--host") from None
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        with server:
+            click.echo(f"serving {root} at {server.base_url}/ (Ctrl-C to stop)", err=True)
+            stop.wait()

@@ -1,0 +1,181 @@
+"""Run a whole crawl in this process: open the backends, seed, work until done, report.
+
+This is what ``crawlq crawl`` calls, and the Python API for the same thing::
+
+    import asyncio
+    from crawlq.engine.crawl import Crawl
+    from crawlq.settings import Settings
+
+    report = asyncio.run(Crawl(Settings.build(cli={"delay_s": 0}), ["http://127.0.0.1:8000/"]).run())
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from crawlq.engine.step import Deps
+from crawlq.engine.worker import Worker, WorkerCounters
+from crawlq.errors import ConfigError
+from crawlq.fetch import Fetcher
+from crawlq.frontier import Frontier, FrontierStats, HostPolicy, open_frontier
+from crawlq.robots import RobotsCache
+from crawlq.scope import Scope
+from crawlq.settings import Settings
+from crawlq.spider import Spider
+from crawlq.store import Store, StoreCounts, open_store
+
+__all__ = ["Crawl", "CrawlReport", "Progress"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A snapshot for a live display.
+
+    Attributes:
+        frontier: Frontier counts now.
+        counters: This run's worker counters.
+        in_flight: Fetches running in this process.
+        elapsed_s: Seconds since the run started.
+    """
+
+    frontier: FrontierStats
+    counters: WorkerCounters
+    in_flight: int
+    elapsed_s: float
+
+    @property
+    def pages_per_s(self) -> float:
+        """Pages stored per second in this run."""
+        return self.counters.pages / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlReport:
+    """How a crawl run ended.
+
+    Attributes:
+        stopped_by: ``done`` (nothing left anywhere), ``max_pages`` or ``stopped`` (signal).
+        counters: What this run did.
+        store: Totals in the store, earlier runs included.
+        frontier: Frontier counts at the end.
+        elapsed_s: Wall seconds of this run.
+        seeded: Seed requests that were new to the frontier.
+    """
+
+    stopped_by: str
+    counters: WorkerCounters
+    store: StoreCounts
+    frontier: FrontierStats
+    elapsed_s: float
+    seeded: int
+
+
+class Crawl:
+    """One crawl run on the embedded backends named by ``settings.store``.
+
+    Args:
+        settings: The crawl settings.
+        seeds: Seed URLs; they replace the spider's ``start_urls`` when given.
+        spider_cls: The spider class (default: follow every link).
+
+    Raises:
+        InvalidURL: A seed URL cannot be crawled (raised by the constructor, before anything
+            is opened, so a bad seed never touches the store).
+        ConfigError: No seeds at all.
+    """
+
+    def __init__(
+        self, settings: Settings, seeds: Sequence[str] = (), spider_cls: type[Spider] = Spider
+    ) -> None:
+        self.settings = settings
+        self.spider = spider_cls()
+        if seeds:
+            self.spider.start_urls = list(seeds)
+        self.start_requests = list(self.spider.start_requests())
+        if not self.start_requests:
+            raise ConfigError("seeds", "no seed URLs: give them on the command line")
+        domains = settings.allowed_domains or tuple(self.spider.allowed_domains)
+        if not domains:
+            domains = tuple(dict.fromkeys(r.host for r in self.start_requests))
+        self.scope = Scope(domains, settings.include, settings.exclude, settings.max_depth)
+        self.worker: Worker | None = None
+        self._frontier: Frontier | None = None
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask the running worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
+        if self.worker is not None:
+            self.worker.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """A snapshot of the running crawl, or None before it started."""
+        if self.worker is None or self._frontier is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=self.worker.counters,
+            in_flight=self.worker.in_flight,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+    async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
+        """Seed the frontier, then work until done, out of page budget, or stopped.
+
+        Args:
+            on_start: Called once the backends are open and the worker runs.
+
+        Raises:
+            FrontierLocked: Another crawl is using the same store file.
+            FrontierUnavailable, StoreError: A backend cannot be opened.
+        """
+        s = self.settings
+        self._started = time.monotonic()
+        frontier = await open_frontier(
+            s.store, default_policy=HostPolicy(s.delay_s, s.host_concurrency)
+        )
+        try:
+            store = await open_store(s.store)
+            try:
+                return await self._run(frontier, store, on_start)
+            finally:
+                await store.close()
+        finally:
+            self._frontier = None
+            await frontier.close()
+
+    async def _run(
+        self, frontier: Frontier, store: Store, on_start: Callable[[], None] | None
+    ) -> CrawlReport:
+        s = self.settings
+        seeded = await frontier.push(self.start_requests)
+        budget = None
+        if s.max_pages is not None:
+            budget = max(0, s.max_pages - (await store.counts()).pages)
+        async with Fetcher(
+            user_agent=s.user_agent,
+            timeout_s=s.timeout_s,
+            connect_timeout_s=s.connect_timeout_s,
+            max_body_bytes=s.max_body_bytes,
+            max_redirects=s.max_redirects,
+            max_connections=s.concurrency,
+        ) as fetcher:
+            robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
+            deps = Deps(s, fetcher, robots, self.spider, self.scope, frontier)
+            self.worker = Worker(frontier, store, deps, page_budget=budget)
+            self._frontier = frontier
+            if on_start is not None:
+                on_start()
+            await self.worker.run()
+        return CrawlReport(
+            stopped_by=self.worker.stopped_by or "done",
+            counters=self.worker.counters,
+            store=await store.counts(),
+            frontier=await frontier.stats(),
+            elapsed_s=time.monotonic() - self._started,
+            seeded=seeded,
+        )

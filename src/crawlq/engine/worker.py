@@ -1,0 +1,344 @@
+"""The native engine: one process, many asyncio tasks, leasing from a shared frontier.
+
+The loop (ARCHITECTURE.md): lease a batch → `process` each lease in its own task → buffer
+the outcomes → flush them in batches (store write, then push discovered links, then settle the
+leases). Settling only after the store write returned is what makes a crash at any moment
+re-deliver a URL instead of losing it, and the store's upsert by fingerprint makes the
+re-delivery harmless. Held leases are renewed at a third of the visibility timeout, so a slow
+download is not handed to another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from crawlq.engine.step import Deps, Kind, Outcome, process
+from crawlq.errors import CrawlqError, FrontierError, StoreError
+from crawlq.frontier import Frontier
+from crawlq.records import DeadRecord
+from crawlq.request import Lease
+from crawlq.retry import backoff_s
+from crawlq.store import ResultBatch, Store
+
+__all__ = ["Worker", "WorkerCounters"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class WorkerCounters:
+    """What one worker did in this run (totals across runs live in the store).
+
+    Attributes:
+        pages: Page records written.
+        items: Items written.
+        retries: Transient failures sent back for a retry.
+        dead: URLs dead-lettered, by reason.
+        filtered: URLs skipped after leasing (robots.txt), by reason.
+        skipped: Discovered links not followed, by scope reason (per occurrence).
+        links: Discovered links pushed to the frontier (before dedup).
+        started_s: `time.monotonic` at the start of `Worker.run`.
+    """
+
+    pages: int = 0
+    items: int = 0
+    retries: int = 0
+    dead: Counter[str] = field(default_factory=Counter)
+    filtered: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    links: int = 0
+    started_s: float = field(default_factory=time.monotonic)
+
+
+class Worker:
+    """Leases from ``frontier`` and runs `crawlq.engine.step.process` on each lease.
+
+    Args:
+        frontier: Where work comes from.
+        store: Where results go.
+        deps: Fetcher, spider, scope and settings for `process`.
+        worker_id: Stable id for leases (default ``host:pid:random``).
+        exit_when_done: Return from `run` when the whole frontier has nothing queued, delayed
+            or in flight (``--burst``); otherwise keep waiting for new work.
+        page_budget: Most pages to store in this run (None: no limit); the CLI passes
+            ``max_pages`` minus the pages stored by earlier runs.
+        flush_batch: Outcomes buffered before a flush.
+        flush_interval_s: Longest time, in seconds, an outcome waits for its flush while the
+            worker is busy (an idle worker flushes at once).
+        lease_wait_s: Seconds one blocking lease call waits for work before the loop checks
+            whether to stop.
+    """
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        store: Store,
+        deps: Deps,
+        *,
+        worker_id: str | None = None,
+        exit_when_done: bool = True,
+        page_budget: int | None = None,
+        flush_batch: int = 64,
+        flush_interval_s: float = 0.05,
+        lease_wait_s: float = 1.0,
+    ) -> None:
+        self.frontier = frontier
+        self.store = store
+        self.deps = deps
+        self.settings = deps.settings
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.exit_when_done = exit_when_done
+        self.page_budget = page_budget
+        self.flush_batch = flush_batch
+        self.flush_interval_s = flush_interval_s
+        self.lease_wait_s = lease_wait_s
+        self.counters = WorkerCounters()
+        self.stopped_by: str | None = None
+        """Why `run` returned: ``done``, ``max_pages`` or ``stopped``."""
+        self._active: dict[asyncio.Task[None], Lease] = {}
+        self._held: dict[str, Lease] = {}
+        self._pending: list[Outcome] = []
+        self._pages_started = 0
+        self._stopping = False
+        self._idle = False
+        self._slot_freed = asyncio.Event()
+        self._results = asyncio.Event()
+        self._flush_lock = asyncio.Lock()
+
+    # -- control --------------------------------------------------------------------------
+
+    def stop(self, *, force: bool = False) -> None:
+        """Stop leasing; safe to call from a signal handler.
+
+        In-flight fetches finish; with ``force`` they are cancelled and their leases released
+        back to the queue.
+        """
+        self._stopping = True
+        self.stopped_by = self.stopped_by or "stopped"
+        self._slot_freed.set()
+        if force:
+            for task in self._active:
+                task.cancel()
+
+    @property
+    def in_flight(self) -> int:
+        """Leases being processed now."""
+        return len(self._active)
+
+    # -- main loop ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Work until the frontier is drained, the page budget is spent, or `stop` is called.
+
+        "Drained" counts only with ``exit_when_done``. Always flushes what it finished before
+        returning.
+
+        Raises:
+            FrontierError: The frontier failed in a way retrying does not fix.
+        """
+        self.counters = WorkerCounters()
+        background = [
+            asyncio.create_task(self._flush_loop(), name="crawlq-flush"),
+            asyncio.create_task(self._renew_loop(), name="crawlq-renew"),
+        ]
+        try:
+            await self._lease_loop()
+            if self._active:
+                await asyncio.wait(list(self._active))
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await self._flush()
+            if self._held:
+                released = await self.frontier.release(list(self._held.values()))
+                logger.info("released %d leases back to the queue", released)
+                self._held.clear()
+
+    async def _lease_loop(self) -> None:
+        failures = 0
+        while not self._stopping:
+            room = self.settings.concurrency - len(self._active)
+            if self.page_budget is not None:
+                room = min(room, self.page_budget - self._pages_started)
+                if room <= 0 and not self._active:
+                    self.stopped_by = "max_pages"
+                    return
+            if room <= 0:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
+            self._idle = True
+            if self._pending:
+                self._results.set()
+            try:
+                leases = await self.frontier.lease(
+                    min(room, self.settings.lease_batch),
+                    self.worker_id,
+                    self.settings.lease_timeout_s,
+                    wait_s=self.lease_wait_s,
+                )
+                failures = 0
+            except FrontierError as exc:
+                failures += 1
+                delay = backoff_s(failures, 0.5, 30.0)
+                logger.warning("frontier unavailable (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                continue
+            finally:
+                self._idle = False
+            if not leases:
+                if self.exit_when_done and await self._drained():
+                    self.stopped_by = "done"
+                    return
+                continue
+            for lease in leases:
+                self._held[lease.lease_id] = lease
+                task = asyncio.create_task(self._run_one(lease))
+                self._active[task] = lease
+                self._pages_started += 1
+
+    async def _drained(self) -> bool:
+        if self._active:
+            return False
+        await self._flush()
+        stats = await self.frontier.stats()
+        return stats.pending == 0 and not self._active
+
+    # -- one lease ------------------------------------------------------------------------
+
+    async def _run_one(self, lease: Lease) -> None:
+        task = asyncio.current_task()
+        try:
+            outcome = await self._outcome(lease)
+            if outcome is None:
+                return
+            if outcome.kind is Kind.RETRY:
+                self._pages_started -= 1
+                self._held.pop(lease.lease_id, None)
+                await self.frontier.retry(lease, outcome.retry_delay_s, outcome.reason)
+                self.counters.retries += 1
+                return
+            if outcome.kind is not Kind.PAGE:
+                self._pages_started -= 1
+            self._pending.append(outcome)
+            self._results.set()
+        finally:
+            if task is not None:
+                self._active.pop(task, None)
+            self._slot_freed.set()
+
+    async def _outcome(self, lease: Lease) -> Outcome | None:
+        try:
+            return await process(lease, self.deps)
+        except asyncio.CancelledError:
+            self._pages_started -= 1
+            raise  # the lease stays held and is released at the end of run()
+        except FrontierError as exc:
+            logger.warning("frontier error while processing %s: %s", lease.request.url, exc)
+            self._pages_started -= 1
+            self._held.pop(lease.lease_id, None)
+            with contextlib.suppress(CrawlqError):
+                await self.frontier.release([lease])
+            return None
+        except Exception as exc:
+            logger.exception("internal error processing %s", lease.request.url)
+            req = lease.request
+            record = DeadRecord(
+                req.fingerprint,
+                req.url,
+                "internal_error",
+                f"{type(exc).__name__}: {exc}",
+                lease.attempt,
+                req.depth,
+                time.time(),
+            )
+            return Outcome(lease, Kind.DEAD, dead=record, reason="internal_error")
+
+    # -- writing results ------------------------------------------------------------------
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._results.wait()
+            if len(self._pending) < self.flush_batch and not self._idle:
+                await asyncio.sleep(self.flush_interval_s)
+            self._results.clear()
+            await self._flush()
+
+    async def _flush(self) -> None:
+        async with self._flush_lock:
+            if not self._pending:
+                return
+            batch, self._pending = self._pending, []
+            await self._write_store(
+                ResultBatch(
+                    pages=[o.page for o in batch if o.page is not None],
+                    items=[item for o in batch for item in o.items],
+                    dead=[o.dead for o in batch if o.dead is not None],
+                    filtered=[o.filtered for o in batch if o.filtered is not None],
+                )
+            )
+            links = [link for o in batch for link in o.links]
+            if links:
+                await self.frontier.push(links)
+            done = [o.lease for o in batch if o.kind is not Kind.DEAD]
+            await self.frontier.ack(done)
+            for o in batch:
+                if o.kind is Kind.DEAD:
+                    await self.frontier.dead(o.lease, o.reason)
+                self._held.pop(o.lease.lease_id, None)
+                self._count(o)
+
+    def _count(self, o: Outcome) -> None:
+        c = self.counters
+        c.links += len(o.links)
+        c.skipped.update(o.skipped)
+        if o.kind is Kind.PAGE:
+            c.pages += 1
+            c.items += len(o.items)
+        elif o.kind is Kind.DEAD:
+            c.dead[o.reason] += 1
+        elif o.kind is Kind.FILTERED:
+            c.filtered[o.reason] += 1
+
+    async def _write_store(self, batch: ResultBatch) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.store.write(batch)
+                return
+            except StoreError as exc:
+                failures += 1
+                delay = backoff_s(failures, 0.5, 30.0)
+                logger.warning(
+                    "store write of %d records failed (%s); keeping them, retrying in %.1fs",
+                    len(batch),
+                    exc,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+
+    async def _renew_loop(self) -> None:
+        interval = self.settings.lease_timeout_s / 3
+        while True:
+            await asyncio.sleep(interval)
+            if not self._held:
+                continue
+            held = list(self._held.values())
+            try:
+                renewed = await self.frontier.renew(held, self.settings.lease_timeout_s)
+            except FrontierError as exc:
+                logger.warning("could not renew %d leases: %s", len(held), exc)
+                continue
+            kept = {lease.lease_id for lease in renewed}
+            for lease in held:
+                if lease.lease_id not in kept and lease.lease_id in self._held:
+                    logger.warning("lost lease on %s (expired)", lease.request.url)

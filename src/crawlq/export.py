@@ -1,0 +1,229 @@
+"""Export what a `Store` holds as JSON Lines or CSV, streaming.
+
+Rows, by ``what`` (keys in this order; times as ISO 8601 UTC with milliseconds and ``Z``,
+fingerprints as lower-case hex):
+
+* ``pages``: url, final_url, status, content_type, depth, title, fetched_at, size (bytes),
+  elapsed_s, attempt, error, spider, fingerprint. Bodies are never exported.
+* ``items``: the item's own fields, then ``_url`` (the page URL) and ``_spider``. In JSON
+  Lines, an item field named ``_url`` or ``_spider`` is shadowed by crawlq's value.
+* ``dead``: url, reason, detail, attempts, depth, at, fingerprint.
+* ``filtered``: url, reason, depth, at, fingerprint.
+
+JSON Lines: one JSON object per line, UTF-8 characters unescaped. CSV (RFC 4180 via the `csv`
+module, CRLF line ends; open files with ``newline=""``): one header row, then one row per
+record. None is an empty cell, strings are written as they are, and any other value as JSON
+(``true``, ``1.5``, ``[1, 2]``). Item columns are the union of the keys of the first 1000
+items, in first-seen order, then ``_url``, ``_spider`` and ``_extra``: a JSON object holding a
+later item's keys that have no column (empty when there are none).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TextIO, TypeVar
+
+from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.store.base import Store
+
+__all__ = ["export", "iso_utc"]
+
+_R = TypeVar("_R")
+_Timed = TypeVar("_Timed", DeadRecord, FilteredRecord)
+
+_ITEM_SAMPLE = 1000
+"""Items read before the CSV header is fixed."""
+_ITEM_META = ("_url", "_spider")
+_EXTRA = "_extra"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+_PAGE_COLUMNS = (
+    "url",
+    "final_url",
+    "status",
+    "content_type",
+    "depth",
+    "title",
+    "fetched_at",
+    "size",
+    "elapsed_s",
+    "attempt",
+    "error",
+    "spider",
+    "fingerprint",
+)
+_DEAD_COLUMNS = ("url", "reason", "detail", "attempts", "depth", "at", "fingerprint")
+_FILTERED_COLUMNS = ("url", "reason", "depth", "at", "fingerprint")
+
+
+def iso_utc(ts: float) -> str:
+    """Format Unix seconds as ISO 8601 UTC to the millisecond: ``2026-11-29T18:01:02.123Z``.
+
+    Args:
+        ts: Unix time in seconds; rounded to the nearest millisecond.
+    """
+    moment = _EPOCH + timedelta(milliseconds=round(ts * 1000))
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+async def export(
+    store: Store,
+    what: Literal["pages", "items", "dead", "filtered"],
+    fmt: Literal["jsonl", "csv"],
+    out: TextIO,
+    *,
+    since: float | None = None,
+) -> int:
+    """Write every record of one kind from ``store`` to ``out``, streaming.
+
+    Records come in the store's order (by time; see `crawlq.store.Store`) and are written as
+    they arrive, so memory stays bounded whatever the size of the crawl. The row shapes are in
+    the module docstring.
+
+    Args:
+        store: The store to read.
+        what: Which records: ``pages``, ``items``, ``dead`` or ``filtered``.
+        fmt: ``jsonl`` (JSON Lines) or ``csv``.
+        out: A text stream open for writing (UTF-8; for CSV files, ``newline=""``).
+        since: Only records from this Unix time on, in seconds (``fetched_at`` of pages,
+            ``created_at`` of items, ``at`` of dead and filtered records); None: all.
+
+    Returns:
+        The number of records written (the CSV header not counted).
+
+    Raises:
+        ValueError: ``what`` or ``fmt`` is not one of the values above.
+        StoreError: Reading the store failed (see `crawlq.store.Store`); rows already written
+            stay in ``out``.
+    """
+    if fmt not in ("jsonl", "csv"):
+        raise ValueError(f"unknown export format {fmt!r}: use jsonl or csv")
+    if what == "items":
+        return await _export_items(store.items(since=since), fmt, out)
+    columns: tuple[str, ...]
+    rows: AsyncIterator[dict[str, Any]]
+    if what == "pages":
+        columns, rows = _PAGE_COLUMNS, _mapped(store.pages(since=since), _page_row)
+    elif what == "dead":
+        columns, rows = _DEAD_COLUMNS, _mapped(_at_since(store.dead(), since), _dead_row)
+    elif what == "filtered":
+        rows = _mapped(_at_since(store.filtered(), since), _filtered_row)
+        columns = _FILTERED_COLUMNS
+    else:
+        raise ValueError(f"unknown export kind {what!r}: use pages, items, dead or filtered")
+
+    written = 0
+    if fmt == "jsonl":
+        async for row in rows:
+            _write_json(out, row)
+            written += 1
+        return written
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    async for row in rows:
+        writer.writerow(_cells(row[c] for c in columns))
+        written += 1
+    return written
+
+
+async def _export_items(items: AsyncIterator[ItemRecord], fmt: str, out: TextIO) -> int:
+    written = 0
+    if fmt == "jsonl":
+        async for item in items:
+            _write_json(out, {**item.data, "_url": item.url, "_spider": item.spider})
+            written += 1
+        return written
+
+    sample: list[ItemRecord] = []
+    async for item in items:
+        sample.append(item)
+        if len(sample) == _ITEM_SAMPLE:
+            break
+    reserved = {*_ITEM_META, _EXTRA}
+    keys = dict.fromkeys(k for item in sample for k in item.data if k not in reserved)
+    columns = list(keys)
+    writer = csv.writer(out)
+    writer.writerow([*columns, *_ITEM_META, _EXTRA])
+
+    def row(item: ItemRecord) -> list[str]:
+        extra = {k: v for k, v in item.data.items() if k not in keys}
+        cells = _cells(item.data.get(c) for c in columns)
+        return [*cells, item.url, item.spider, _json(extra) if extra else ""]
+
+    for item in sample:
+        writer.writerow(row(item))
+        written += 1
+    if len(sample) == _ITEM_SAMPLE:  # more may follow: the same iterator goes on
+        async for item in items:
+            writer.writerow(row(item))
+            written += 1
+    return written
+
+
+def _page_row(page: PageRecord) -> dict[str, Any]:
+    return {
+        "url": page.url,
+        "final_url": page.final_url,
+        "status": page.status,
+        "content_type": page.content_type,
+        "depth": page.depth,
+        "title": page.title,
+        "fetched_at": iso_utc(page.fetched_at),
+        "size": page.size_bytes,
+        "elapsed_s": page.elapsed_s,
+        "attempt": page.attempt,
+        "error": page.error,
+        "spider": page.spider,
+        "fingerprint": page.fingerprint.hex(),
+    }
+
+
+def _dead_row(dead: DeadRecord) -> dict[str, Any]:
+    return {
+        "url": dead.url,
+        "reason": dead.reason,
+        "detail": dead.detail,
+        "attempts": dead.attempts,
+        "depth": dead.depth,
+        "at": iso_utc(dead.at),
+        "fingerprint": dead.fingerprint.hex(),
+    }
+
+
+def _filtered_row(record: FilteredRecord) -> dict[str, Any]:
+    return {
+        "url": record.url,
+        "reason": record.reason,
+        "depth": record.depth,
+        "at": iso_utc(record.at),
+        "fingerprint": record.fingerprint.hex(),
+    }
+
+
+async def _mapped(
+    records: AsyncIterator[_R], to_row: Callable[[_R], dict[str, Any]]
+) -> AsyncIterator[dict[str, Any]]:
+    async for record in records:
+        yield to_row(record)
+
+
+async def _at_since(records: AsyncIterator[_Timed], since: float | None) -> AsyncIterator[_Timed]:
+    async for record in records:
+        if since is None or record.at >= since:
+            yield record
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _write_json(out: TextIO, row: dict[str, Any]) -> None:
+    out.write(_json(row))
+    out.write("\n")
+
+
+def _cells(values: Iterable[Any]) -> list[str]:
+    return ["" if v is None else v if isinstance(v, str) else _json(v) for v in values]

@@ -1,0 +1,362 @@
+"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, classified errors.
+
+`Fetcher.fetch` either returns a complete `FetchResult` or raises a `FetchError` that is
+already classified for the retry policy (`crawlq.retry`): no aiohttp exception escapes.
+This is the only module that imports aiohttp (besides `crawlq.testing`).
+
+Rules and their sources:
+
+* Redirects (RFC 9110 §15.4) are followed by hand so that each hop can be checked: 301, 302,
+  303, 307 and 308 with a ``Location``, resolved against the current URL (RFC 3986 §5).
+  303 switches to GET (§15.4.4); so do 301 and 302 after a POST, as browsers do (§15.4.2,
+  §15.4.3, WHATWG Fetch "HTTP-redirect fetch"). 307/308 keep the method and body.
+  Credentials (``Authorization``, ``Cookie``) are not sent on to another origin.
+* Retryable statuses: 408, 429 and 5xx raise `RetryableStatus` carrying the server's
+  ``Retry-After`` (RFC 9110 §10.2.3) in seconds; every other status is returned.
+* Time: one budget of ``timeout_s`` covers the whole fetch, redirects included, so a fetch
+  never outlives the lease that runs it.
+* Cookies are not kept between fetches: every fetch is stateless, whichever worker runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from urllib.parse import urlsplit
+
+import aiohttp
+from yarl import URL
+
+from crawlq.decode import decode_body
+from crawlq.errors import (
+    BodyTooLarge,
+    FetchError,
+    InvalidURL,
+    PermanentFetchError,
+    RetryableStatus,
+    TooManyRedirects,
+    TransientFetchError,
+)
+from crawlq.request import FetchResult
+from crawlq.retry import is_retryable_status, parse_retry_after
+from crawlq.urls import normalize
+
+__all__ = ["Fetcher", "RedirectGuard"]
+
+logger = logging.getLogger(__name__)
+
+RedirectGuard = Callable[[str], str | None]
+"""Called with each redirect target: None to follow it, or a reason string to stop there."""
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_NO_BODY_STATUSES = frozenset({204, 304})
+_CHUNK_BYTES = 64 * 1024
+_DNS_CACHE_TTL_S = 60
+_MAX_DETAIL_CHARS = 300  # aiohttp quotes whole bad status lines into its messages
+_DEFAULT_HEADERS = {
+    "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    "Accept-Encoding": "gzip, deflate, br",
+}
+_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
+_CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+@dataclass(slots=True)
+class _Hop:
+    """One HTTP exchange: the response, or where to go next when it is a followed redirect."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    next_url: str | None
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One fetch in progress: its fixed inputs and the request of the current hop."""
+
+    url: str  # as the caller gave it; names every error
+    current: str
+    method: str
+    body: bytes
+    headers: dict[str, str]
+    deadline_s: float  # time.perf_counter() seconds
+    guard: RedirectGuard | None
+    truncate_body_bytes: int | None
+    redirects: list[str] = field(default_factory=list)
+
+    def follow(self, status: int, next_url: str) -> None:
+        """Move to ``next_url``, adjusting method, body and headers (module docstring)."""
+        method = self.method
+        if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+            self.method, self.body = "GET", b""
+            self.headers = {k: v for k, v in self.headers.items() if k.lower() not in _BODY_HEADERS}
+        if _origin(self.current) != _origin(next_url):
+            drop = _CREDENTIAL_HEADERS
+            self.headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
+        self.redirects.append(self.current)
+        self.current = next_url
+
+
+class Fetcher:
+    """Fetches URLs over one pooled aiohttp session (keep-alive, DNS cache).
+
+    Use as ``async with Fetcher(user_agent=...) as fetcher:`` or call `close` when done. The
+    session is created lazily on the first fetch, inside the running event loop.
+
+    Args:
+        user_agent: The ``User-Agent`` header sent with every request.
+        timeout_s: Seconds allowed for a whole fetch (connect, headers, body, redirects), and
+            for one socket read.
+        connect_timeout_s: Seconds allowed to get a connection (pool wait + TCP/TLS connect).
+        max_body_bytes: Largest body accepted, in bytes, after content decoding.
+        max_redirects: Redirects followed per fetch before `TooManyRedirects`.
+        max_connections: Connections open at once across all hosts.
+
+    Raises:
+        ValueError: A limit is not positive (``max_redirects`` may be 0).
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        timeout_s: float = 30.0,
+        connect_timeout_s: float = 10.0,
+        max_body_bytes: int = 10 * 1024 * 1024,
+        max_redirects: int = 10,
+        max_connections: int = 100,
+    ) -> None:
+        if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
+            raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
+        if max_redirects < 0:
+            raise ValueError(f"max_redirects must not be negative, got {max_redirects}")
+        self.user_agent = user_agent
+        self._timeout_s = timeout_s
+        self._connect_timeout_s = connect_timeout_s
+        self._max_body_bytes = max_body_bytes
+        self._max_redirects = max_redirects
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Fetcher:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the session and its connections. A later `fetch` opens a new session."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+        redirect_guard: RedirectGuard | None = None,
+        truncate_body_bytes: int | None = None,
+    ) -> FetchResult:
+        """Fetch ``url``, following redirects, and return the complete response.
+
+        Args:
+            url: Absolute http(s) URL (normalised here with `crawlq.urls.normalize`).
+            method: HTTP method.
+            body: Request body bytes.
+            headers: Extra request headers; they override the defaults (``User-Agent``,
+                ``Accept``, ``Accept-Encoding: gzip, deflate, br``).
+            redirect_guard: Called with each redirect target before it is followed: None
+                follows it; a string (the reason) stops, and the 3xx response itself is
+                returned so the caller can record it.
+            truncate_body_bytes: Read at most this many body bytes and return them instead
+                of raising `BodyTooLarge` (for robots.txt, RFC 9309 §2.5). None: the cap
+                ``max_body_bytes`` applies and a larger body is an error.
+
+        Returns:
+            The last response. ``url`` is the normalised request URL, ``final_url`` the last
+            URL fetched, ``redirects`` the URLs that answered with a followed redirect (so
+            ``len(redirects)`` is the number of hops), ``elapsed_s`` seconds from the first
+            request to the end of the last body.
+
+        Raises:
+            RetryableStatus: HTTP 408, 429 or 5xx (``retry_after_s`` from ``Retry-After``).
+            TransientFetchError: Network failure; ``reason`` is ``timeout``, ``dns_error``,
+                ``connect_error``, ``connection_reset``, ``payload_error`` (truncated or
+                corrupt body), ``protocol_error`` (malformed HTTP) or ``client_error``.
+            BodyTooLarge: The body exceeds ``max_body_bytes`` (by ``Content-Length`` or
+                while reading); no partial body is ever returned.
+            TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
+            PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
+                ``bad_redirect`` (a ``Location`` that is not http(s)) or ``tls_error`` (the
+                server's certificate does not verify).
+        """
+        try:
+            start_url = normalize(url)
+        except InvalidURL as exc:
+            raise PermanentFetchError(url, "invalid_url", exc.reason) from exc
+        session = self._ensure_session()
+        start_s = time.perf_counter()
+        attempt = _Attempt(
+            url=url,
+            current=start_url,
+            method=method.upper(),
+            body=body,
+            headers=dict(headers or {}),
+            deadline_s=start_s + self._timeout_s,
+            guard=redirect_guard,
+            truncate_body_bytes=truncate_body_bytes,
+        )
+        while (hop := await self._exchange(session, attempt)).next_url is not None:
+            attempt.follow(hop.status, hop.next_url)
+        encoding, text = decode_body(hop.headers.get("content-type"), hop.body)
+        return FetchResult(
+            url=start_url,
+            final_url=attempt.current,
+            status=hop.status,
+            headers=hop.headers,
+            body=hop.body,
+            encoding=encoding,
+            text=text,
+            elapsed_s=time.perf_counter() - start_s,
+            redirects=tuple(attempt.redirects),
+        )
+
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections, use_dns_cache=True, ttl_dns_cache=_DNS_CACHE_TTL_S
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": self.user_agent, **_DEFAULT_HEADERS},
+                timeout=self._client_timeout(self._timeout_s),
+                raise_for_status=False,
+                auto_decompress=True,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                max_field_size=65536,  # real sites send long Set-Cookie / CSP headers
+            )
+        return self._session
+
+    def _client_timeout(self, total_s: float) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(
+            total=total_s, connect=self._connect_timeout_s, sock_read=self._timeout_s
+        )
+
+    async def _exchange(self, session: aiohttp.ClientSession, attempt: _Attempt) -> _Hop:
+        """Send the current request of ``attempt`` and read its response."""
+        url, current, method = attempt.url, attempt.current, attempt.method
+        remaining_s = attempt.deadline_s - time.perf_counter()
+        if remaining_s <= 0:
+            raise TransientFetchError(url, "timeout", f"{self._timeout_s} s spent in redirects")
+        try:
+            async with session.request(
+                method,
+                URL(current, encoded=True),
+                data=attempt.body or None,
+                headers=attempt.headers,
+                allow_redirects=False,
+                timeout=self._client_timeout(remaining_s),
+            ) as resp:
+                status = resp.status
+                resp_headers = _joined_headers(resp.headers)
+                logger.debug("%s %s -> %d", method, current, status)
+                if is_retryable_status(status):
+                    retry_after_s = parse_retry_after(resp_headers.get("retry-after"), time.time())
+                    raise RetryableStatus(url, status, retry_after_s)
+                location = resp_headers.get("location")
+                if status in _REDIRECT_STATUSES and location:
+                    next_url = _resolve_location(url, current, location)
+                    refusal = attempt.guard(next_url) if attempt.guard is not None else None
+                    if refusal is None:
+                        if len(attempt.redirects) >= self._max_redirects:
+                            raise TooManyRedirects(url, self._max_redirects)
+                        return _Hop(status, resp_headers, b"", next_url)
+                    logger.debug("not following %s -> %s: %s", current, next_url, refusal)
+                has_body = method != "HEAD" and status not in _NO_BODY_STATUSES
+                limit = attempt.truncate_body_bytes
+                data = await self._read_body(resp, url, limit) if has_body else b""
+                return _Hop(status, resp_headers, data, None)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise _classify(url, current if attempt.redirects else None, exc) from exc
+
+    async def _read_body(
+        self, resp: aiohttp.ClientResponse, url: str, truncate_bytes: int | None
+    ) -> bytes:
+        """Read the decoded body, enforcing the cap (or truncating, when asked)."""
+        limit = self._max_body_bytes if truncate_bytes is None else truncate_bytes
+        declared = resp.content_length
+        if truncate_bytes is None and declared is not None and declared > limit:
+            raise BodyTooLarge(url, limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_chunked(_CHUNK_BYTES):
+            size += len(chunk)
+            if size > limit:
+                if truncate_bytes is None:
+                    raise BodyTooLarge(url, limit)
+                chunks.append(chunk[: len(chunk) - (size - limit)])
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _joined_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Lower-case header names and join repeated headers with ", " (RFC 9110 §5.3)."""
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        key = name.lower()
+        out[key] = f"{out[key]}, {value}" if key in out else value
+    return out
+
+
+def _resolve_location(url: str, current: str, location: str) -> str:
+    try:
+        return normalize(location, base=current)
+    except InvalidURL as exc:
+        raise PermanentFetchError(url, "bad_redirect", f"{current} -> {location!r}") from exc
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.hostname, parts.port
+
+
+def _classify(url: str, redirected_to: str | None, exc: BaseException) -> FetchError:
+    """Map a network exception to a classified `FetchError` (see `Fetcher.fetch`)."""
+    detail = f"{type(exc).__name__}: {exc}".rstrip(": ")[:_MAX_DETAIL_CHARS]
+    if redirected_to is not None:
+        detail += f" (at {redirected_to})"
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return TransientFetchError(url, "timeout", f"connect: {detail}")
+    if isinstance(exc, TimeoutError):  # also aiohttp.ServerTimeoutError / SocketTimeoutError
+        return TransientFetchError(url, "timeout", detail)
+    if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
+        return PermanentFetchError(url, "invalid_url", detail)
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return PermanentFetchError(url, "tls_error", detail)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError) or (
+        isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, socket.gaierror)
+    ):
+        return TransientFetchError(url, "dns_error", detail)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return TransientFetchError(url, "connect_error", detail)
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return TransientFetchError(url, "payload_error", detail)
+    if isinstance(exc, aiohttp.ClientConnectionError | OSError):
+        return TransientFetchError(url, "connection_reset", detail)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return TransientFetchError(url, "protocol_error", detail)
+    return TransientFetchError(url, "client_error", detail)

@@ -1,0 +1,534 @@
+"""The user-facing spider API: `Spider`, `Response` and the helpers the engine calls.
+
+A Scrapy user will recognise it::
+
+    class DocsSpider(Spider):
+        name = "docs"
+        start_urls = ["https://example.org/docs/"]
+
+        def parse(self, response):
+            yield {"title": response.css("title::text").get(), "url": response.url}
+            yield from response.follow_all()
+
+A callback receives a `Response` and returns (or yields) items (``dict``) and requests
+(`CrawlRequest`, usually made with `Response.follow`). Requests cross processes as JSON, so a
+callback is stored by its method *name* and ``meta``/``cb_kwargs`` must be JSON-serialisable.
+
+The engine uses `load_spider` to find the class, `Spider.start_requests` to seed,
+`Spider.wants_status` to decide whether a response reaches a callback, and `run_callback`
+to call it. The spider follows whatever it yields; domains, depth and robots.txt are
+applied later by the engine (`crawlq.scope`), not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+from parsel import Selector, SelectorList
+from selectolax.lexbor import LexborHTMLParser
+
+from crawlq.errors import ConfigError, CrawlqError
+from crawlq.links import document_base, extract_links, extract_title, parse_html
+from crawlq.request import CrawlRequest, FetchResult
+
+__all__ = ["Response", "Spider", "SpiderError", "load_spider", "run_callback"]
+
+_XML_TYPES = frozenset({"text/xml", "application/xml"})
+_NON_WORD = re.compile(r"\W")
+_HAS_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+class SpiderError(CrawlqError):
+    """A spider callback failed, is missing, or produced something that is not an item/request.
+
+    Raised by `run_callback`; the engine records it as the page's error and does not retry.
+
+    Attributes:
+        url: The response URL the callback was given.
+        callback: The callback method name.
+        reason: What went wrong.
+    """
+
+    def __init__(self, url: str, callback: str, reason: str) -> None:
+        super().__init__(f"callback {callback!r} on {url}: {reason}")
+        self.url = url
+        self.callback = callback
+        self.reason = reason
+
+
+class Response:
+    """A fetched page as a spider callback sees it.
+
+    Parsers are built lazily and at most once: `tree` (selectolax, used by `links`, `title`
+    and `urljoin`) and the parsel selector behind `css` and `xpath`, which is only built if
+    the spider calls them.
+
+    Args:
+        request: The request that was fetched.
+        result: What the fetcher returned for it.
+        tree: An already parsed tree of ``result.text`` to share (the engine parses once
+            for the title, the links and the spider); parsed on first use when None.
+    """
+
+    __slots__ = ("_base", "_links", "_result", "_selector", "_tree", "request")
+
+    def __init__(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        *,
+        tree: LexborHTMLParser | None = None,
+    ) -> None:
+        self.request = request
+        self._result = result
+        self._tree = tree
+        self._selector: Selector | None = None
+        self._base: str | None = None
+        self._links: tuple[str, ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Response {self.status} {self.url}>"
+
+    @property
+    def url(self) -> str:
+        """The final URL, after redirects."""
+        return self._result.final_url
+
+    @property
+    def status(self) -> int:
+        """HTTP status code of the final response."""
+        return self._result.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Response headers, names lower-cased, repeated headers joined with ", "."""
+        return self._result.headers
+
+    @property
+    def body(self) -> bytes:
+        """The body bytes, content-encoding removed."""
+        return self._result.body
+
+    @property
+    def text(self) -> str:
+        """The body decoded with `encoding` ("" for non-text bodies)."""
+        return self._result.text
+
+    @property
+    def encoding(self) -> str | None:
+        """The character encoding of `text`, or None for non-text bodies."""
+        return self._result.encoding
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """The request's ``meta``: data a callback passed along with `follow`."""
+        return self.request.meta
+
+    @property
+    def depth(self) -> int:
+        """Links followed from a seed to reach this page (seeds are 0)."""
+        return self.request.depth
+
+    @property
+    def tree(self) -> LexborHTMLParser:
+        """The selectolax (lexbor) tree of `text`, parsed on first use and then shared."""
+        if self._tree is None:
+            self._tree = parse_html(self._result.text)
+        return self._tree
+
+    @property
+    def selector(self) -> Selector:
+        """The parsel `Selector` behind `css` and `xpath`, built on first use.
+
+        XML media types are parsed as XML; everything else (XHTML included) as HTML.
+        """
+        if self._selector is None:
+            kind = "xml" if self._result.content_type in _XML_TYPES else "html"
+            self._selector = Selector(text=self._result.text, type=kind, base_url=self.url)
+        return self._selector
+
+    def css(self, query: str) -> SelectorList[Selector]:
+        """Select with a CSS query (parsel, with ``::text`` and ``::attr(name)``)."""
+        return self.selector.css(query)
+
+    def xpath(self, query: str, **variables: Any) -> SelectorList[Selector]:
+        """Select with an XPath 1.0 query (parsel); ``variables`` bind ``$name`` references."""
+        return self.selector.xpath(query, **variables)
+
+    @property
+    def title(self) -> str | None:
+        """The document ``<title>``, whitespace collapsed; None when missing or blank."""
+        return extract_title(self.tree)
+
+    def links(self) -> list[str]:
+        """Return the page's crawlable links (`crawlq.links.extract_links`, base = `url`).
+
+        Returns:
+            Absolute, normalised http(s) URLs without fragments or asset extensions, each
+            once, in document order. A new list on each call.
+        """
+        if self._links is None:
+            self._links = tuple(extract_links(self.tree, self.url))
+        return list(self._links)
+
+    def urljoin(self, href: str) -> str:
+        """Resolve ``href`` against the document base (``<base href>``, else `url`).
+
+        Args:
+            href: An absolute or relative URL; surrounding whitespace is ignored.
+
+        Returns:
+            The absolute URL (not validated; `follow` does that).
+        """
+        href = href.strip()
+        if _HAS_AUTHORITY.match(href):
+            return href  # absolute; urljoin would turn an invalid "http://" into the base
+        if self._base is None:
+            self._base = document_base(self.tree, self.url)
+        return urljoin(self._base, href)
+
+    def follow(
+        self,
+        href: str | Selector,
+        callback: Callable[..., Any] | str | None = None,
+        *,
+        priority: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+        cb_kwargs: Mapping[str, Any] | None = None,
+        method: str = "GET",
+        body: bytes = b"",
+    ) -> CrawlRequest:
+        """Return a request for a link on this page, one level deeper.
+
+        The new request has ``depth = self.depth + 1``. Unless ``priority`` is given it gets
+        ``priority = -(self.depth + 1)``: since a higher priority runs sooner, pages near the
+        seeds (indexes, tables of contents) are fetched before the leaves they lead to, and
+        the frontier stays small.
+
+        Args:
+            href: A relative or absolute URL, or a parsel `Selector` of an element with an
+                ``href`` (``<a>``, ``<area>``, ``<link>``) or of an attribute value
+                (``a::attr(href)``).
+            callback: The spider method that parses the response, as a bound method
+                (``self.parse_item``) or its name; None means ``parse``. Stored as the name.
+            priority: Higher runs sooner; None for the depth-based default above.
+            meta: JSON-serialisable data, readable as ``response.meta`` in the callback.
+            cb_kwargs: JSON-serialisable keyword arguments for the callback.
+            method: HTTP method.
+            body: Request body bytes.
+
+        Returns:
+            The request; yield or return it from the callback to crawl it.
+
+        Raises:
+            InvalidURL: The resolved URL is not an http(s) URL with a host.
+            ValueError: ``href`` is a selector without an ``href``.
+            TypeError: ``callback`` is neither a spider method nor a string.
+        """
+        if isinstance(href, Selector):
+            href = _href_of(href)
+        depth = self.request.depth + 1
+        return CrawlRequest(
+            url=self.urljoin(href),
+            method=method,
+            body=body,
+            priority=-depth if priority is None else priority,
+            depth=depth,
+            callback=_callback_name(callback),
+            cb_kwargs=dict(cb_kwargs) if cb_kwargs else {},
+            meta=dict(meta) if meta else {},
+        )
+
+    def follow_all(
+        self,
+        hrefs: Iterable[str | Selector] | None = None,
+        callback: Callable[..., Any] | str | None = None,
+        *,
+        priority: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+        cb_kwargs: Mapping[str, Any] | None = None,
+        method: str = "GET",
+        body: bytes = b"",
+    ) -> list[CrawlRequest]:
+        """Return a `follow` request for each of ``hrefs``, skipping invalid ones silently.
+
+        Args:
+            hrefs: URLs or selectors (a parsel `SelectorList` works); None means every link
+                of the page (`links`).
+            callback: As in `follow`.
+            priority: As in `follow`.
+            meta: As in `follow`; each request gets its own copy.
+            cb_kwargs: As in `follow`.
+            method: As in `follow`.
+            body: As in `follow`.
+
+        Returns:
+            The requests, in the order of ``hrefs``.
+
+        Raises:
+            TypeError: ``callback`` is neither a spider method nor a string.
+        """
+        name = _callback_name(callback)  # raise on a bad callback even with no links
+        requests: list[CrawlRequest] = []
+        for href in self.links() if hrefs is None else hrefs:
+            try:
+                request = self.follow(
+                    href,
+                    name,
+                    priority=priority,
+                    meta=meta,
+                    cb_kwargs=cb_kwargs,
+                    method=method,
+                    body=body,
+                )
+            except ValueError:  # InvalidURL is a ValueError too
+                continue
+            requests.append(request)
+        return requests
+
+
+class Spider:
+    """Base class of crawlq spiders; the base itself follows every link and yields no items.
+
+    Subclass it, set `start_urls`, and write callbacks that take a `Response` and return or
+    yield ``dict`` items and `CrawlRequest` objects (see `run_callback` for every accepted
+    shape). Keyword arguments to the constructor become instance attributes (the CLI sets
+    ``start_urls`` this way), so class-level lists are never mutated.
+
+    Attributes:
+        name: Spider name, recorded with every page it parses.
+        start_urls: Seed URLs for `start_requests`.
+        allowed_domains: Hosts (and their subdomains) whose links the engine follows;
+            empty means the seeds' hosts.
+        custom_settings: Settings overriding the settings file, below environment and CLI
+            (`crawlq.settings.Settings.build`).
+        handle_httpstatus_list: Non-2xx statuses that still reach the callbacks.
+    """
+
+    name: str = "default"
+    start_urls: list[str] = []
+    allowed_domains: list[str] = []
+    custom_settings: dict[str, Any] = {}
+    handle_httpstatus_list: list[int] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    def start_requests(self) -> Iterable[CrawlRequest]:
+        """Yield the seed requests: one per `start_urls` entry, depth 0, priority 0.
+
+        Override to seed with other methods, callbacks or priorities.
+
+        Raises:
+            InvalidURL: A start URL is not an http(s) URL with a host.
+        """
+        for url in self.start_urls:
+            yield CrawlRequest(url=url, depth=0, priority=0)
+
+    def parse(self, response: Response) -> Any:
+        """Default callback: follow every link of the page (`Response.follow_all`).
+
+        Args:
+            response: The fetched page.
+
+        Returns:
+            Items and requests in any shape `run_callback` accepts.
+        """
+        yield from response.follow_all()
+
+    def wants_status(self, status: int) -> bool:
+        """Return whether a response with ``status`` is passed to a callback.
+
+        Args:
+            status: HTTP status of the final response.
+
+        Returns:
+            True for 2xx and for statuses in `handle_httpstatus_list`.
+        """
+        return 200 <= status < 300 or status in self.handle_httpstatus_list
+
+
+def load_spider(path: str | None) -> type[Spider]:
+    """Find a spider class by path.
+
+    Args:
+        path: ``"package.module:ClassName"`` (imported from ``sys.path``) or
+            ``"path/to/file.py:ClassName"`` (loaded from the file; it is not added to
+            ``sys.path``). ``ClassName`` may be dotted for a nested class. None means
+            the base `Spider`.
+
+    Returns:
+        The spider class.
+
+    Raises:
+        ConfigError: Named ``spider``, with a message naming ``path``: no colon, an empty
+            part, a module that cannot be found or imported, a missing file, a missing
+            attribute, or an attribute that is not a `Spider` subclass.
+    """
+    if path is None:
+        return Spider
+    target, colon, qualname = path.rpartition(":")
+    if not colon:
+        raise ConfigError(
+            "spider",
+            f"{path!r} has no ':'; expected 'package.module:ClassName' "
+            "or 'path/to/file.py:ClassName'",
+        )
+    if not target or not qualname:
+        raise ConfigError("spider", f"{path!r}: both the module and the class name are needed")
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        module = _load_file(target, path)
+    else:
+        module = _import_module(target, path)
+    obj: Any = module
+    for part in qualname.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(
+                "spider", f"{path!r}: {target!r} has no attribute {qualname!r}"
+            ) from None
+    if not (isinstance(obj, type) and issubclass(obj, Spider)):
+        raise ConfigError(
+            "spider", f"{path!r}: {qualname!r} is not a subclass of crawlq.spider.Spider"
+        )
+    return obj
+
+
+async def run_callback(
+    spider: Spider, response: Response
+) -> tuple[list[dict[str, Any]], list[CrawlRequest]]:
+    """Call the request's callback on ``response`` and collect what it produced.
+
+    The callback is ``spider.<response.request.callback or "parse">``, called as
+    ``callback(response, **response.request.cb_kwargs)``. It may return None, an item
+    (``dict``), a `CrawlRequest`, an iterable or generator of those, an awaitable of any of
+    these (``async def``), or an async generator. None inside an iterable is skipped.
+    Synchronous callbacks run on the event loop thread. The engine checks
+    `Spider.wants_status` before calling this.
+
+    Args:
+        spider: The spider instance.
+        response: The page to parse.
+
+    Returns:
+        ``(items, requests)`` in the order produced.
+
+    Raises:
+        SpiderError: The callback is missing, raised an exception (chained as the
+            ``__cause__``), or produced a value that is neither a dict nor a
+            `CrawlRequest`. Nothing of a failed callback's output is returned.
+    """
+    name = response.request.callback or "parse"
+    method = getattr(spider, name, None)
+    if not callable(method):
+        raise SpiderError(
+            response.url, name, f"spider {type(spider).__name__} has no method {name!r}"
+        )
+    items: list[dict[str, Any]] = []
+    requests: list[CrawlRequest] = []
+
+    def collect(value: object) -> None:
+        if isinstance(value, dict):
+            items.append(value)
+        elif isinstance(value, CrawlRequest):
+            requests.append(value)
+        elif value is not None:
+            raise TypeError(
+                f"produced a {type(value).__name__}; expected a dict item or a CrawlRequest"
+            )
+
+    try:
+        output = method(response, **response.request.cb_kwargs)
+        if inspect.isawaitable(output):
+            output = await output
+        if output is None or isinstance(output, dict | CrawlRequest):
+            collect(output)
+        elif isinstance(output, AsyncIterable):
+            async for value in output:
+                collect(value)
+        elif isinstance(output, Iterable) and not isinstance(output, str | bytes):
+            for value in output:
+                collect(value)
+        else:
+            collect(output)
+    except Exception as exc:
+        raise SpiderError(response.url, name, f"{type(exc).__name__}: {exc}") from exc
+    return items, requests
+
+
+def _href_of(selector: Selector) -> str:
+    """The URL a parsel selector stands for: an attribute value, or an element's href."""
+    root = selector.root
+    if isinstance(root, str):
+        return root
+    href = selector.attrib.get("href")
+    if href is None:
+        raise ValueError(f"selector has no href: {selector.get()[:100]!r}")
+    return str(href)
+
+
+def _callback_name(callback: Callable[..., Any] | str | None) -> str | None:
+    """The name under which a callback is stored in a request (requests are JSON)."""
+    if callback is None or isinstance(callback, str):
+        return callback
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, Spider):
+        return str(callback.__name__)
+    raise TypeError(
+        f"callback must be a spider method or its name, got {callback!r}; "
+        "requests are JSON, so a callback is stored by name"
+    )
+
+
+def _load_file(file: str, path: str) -> Any:
+    """Execute a spider file as a fresh module; ``path`` is the user's input, for messages."""
+    source = Path(file).expanduser().resolve()
+    if not source.is_file():
+        raise ConfigError("spider", f"{path!r}: file {file!r} not found")
+    digest = hashlib.sha1(str(source).encode(), usedforsecurity=False).hexdigest()[:8]
+    module_name = f"crawlq_spider_{_NON_WORD.sub('_', source.stem)}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, source)
+    if spec is None or spec.loader is None:
+        raise ConfigError("spider", f"{path!r}: {file!r} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look the module up here
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise ConfigError(
+            "spider", f"{path!r}: loading {file!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    return module
+
+
+def _import_module(target: str, path: str) -> Any:
+    """Import ``target`` by name; ``path`` is the user's input, for messages."""
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (target == exc.name or target.startswith(exc.name + ".")):
+            raise ConfigError("spider", f"{path!r}: module {target!r} not found") from exc
+        raise ConfigError(
+            "spider", f"{path!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    except Exception as exc:
+        raise ConfigError(
+            "spider", f"{path!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc

@@ -1,0 +1,54 @@
+"""Result stores: the `Store` contract and `open_store`, which picks a backend from a URL.
+
+This is the only module that knows every backend; each is imported when it is asked for.
+"""
+
+from __future__ import annotations
+
+from crawlq.errors import ConfigError
+from crawlq.store.base import ResultBatch, Store, StoreCounts
+
+__all__ = ["ResultBatch", "Store", "StoreCounts", "open_store"]
+
+_SQLITE_PREFIX = "sqlite:///"
+
+
+async def open_store(url: str) -> Store:
+    """Open the result store that ``url`` names.
+
+    Forms:
+
+    * a plain file path (``crawlq.db``, ``/var/crawl/crawlq.db``): SQLite;
+    * ``sqlite:///PATH``: SQLite at PATH, as SQLAlchemy spells it, so ``sqlite:///crawlq.db``
+      is relative to the working directory and ``sqlite:////var/crawl/crawlq.db`` absolute;
+    * ``postgresql://…`` (or ``postgres://…``): PostgreSQL, not available yet.
+
+    Args:
+        url: The ``store`` setting.
+
+    Returns:
+        The open store; the caller closes it.
+
+    Raises:
+        ConfigError: The URL has an unknown form, an empty path, or names a backend that is
+            not available; ``name`` is ``"store"``.
+        StoreError: The backend refused to open (see the backend's ``open``).
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("store", "PostgreSQL store not available yet")
+    if url.startswith(_SQLITE_PREFIX):
+        path = url[len(_SQLITE_PREFIX) :]
+    elif "://" in url:
+        raise ConfigError(
+            "store",
+            f"unsupported store URL {url!r}: use a file path, sqlite:///PATH or postgresql://…",
+        )
+    else:
+        path = url
+    if not path.strip():
+        raise ConfigError("store", f"no file path in store URL {url!r}")
+
+    # Backends are imported on demand, so a missing driver only matters to its users.
+    from crawlq.store.sqlite import SqliteStore
+
+    return await SqliteStore.open(path)

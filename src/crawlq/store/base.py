@@ -1,0 +1,256 @@
+"""The result store contract: what workers write and what exports read.
+
+Every backend (`SqliteStore` embedded, a PostgreSQL store later) implements `Store` and passes
+the one conformance suite in ``tests/store/test_contract.py``. The semantics are written here
+once, from the caller's side.
+
+Keys and outcomes (ARCHITECTURE.md invariant 1): every record is keyed by its request
+fingerprint (20 bytes). A fingerprint is stored as exactly one of a page, a dead letter or a
+filtered record; the latest write wins, and a write replaces whatever that fingerprint had
+before, in any of the three. A page owns its items: they are replaced as a whole whenever the
+page is written, and removed when the fingerprint becomes dead or filtered.
+
+Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, ``at``,
+``since``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+
+__all__ = ["FINGERPRINT_BYTES", "ResultBatch", "Store", "StoreCounts"]
+
+_R = TypeVar("_R")
+_K = TypeVar("_K", bound=Hashable)
+
+FINGERPRINT_BYTES = 20
+"""Length of a request fingerprint in bytes (SHA-1, see `crawlq.urls.fingerprint`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultBatch:
+    """The results one worker flush carries, written by `Store.write` in one transaction.
+
+    The sequences are copied into tuples at construction, so later changes to the caller's
+    lists do not change the batch.
+
+    Attributes:
+        pages: Fetched pages.
+        items: Items of those pages. Every item must belong to a page of the same batch: a
+            page's items are exactly the items written with it.
+        dead: URLs given up on.
+        filtered: URLs deliberately not fetched.
+
+    Raises:
+        ValueError: A fingerprint is not 20 bytes, an item index is negative, or an item's
+            fingerprint has no page in ``pages``; the message names the URL.
+    """
+
+    pages: Sequence[PageRecord] = ()
+    items: Sequence[ItemRecord] = ()
+    dead: Sequence[DeadRecord] = ()
+    filtered: Sequence[FilteredRecord] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("pages", "items", "dead", "filtered"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        records: tuple[PageRecord | ItemRecord | DeadRecord | FilteredRecord, ...] = (
+            *self.pages,
+            *self.items,
+            *self.dead,
+            *self.filtered,
+        )
+        for record in records:
+            fp = record.fingerprint
+            if not isinstance(fp, bytes) or len(fp) != FINGERPRINT_BYTES:
+                raise ValueError(
+                    f"fingerprint of {record.url!r} must be {FINGERPRINT_BYTES} bytes, got {fp!r}"
+                )
+        page_fps = {page.fingerprint for page in self.pages}
+        for item in self.items:
+            if item.fingerprint not in page_fps:
+                raise ValueError(
+                    f"item {item.index} of {item.url!r} has no page in the batch; "
+                    "write items together with their page"
+                )
+            if item.index < 0:
+                raise ValueError(f"item index of {item.url!r} must be >= 0, got {item.index}")
+
+    def __len__(self) -> int:
+        """Number of records of all kinds."""
+        return len(self.pages) + len(self.items) + len(self.dead) + len(self.filtered)
+
+    def resolved(self) -> ResultBatch:
+        """Return the batch a backend writes: one record per key, outcomes exclusive.
+
+        Within one batch, a later record with the same key replaces an earlier one of the same
+        kind (key: fingerprint; for items fingerprint and index). When one fingerprint appears
+        in several kinds, a page beats a dead letter, which beats a filtered record. The first
+        position of each key is kept, so the order stays deterministic.
+        """
+        pages = _last_wins(self.pages, lambda r: r.fingerprint)
+        page_fps = {page.fingerprint for page in pages}
+        dead = [
+            r
+            for r in _last_wins(self.dead, lambda r: r.fingerprint)
+            if r.fingerprint not in page_fps
+        ]
+        taken = page_fps | {r.fingerprint for r in dead}
+        filtered = [
+            r
+            for r in _last_wins(self.filtered, lambda r: r.fingerprint)
+            if r.fingerprint not in taken
+        ]
+        items = _last_wins(self.items, lambda r: (r.fingerprint, r.index))
+        return ResultBatch(pages=pages, items=items, dead=dead, filtered=filtered)
+
+
+def _last_wins(records: Sequence[_R], key: Callable[[_R], _K]) -> list[_R]:
+    chosen: dict[_K, _R] = {}
+    for record in records:
+        chosen[key(record)] = record
+    return list(chosen.values())
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    """How many records the store holds, as returned by `Store.counts`.
+
+    Attributes:
+        pages: Stored pages.
+        items: Stored items.
+        dead: Dead letters.
+        filtered: Filtered URLs.
+        pages_by_status: Pages per HTTP status.
+        dead_by_reason: Dead letters per reason code (``timeout``, ``http_503`` …).
+        filtered_by_reason: Filtered URLs per reason code (``robots_txt`` …).
+    """
+
+    pages: int
+    items: int
+    dead: int
+    filtered: int
+    pages_by_status: Mapping[int, int] = field(default_factory=dict)
+    dead_by_reason: Mapping[str, int] = field(default_factory=dict)
+    filtered_by_reason: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def settled(self) -> int:
+        """Fingerprints with an outcome: pages + dead + filtered (invariant 1)."""
+        return self.pages + self.dead + self.filtered
+
+
+class Store(Protocol):
+    """Where crawl results live: pages, their items, dead letters and filtered URLs.
+
+    A store is used from one event loop. Its methods may be awaited concurrently; the backend
+    serialises what must be serialised. Several processes (workers) may write to one store at
+    once.
+
+    Errors common to every method:
+
+    * `crawlq.errors.StoreUnavailable`: the backend cannot be reached or stays locked past its
+      timeout. Nothing was written; keep the results and retry with backoff.
+    * `crawlq.errors.StoreError`: any other backend failure (disk full, corrupt file, the
+      store was closed); the message names the store.
+    """
+
+    async def write(self, batch: ResultBatch) -> None:
+        """Write one worker flush atomically and durably, idempotent by fingerprint.
+
+        All of ``batch.resolved()`` is committed in one transaction, or nothing is. When the
+        call returns, the results survive a crash of this process, so the caller may ack the
+        leases that produced them. Writing the same batch again (a re-delivered lease) leaves
+        the store as after the first write: rows are overwritten, never duplicated.
+
+        Per fingerprint, the record written last replaces whatever the store had: writing a
+        page removes a dead or filtered record for it and replaces all the page's items with
+        the batch's items for it (possibly none); writing a dead or filtered record removes a
+        page (and its items) or the other kind of record. An empty batch is a no-op.
+
+        If the awaiting task is cancelled, the write may or may not have been committed;
+        repeating it is safe.
+
+        Args:
+            batch: The records to write.
+
+        Raises:
+            ValueError: An item's ``data`` is not JSON-serialisable (NaN and infinity included);
+                the message names the item. Nothing was written.
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring.
+        """
+        ...
+
+    async def counts(self) -> StoreCounts:
+        """Return how many records of each kind the store holds, as of one moment.
+
+        Raises:
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring.
+        """
+        ...
+
+    def pages(
+        self, *, since: float | None = None, with_body: bool = False
+    ) -> AsyncIterator[PageRecord]:
+        """Stream stored pages in ``(fetched_at, fingerprint)`` order.
+
+        Rows are read in chunks, so memory does not grow with the number of pages. The stream
+        is not a snapshot: a page present and unchanged during the whole iteration is yielded
+        exactly once; one written during it may be yielded or not, and a page rewritten during
+        it (a later ``fetched_at``) can be yielded twice. Stopping early is safe.
+
+        Args:
+            since: Only pages with ``fetched_at >= since`` (Unix seconds); None: all.
+            with_body: Load stored bodies into ``PageRecord.body``. When False (the default)
+                every ``body`` is None, which keeps exports cheap.
+
+        Raises:
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring.
+        """
+        ...
+
+    def items(self, *, since: float | None = None) -> AsyncIterator[ItemRecord]:
+        """Stream stored items in ``(created_at, fingerprint, index)`` order.
+
+        Chunked and not a snapshot, as `pages`.
+
+        Args:
+            since: Only items with ``created_at >= since`` (Unix seconds); None: all.
+
+        Raises:
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring.
+        """
+        ...
+
+    def dead(self) -> AsyncIterator[DeadRecord]:
+        """Stream dead letters in ``(at, fingerprint)`` order; chunked, as `pages`.
+
+        Raises:
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring.
+        """
+        ...
+
+    def filtered(self) -> AsyncIterator[FilteredRecord]:
+        """Stream filtered URLs in ``(at, fingerprint)`` order; chunked, as `pages`.
+
+        Raises:
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the backend's connections. Idempotent; later calls of others raise StoreError.
+
+        Waits for writes already started to finish, so their results are not lost.
+        """
+        ...

@@ -1,0 +1,70 @@
+-- crawlq result store, schema version 1 (see SCHEMA_VERSION in crawlq/store/sqlite.py).
+--
+-- These tables share one SQLite file with the frontier, whose tables are all prefixed
+-- `frontier_`. Every statement is idempotent (IF NOT EXISTS); the loader runs them inside one
+-- BEGIN IMMEDIATE transaction and records the version in `store_meta`.
+-- Fingerprints are the 20-byte request fingerprints as BLOBs; times are Unix seconds (REAL).
+
+CREATE TABLE IF NOT EXISTS store_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One row per fetched page (ARCHITECTURE invariant 1: a fingerprint is in exactly one of
+-- pages, dead_letters, filtered).
+CREATE TABLE IF NOT EXISTS pages (
+    fingerprint  BLOB PRIMARY KEY,
+    url          TEXT NOT NULL,
+    final_url    TEXT NOT NULL,
+    status       INTEGER NOT NULL,
+    content_type TEXT NOT NULL,
+    depth        INTEGER NOT NULL,
+    title        TEXT,
+    fetched_at   REAL NOT NULL,     -- Unix seconds
+    size_bytes   INTEGER NOT NULL,
+    elapsed_s    REAL NOT NULL,
+    attempt      INTEGER NOT NULL,
+    error        TEXT,
+    spider       TEXT NOT NULL,
+    body         BLOB               -- NULL unless bodies are kept
+);
+-- Export order and the `since` filter (keyset pagination on fetched_at, fingerprint).
+CREATE INDEX IF NOT EXISTS pages_fetched_at ON pages (fetched_at, fingerprint);
+-- counts(): pages by status.
+CREATE INDEX IF NOT EXISTS pages_status ON pages (status);
+
+-- The items a spider yielded for a page, replaced as a whole when the page is written again.
+CREATE TABLE IF NOT EXISTS items (
+    fingerprint BLOB NOT NULL,      -- the page's fingerprint
+    idx         INTEGER NOT NULL,   -- 0-based position among the page's items
+    url         TEXT NOT NULL,
+    spider      TEXT NOT NULL,
+    data        TEXT NOT NULL,      -- the item as a JSON object
+    created_at  REAL NOT NULL,      -- Unix seconds
+    PRIMARY KEY (fingerprint, idx)
+);
+CREATE INDEX IF NOT EXISTS items_created_at ON items (created_at, fingerprint, idx);
+
+-- URLs given up on.
+CREATE TABLE IF NOT EXISTS dead_letters (
+    fingerprint BLOB PRIMARY KEY,
+    url         TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    detail      TEXT NOT NULL,
+    attempts    INTEGER NOT NULL,
+    depth       INTEGER NOT NULL,
+    at          REAL NOT NULL       -- Unix seconds
+);
+CREATE INDEX IF NOT EXISTS dead_letters_at ON dead_letters (at, fingerprint);
+CREATE INDEX IF NOT EXISTS dead_letters_reason ON dead_letters (reason);
+
+-- URLs deliberately not fetched (robots.txt …).
+CREATE TABLE IF NOT EXISTS filtered (
+    fingerprint BLOB PRIMARY KEY,
+    url         TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    depth       INTEGER NOT NULL,
+    at          REAL NOT NULL       -- Unix seconds
+);
+CREATE INDEX IF NOT EXISTS filtered_at ON filtered (at, fingerprint);
+CREATE INDEX IF NOT EXISTS filtered_reason ON filtered (reason);

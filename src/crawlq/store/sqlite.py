@@ -1,0 +1,477 @@
+"""The embedded result store: SQLite, sharing its file with the embedded frontier.
+
+One `SqliteStore` owns one connection, used only on one dedicated worker thread: every call hops
+there with ``loop.run_in_executor``, so calls are serialised and the event loop never blocks on
+the disk. The file is in WAL mode (readers never block the writer) with ``synchronous=NORMAL``:
+a committed write survives a crash of the process, not necessarily a power loss. Each write is
+one short ``BEGIN IMMEDIATE`` transaction, so it takes the file's single write lock up front
+and waits up to ``busy_timeout_s`` for the frontier's connection to release it, instead of
+failing on a lock upgrade.
+
+The DDL is ``schema.sql`` beside this module; ``store_meta`` records its version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from crawlq.errors import StoreError, StoreUnavailable
+from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.store.base import ResultBatch, StoreCounts
+
+__all__ = ["SCHEMA_VERSION", "SqliteStore"]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+"""Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
+
+_T = TypeVar("_T")
+_Row = tuple[Any, ...]
+
+_CHUNK_ROWS = 1000
+"""Rows fetched per hop to the store thread when streaming."""
+_BODY_CHUNK_ROWS = 16
+"""Rows per hop when pages are streamed with their bodies (up to ``max_body_bytes`` each)."""
+
+_PAGE_COLUMNS = (
+    "fingerprint, url, final_url, status, content_type, depth, title, fetched_at, size_bytes,"
+    " elapsed_s, attempt, error, spider"
+)
+_UPSERT_PAGE = f"""
+INSERT INTO pages ({_PAGE_COLUMNS}, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (fingerprint) DO UPDATE SET
+    url = excluded.url, final_url = excluded.final_url, status = excluded.status,
+    content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
+    fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
+    elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
+    spider = excluded.spider, body = excluded.body
+"""
+_INSERT_ITEM = """
+INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
+"""
+_UPSERT_DEAD = """
+INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (fingerprint) DO UPDATE SET
+    url = excluded.url, reason = excluded.reason, detail = excluded.detail,
+    attempts = excluded.attempts, depth = excluded.depth, at = excluded.at
+"""
+_UPSERT_FILTERED = """
+INSERT INTO filtered (fingerprint, url, reason, depth, at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (fingerprint) DO UPDATE SET
+    url = excluded.url, reason = excluded.reason, depth = excluded.depth, at = excluded.at
+"""
+
+
+class SqliteStore:
+    """`crawlq.store.Store` on a SQLite file (the embedded default).
+
+    Build with `SqliteStore.open`; see `crawlq.store.Store` for the semantics of each method.
+    """
+
+    def __init__(
+        self, path: Path, conn: sqlite3.Connection, executor: ThreadPoolExecutor, busy_s: float
+    ) -> None:
+        self._path = path
+        self._conn = conn
+        self._executor = executor
+        self._busy_s = busy_s
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: str | Path, *, busy_timeout_s: float = 30.0) -> SqliteStore:
+        """Open (or create) the store in the SQLite file at ``path``.
+
+        Creates the file and the store's tables when missing, switches the file to WAL mode
+        and checks the schema version.
+
+        Args:
+            path: The database file; its directory must exist. The frontier may use the same
+                file.
+            busy_timeout_s: Seconds a statement waits for another connection's write lock
+                before `StoreUnavailable` is raised.
+
+        Returns:
+            The open store; close it with `close`.
+
+        Raises:
+            StoreError: The file cannot be opened (missing directory, not a database) or its
+                schema is newer than this code; the message names the file.
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s`` while the schema
+                was checked.
+        """
+        path = Path(path)
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawlq-store")
+        loop = asyncio.get_running_loop()
+        try:
+            conn = await loop.run_in_executor(executor, _connect, path, busy_timeout_s)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(path, conn, executor, busy_timeout_s)
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._path
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<SqliteStore {str(self._path)!r} {state}>"
+
+    async def write(self, batch: ResultBatch) -> None:
+        """Write one flush in one transaction; see `crawlq.store.Store.write`.
+
+        Raises:
+            ValueError: An item's data is not a JSON-serialisable object.
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        if len(batch) == 0:
+            return
+        await self._run(functools.partial(_write, batch.resolved()))
+
+    async def counts(self) -> StoreCounts:
+        """Count records of each kind in one read transaction; see `crawlq.store.Store.counts`.
+
+        Raises:
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        return await self._run(_counts)
+
+    async def pages(
+        self, *, since: float | None = None, with_body: bool = False
+    ) -> AsyncIterator[PageRecord]:
+        """Stream pages by ``(fetched_at, fingerprint)``; see `crawlq.store.Store.pages`.
+
+        Raises:
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        select = f"SELECT {_PAGE_COLUMNS}, {'body' if with_body else 'NULL'} FROM pages"
+        order = "ORDER BY fetched_at, fingerprint LIMIT ?"
+        first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
+        later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
+        chunk = _BODY_CHUNK_ROWS if with_body else _CHUNK_ROWS
+        async for row in self._stream(first, later, lambda r: (r[7], r[0]), chunk):
+            yield PageRecord(
+                fingerprint=row[0],
+                url=row[1],
+                final_url=row[2],
+                status=row[3],
+                content_type=row[4],
+                depth=row[5],
+                title=row[6],
+                fetched_at=row[7],
+                size_bytes=row[8],
+                elapsed_s=row[9],
+                attempt=row[10],
+                error=row[11],
+                spider=row[12],
+                body=row[13],
+            )
+
+    async def items(self, *, since: float | None = None) -> AsyncIterator[ItemRecord]:
+        """Stream items by ``(created_at, fingerprint, index)``; see `crawlq.store.Store.items`.
+
+        Raises:
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        select = "SELECT created_at, fingerprint, idx, url, spider, data FROM items"
+        order = "ORDER BY created_at, fingerprint, idx LIMIT ?"
+        first = (f"{select} WHERE created_at >= ? {order}", (_lower(since),))
+        later = f"{select} WHERE (created_at, fingerprint, idx) > (?, ?, ?) {order}"
+        async for row in self._stream(first, later, lambda r: r[:3], _CHUNK_ROWS):
+            yield ItemRecord(
+                fingerprint=row[1],
+                index=row[2],
+                url=row[3],
+                spider=row[4],
+                data=json.loads(row[5]),
+                created_at=row[0],
+            )
+
+    async def dead(self) -> AsyncIterator[DeadRecord]:
+        """Stream dead letters by ``(at, fingerprint)``; see `crawlq.store.Store.dead`.
+
+        Raises:
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        select = "SELECT at, fingerprint, url, reason, detail, attempts, depth FROM dead_letters"
+        order = "ORDER BY at, fingerprint LIMIT ?"
+        first = (f"{select} {order}", ())
+        later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
+        async for row in self._stream(first, later, lambda r: r[:2], _CHUNK_ROWS):
+            yield DeadRecord(
+                fingerprint=row[1],
+                url=row[2],
+                reason=row[3],
+                detail=row[4],
+                attempts=row[5],
+                depth=row[6],
+                at=row[0],
+            )
+
+    async def filtered(self) -> AsyncIterator[FilteredRecord]:
+        """Stream filtered URLs by ``(at, fingerprint)``; see `crawlq.store.Store.filtered`.
+
+        Raises:
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        select = "SELECT at, fingerprint, url, reason, depth FROM filtered"
+        order = "ORDER BY at, fingerprint LIMIT ?"
+        first = (f"{select} {order}", ())
+        later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
+        async for row in self._stream(first, later, lambda r: r[:2], _CHUNK_ROWS):
+            yield FilteredRecord(
+                fingerprint=row[1], url=row[2], reason=row[3], depth=row[4], at=row[0]
+            )
+
+    async def close(self) -> None:
+        """Close the connection after the calls already queued; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._conn.close)
+        finally:
+            self._executor.shutdown(wait=True)
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn(connection)`` on the store thread, translating SQLite errors."""
+        if self._closed:
+            raise StoreError(f"store {self._path} is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, self._conn)
+        except sqlite3.Error as exc:
+            raise _translate(self._path, self._busy_s, exc) from exc
+
+    async def _stream(
+        self,
+        first: tuple[str, tuple[Any, ...]],
+        later_sql: str,
+        key: Callable[[_Row], Sequence[Any]],
+        chunk_rows: int,
+    ) -> AsyncIterator[_Row]:
+        """Yield rows by keyset pagination: ``first`` query, then ``later_sql`` after a key.
+
+        Each chunk is one short autocommit query, so nothing stays open between chunks and a
+        consumer that stops early leaves nothing behind.
+        """
+        sql, params = first
+        while True:
+            rows = await self._run(functools.partial(_fetch, sql, (*params, chunk_rows)))
+            for row in rows:
+                yield row
+            if len(rows) < chunk_rows:
+                return
+            sql, params = later_sql, tuple(key(rows[-1]))
+
+
+def _lower(since: float | None) -> float:
+    return float("-inf") if since is None else float(since)
+
+
+def _translate(path: Path, busy_s: float, exc: sqlite3.Error) -> StoreError:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreUnavailable(f"store {path} stayed locked for more than {busy_s} s: {exc}")
+    return StoreError(f"store {path}: {exc}")
+
+
+# Everything below runs on the store thread.
+
+
+def _connect(path: Path, busy_s: float) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open store {path}: {exc}") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_s * 1000)}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            logger.warning("store %s: journal_mode is %s, not wal", path, mode)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        _ensure_schema(conn, path)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            error = _translate(path, busy_s, exc)
+            if type(error) is StoreError:
+                error = StoreError(f"cannot open store {path}: {exc}")
+            raise error from exc
+        raise
+    return conn
+
+
+@functools.cache
+def _schema_statements() -> tuple[str, ...]:
+    """Split ``schema.sql`` into statements (with SQLite's own tokenizer)."""
+    text = resources.files("crawlq.store").joinpath("schema.sql").read_text(encoding="utf-8")
+    statements: list[str] = []
+    pending = ""
+    for line in text.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    leftover = [ln for ln in pending.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+    if leftover:  # pragma: no cover - a broken schema.sql fails every test
+        raise RuntimeError(f"schema.sql ends inside a statement: {leftover[0]!r}")
+    return tuple(statements)
+
+
+def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _schema_version(conn, path)
+        if version is None:
+            for statement in _schema_statements():
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO store_meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        elif version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store {path} has schema version {version}, newer than the {SCHEMA_VERSION} "
+                "this crawlq supports; upgrade crawlq or use another file"
+            )
+        elif version < SCHEMA_VERSION:  # pragma: no cover - no older version exists yet
+            raise StoreError(f"store {path} has schema version {version}; no migration known")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'"
+    ).fetchone()
+    if exists is None:
+        return None
+    row = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except ValueError:
+        raise StoreError(f"store {path} has an unreadable schema version {row[0]!r}") from None
+
+
+def _item_row(item: ItemRecord) -> _Row:
+    if not isinstance(item.data, dict):
+        raise ValueError(f"item {item.index} of {item.url!r}: data must be a dict")
+    try:
+        data = json.dumps(item.data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"item {item.index} of {item.url!r} is not JSON-serialisable: {exc}"
+        ) from exc
+    return (item.fingerprint, item.index, item.url, item.spider, data, item.created_at)
+
+
+def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
+    """Write a resolved batch in one IMMEDIATE transaction."""
+    item_rows = [_item_row(item) for item in batch.items]  # fail before taking the lock
+    page_rows = [
+        (
+            p.fingerprint,
+            p.url,
+            p.final_url,
+            p.status,
+            p.content_type,
+            p.depth,
+            p.title,
+            p.fetched_at,
+            p.size_bytes,
+            p.elapsed_s,
+            p.attempt,
+            p.error,
+            p.spider,
+            p.body,
+        )
+        for p in batch.pages
+    ]
+    dead_rows = [
+        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at) for d in batch.dead
+    ]
+    filtered_rows = [(f.fingerprint, f.url, f.reason, f.depth, f.at) for f in batch.filtered]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if page_rows:
+            _delete(conn, ("dead_letters", "filtered", "items"), batch.pages)
+            conn.executemany(_UPSERT_PAGE, page_rows)
+            conn.executemany(_INSERT_ITEM, item_rows)
+        if dead_rows:
+            _delete(conn, ("pages", "items", "filtered"), batch.dead)
+            conn.executemany(_UPSERT_DEAD, dead_rows)
+        if filtered_rows:
+            _delete(conn, ("pages", "items", "dead_letters"), batch.filtered)
+            conn.executemany(_UPSERT_FILTERED, filtered_rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _delete(
+    conn: sqlite3.Connection,
+    tables: tuple[str, ...],
+    records: Sequence[PageRecord | DeadRecord | FilteredRecord],
+) -> None:
+    keys = [(r.fingerprint,) for r in records]
+    for table in tables:
+        conn.executemany(f"DELETE FROM {table} WHERE fingerprint = ?", keys)
+
+
+def _counts(conn: sqlite3.Connection) -> StoreCounts:
+    conn.execute("BEGIN")  # one snapshot for every count
+    try:
+        totals = conn.execute(
+            "SELECT (SELECT count(*) FROM pages), (SELECT count(*) FROM items),"
+            " (SELECT count(*) FROM dead_letters), (SELECT count(*) FROM filtered)"
+        ).fetchone()
+        by_status = conn.execute("SELECT status, count(*) FROM pages GROUP BY status").fetchall()
+        by_dead = conn.execute(
+            "SELECT reason, count(*) FROM dead_letters GROUP BY reason"
+        ).fetchall()
+        by_filtered = conn.execute(
+            "SELECT reason, count(*) FROM filtered GROUP BY reason"
+        ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    return StoreCounts(
+        pages=totals[0],
+        items=totals[1],
+        dead=totals[2],
+        filtered=totals[3],
+        pages_by_status=dict(by_status),
+        dead_by_reason=dict(by_dead),
+        filtered_by_reason=dict(by_filtered),
+    )
+
+
+def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[_Row]:
+    rows: list[_Row] = conn.execute(sql, params).fetchall()
+    return rows

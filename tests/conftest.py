@@ -1,0 +1,61 @@
+"""Shared fixtures: the site to crawl end to end, and how to run the ``crawlq`` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawlq.testing.site import generate_site
+from crawlq.testing.static import unpack_corpus
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "postgresql-15-docs.tar.gz"
+
+
+def corpus_tarball() -> Path | None:
+    """The real corpus: $CRAWLQ_TEST_CORPUS, else ../shared/corpora beside the repo."""
+    named = os.environ.get("CRAWLQ_TEST_CORPUS")
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise FileNotFoundError(f"CRAWLQ_TEST_CORPUS={named} does not exist")
+        return path
+    return DEFAULT_CORPUS if DEFAULT_CORPUS.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def site_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A directory holding a whole website with index.html: the PostgreSQL manual when the
+    corpus is present (always in CI), else a generated site of the same shape."""
+    tmp = tmp_path_factory.mktemp("site")
+    tarball = corpus_tarball()
+    if tarball is not None:
+        yield unpack_corpus(tarball, tmp)
+    elif os.environ.get("CI") == "true":
+        raise RuntimeError(f"CI must crawl the real corpus; not found at {DEFAULT_CORPUS}")
+    else:
+        yield generate_site(tmp, n_pages=600)
+
+
+def run_crawlq(
+    *args: str, timeout: float = 120, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m crawlq ARGS`` and return the finished process (text output)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawlq", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"crawlq {' '.join(args)} exited {proc.returncode}\n"
+            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+    return proc
