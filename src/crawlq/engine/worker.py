@@ -108,7 +108,7 @@ class Worker:
         self._pending: list[Outcome] = []
         self._pages_started = 0
         self._stopping = False
-        self._idle = False
+        self._idle = asyncio.Event()  # set while the lease loop waits for work
         self._slot_freed = asyncio.Event()
         self._results = asyncio.Event()
         self._flush_lock = asyncio.Lock()
@@ -176,16 +176,8 @@ class Worker:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
-            self._idle = True
-            if self._pending:
-                self._results.set()
             try:
-                leases = await self.frontier.lease(
-                    min(room, self.settings.lease_batch),
-                    self.worker_id,
-                    self.settings.lease_timeout_s,
-                    wait_s=self.lease_wait_s,
-                )
+                leases = await self._lease(min(room, self.settings.lease_batch))
                 failures = 0
             except FrontierError as exc:
                 failures += 1
@@ -193,8 +185,6 @@ class Worker:
                 logger.warning("frontier unavailable (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 continue
-            finally:
-                self._idle = False
             if not leases:
                 if self.exit_when_done and await self._drained():
                     self.stopped_by = "done"
@@ -205,6 +195,22 @@ class Worker:
                 task = asyncio.create_task(self._run_one(lease))
                 self._active[task] = lease
                 self._pages_started += 1
+
+    async def _lease(self, n: int) -> list[Lease]:
+        """Lease without waiting if work is ready; else wake the flusher and wait for work.
+
+        Our own unsettled outcomes may be what holds the hosts' slots and the discovered
+        links back, so a starving lease loop flushes at once instead of after the interval.
+        """
+        vt = self.settings.lease_timeout_s
+        leases = await self.frontier.lease(n, self.worker_id, vt)
+        if leases:
+            return leases
+        self._idle.set()
+        try:
+            return await self.frontier.lease(n, self.worker_id, vt, wait_s=self.lease_wait_s)
+        finally:
+            self._idle.clear()
 
     async def _drained(self) -> bool:
         if self._active:
@@ -268,8 +274,11 @@ class Worker:
     async def _flush_loop(self) -> None:
         while True:
             await self._results.wait()
-            if len(self._pending) < self.flush_batch and not self._idle:
-                await asyncio.sleep(self.flush_interval_s)
+            if len(self._pending) < self.flush_batch and not self._idle.is_set():
+                # Gather a batch, but flush at once when the lease loop starves: our unsettled
+                # leases may be what keeps the hosts' slots (and the discovered links) back.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._idle.wait(), self.flush_interval_s)
             self._results.clear()
             await self._flush()
 
