@@ -22,6 +22,7 @@ from crawlq.errors import InvalidURL
 __all__ = ["canonicalize", "fingerprint", "host_key", "normalize"]
 
 _SCHEMES = frozenset({"http", "https"})
+_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
 
 def normalize(url: str, base: str | None = None) -> str:
@@ -32,7 +33,8 @@ def normalize(url: str, base: str | None = None) -> str:
         base: The URL to resolve relative references against (RFC 3986 §5).
 
     Returns:
-        The URL made safe (w3lib ``safe_url_string``) with its fragment removed.
+        The URL made safe (w3lib ``safe_url_string``: host lower-cased and IDNA-encoded,
+        unsafe characters percent-encoded), its fragment and a default port removed.
 
     Raises:
         InvalidURL: The result is not http/https or has no host; the message names the URL.
@@ -52,7 +54,14 @@ def normalize(url: str, base: str | None = None) -> str:
         raise InvalidURL(url, str(exc)) from exc
     safe = safe_url_string(raw)
     hash_at = safe.find("#")
-    return safe if hash_at < 0 else safe[:hash_at]
+    if hash_at >= 0:
+        safe = safe[:hash_at]
+    default_port = _DEFAULT_PORTS[scheme]
+    if default_port in safe:
+        parts = urlsplit(safe)
+        if parts.netloc.endswith(default_port):
+            safe = parts._replace(netloc=parts.netloc.removesuffix(default_port)).geturl()
+    return safe
 
 
 def canonicalize(url: str) -> str:

@@ -1,0 +1,125 @@
+"""Behaviour of the embedded frontier beyond the shared contract: ownership and recovery."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crawlq.errors import FrontierError, FrontierLocked
+from crawlq.frontier import HostPolicy, open_frontier
+from crawlq.frontier.sqlite import SqliteFrontier
+from crawlq.request import CrawlRequest
+
+POLICY = HostPolicy(0.0, 10)
+
+
+async def test_second_owner_is_refused_naming_the_file_and_pid(tmp_path: Path) -> None:
+    path = tmp_path / "f.db"
+    first = await SqliteFrontier.open(path, default_policy=POLICY)
+    try:
+        with pytest.raises(FrontierLocked) as info:
+            await SqliteFrontier.open(path, default_policy=POLICY)
+        assert str(path) in str(info.value)
+        assert "pid" in str(info.value)
+    finally:
+        await first.close()
+    again = await SqliteFrontier.open(path, default_policy=POLICY)  # free after close
+    await again.close()
+
+
+def test_leases_of_a_killed_owner_are_requeued_at_open(tmp_path: Path) -> None:
+    """A process leases two URLs and dies with SIGKILL; the next owner gets them back at once."""
+    path = tmp_path / "f.db"
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os, signal
+        from crawlq.frontier import HostPolicy
+        from crawlq.frontier.sqlite import SqliteFrontier
+        from crawlq.request import CrawlRequest
+
+        async def main():
+            f = await SqliteFrontier.open({str(path)!r}, default_policy=HostPolicy(0.0, 10))
+            await f.push([CrawlRequest("http://a.test/" + str(i)) for i in range(3)])
+            leases = await f.lease(2, "doomed", 3600)
+            await f.ack(leases[:0])
+            print(len(leases), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        asyncio.run(main())
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    assert proc.stdout.strip() == "2"
+
+    import asyncio
+
+    async def resume() -> None:
+        f = await SqliteFrontier.open(path, default_policy=POLICY)
+        try:
+            assert f.recovered == 2
+            stats = await f.stats()
+            assert (stats.queued, stats.in_flight, stats.seen) == (3, 0, 3)
+            leases = await f.lease(10, "w", 60)
+            assert sorted(le.attempt for le in leases) == [1, 2, 2]  # deliveries counted
+        finally:
+            await f.close()
+
+    asyncio.run(resume())
+
+
+async def test_state_survives_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(5)])
+    leases = await f.lease(3, "w", 60)
+    await f.ack(leases[:1])
+    await f.dead(leases[1], "http_404")
+    await f.retry(leases[2], 0.0, "http_503")
+    await f.close()
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    try:
+        stats = await f.stats()
+        assert (stats.done, stats.dead, stats.delayed, stats.queued, stats.seen) == (1, 1, 1, 2, 5)
+        assert await f.push([CrawlRequest("http://a.test/0")]) == 0
+    finally:
+        await f.close()
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    await f.close()
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE frontier_meta SET value='99' WHERE key='schema_version'")
+    with pytest.raises(FrontierError, match="newer"):
+        await SqliteFrontier.open(path, default_policy=POLICY)
+
+
+async def test_open_frontier_dispatch(tmp_path: Path) -> None:
+    f = await open_frontier(f"sqlite:///{tmp_path}/x.db")
+    await f.close()
+    assert (tmp_path / "x.db").exists()
+    with pytest.raises(Exception, match="redis"):
+        await open_frontier("redis://127.0.0.1:6379/0")
+    with pytest.raises(Exception, match="SQLite file path"):
+        await open_frontier("mysql://x")
+
+
+async def test_argument_errors_name_the_argument(tmp_path: Path) -> None:
+    f = await SqliteFrontier.open(tmp_path / "f.db", default_policy=POLICY)
+    try:
+        with pytest.raises(ValueError, match="n must be"):
+            await f.lease(0, "w", 60)
+        with pytest.raises(ValueError, match="visibility_timeout_s"):
+            await f.lease(1, "w", 0)
+        with pytest.raises(ValueError, match="delay_s"):
+            HostPolicy(-1, 1)
+    finally:
+        await f.close()

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from crawlq.request import CrawlRequest
+from crawlq.scope import FilterReason, Scope
+
+
+def req(url: str, depth: int = 1) -> CrawlRequest:
+    return CrawlRequest(url, depth=depth)
+
+
+def test_allowed_domains_include_subdomains_and_ignore_ports() -> None:
+    scope = Scope(allowed_domains=["example.com", "127.0.0.1:8000"])
+    assert scope.check(req("http://example.com/a")) is None
+    assert scope.check(req("http://docs.example.com:8080/a")) is None
+    assert scope.check(req("http://127.0.0.1:9999/a")) is None
+    assert scope.check(req("http://badexample.com/")) is FilterReason.OFFSITE
+    assert scope.check(req("http://example.com.evil.test/")) is FilterReason.OFFSITE
+    assert scope.check(req("http://127.0.0.2:8000/")) is FilterReason.OFFSITE
+
+
+def test_no_allowed_domains_allows_every_host() -> None:
+    assert Scope().check(req("http://anything.test/")) is None
+
+
+def test_max_depth() -> None:
+    scope = Scope(max_depth=2)
+    assert scope.check(req("http://a.test/", depth=2)) is None
+    assert scope.check(req("http://a.test/", depth=3)) is FilterReason.MAX_DEPTH
+
+
+def test_include_and_exclude() -> None:
+    scope = Scope(include=[r"/docs/"], exclude=[r"\?print=1$"])
+    assert scope.check(req("http://a.test/docs/x")) is None
+    assert scope.check(req("http://a.test/blog/x")) is FilterReason.NOT_INCLUDED
+    assert scope.check(req("http://a.test/docs/x?print=1")) is FilterReason.EXCLUDED
+
+
+def test_url_length_limit() -> None:
+    assert Scope().check(req("http://a.test/" + "x" * 3000)) is FilterReason.URL_TOO_LONG

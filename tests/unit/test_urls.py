@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import pytest
+
+from crawlq.errors import InvalidURL
+from crawlq.request import CrawlRequest
+from crawlq.urls import canonicalize, fingerprint, host_key, normalize
+
+
+@pytest.mark.parametrize(
+    ("url", "base", "expected"),
+    [
+        ("http://example.com/a#frag", None, "http://example.com/a"),
+        ("HTTP://Example.com/a b", None, "http://example.com/a%20b"),
+        ("http://h.test:80/p", None, "http://h.test/p"),
+        ("https://h.test:443/p", None, "https://h.test/p"),
+        ("https://h.test:80/p", None, "https://h.test:80/p"),
+        ("../b/c.html?x=1#y", "http://h.test/a/d/e.html", "http://h.test/a/b/c.html?x=1"),
+        ("//other.test/p", "https://h.test/", "https://other.test/p"),
+        ("  /root  ", "http://h.test/x/y", "http://h.test/root"),
+        ("http://h.test/ünï", None, "http://h.test/%C3%BCn%C3%AF"),
+    ],
+)
+def test_normalize(url: str, base: str | None, expected: str) -> None:
+    assert normalize(url, base) == expected
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://h.test/x", "mailto:a@b.test", "not a url", "http://", "http://h.test:99999/"]
+)
+def test_normalize_rejects_and_names_the_url(url: str) -> None:
+    with pytest.raises(InvalidURL) as info:
+        normalize(url)
+    assert url in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("http://h.test/p?b=2&a=1", "http://h.test/p?a=1&b=2"),
+        ("HTTP://H.TEST/p", "http://h.test/p"),
+        ("http://h.test:80/p", "http://h.test/p"),
+        ("http://h.test/p#x", "http://h.test/p#y"),
+        ("http://h.test/%7Euser", "http://h.test/~user"),
+    ],
+)
+def test_same_canonical_url_same_fingerprint(a: str, b: str) -> None:
+    assert canonicalize(normalize(a)) == canonicalize(normalize(b))
+    assert fingerprint("GET", normalize(a)) == fingerprint("get", normalize(b))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("http://h.test/p", "https://h.test/p"),
+        ("http://h.test/p", "http://h.test/P"),
+        ("http://h.test/p?a=1", "http://h.test/p?a=2"),
+        ("http://h.test:8080/p", "http://h.test/p"),
+    ],
+)
+def test_different_pages_different_fingerprints(a: str, b: str) -> None:
+    assert fingerprint("GET", a) != fingerprint("GET", b)
+
+
+def test_fingerprint_is_20_raw_bytes_and_covers_method_and_body() -> None:
+    fp = fingerprint("GET", "http://h.test/")
+    assert isinstance(fp, bytes) and len(fp) == 20
+    assert fingerprint("POST", "http://h.test/") != fp
+    assert fingerprint("POST", "http://h.test/", b"a") != fingerprint(
+        "POST", "http://h.test/", b"b"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("http://Example.COM/x", "example.com"),
+        ("http://example.com:80/x", "example.com"),
+        ("https://example.com:443/x", "example.com"),
+        ("http://127.0.0.1:8080/x", "127.0.0.1:8080"),
+        ("http://[::1]:81/", "[::1]:81"),
+    ],
+)
+def test_host_key(url: str, key: str) -> None:
+    assert host_key(url) == key
+
+
+def test_crawl_request_normalises_and_round_trips() -> None:
+    req = CrawlRequest("HTTP://H.test/a b#frag", priority=3, depth=2, meta={"k": 1})
+    assert req.url == "http://h.test/a%20b"
+    assert req.host == "h.test"
+    assert CrawlRequest.from_json(req.to_json()) == req
+    assert CrawlRequest.from_json('{"url": "http://h.test/x"}').priority == 0
+    with pytest.raises(ValueError, match="not a crawl request"):
+        CrawlRequest.from_json('["http://h.test/"]')
+    with pytest.raises(InvalidURL):
+        CrawlRequest("javascript:alert(1)")
