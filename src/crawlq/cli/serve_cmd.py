@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from crawlq.testing.site import generate_site
 from crawlq.testing.static import make_static_app, unpack_corpus
 from crawlq.testing.thread import ServerThread
 
@@ -16,18 +17,30 @@ __all__ = ["serve"]
 
 
 @click.command()
-@click.argument("site", type=click.Path(exists=True))
+@click.argument("site", type=click.Path(exists=True), required=False)
+@click.option(
+    "--generate",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Serve a generated site of N linked pages instead of SITE.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="A loopback address.")
 @click.option("--port", type=int, default=8000, show_default=True)
-def serve(site: str, host: str, port: int) -> None:
+def serve(site: str | None, generate: int | None, host: str, port: int) -> None:
     """Serve SITE (a directory, or a .tar.gz of one) over HTTP on a loopback address.
 
     Runs until Ctrl-C or SIGTERM. Only loopback addresses are accepted: this is a test
     server for crawling your own copy of a site, not a web server.
     """
     with tempfile.TemporaryDirectory(prefix="crawlq-serve-") as tmp:
-        path = Path(site)
-        root = unpack_corpus(path, tmp) if path.is_file() else path
+        if site is not None and generate is None:
+            path = Path(site)
+            root = unpack_corpus(path, tmp) if path.is_file() else path
+        elif generate is not None and site is None:
+            root = generate_site(tmp, n_pages=generate)
+        else:
+            raise click.UsageError("give either SITE or --generate N")
         try:
             server = ServerThread(make_static_app(root), host=host, port=port)
         except ValueError as exc:

@@ -1,0 +1,135 @@
+"""Engine test helpers: the loopback fault server, and a crawl that returns what it stored.
+
+Crawls run in-process through `crawlq.engine.crawl.Crawl` against real loopback servers and a
+real SQLite store in ``tmp_path``; results are read back through `crawlq.store.open_store`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from crawlq.engine.crawl import Crawl, CrawlReport
+from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.settings import Settings
+from crawlq.spider import Spider
+from crawlq.store import StoreCounts, open_store
+from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
+from crawlq.urls import host_key
+
+FAST: dict[str, Any] = {
+    "delay_s": 0,
+    "retry_delay_s": 0.05,
+    "timeout_s": 5.0,
+    "connect_timeout_s": 2.0,
+}
+"""Settings every engine test starts from: no politeness delay, fast retries."""
+
+
+@dataclass
+class Results:
+    """One crawl run and everything its store holds afterwards (keyed by URL)."""
+
+    report: CrawlReport
+    pages: dict[str, PageRecord]
+    dead: dict[str, DeadRecord]
+    filtered: dict[str, FilteredRecord]
+    items: list[ItemRecord]
+    counts: StoreCounts
+
+    def outcome(self, url: str) -> str:
+        """``page``, ``dead`` or ``filtered``; fails unless ``url`` has exactly one record."""
+        kinds = [
+            kind
+            for kind, records in (
+                ("page", self.pages),
+                ("dead", self.dead),
+                ("filtered", self.filtered),
+            )
+            if url in records
+        ]
+        assert len(kinds) == 1, f"{url} has records {kinds}, expected exactly one"
+        return kinds[0]
+
+
+def _by_url(records: Iterable[Any], kind: str) -> dict[str, Any]:
+    records = list(records)
+    twice = [url for url, n in Counter(r.url for r in records).items() if n > 1]
+    assert twice == [], f"{kind} stored twice: {twice}"
+    return {r.url: r for r in records}
+
+
+async def read_store(path: Path) -> tuple[dict[str, Any], ...]:
+    store = await open_store(str(path))
+    try:
+        pages = _by_url([p async for p in store.pages()], "pages")
+        dead = _by_url([d async for d in store.dead()], "dead letters")
+        filtered = _by_url([f async for f in store.filtered()], "filtered")
+        items = [i async for i in store.items()]
+        counts = await store.counts()
+    finally:
+        await store.close()
+    return pages, dead, filtered, {"items": items, "counts": counts}
+
+
+async def crawl(
+    store: Path,
+    seeds: Iterable[str],
+    spider_cls: type[Spider] = Spider,
+    **settings: Any,
+) -> Results:
+    """Run one crawl to its end and read back the whole store."""
+    cli = {**FAST, "store": str(store), **settings}
+    report = await Crawl(Settings.build(cli=cli, env={}), list(seeds), spider_cls).run()
+    pages, dead, filtered, rest = await read_store(store)
+    return Results(report, pages, dead, filtered, rest["items"], rest["counts"])
+
+
+def assert_nothing_lost(results: Results, urls: Iterable[str]) -> None:
+    """Every URL ends as exactly one record, and the store holds nothing else."""
+    urls = set(urls)
+    for url in urls:
+        results.outcome(url)
+    stored = set(results.pages) | set(results.dead) | set(results.filtered)
+    assert stored == urls
+    assert results.report.frontier.pending == 0
+
+
+@pytest.fixture
+def log() -> RequestLog:
+    return RequestLog()
+
+
+@pytest.fixture
+def app(log: RequestLog) -> web.Application:
+    return make_fault_app(log)
+
+
+@pytest.fixture
+def state(app: web.Application) -> FaultState:
+    return fault_state(app)
+
+
+@pytest.fixture
+async def base(app: web.Application) -> AsyncIterator[str]:
+    """``http://127.0.0.1:PORT`` of the fault app, served in the test's event loop."""
+    async with TestServer(app, host="127.0.0.1") as server:
+        yield str(server.make_url("")).rstrip("/")
+
+
+@pytest.fixture
+def host(base: str) -> str:
+    """The fault server's politeness key, as the request log records it."""
+    return host_key(base)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "crawl.db"
