@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 
 from crawlq.testing.site import generate_site
 from crawlq.testing.static import unpack_corpus
+from tests.services import DEFAULT_REDIS_URL, RedisServer, need_service, redis_answers
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "postgresql-15-docs.tar.gz"
@@ -40,6 +42,23 @@ def site_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         raise RuntimeError(f"CI must crawl the real corpus; not found at {DEFAULT_CORPUS}")
     else:
         yield generate_site(tmp, n_pages=600)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis URL for tests: $CRAWLQ_TEST_REDIS_URL, the machine's server, or a private one."""
+    url = os.environ.get("CRAWLQ_TEST_REDIS_URL", DEFAULT_REDIS_URL)
+    if redis_answers(url):
+        yield url
+        return
+    if shutil.which("redis-server") is None:
+        need_service(f"no Redis at {url} and no redis-server binary to start one")
+    server = RedisServer(appendonly=False)
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.cleanup()
 
 
 def run_crawlq(

@@ -5,6 +5,7 @@ A new backend is one more entry in ``BACKENDS`` and a branch in ``_open``.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -12,18 +13,25 @@ import pytest
 
 from crawlq.clock import Clock, ManualClock
 from crawlq.frontier import Frontier, HostPolicy
+from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "redis"]
 
 MakeFrontier = Callable[..., Awaitable[Frontier]]
 
 
-async def _open(backend: str, tmp_path: Path, policy: HostPolicy, clock: Clock) -> Frontier:
+async def _open(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, policy: HostPolicy, clock: Clock
+) -> Frontier:
     if backend == "sqlite":
         return await SqliteFrontier.open(
             tmp_path / f"frontier-{id(clock)}.db", default_policy=policy, clock=clock
         )
+    if backend == "redis":
+        url = request.getfixturevalue("redis_url")
+        job = f"test-{uuid.uuid4().hex[:12]}"
+        return await RedisFrontier.open(url, job, default_policy=policy, clock=clock)
     raise AssertionError(backend)
 
 
@@ -35,11 +43,17 @@ async def make_frontier(
 
     async def make(policy: HostPolicy | None = None, clock: Clock | None = None) -> Frontier:
         frontier = await _open(
-            request.param, tmp_path, policy or HostPolicy(0.0, 1000), clock or ManualClock()
+            request.param,
+            request,
+            tmp_path,
+            policy or HostPolicy(0.0, 1000),
+            clock or ManualClock(),
         )
         opened.append(frontier)
         return frontier
 
     yield make
     for frontier in opened:
+        if isinstance(frontier, RedisFrontier):
+            await frontier.drop()
         await frontier.close()

@@ -2,34 +2,59 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError
 from crawlq.frontier.base import Frontier, FrontierStats, HostPolicy, HostStats
+
+if TYPE_CHECKING:
+    from crawlq.frontier.redis import BloomDedup
 
 __all__ = ["Frontier", "FrontierStats", "HostPolicy", "HostStats", "open_frontier"]
 
 
 async def open_frontier(
-    url: str, *, default_policy: HostPolicy | None = None, clock: Clock | None = None
+    url: str,
+    *,
+    job: str | None = None,
+    default_policy: HostPolicy | None = None,
+    clock: Clock | None = None,
+    bloom: BloomDedup | None = None,
 ) -> Frontier:
     """Open the frontier named by ``url``.
 
     Args:
-        url: A SQLite file path or ``sqlite:///path`` (the embedded default). ``redis://`` comes
-            with the distributed engine.
+        url: A SQLite file path or ``sqlite:///path`` (the embedded default, one process), or
+            ``redis://[:password@]host:port/db`` / ``rediss://…`` (shared by many workers).
+        job: The job name; required for Redis, where several jobs share a server.
         default_policy: Politeness of hosts without an override.
         clock: Source of "now" (tests).
+        bloom: Redis only: Bloom-filter dedup instead of the exact seen set.
 
     Raises:
-        ConfigError: The URL names no supported backend.
+        ConfigError: The URL names no supported backend, or Redis without a job.
         FrontierLocked: The SQLite file is owned by another live process.
-        FrontierUnavailable: The backend cannot be opened.
+        FrontierUnavailable: The backend cannot be opened or reached.
     """
-    if url.startswith(("redis://", "rediss://")):
-        raise ConfigError("frontier", f"{url}: the Redis frontier is not available in this version")
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        if not job:
+            raise ConfigError("job", f"a job name is needed with the Redis frontier {url}")
+        try:
+            from crawlq.frontier.redis import RedisFrontier
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ConfigError(
+                "frontier",
+                f"the Redis frontier needs redis-py: pip install 'crawlq[redis]' ({exc})",
+            ) from exc
+        return await RedisFrontier.open(
+            url, job, default_policy=default_policy, clock=clock, bloom=bloom
+        )
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     if "://" in path:
-        raise ConfigError("frontier", f"{url}: expected a SQLite file path or sqlite:///path")
+        raise ConfigError(
+            "frontier", f"{url}: expected a SQLite file path, sqlite:///path or redis://…"
+        )
     from crawlq.frontier.sqlite import SqliteFrontier
 
     return await SqliteFrontier.open(path, default_policy=default_policy, clock=clock)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from crawlq.request import CrawlRequest, Lease
 
@@ -161,8 +161,13 @@ class Frontier(Protocol):
         """
         ...
 
-    async def renew(self, leases: Sequence[Lease], visibility_timeout_s: float) -> list[Lease]:
+    async def renew(
+        self, leases: Sequence[Lease], visibility_timeout_s: float, worker_id: str | None = None
+    ) -> list[Lease]:
         """Push the deadlines of held leases to now + ``visibility_timeout_s``.
+
+        Workers call it periodically even with no leases: it is also their heartbeat
+        (``worker_id``), which shared backends show to operators.
 
         Returns:
             The renewed leases (new ``deadline_ms``); leases no longer held are left out.
@@ -201,6 +206,21 @@ class Frontier(Protocol):
 
     async def set_host_policy(self, host: str, policy: HostPolicy) -> None:
         """Override the default politeness of one host (e.g. from robots.txt Crawl-delay)."""
+        ...
+
+    async def job_settings(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The settings stored with the job, storing ``proposed`` first if there are none.
+
+        The first producer or worker of a job fixes its settings (politeness, retries, scope,
+        spider) so that workers joining later need only the frontier URL and job name.
+
+        Args:
+            proposed: JSON-serialisable settings to store if the job has none yet, or None to
+                only read.
+
+        Returns:
+            The stored settings (``proposed`` if they were just stored), or None.
+        """
         ...
 
     async def stats(self) -> FrontierStats:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import secrets
@@ -388,8 +389,10 @@ class SqliteFrontier:
 
     # -- settling leases ------------------------------------------------------------------
 
-    async def renew(self, leases: Sequence[Lease], visibility_timeout_s: float) -> list[Lease]:
-        """See `crawlq.frontier.base.Frontier.renew`."""
+    async def renew(
+        self, leases: Sequence[Lease], visibility_timeout_s: float, worker_id: str | None = None
+    ) -> list[Lease]:
+        """See `crawlq.frontier.base.Frontier.renew` (one process owns the file: no heartbeat)."""
         if not leases:
             return []
         return await self._run(self._renew_sync, leases, round(visibility_timeout_s * 1000))
@@ -492,6 +495,22 @@ class SqliteFrontier:
 
         await self._run(self._tx, step)
         self._wake()
+
+    async def job_settings(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:
+        """See `crawlq.frontier.base.Frontier.job_settings`."""
+
+        def step(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            if proposed is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO frontier_meta(key, value) VALUES ('job_settings', ?)",
+                    (json.dumps(proposed, sort_keys=True),),
+                )
+            row = conn.execute(
+                "SELECT value FROM frontier_meta WHERE key='job_settings'"
+            ).fetchone()
+            return None if row is None else dict(json.loads(row[0]))
+
+        return await self._run(self._tx, step)
 
     async def stats(self) -> FrontierStats:
         """See `crawlq.frontier.base.Frontier.stats`."""

@@ -1,0 +1,17 @@
+-- drain_inbox.lua: take up to n inbox entries into the worker's claim list and return them.
+-- If the claim list is not empty (an earlier drain of this worker was not pushed), return it
+-- instead, so nothing taken from the inbox is lost; push.lua deletes the claim list.
+-- KEYS[1] inbox list (producers LPUSH, so the oldest entry is on the right)
+-- KEYS[2] claim list of this worker
+-- ARGV[1] n, the most entries to take
+-- Returns: the claimed entries, oldest first ("" entries are wake-up tokens).
+local pending = redis.call("LRANGE", KEYS[2], 0, -1)
+if #pending > 0 then return pending end
+local out = {}
+for _ = 1, tonumber(ARGV[1]) do
+  local v = redis.call("RPOP", KEYS[1])
+  if not v then break end
+  redis.call("RPUSH", KEYS[2], v)
+  out[#out + 1] = v
+end
+return out

@@ -1,0 +1,87 @@
+r"""Every Redis key of a crawl job, spelled in one place.
+
+All keys of job ``J`` live under ``crawlq:{J}:`` (the braces make ``J`` the Redis Cluster
+hash tag, so one job's keys share a slot and every script's keys are in one slot). No other
+module and no Lua script builds a key name: scripts receive all of theirs in ``KEYS``.
+
+| key | type | holds |
+|---|---|---|
+| ``seen`` | set | 20-byte fingerprints ever pushed (exact dedup) |
+| ``bloom`` | string | Bloom filter bits (``dedup="bloom"`` instead of ``seen``) |
+| ``reqs`` | hash | fingerprint -> ``host "\n" request JSON`` while not done |
+| ``scores`` | hash | fingerprint -> queue score (priority, then push order) |
+| ``attempts`` | hash | fingerprint -> deliveries so far |
+| ``q:{host}`` | sorted set | one host's queued fingerprints by score |
+| ``ready`` | sorted set | hosts with queued work and a free slot, by next-allowed Unix ms |
+| ``inflight`` | hash | host -> leases held |
+| ``next`` | hash | host -> next-allowed Unix ms |
+| ``policy`` | hash | host -> ``"delay_ms concurrency"`` override |
+| ``leases`` | sorted set | ``fingerprint + host`` -> lease deadline Unix ms |
+| ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` |
+| ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
+| ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
+| ``claims`` | hash | redirect target fingerprint -> claiming request's fingerprint |
+| ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq |
+| ``rate`` | hash | slot (second mod 120) -> ``"second count"`` of acks, for pages/s |
+| ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
+| ``claim:{worker}`` | list | inbox entries a worker took and has not pushed yet |
+| ``rejected`` | list | inbox entries that were not valid requests, with the reason |
+| ``workers`` | sorted set | worker id -> last heartbeat Unix ms |
+| ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
+| ``job`` | hash | the job's settings (``settings`` -> JSON) |
+"""
+
+from __future__ import annotations
+
+__all__ = ["Keyspace"]
+
+
+class Keyspace:
+    """Key names of one job.
+
+    Args:
+        job: The job name (any string without ``}``).
+
+    Raises:
+        ValueError: The job name is empty or contains ``{`` or ``}``.
+    """
+
+    def __init__(self, job: str) -> None:
+        if not job or "{" in job or "}" in job:
+            raise ValueError(f"job name must be non-empty without braces, got {job!r}")
+        self.job = job
+        self.prefix = f"crawlq:{{{job}}}:"
+        p = self.prefix
+        self.seen = p + "seen"
+        self.bloom = p + "bloom"
+        self.reqs = p + "reqs"
+        self.scores = p + "scores"
+        self.attempts = p + "attempts"
+        self.ready = p + "ready"
+        self.inflight = p + "inflight"
+        self.next = p + "next"
+        self.policy = p + "policy"
+        self.leases = p + "leases"
+        self.owner = p + "owner"
+        self.delayed = p + "delayed"
+        self.dead = p + "dead"
+        self.claims = p + "claims"
+        self.stats = p + "stats"
+        self.rate = p + "rate"
+        self.inbox = p + "inbox"
+        self.rejected = p + "rejected"
+        self.workers = p + "workers"
+        self.idle = p + "idle"
+        self.job_info = p + "job"
+
+    def queue(self, host: str) -> str:
+        """The sorted set of one host's queued requests."""
+        return f"{self.prefix}q:{host}"
+
+    def claim(self, worker_id: str) -> str:
+        """The list of inbox entries ``worker_id`` has taken but not pushed yet."""
+        return f"{self.prefix}claim:{worker_id}"
+
+    def pattern(self) -> str:
+        """A SCAN/KEYS pattern matching every key of the job."""
+        return self.prefix.replace("{", "\\{").replace("}", "\\}") + "*"

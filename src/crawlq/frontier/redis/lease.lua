@@ -1,0 +1,77 @@
+-- lease.lua: claim up to n ready requests among the candidate hosts, highest priority first,
+-- moving each host's next-allowed time and in-flight count in the same step.
+-- KEYS[1] ready  zset host -> next-allowed Unix ms    KEYS[2] reqs     hash fp -> value
+-- KEYS[3] attempts hash fp -> deliveries              KEYS[4] leases   zset fp..host -> deadline
+-- KEYS[5] owner  hash fp -> "lease_id worker"         KEYS[6] inflight hash host -> leases held
+-- KEYS[7] next   hash host -> next-allowed Unix ms    KEYS[8] policy   hash host -> "delay conc"
+-- KEYS[9] stats  hash counters                        KEYS[10..9+H] q:{host} of each candidate
+-- ARGV[1] now (Unix ms)  ARGV[2] n  ARGV[3] visibility timeout (ms)  ARGV[4] worker id
+-- ARGV[5] default delay (ms)  ARGV[6] default concurrency  ARGV[7] H  ARGV[8..7+H] hosts
+-- Returns: flat array fp, lease_id, attempt, value, ... (empty: nothing ready now).
+local now, n, vt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local worker, ddelay, dconc = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local nhosts = tonumber(ARGV[7])
+local cands, info = {}, {}
+for h = 1, nhosts do
+  local host = ARGV[7 + h]
+  local at = redis.call("ZSCORE", KEYS[1], host)
+  if at and tonumber(at) <= now then
+    local delay, conc = ddelay, dconc
+    local pol = redis.call("HGET", KEYS[8], host)
+    if pol then
+      local d, c = string.match(pol, "^(%d+) (%d+)$")
+      delay, conc = tonumber(d), tonumber(c)
+    end
+    local inflight = tonumber(redis.call("HGET", KEYS[6], host) or "0")
+    local free = conc - inflight
+    local items = {}
+    if free > 0 then
+      local take = math.min(n, free)
+      if delay > 0 then take = 1 end
+      items = redis.call("ZRANGE", KEYS[9 + h], 0, take - 1, "WITHSCORES")
+    end
+    if #items == 0 then
+      redis.call("ZREM", KEYS[1], host) -- full or empty: not ready (settle/push re-adds it)
+    else
+      info[h] = {host = host, delay = delay, conc = conc, inflight = inflight, taken = 0}
+      for j = 1, #items, 2 do
+        cands[#cands + 1] = {tonumber(items[j + 1]), items[j], h}
+      end
+    end
+  end
+end
+table.sort(cands, function(a, b) return a[1] < b[1] end)
+local out, total = {}, 0
+local deadline = now + vt
+for c = 1, math.min(n, #cands) do
+  local fp, h = cands[c][2], cands[c][3]
+  local host = info[h].host
+  redis.call("ZREM", KEYS[9 + h], fp)
+  local attempt = redis.call("HINCRBY", KEYS[3], fp, 1)
+  local lease_id = tostring(redis.call("HINCRBY", KEYS[9], "lease_seq", 1))
+  redis.call("ZADD", KEYS[4], deadline, fp .. host)
+  redis.call("HSET", KEYS[5], fp, lease_id .. " " .. worker)
+  out[#out + 1] = fp
+  out[#out + 1] = lease_id
+  out[#out + 1] = attempt
+  out[#out + 1] = redis.call("HGET", KEYS[2], fp)
+  info[h].taken = info[h].taken + 1
+  total = total + 1
+end
+for h, hi in pairs(info) do
+  if hi.taken > 0 then
+    local inflight = redis.call("HINCRBY", KEYS[6], hi.host, hi.taken)
+    local nxt = now + hi.delay
+    redis.call("HSET", KEYS[7], hi.host, nxt)
+    if inflight >= hi.conc or redis.call("ZCARD", KEYS[9 + h]) == 0 then
+      redis.call("ZREM", KEYS[1], hi.host)
+    else
+      redis.call("ZADD", KEYS[1], nxt, hi.host)
+    end
+  end
+end
+if total > 0 then
+  redis.call("HINCRBY", KEYS[9], "queued", -total)
+  redis.call("HINCRBY", KEYS[9], "inflight", total)
+end
+return out

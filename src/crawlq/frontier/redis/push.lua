@@ -1,0 +1,73 @@
+-- push.lua: queue the requests whose fingerprints were never seen (atomic dedup + enqueue).
+-- KEYS[1]  seen      set of 20-byte fingerprints (dedup "set") or Bloom bits string ("bloom")
+-- KEYS[2]  reqs      hash  fp -> host "\n" request JSON
+-- KEYS[3]  scores    hash  fp -> queue score
+-- KEYS[4]  stats     hash  counters (queued, seen, seq)
+-- KEYS[5]  ready     zset  host -> next-allowed Unix ms
+-- KEYS[6]  inflight  hash  host -> leases held
+-- KEYS[7]  next      hash  host -> next-allowed Unix ms
+-- KEYS[8]  policy    hash  host -> "delay_ms concurrency"
+-- KEYS[9]  inbox     list  (wake-up tokens "" for idle workers go here)
+-- KEYS[10] idle      zset  worker -> waiting since (Unix ms)
+-- KEYS[11] claim     list  the calling worker's inbox claim, deleted when ARGV[6] == "1"
+-- KEYS[12..11+H] q:{host} zset of each host named in ARGV (same order)
+-- ARGV[1] now (Unix ms)  ARGV[2] default delay (ms)  ARGV[3] default concurrency
+-- ARGV[4] dedup mode "set" | "bloom"   ARGV[5] k = Bloom bit positions per request (0 for set)
+-- ARGV[6] "1" to delete KEYS[11] (the inbox entries are pushed), else "0"
+-- ARGV[7] H = number of hosts, ARGV[8..7+H] host names
+-- then per request: fp, host index (1..H), priority (int), value, then k bit positions
+-- Returns: number of requests that were new and queued.
+local now = tonumber(ARGV[1])
+local ddelay, dconc = tonumber(ARGV[2]), tonumber(ARGV[3])
+local mode, k = ARGV[4], tonumber(ARGV[5])
+local nhosts = tonumber(ARGV[7])
+local PRIO = 8589934592 -- 2^33: score = -priority * 2^33 + push sequence
+local added, touched = 0, {}
+local i = 8 + nhosts
+while i <= #ARGV do
+  local fp, hidx, prio, value = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
+  local new
+  if mode == "set" then
+    new = redis.call("SADD", KEYS[1], fp) == 1
+  else
+    new = false
+    for j = 1, k do
+      if redis.call("GETBIT", KEYS[1], ARGV[i + 3 + j]) == 0 then new = true end
+    end
+    if new then
+      for j = 1, k do redis.call("SETBIT", KEYS[1], ARGV[i + 3 + j], 1) end
+    end
+  end
+  if new then
+    local seq = redis.call("HINCRBY", KEYS[4], "seq", 1)
+    local score = string.format("%.0f", -prio * PRIO + seq)
+    redis.call("HSET", KEYS[2], fp, value)
+    redis.call("HSET", KEYS[3], fp, score)
+    redis.call("ZADD", KEYS[11 + hidx], score, fp)
+    added = added + 1
+    touched[hidx] = true
+  end
+  i = i + 4 + k
+end
+if added > 0 then
+  redis.call("HINCRBY", KEYS[4], "queued", added)
+  redis.call("HINCRBY", KEYS[4], "seen", added)
+  local woken = 0
+  for hidx in pairs(touched) do
+    local host = ARGV[7 + hidx]
+    local conc = dconc
+    local pol = redis.call("HGET", KEYS[8], host)
+    if pol then conc = tonumber(string.match(pol, " (%d+)$")) end
+    local inflight = tonumber(redis.call("HGET", KEYS[6], host) or "0")
+    if inflight < conc then
+      local nxt = redis.call("HGET", KEYS[7], host) or "0"
+      woken = woken + redis.call("ZADD", KEYS[5], "NX", nxt, host)
+    end
+  end
+  if woken > 0 then
+    local idle = redis.call("ZCARD", KEYS[10])
+    for _ = 1, math.min(idle, added, 64) do redis.call("LPUSH", KEYS[9], "") end
+  end
+end
+if ARGV[6] == "1" then redis.call("DEL", KEYS[11]) end
+return added

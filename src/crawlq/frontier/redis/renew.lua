@@ -1,0 +1,22 @@
+-- renew.lua: extend the deadlines of leases still held by their lease ids.
+-- KEYS[1] leases zset fp..host -> deadline Unix ms   KEYS[2] owner hash fp -> "lease_id worker"
+-- KEYS[3] workers zset worker -> last heartbeat Unix ms
+-- ARGV[1] new deadline (Unix ms)  ARGV[2] worker id  ARGV[3] now (Unix ms)
+-- then per lease: member (fp..host), fp, lease_id
+-- Returns: array of 1 (renewed) or 0 (no longer held), one per lease.
+local deadline, worker, now = ARGV[1], ARGV[2], ARGV[3]
+redis.call("ZADD", KEYS[3], now, worker)
+local out = {}
+local i = 4
+while i <= #ARGV do
+  local member, fp, lease_id = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local own = redis.call("HGET", KEYS[2], fp)
+  if own and string.sub(own, 1, #lease_id + 1) == lease_id .. " " then
+    redis.call("ZADD", KEYS[1], "XX", deadline, member)
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+  i = i + 3
+end
+return out

@@ -1,0 +1,52 @@
+-- requeue.lua: move entries whose time has come from a timed set back to their host queues:
+-- expired leases (mode "reap": their worker died or stalled) or due retries ("promote").
+-- Each entry is re-checked here, so concurrent reapers requeue it once.
+-- KEYS[1] source zset fp..host -> Unix ms (leases or delayed)
+-- KEYS[2] owner hash fp -> "lease_id worker"   KEYS[3] inflight hash host -> leases held
+-- KEYS[4] next hash host -> next-allowed ms    KEYS[5] policy hash host -> "delay conc"
+-- KEYS[6] ready zset host -> next-allowed ms   KEYS[7] stats hash counters
+-- KEYS[8] scores hash fp -> queue score        KEYS[9] inbox list (wake-up tokens)
+-- KEYS[10] idle zset worker -> waiting since   KEYS[11..10+H] q:{host} per host in ARGV
+-- ARGV[1] now (Unix ms)  ARGV[2] mode "reap" | "promote"  ARGV[3] default concurrency
+-- ARGV[4] H  ARGV[5..4+H] hosts   then per entry: member (fp..host), host index
+-- Returns: number of entries requeued.
+local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local nhosts = tonumber(ARGV[4])
+local moved, touched = 0, {}
+local i = 5 + nhosts
+while i <= #ARGV do
+  local member, h = ARGV[i], tonumber(ARGV[i + 1])
+  local at = redis.call("ZSCORE", KEYS[1], member)
+  if at and tonumber(at) <= now then
+    local fp = string.sub(member, 1, 20)
+    local host = ARGV[4 + h]
+    redis.call("ZREM", KEYS[1], member)
+    if mode == "reap" then
+      redis.call("HDEL", KEYS[2], fp)
+      redis.call("HINCRBY", KEYS[3], host, -1)
+    end
+    redis.call("ZADD", KEYS[10 + h], redis.call("HGET", KEYS[8], fp), fp)
+    moved = moved + 1
+    touched[h] = true
+  end
+  i = i + 2
+end
+if moved == 0 then return 0 end
+redis.call("HINCRBY", KEYS[7], mode == "reap" and "inflight" or "delayed", -moved)
+redis.call("HINCRBY", KEYS[7], "queued", moved)
+local woken = 0
+for h in pairs(touched) do
+  local host = ARGV[4 + h]
+  local conc = dconc
+  local pol = redis.call("HGET", KEYS[5], host)
+  if pol then conc = tonumber(string.match(pol, " (%d+)$")) end
+  local inflight = tonumber(redis.call("HGET", KEYS[3], host) or "0")
+  if inflight < conc then
+    woken = woken + redis.call("ZADD", KEYS[6], "NX", redis.call("HGET", KEYS[4], host) or "0", host)
+  end
+end
+if woken > 0 then
+  local idle = redis.call("ZCARD", KEYS[10])
+  for _ = 1, math.min(idle, woken, 64) do redis.call("LPUSH", KEYS[9], "") end
+end
+return moved

@@ -1,0 +1,64 @@
+"""Lua scripts of the Redis frontier: loaded once from package data, run with EVALSHA.
+
+Each ``.lua`` file beside this module is one atomic multi-key step with a KEYS/ARGV header.
+`Script.run` uses the cached SHA-1 and falls back to ``SCRIPT LOAD`` when the server answers
+``NOSCRIPT`` (a restart or ``SCRIPT FLUSH`` emptied its script cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
+
+__all__ = ["SCRIPTS", "Script"]
+
+
+class Script:
+    """One Lua script of this package.
+
+    Args:
+        name: File name without ``.lua``.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.source = (
+            resources.files("crawlq.frontier.redis").joinpath(f"{name}.lua").read_text("utf-8")
+        )
+        self.sha = hashlib.sha1(self.source.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+    async def run(
+        self, client: Redis, keys: Sequence[str], args: Sequence[str | bytes | int | float]
+    ) -> Any:
+        """Run the script atomically on ``client`` and return its reply.
+
+        Raises:
+            redis.exceptions.RedisError: Whatever the server or connection raised, except
+                NOSCRIPT, which is handled by loading the script and running it again.
+        """
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            await client.script_load(self.source)
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+
+
+SCRIPTS = {
+    name: Script(name)
+    for name in (
+        "push",
+        "lease",
+        "settle",
+        "requeue",
+        "claim",
+        "renew",
+        "drain_inbox",
+        "recover_claims",
+    )
+}
+"""Every script, by name, parsed once per process."""

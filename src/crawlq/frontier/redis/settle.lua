@@ -1,0 +1,78 @@
+-- settle.lua: end leases (ack, retry, dead or release) and free their hosts' slots.
+-- A lease that is no longer held (expired and re-leased, or already settled) is skipped.
+-- KEYS[1] leases zset fp..host -> deadline    KEYS[2] owner hash fp -> "lease_id worker"
+-- KEYS[3] inflight hash host -> leases held   KEYS[4] next hash host -> next-allowed Unix ms
+-- KEYS[5] policy hash host -> "delay conc"    KEYS[6] ready zset host -> next-allowed Unix ms
+-- KEYS[7] stats hash counters                 KEYS[8] reqs hash fp -> value
+-- KEYS[9] scores hash fp -> queue score       KEYS[10] attempts hash fp -> deliveries
+-- KEYS[11] delayed zset fp..host -> due ms    KEYS[12] dead hash fp -> reason "\n" value
+-- KEYS[13] rate hash slot -> "second count"   KEYS[14] inbox list (wake-up tokens)
+-- KEYS[15] idle zset worker -> waiting since  KEYS[16..15+H] q:{host} per host in ARGV
+-- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release"
+-- ARGV[3] default concurrency  ARGV[4] H  ARGV[5..4+H] hosts
+-- then per lease: fp, lease_id, host index, extra (retry: due Unix ms; dead: reason; else "")
+-- Returns: number of leases that were still held and are now settled.
+local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local nhosts = tonumber(ARGV[4])
+local settled, touched = 0, {}
+local i = 5 + nhosts
+while i <= #ARGV do
+  local fp, lease_id, h, extra = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  local host = ARGV[4 + h]
+  local own = redis.call("HGET", KEYS[2], fp)
+  if own and string.sub(own, 1, #lease_id + 1) == lease_id .. " " then
+    redis.call("ZREM", KEYS[1], fp .. host)
+    redis.call("HDEL", KEYS[2], fp)
+    redis.call("HINCRBY", KEYS[3], host, -1)
+    if mode == "ack" then
+      redis.call("HDEL", KEYS[8], fp)
+      redis.call("HDEL", KEYS[9], fp)
+      redis.call("HDEL", KEYS[10], fp)
+    elseif mode == "retry" then
+      redis.call("ZADD", KEYS[11], extra, fp .. host)
+    elseif mode == "dead" then
+      redis.call("HSET", KEYS[12], fp, extra .. "\n" .. (redis.call("HGET", KEYS[8], fp) or ""))
+      redis.call("HDEL", KEYS[8], fp)
+      redis.call("HDEL", KEYS[9], fp)
+      redis.call("HDEL", KEYS[10], fp)
+    else -- release: back to its place in the queue, this delivery not counted
+      redis.call("ZADD", KEYS[15 + h], redis.call("HGET", KEYS[9], fp), fp)
+      redis.call("HINCRBY", KEYS[10], fp, -1)
+    end
+    settled = settled + 1
+    touched[h] = true
+  end
+  i = i + 4
+end
+if settled == 0 then return 0 end
+redis.call("HINCRBY", KEYS[7], "inflight", -settled)
+local counter = ({ack = "done", retry = "delayed", dead = "dead", release = "queued"})[mode]
+redis.call("HINCRBY", KEYS[7], counter, settled)
+if mode == "ack" then
+  local sec = math.floor(now / 1000)
+  local slot = tostring(sec % 120)
+  local cur = redis.call("HGET", KEYS[13], slot)
+  local count = settled
+  if cur then
+    local s, c = string.match(cur, "^(%d+) (%d+)$")
+    if tonumber(s) == sec then count = count + tonumber(c) end
+  end
+  redis.call("HSET", KEYS[13], slot, sec .. " " .. count)
+end
+local woken = 0
+for h in pairs(touched) do
+  local host = ARGV[4 + h]
+  local conc = dconc
+  local pol = redis.call("HGET", KEYS[5], host)
+  if pol then conc = tonumber(string.match(pol, " (%d+)$")) end
+  local inflight = tonumber(redis.call("HGET", KEYS[3], host) or "0")
+  if inflight <= 0 then redis.call("HDEL", KEYS[3], host) end
+  if inflight < conc and redis.call("ZCARD", KEYS[15 + h]) > 0 then
+    woken = woken + redis.call("ZADD", KEYS[6], "NX", redis.call("HGET", KEYS[4], host) or "0", host)
+  end
+end
+if woken > 0 then
+  local idle = redis.call("ZCARD", KEYS[15])
+  for _ = 1, math.min(idle, woken, 64) do redis.call("LPUSH", KEYS[14], "") end
+end
+return settled
