@@ -1,0 +1,181 @@
+"""Redis-only behaviour of the frontier: scripts, inbox, wake-ups, restarts, Bloom dedup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from crawlq.errors import ConfigError, FrontierUnavailable
+from crawlq.frontier import HostPolicy
+from crawlq.frontier.redis import BloomDedup, Keyspace, RedisFrontier
+from crawlq.request import CrawlRequest
+from tests.services import RedisServer
+
+POLICY = HostPolicy(0.0, 100)
+
+
+@pytest.fixture
+async def job(redis_url: str) -> AsyncIterator[str]:
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    client = aioredis.Redis.from_url(redis_url)
+    async for key in client.scan_iter(match=Keyspace(name).pattern()):
+        await client.unlink(key)
+    await client.aclose()
+
+
+def reqs(*paths: str) -> list[CrawlRequest]:
+    return [CrawlRequest(f"http://a.test/{p}") for p in paths]
+
+
+async def test_every_key_lives_under_the_job_prefix(redis_url: str, job: str) -> None:
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    try:
+        await f.push(reqs("1", "2", "3"))
+        leases = await f.lease(3, "w", 60)
+        await f.ack(leases[:1])
+        await f.retry(leases[1], 60, "http_503")
+        await f.dead(leases[2], "http_404")
+        client = aioredis.Redis.from_url(redis_url)
+        keys = [k.decode() async for k in client.scan_iter(match=f"*{job}*")]
+        await client.aclose()
+        assert keys and all(k.startswith(f"crawlq:{{{job}}}:") for k in keys)
+    finally:
+        await f.close()
+
+
+async def test_scripts_reload_after_script_flush(redis_url: str, job: str) -> None:
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    try:
+        await f.push(reqs("a"))
+        await f.client.script_flush()
+        assert await f.push(reqs("b")) == 1  # NOSCRIPT -> SCRIPT LOAD -> EVALSHA
+        assert len(await f.lease(10, "w", 60)) == 2
+    finally:
+        await f.close()
+
+
+async def test_two_workers_share_one_frontier(redis_url: str, job: str) -> None:
+    a = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    b = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    try:
+        assert await a.push(reqs(*map(str, range(100)))) == 100
+        assert await b.push(reqs(*map(str, range(100)))) == 0
+        got_a, got_b = await asyncio.gather(a.lease(60, "wa", 60), b.lease(60, "wb", 60))
+        urls = [le.request.url for le in got_a + got_b]
+        assert len(urls) == 100 and len(set(urls)) == 100  # each leased once
+        await a.ack(got_b)  # a lease can be settled through any connection by its id
+        stats = await b.stats()
+        assert (stats.done, stats.in_flight) == (len(got_b), len(got_a))
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_idle_worker_wakes_when_another_pushes(redis_url: str, job: str) -> None:
+    idle = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    producer = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    try:
+        waiter = asyncio.create_task(idle.lease(1, "idle-worker", 60, wait_s=8))
+        await asyncio.sleep(0.3)
+        assert not waiter.done()
+        start = time.monotonic()
+        await producer.push(reqs("wake"))
+        (lease,) = await asyncio.wait_for(waiter, 5)
+        assert lease.request.url == "http://a.test/wake"
+        assert time.monotonic() - start < 1.0
+    finally:
+        await idle.close()
+        await producer.close()
+
+
+async def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str) -> None:
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        waiter = asyncio.create_task(f.lease(10, "w", 60, wait_s=8))
+        await asyncio.sleep(0.3)
+        inbox = Keyspace(job).inbox
+        start = time.monotonic()
+        await client.lpush(inbox, "http://a.test/raw")
+        await client.lpush(inbox, json.dumps({"url": "http://a.test/json", "priority": 5}))
+        await client.lpush(inbox, "not a url", "ftp://a.test/x", "{broken json")
+        await client.lpush(inbox, "http://a.test/raw")  # duplicate: deduplicated
+        leases = await asyncio.wait_for(waiter, 5)
+        assert time.monotonic() - start < 1.0
+        more = await f.lease(10, "w", 60)
+        urls = sorted(le.request.url for le in leases + more)
+        assert urls == ["http://a.test/json", "http://a.test/raw"]
+        assert [le.request.priority for le in leases + more if "json" in le.request.url] == [5]
+        rejected = await f.rejected()
+        assert sorted(r["entry"] for r in rejected) == [
+            "ftp://a.test/x",
+            "not a url",
+            "{broken json",
+        ]
+        assert all(r["reason"] for r in rejected)
+        assert await client.llen(Keyspace(job).claim("w")) == 0
+    finally:
+        await client.aclose()
+        await f.close()
+
+
+async def test_inbox_claim_of_a_dead_worker_goes_back(redis_url: str, job: str) -> None:
+    client = aioredis.Redis.from_url(redis_url)
+    keys = Keyspace(job)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    try:
+        # A worker took two entries into its claim list and died before pushing them.
+        await client.rpush(keys.claim("ghost"), "http://a.test/1", "http://a.test/2")
+        await f.renew([], 60, worker_id="alive")  # runs the recovery (first call)
+        assert await client.llen(keys.claim("ghost")) == 0
+        leases = await f.lease(10, "alive", 60)
+        assert sorted(le.request.url for le in leases) == ["http://a.test/1", "http://a.test/2"]
+    finally:
+        await client.aclose()
+        await f.close()
+
+
+async def test_bloom_dedup(redis_url: str, job: str) -> None:
+    bloom = BloomDedup(capacity=10_000, error_rate=0.001)
+    assert bloom.hashes == 10 and 143_000 < bloom.bits < 144_000
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, bloom=bloom)
+    try:
+        batch = reqs(*map(str, range(2000)))
+        assert await f.push(batch) >= 1995  # a false positive is possible, at p <= 0.001 each
+        assert await f.push(batch) == 0
+        with pytest.raises(ConfigError, match="dedups with bloom"):
+            await RedisFrontier.open(redis_url, job)  # the job's mode is fixed
+    finally:
+        await f.close()
+
+
+async def test_restart_with_appendonly_loses_nothing() -> None:
+    server = RedisServer(appendonly=True)
+    server.start()
+    try:
+        f = await RedisFrontier.open(server.url, "restart", default_policy=POLICY)
+        await f.push(reqs("1", "2", "3"))
+        (lease,) = await f.lease(1, "w", 60)
+        server.stop()
+        with pytest.raises(FrontierUnavailable):
+            await f.push(reqs("4"))
+        server.start()
+        for _ in range(50):  # the client reconnects on its own
+            try:
+                await f.ack([lease])
+                break
+            except FrontierUnavailable:
+                await asyncio.sleep(0.1)
+        stats = await f.stats()
+        assert (stats.done, stats.queued, stats.seen) == (1, 2, 3)
+        assert await f.push(reqs("1", "4")) == 1
+        await f.close()
+    finally:
+        server.cleanup()
