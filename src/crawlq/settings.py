@@ -20,7 +20,7 @@ import re
 import tomllib
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -128,6 +128,17 @@ class Settings:
     spider: str | None = None
     """Spider as ``module:Class`` (None: the default spider, which follows every link)."""
 
+    frontier: str | None = None
+    """Where the frontier lives: None for the embedded one in ``store``'s SQLite file, or
+    ``redis://[:password@]host:port/db`` for one shared by workers on many machines."""
+
+    job: str | None = None
+    """Name of the crawl job on a shared frontier (default: derived from the seeds)."""
+
+    explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    """Names of the settings given explicitly (file, spider, environment, command line),
+    as opposed to defaults; set by `build`. Not a setting itself."""
+
     def __post_init__(self) -> None:
         positive = ("concurrency", "host_concurrency", "lease_batch", "max_redirects")
         for name in positive:
@@ -158,7 +169,7 @@ class Settings:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """Every setting name, in declaration order."""
-        return tuple(f.name for f in dataclasses.fields(cls))
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "explicit")
 
     @classmethod
     def build(
@@ -202,7 +213,7 @@ class Settings:
             merged.update(
                 _coerce_all({k: v for k, v in cli.items() if v is not None}, "command line")
             )
-        return cls(**merged)
+        return cls(**merged, explicit=frozenset(merged))
 
 
 _HINTS: dict[str, Any] = {}
@@ -213,7 +224,7 @@ def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         _HINTS.update(get_type_hints(Settings))
     out: dict[str, Any] = {}
     for name, value in values.items():
-        if name not in _HINTS:
+        if name not in _HINTS or name == "explicit":
             raise ConfigError(name, f"unknown setting (from {source})")
         try:
             out[name] = _coerce(_HINTS[name], value)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -17,7 +17,13 @@ from rich.table import Table
 
 from crawlq.engine import CrawlReport, Progress
 
-__all__ = ["ProgressDisplay", "configure_logging", "print_summary", "stderr_console"]
+__all__ = [
+    "ProgressDisplay",
+    "configure_logging",
+    "print_summary",
+    "status_table",
+    "stderr_console",
+]
 
 _LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}
 
@@ -108,3 +114,27 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
         f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",
     ]
     out.write("\n".join(lines) + "\n")
+
+
+def status_table(report: Mapping[str, Any]) -> Table:
+    """The ``crawlq status`` report as a table (see `crawlq.cli.status_cmd`)."""
+    table = Table(title=f"job {report['job']}", show_header=False, box=None)
+    table.add_column(justify="right", style="bold")
+    table.add_column()
+    rate = report.get("pages_per_s")
+    stored = report.get("stored")
+    for name, value in (
+        ("queued", report["queued"]),
+        ("in flight", report["in_flight"]),
+        ("delayed (retries)", report["delayed"]),
+        ("dead", report["dead"]),
+        ("seen", report["seen"]),
+        ("done", report["done"]),
+        ("stored pages", "?" if stored is None else stored),
+        ("pages/s (last minute)", "?" if rate is None else f"{rate:.1f}"),
+        ("live workers", len(report.get("workers", []))),
+    ):
+        table.add_row(name, str(value))
+    for host in report.get("hosts", [])[:10]:
+        table.add_row(host["host"], f"{host['queued']} queued, {host['in_flight']} in flight")
+    return table

@@ -11,21 +11,24 @@ This is what ``crawlq crawl`` calls, and the Python API for the same thing::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from crawlq.engine.backends import open_backends
+from crawlq.engine.job import default_job_name
 from crawlq.engine.step import Deps
 from crawlq.engine.worker import Worker, WorkerCounters
 from crawlq.errors import ConfigError
 from crawlq.fetch import Fetcher
-from crawlq.frontier import Frontier, FrontierStats, HostPolicy, open_frontier
+from crawlq.frontier import Frontier, FrontierStats
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
-from crawlq.store import Store, StoreCounts, open_store
+from crawlq.store import Store, StoreCounts
 
 __all__ = ["Crawl", "CrawlReport", "Progress"]
 
@@ -92,7 +95,6 @@ class Crawl:
     def __init__(
         self, settings: Settings, seeds: Sequence[str] = (), spider_cls: type[Spider] = Spider
     ) -> None:
-        self.settings = settings
         self.spider = spider_cls()
         if seeds:
             self.spider.start_urls = list(seeds)
@@ -102,7 +104,10 @@ class Crawl:
         domains = settings.allowed_domains or tuple(self.spider.allowed_domains)
         if not domains:
             domains = tuple(dict.fromkeys(r.host for r in self.start_requests))
-        self.scope = Scope(domains, settings.include, settings.exclude, settings.max_depth)
+        job = settings.job
+        if settings.frontier is not None and not job:
+            job = default_job_name([r.url for r in self.start_requests])
+        self.settings = dataclasses.replace(settings, allowed_domains=domains, job=job)
         self.worker: Worker | None = None
         self._frontier: Frontier | None = None
         self._started = time.monotonic()
@@ -133,25 +138,19 @@ class Crawl:
             FrontierLocked: Another crawl is using the same store file.
             FrontierUnavailable, StoreError: A backend cannot be opened.
         """
-        s = self.settings
         self._started = time.monotonic()
-        frontier = await open_frontier(
-            s.store, default_policy=HostPolicy(s.delay_s, s.host_concurrency)
-        )
-        try:
-            store = await open_store(s.store)
+        async with open_backends(self.settings) as backends:
+            self.settings = backends.settings
             try:
-                return await self._run(frontier, store, on_start)
+                return await self._run(backends.frontier, backends.store, on_start)
             finally:
-                await store.close()
-        finally:
-            self._frontier = None
-            await frontier.close()
+                self._frontier = None
 
     async def _run(
         self, frontier: Frontier, store: Store, on_start: Callable[[], None] | None
     ) -> CrawlReport:
         s = self.settings
+        self.scope = Scope(s.allowed_domains, s.include, s.exclude, s.max_depth)
         seeded = await frontier.push(self.start_requests)
         budget = None
         if s.max_pages is not None:

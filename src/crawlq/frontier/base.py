@@ -108,6 +108,10 @@ class FrontierStats:
 class Frontier(Protocol):
     """The crawl frontier (see the module docstring for the semantics every method shares)."""
 
+    default_policy: HostPolicy
+    """Politeness of hosts without an override (`set_host_policy`); assignable, e.g. once the
+    job's settings are known."""
+
     async def push(self, requests: Sequence[CrawlRequest]) -> int:
         """Queue the requests whose fingerprints were never seen.
 

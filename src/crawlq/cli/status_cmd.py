@@ -1,0 +1,92 @@
+"""``crawlq status``: what a job's frontier holds now — the queue length operators watch."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from crawlq.cli.output import status_table, stderr_console
+from crawlq.errors import CrawlqError
+from crawlq.frontier import open_frontier
+from crawlq.store import open_store
+
+__all__ = ["status"]
+
+
+@click.command()
+@click.option("--frontier", required=True, help="redis://host:port/db of the job.")
+@click.option("--job", required=True, help="The job name.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+@click.option("--watch", is_flag=True, help="Refresh every --interval seconds until Ctrl-C.")
+@click.option("--interval", type=float, default=2.0, show_default=True)
+def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float) -> None:
+    """Show a job's queue, the numbers operators watch for backpressure.
+
+    Queued, in flight, delayed retries, dead, seen, done, stored pages, pages/s over the last
+    minute, live workers (heartbeats) and the busiest hosts.
+    """
+    try:
+        if watch and not as_json:
+            asyncio.run(_watch(frontier, job, interval))
+            return
+        report = asyncio.run(_snapshot(frontier, job))
+    except CrawlqError as exc:
+        click.echo(f"crawlq: cannot read job {job!r}: {exc}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        stderr_console().print(status_table(report))
+
+
+async def _snapshot(url: str, job: str) -> dict[str, Any]:
+    frontier = await open_frontier(url, job=job)
+    try:
+        stats = await frontier.stats()
+        settings = await frontier.job_settings(None)
+        rate = getattr(frontier, "pages_per_s", None)
+        live = getattr(frontier, "live_workers", None)
+        report: dict[str, Any] = {
+            "job": job,
+            "queued": stats.queued,
+            "in_flight": stats.in_flight,
+            "delayed": stats.delayed,
+            "dead": stats.dead,
+            "seen": stats.seen,
+            "done": stats.done,
+            "stored": None,
+            "pages_per_s": round(await rate(), 2) if rate else None,
+            "workers": [{"id": wid, "last_seen_s": round(age, 1)} for wid, age in await live()]
+            if live
+            else [],
+            "hosts": [
+                {"host": h.host, "queued": h.queued, "in_flight": h.in_flight} for h in stats.hosts
+            ],
+        }
+    finally:
+        await frontier.close()
+    store_url = (settings or {}).get("store")
+    if isinstance(store_url, str) and ("://" in store_url or Path(store_url).is_file()):
+        with contextlib.suppress(CrawlqError):
+            store = await open_store(store_url)
+            try:
+                report["stored"] = (await store.counts()).pages
+            finally:
+                await store.close()
+    return report
+
+
+async def _watch(url: str, job: str, interval: float) -> None:
+    from rich.live import Live
+
+    console = stderr_console()
+    with Live(console=console, auto_refresh=False) as live:
+        while True:
+            live.update(status_table(await _snapshot(url, job)), refresh=True)
+            await asyncio.sleep(interval)

@@ -1,0 +1,102 @@
+"""A crawl job's settings, stored with its frontier so that every worker crawls alike.
+
+The first producer or worker of a job on a shared frontier stores the job-level settings
+(`JOB_FIELDS`: politeness, retries, scope, fetch limits, spider, store); a worker joining
+later adopts them and needs only ``--frontier`` and ``--job``. A value given explicitly (on
+the command line, in the environment or a settings file) that differs from the job's is an
+error naming the setting, never a silent override. Per-process settings (``concurrency``,
+``lease_batch``, ``max_pages``) stay the worker's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from crawlq.errors import ConfigError
+from crawlq.frontier import Frontier
+from crawlq.settings import Settings
+from crawlq.urls import host_key
+
+__all__ = ["JOB_FIELDS", "bind_job", "default_job_name"]
+
+JOB_FIELDS = (
+    "delay_s",
+    "host_concurrency",
+    "timeout_s",
+    "connect_timeout_s",
+    "max_retries",
+    "retry_delay_s",
+    "retry_max_delay_s",
+    "user_agent",
+    "obey_robots",
+    "allowed_domains",
+    "include",
+    "exclude",
+    "max_depth",
+    "max_body_bytes",
+    "max_redirects",
+    "visibility_timeout_s",
+    "store_body",
+    "spider",
+    "store",
+)
+"""Settings that belong to the job, not to one worker."""
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+async def bind_job(frontier: Frontier, settings: Settings) -> Settings:
+    """Store the job's settings if it has none; return ``settings`` with the job's values.
+
+    Args:
+        frontier: The job's frontier.
+        settings: This process's settings; ``settings.explicit`` names the ones the user gave.
+
+    Returns:
+        ``settings`` with every job-level field taken from the job.
+
+    Raises:
+        ConfigError: An explicitly given job-level setting differs from the job's; the
+            message names the setting, the job's value and the given one.
+    """
+    proposed = {name: _jsonable(getattr(settings, name)) for name in JOB_FIELDS}
+    stored = await frontier.job_settings(proposed) or proposed
+    conflicts = [
+        f"{name}={stored[name]!r} (given {proposed[name]!r})"
+        for name in JOB_FIELDS
+        if name in settings.explicit and name in stored and stored[name] != proposed[name]
+    ]
+    if conflicts:
+        raise ConfigError(
+            conflicts[0].split("=", 1)[0],
+            "the job was started with "
+            + ", ".join(conflicts)
+            + "; leave these out to use the job's values, or use another --job",
+        )
+    adopted = {name: stored[name] for name in JOB_FIELDS if name in stored}
+    for name in ("allowed_domains", "include", "exclude"):
+        if name in adopted:
+            adopted[name] = tuple(adopted[name])
+    return dataclasses.replace(settings, **adopted)
+
+
+def default_job_name(seeds: Sequence[str]) -> str:
+    """A job name derived from the seeds: the first seed's host and a hash of all of them.
+
+    ``http://127.0.0.1:8000/index.html`` -> ``127.0.0.1-8000-<8 hex digits>``. The same
+    seeds always give the same name, so re-running a crawl command resumes its job.
+
+    Raises:
+        ConfigError: There are no seeds.
+    """
+    if not seeds:
+        raise ConfigError("job", "no seeds to derive a job name from: give --job NAME")
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", host_key(seeds[0])).strip("-")
+    digest = hashlib.sha1("\n".join(sorted(seeds)).encode(), usedforsecurity=False).hexdigest()
+    return f"{host}-{digest[:8]}"
