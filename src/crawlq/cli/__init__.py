@@ -10,7 +10,10 @@ import click
 from crawlq import __version__
 from crawlq.cli.crawl_cmd import crawl
 from crawlq.cli.export_cmd import export
+from crawlq.cli.seed_cmd import seed
 from crawlq.cli.serve_cmd import serve
+from crawlq.cli.status_cmd import status
+from crawlq.cli.worker_cmd import worker
 
 __all__ = ["cli", "main"]
 
@@ -24,6 +27,9 @@ def cli() -> None:
 cli.add_command(crawl)
 cli.add_command(export)
 cli.add_command(serve)
+cli.add_command(seed)
+cli.add_command(worker)
+cli.add_command(status)
 
 
 def main() -> None:

@@ -7,12 +7,18 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from crawlq.engine.job import bind_job
+from crawlq.engine.step import Deps
+from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError
+from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, HostPolicy, open_frontier
+from crawlq.robots import RobotsCache
+from crawlq.scope import Scope
 from crawlq.settings import Settings
+from crawlq.spider import Spider
 from crawlq.store import Store, open_store
 
-__all__ = ["Backends", "open_backends"]
+__all__ = ["Backends", "assembled_worker", "open_backends"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +66,37 @@ async def open_backends(settings: Settings) -> AsyncIterator[Backends]:
             await store.close()
     finally:
         await frontier.close()
+
+
+@contextlib.asynccontextmanager
+async def assembled_worker(
+    backends: Backends,
+    spider: Spider,
+    scope: Scope,
+    *,
+    exit_when_done: bool = True,
+    page_budget: int | None = None,
+) -> AsyncIterator[Worker]:
+    """A `Worker` wired to ``backends`` with its own fetcher and robots.txt cache.
+
+    The fetcher is closed on exit. Both engines' entry points (`crawlq.engine.crawl.Crawl`
+    and `crawlq.engine.service.WorkerService`) build their worker here.
+    """
+    s = backends.settings
+    async with Fetcher(
+        user_agent=s.user_agent,
+        timeout_s=s.timeout_s,
+        connect_timeout_s=s.connect_timeout_s,
+        max_body_bytes=s.max_body_bytes,
+        max_redirects=s.max_redirects,
+        max_connections=s.concurrency,
+    ) as fetcher:
+        robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
+        deps = Deps(s, fetcher, robots, spider, scope, backends.frontier)
+        yield Worker(
+            backends.frontier,
+            backends.store,
+            deps,
+            exit_when_done=exit_when_done,
+            page_budget=page_budget,
+        )

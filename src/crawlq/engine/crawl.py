@@ -5,6 +5,7 @@ This is what ``crawlq crawl`` calls, and the Python API for the same thing::
     import asyncio
     from crawlq.engine.crawl import Crawl
     from crawlq.settings import Settings
+from crawlq.store import StoreCounts
 
     report = asyncio.run(Crawl(Settings.build(cli={"delay_s": 0}), ["http://127.0.0.1:8000/"]).run())
 """
@@ -17,18 +18,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from crawlq.engine.backends import open_backends
+from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.job import default_job_name
-from crawlq.engine.step import Deps
 from crawlq.engine.worker import Worker, WorkerCounters
 from crawlq.errors import ConfigError
-from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, FrontierStats
-from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
-from crawlq.store import Store, StoreCounts
+from crawlq.store import StoreCounts
 
 __all__ = ["Crawl", "CrawlReport", "Progress"]
 
@@ -142,37 +140,29 @@ class Crawl:
         async with open_backends(self.settings) as backends:
             self.settings = backends.settings
             try:
-                return await self._run(backends.frontier, backends.store, on_start)
+                return await self._run(backends, on_start)
             finally:
                 self._frontier = None
 
-    async def _run(
-        self, frontier: Frontier, store: Store, on_start: Callable[[], None] | None
-    ) -> CrawlReport:
+    async def _run(self, backends: Backends, on_start: Callable[[], None] | None) -> CrawlReport:
         s = self.settings
+        frontier, store = backends.frontier, backends.store
         self.scope = Scope(s.allowed_domains, s.include, s.exclude, s.max_depth)
         seeded = await frontier.push(self.start_requests)
         budget = None
         if s.max_pages is not None:
             budget = max(0, s.max_pages - (await store.counts()).pages)
-        async with Fetcher(
-            user_agent=s.user_agent,
-            timeout_s=s.timeout_s,
-            connect_timeout_s=s.connect_timeout_s,
-            max_body_bytes=s.max_body_bytes,
-            max_redirects=s.max_redirects,
-            max_connections=s.concurrency,
-        ) as fetcher:
-            robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
-            deps = Deps(s, fetcher, robots, self.spider, self.scope, frontier)
-            self.worker = Worker(frontier, store, deps, page_budget=budget)
+        async with assembled_worker(
+            backends, self.spider, self.scope, page_budget=budget
+        ) as worker:
+            self.worker = worker
             self._frontier = frontier
             if on_start is not None:
                 on_start()
-            await self.worker.run()
+            await worker.run()
         return CrawlReport(
-            stopped_by=self.worker.stopped_by or "done",
-            counters=self.worker.counters,
+            stopped_by=worker.stopped_by or "done",
+            counters=worker.counters,
             store=await store.counts(),
             frontier=await frontier.stats(),
             elapsed_s=time.monotonic() - self._started,

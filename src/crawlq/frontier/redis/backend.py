@@ -353,7 +353,21 @@ class RedisFrontier:
     async def _wait(self, worker_id: str, timeout_s: float) -> None:
         """Block until a wake-up token or a producer's entry arrives, or ``timeout_s`` passes."""
         k = self.keys
-        await self._call(lambda: self.client.zadd(k.idle, {worker_id: self.clock.wall_ms()}))
+        now = self.clock.wall_ms()
+
+        async def register() -> list[Any]:
+            # Register as idle first, then look once more: a settle or push that ran before
+            # the registration is visible to this look, and one after it leaves a token.
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.zadd(k.idle, {worker_id: now})
+                pipe.zrangebyscore(k.ready, "-inf", now, start=0, num=1)
+                pipe.llen(k.inbox)
+                return await pipe.execute()
+
+        _, ready, inbox_len = await self._call(register)
+        if ready or inbox_len:
+            await self._call(lambda: self.client.zrem(k.idle, worker_id))
+            return
         try:
             got = await self._call(
                 lambda: self.client.blmove(

@@ -1,0 +1,152 @@
+"""Options shared by several commands, as decorators, and their mapping onto `Settings`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from crawlq.errors import ConfigError
+from crawlq.settings import Settings
+from crawlq.spider import Spider
+
+__all__ = [
+    "build_settings",
+    "frontier_options",
+    "job_options",
+    "output_options",
+    "process_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _apply(f: F, decorators: list[Callable[[F], F]]) -> F:
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+def job_options(f: F) -> F:
+    """Settings that belong to a crawl job (stored with a shared job; see crawlq.engine.job)."""
+    return _apply(
+        f,
+        [
+            click.option("--store", default=None, help="Result store: a SQLite file [crawlq.db]."),
+            click.option(
+                "--max-depth", type=int, default=None, help="Follow links at most N deep."
+            ),
+            click.option(
+                "--host-concurrency",
+                type=int,
+                default=None,
+                help="Requests in flight per host [1].",
+            ),
+            click.option(
+                "--delay",
+                type=float,
+                default=None,
+                help="Seconds between requests to a host [1.0].",
+            ),
+            click.option("--timeout", type=float, default=None, help="Seconds per fetch [30]."),
+            click.option(
+                "--max-retries", type=int, default=None, help="Retries of transient failures [3]."
+            ),
+            click.option("--retry-delay", type=float, default=None, help="Backoff base, s [1.0]."),
+            click.option("--user-agent", default=None, help="User-Agent header [crawlq/0.1]."),
+            click.option("--ignore-robots", is_flag=True, default=False, help="Ignore robots.txt."),
+            click.option(
+                "--allow-domain", multiple=True, help="Follow links to DOMAIN (repeatable)."
+            ),
+            click.option("--include", multiple=True, help="Only follow URLs matching REGEX."),
+            click.option("--exclude", multiple=True, help="Do not follow URLs matching REGEX."),
+            click.option("--spider", default=None, help="Spider: module:Class or file.py:Class."),
+            click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
+        ],
+    )
+
+
+def frontier_options(*, required: bool) -> Callable[[F], F]:
+    """``--frontier`` and ``--job``."""
+
+    def decorate(f: F) -> F:
+        return _apply(
+            f,
+            [
+                click.option(
+                    "--frontier",
+                    required=required,
+                    default=None,
+                    help="Shared frontier: redis://[:password@]host:port/db "
+                    + ("" if required else "(default: embedded in --store)"),
+                ),
+                click.option("--job", required=required, default=None, help="Job name."),
+            ],
+        )
+
+    return decorate
+
+
+def process_options(f: F) -> F:
+    """Per-process options: concurrency, page budget, processes."""
+    return _apply(
+        f,
+        [
+            click.option("--concurrency", type=int, default=None, help="Requests in flight [16]."),
+            click.option("--max-pages", type=int, default=None, help="Stop after N stored pages."),
+            click.option(
+                "--processes",
+                type=int,
+                default=None,
+                help="Worker processes on this machine (shared frontier only).",
+            ),
+        ],
+    )
+
+
+def output_options(f: F) -> F:
+    """``-q`` and ``-v``."""
+    return _apply(
+        f,
+        [
+            click.option("-q", "--quiet", is_flag=True, help="No progress display, errors only."),
+            click.option("-v", "--verbose", count=True, help="-v: a line per URL; -vv: debug."),
+        ],
+    )
+
+
+_RENAMED = {"delay": "delay_s", "timeout": "timeout_s", "retry_delay": "retry_delay_s"}
+_NOT_SETTINGS = {"ignore_robots", "allow_domain", "config", "processes", "quiet", "verbose"}
+
+
+def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = None) -> Settings:
+    """Build `Settings` from parsed options (defaults < file < spider < env < command line).
+
+    Raises:
+        click.UsageError: A setting is invalid; the message names it.
+    """
+    cli = {
+        _RENAMED.get(k, k): v
+        for k, v in options.items()
+        if k not in _NOT_SETTINGS and k in _OPTION_NAMES
+    }
+    cli["allowed_domains"] = options.get("allow_domain") or None
+    cli["include"] = options.get("include") or None
+    cli["exclude"] = options.get("exclude") or None
+    if options.get("ignore_robots"):
+        cli["obey_robots"] = False
+    try:
+        return Settings.build(
+            file=options.get("config"),
+            spider_settings=spider_cls.custom_settings if spider_cls else None,
+            cli=cli,
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+_OPTION_NAMES = {
+    "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
+    "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
+}  # fmt: skip

@@ -1,0 +1,76 @@
+"""Run a crawl or worker in the foreground: signals, live progress, and the final report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from typing import Protocol
+
+import click
+from rich.console import Console
+
+from crawlq.cli.output import ProgressDisplay
+from crawlq.engine import CrawlReport, Progress
+from crawlq.errors import CrawlqError
+
+__all__ = ["Runner", "run_in_foreground"]
+
+_REFRESH_S = 0.5
+
+
+class Runner(Protocol):
+    """What `run_in_foreground` drives (`crawlq.engine.Crawl`, `crawlq.engine.WorkerService`)."""
+
+    async def run(self) -> CrawlReport:
+        """Work until done or stopped."""
+        ...
+
+    async def progress(self) -> Progress | None:
+        """A snapshot, or None before the work started."""
+        ...
+
+    def stop(self, *, force: bool = False) -> None:
+        """Stop gracefully, or abandon in-flight work with ``force``."""
+        ...
+
+
+async def run_in_foreground(runner: Runner, console: Console | None) -> CrawlReport:
+    """Run ``runner``; the first SIGINT/SIGTERM stops it gracefully, the second forcefully.
+
+    Args:
+        runner: The crawl or worker.
+        console: Where to draw live progress, or None for none.
+    """
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def on_signal() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            click.echo(
+                "\nstopping: finishing in-flight requests (Ctrl-C again to abandon them)",
+                err=True,
+            )
+        runner.stop(force=interrupts > 1)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        if console is None:
+            return await runner.run()
+        with ProgressDisplay(console) as display:
+            task = asyncio.create_task(runner.run())
+            while not task.done():
+                await asyncio.wait([task], timeout=_REFRESH_S)
+                snapshot = None
+                with contextlib.suppress(CrawlqError):  # the run may be closing its frontier
+                    snapshot = await runner.progress()
+                if snapshot is not None:
+                    display.update(snapshot)
+            return task.result()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)

@@ -1,0 +1,59 @@
+"""``crawlq seed``: the producer side: push seed URLs into a job's frontier (deduplicated)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import click
+
+from crawlq.cli.options import build_settings, frontier_options, job_options
+from crawlq.engine.service import seed as seed_job
+from crawlq.errors import ConfigError, CrawlqError, InvalidURL
+from crawlq.request import CrawlRequest
+
+__all__ = ["seed"]
+
+
+@click.command()
+@click.argument("urls", nargs=-1, metavar="URL... | -")
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher runs sooner.")
+@job_options
+@frontier_options(required=False)
+def seed(urls: tuple[str, ...], priority: int, **options: Any) -> None:
+    """Queue URL... (or, with -, one URL or JSON request per line of stdin) in a job.
+
+    The first seed of a job stores its settings (politeness, retries, scope — by default the
+    seeds' hosts —, spider, store) for every worker that joins. Every input is checked
+    before anything is queued: an invalid one stops the command (exit 2) and names it.
+    JSON requests look like {"url": "...", "priority": 5, "meta": {...}}.
+    """
+    lines = list(urls)
+    if lines == ["-"]:
+        lines = [line.strip() for line in sys.stdin if line.strip()]
+    if not lines:
+        raise click.UsageError("no URLs to seed: give URL... or - for stdin")
+    requests: list[CrawlRequest] = []
+    bad: list[str] = []
+    for n, line in enumerate(lines, 1):
+        try:
+            if line.startswith("{"):
+                requests.append(CrawlRequest.from_json(line))
+            else:
+                requests.append(CrawlRequest(line, priority=priority))
+        except (InvalidURL, ValueError) as exc:
+            bad.append(f"input {n}: {exc}")
+    if bad:
+        more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
+        raise click.UsageError("nothing queued; bad input:\n  " + "\n  ".join(bad[:10]) + more)
+    settings = build_settings(options)
+    try:
+        result = asyncio.run(seed_job(settings, requests))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except CrawlqError as exc:
+        click.echo(f"crawlq: cannot seed: {exc}", err=True)
+        sys.exit(1)
+    where = f"job {result.settings.job}" if result.settings.job else result.settings.store
+    click.echo(f"queued {result.queued} new of {result.given} in {where}")

@@ -1,0 +1,84 @@
+"""``crawlq worker``: the consumer side of a shared job; run it on as many machines as you like."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import click
+
+from crawlq.cli.options import (
+    build_settings,
+    frontier_options,
+    job_options,
+    output_options,
+    process_options,
+)
+from crawlq.cli.output import configure_logging, print_summary, stderr_console
+from crawlq.cli.running import run_in_foreground
+from crawlq.engine.processes import WorkerProcesses
+from crawlq.engine.service import WorkerService
+from crawlq.errors import ConfigError, CrawlqError
+
+__all__ = ["worker"]
+
+
+@click.command()
+@job_options
+@frontier_options(required=True)
+@process_options
+@click.option(
+    "--exit-when-done",
+    is_flag=True,
+    help="Exit when nothing is queued, delayed or in flight anywhere (else wait for work).",
+)
+@output_options
+def worker(quiet: bool, verbose: int, exit_when_done: bool, **options: Any) -> None:
+    """Work on a job: lease URLs, fetch, parse, store, push discovered links, ack.
+
+    The job's settings (politeness, retries, scope, spider, store) come from the job, stored
+    when it was seeded; options given here must agree with them. Without --exit-when-done an
+    idle worker waits for new work (no polling) until SIGINT/SIGTERM, which finish in-flight
+    requests first. --processes P starts P such workers on this machine.
+    """
+    console = stderr_console()
+    configure_logging(-1 if quiet else verbose, console)
+    processes = options["processes"] or 1
+    if processes < 1:
+        raise click.UsageError(f"processes: must be at least 1, got {processes}")
+    settings = build_settings(options)
+    if processes > 1:
+        sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes))
+    try:
+        service = WorkerService(settings, exit_when_done=exit_when_done)
+        show = console if not quiet and console.is_terminal else None
+        report = asyncio.run(run_in_foreground(service, show))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except CrawlqError as exc:
+        click.echo(f"crawlq: worker stopped: {exc}", err=True)
+        sys.exit(1)
+    if not quiet:
+        print_summary(report, sys.stdout)
+
+
+def _supervise(argv: list[str], processes: int) -> int:
+    """Run ``processes`` copies of this worker command with ``--processes 1``."""
+    args = [a for a in argv if not a.startswith("--processes")]
+    if "--processes" in argv:
+        i = argv.index("--processes")
+        args = argv[:i] + argv[i + 2 :]
+    pool = WorkerProcesses([*args, "--processes", "1"], processes)
+
+    async def run() -> list[int]:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, pool.stop)
+        pool.start()
+        return await pool.wait()
+
+    codes = asyncio.run(run())
+    return max((c for c in codes if c >= 0), default=1)

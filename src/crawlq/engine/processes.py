@@ -1,0 +1,50 @@
+"""Run several ``crawlq worker`` processes on this machine and stop them together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+
+__all__ = ["WorkerProcesses"]
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerProcesses:
+    """``count`` child processes running ``python -m crawlq worker ARGS``.
+
+    Each child is a complete worker of the same job (its own event loop, fetcher and
+    connections), so a crash of one loses nothing: its leases expire and others take them.
+
+    Args:
+        args: Arguments after ``crawlq worker`` (``--frontier``, ``--job``, ...).
+        count: Number of processes, at least 1.
+    """
+
+    def __init__(self, args: Sequence[str], count: int) -> None:
+        if count < 1:
+            raise ValueError(f"count must be at least 1, got {count}")
+        self.args = [sys.executable, "-m", "crawlq", "worker", *args]
+        self.count = count
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        """Start the processes (their output goes to this process's stderr)."""
+        self.procs = [subprocess.Popen(self.args) for _ in range(self.count)]
+        logger.info("started %d worker processes: %s", self.count, [p.pid for p in self.procs])
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask every running child to stop: SIGTERM (graceful), or SIGKILL with ``force``."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL if force else signal.SIGTERM)
+
+    async def wait(self) -> list[int]:
+        """Wait for every child to exit; returns their exit codes."""
+        while any(p.poll() is None for p in self.procs):
+            await asyncio.sleep(0.2)
+        return [int(p.returncode) for p in self.procs]

@@ -1,0 +1,217 @@
+"""Producer and consumer entry points for a (usually shared) frontier: seed it, work it.
+
+``crawlq seed`` calls `seed`; ``crawlq worker`` runs a `WorkerService`. Both open their
+backends through `crawlq.engine.backends.open_backends`, so a shared job's settings are bound
+the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from crawlq.engine.backends import assembled_worker, open_backends
+from crawlq.engine.crawl import CrawlReport, Progress
+from crawlq.engine.processes import WorkerProcesses
+from crawlq.engine.worker import Worker, WorkerCounters
+from crawlq.errors import ConfigError, CrawlqError
+from crawlq.frontier import Frontier
+from crawlq.request import CrawlRequest
+from crawlq.scope import Scope
+from crawlq.settings import Settings
+from crawlq.spider import load_spider
+from crawlq.store import Store
+
+__all__ = ["MultiProcessCrawl", "SeedResult", "WorkerService", "seed"]
+
+
+@dataclass(frozen=True, slots=True)
+class SeedResult:
+    """What `seed` did.
+
+    Attributes:
+        given: Requests given.
+        queued: Requests that were new to the job and are now queued.
+        settings: The job's settings in force.
+    """
+
+    given: int
+    queued: int
+    settings: Settings
+
+
+async def seed(settings: Settings, requests: Sequence[CrawlRequest]) -> SeedResult:
+    """Push seed requests into the job's frontier (deduplicated), storing the job's settings.
+
+    When the settings name no allowed domains, the seeds' hosts are stored as the job's
+    scope, the same rule as ``crawlq crawl``.
+
+    Raises:
+        ConfigError: Settings conflict with the job's, or no job name on a shared frontier.
+        FrontierUnavailable: The frontier cannot be reached.
+    """
+    if not settings.allowed_domains and requests:
+        hosts = tuple(dict.fromkeys(r.host for r in requests))
+        settings = dataclasses.replace(settings, allowed_domains=hosts)
+    async with open_backends(settings) as backends:
+        queued = await backends.frontier.push(list(requests))
+        return SeedResult(len(requests), queued, backends.settings)
+
+
+class WorkerService:
+    """One worker process on a job: lease, fetch, parse, store, until stopped or done.
+
+    Args:
+        settings: This process's settings (the job's are bound when it starts).
+        exit_when_done: Return once nothing is queued, delayed or in flight anywhere.
+    """
+
+    def __init__(self, settings: Settings, *, exit_when_done: bool = False) -> None:
+        self.settings = settings
+        self.exit_when_done = exit_when_done
+        self.worker: Worker | None = None
+        self._frontier: Frontier | None = None
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask the worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
+        if self.worker is not None:
+            self.worker.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """A snapshot of the job and this worker, or None before it started."""
+        if self.worker is None or self._frontier is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=self.worker.counters,
+            in_flight=self.worker.in_flight,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+    async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
+        """Bind the job, then work.
+
+        Raises:
+            ConfigError: The job has no allowed domains (nobody seeded it with ``crawlq
+                seed`` or ``crawl``, and none were given): refusing to follow links to any
+                host on the web.
+        """
+        self._started = time.monotonic()
+        async with open_backends(self.settings) as backends:
+            s = self.settings = backends.settings
+            spider_cls = load_spider(s.spider)
+            spider = spider_cls()
+            domains = s.allowed_domains or tuple(spider.allowed_domains)
+            if not domains:
+                raise ConfigError(
+                    "allowed_domains",
+                    f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
+                    "give --allow-domain",
+                )
+            scope = Scope(domains, s.include, s.exclude, s.max_depth)
+            budget = None
+            if s.max_pages is not None:
+                budget = max(0, s.max_pages - (await backends.store.counts()).pages)
+            async with assembled_worker(
+                backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
+            ) as worker:
+                self.worker = worker
+                self._frontier = backends.frontier
+                if on_start is not None:
+                    on_start()
+                try:
+                    await worker.run()
+                finally:
+                    self._frontier = None
+            return CrawlReport(
+                stopped_by=worker.stopped_by or "done",
+                counters=worker.counters,
+                store=await backends.store.counts(),
+                frontier=await backends.frontier.stats(),
+                elapsed_s=time.monotonic() - self._started,
+                seeded=0,
+            )
+
+
+class MultiProcessCrawl:
+    """``crawlq crawl --processes P`` on a shared frontier: seed here, work in P children.
+
+    Each child is a ``crawlq worker --exit-when-done`` of the same job; this process only
+    seeds, shows progress from the frontier and the store, and stops the children on a
+    signal.
+
+    Args:
+        settings: The crawl's settings (``frontier`` and ``job`` set).
+        requests: Seed requests.
+        processes: Worker processes to start (>= 1).
+        worker_args: Extra ``crawlq worker`` arguments (concurrency, verbosity).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        requests: Sequence[CrawlRequest],
+        processes: int,
+        worker_args: Sequence[str] = (),
+    ) -> None:
+        if settings.frontier is None or settings.job is None:
+            raise ConfigError("processes", "several worker processes need a shared --frontier")
+        self.settings = settings
+        self.requests = list(requests)
+        self.pool = WorkerProcesses(
+            ["--frontier", settings.frontier, "--job", settings.job, "--exit-when-done",
+             "--processes", "1", *worker_args],
+            processes,
+        )  # fmt: skip
+        self._frontier: Frontier | None = None
+        self._store: Store | None = None
+        self._pages_before = 0
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
+        self.pool.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """Frontier counts and pages stored since the start, for all children together."""
+        if self._frontier is None or self._store is None:
+            return None
+        pages = (await self._store.counts()).pages - self._pages_before
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=WorkerCounters(pages=pages, started_s=self._started),
+            in_flight=0,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+    async def run(self) -> CrawlReport:
+        """Seed, start the children, wait for all of them, report.
+
+        Raises:
+            CrawlqError: A child exited with an error (its own message is on stderr).
+        """
+        self._started = time.monotonic()
+        seeded = await seed(self.settings, self.requests)
+        async with open_backends(seeded.settings) as backends:
+            self._frontier, self._store = backends.frontier, backends.store
+            self._pages_before = (await backends.store.counts()).pages
+            self.pool.start()
+            try:
+                codes = await self.pool.wait()
+            finally:
+                self._frontier = self._store = None
+            store = await backends.store.counts()
+            report = CrawlReport(
+                stopped_by="done" if all(c == 0 for c in codes) else "stopped",
+                counters=WorkerCounters(pages=store.pages - self._pages_before),
+                store=store,
+                frontier=await backends.frontier.stats(),
+                elapsed_s=time.monotonic() - self._started,
+                seeded=seeded.queued,
+            )
+        if any(c not in (0, 1, -15) for c in codes):
+            raise CrawlqError(f"worker processes exited with {codes}")
+        return report
