@@ -1,0 +1,277 @@
+"""End to end on the Redis frontier: many worker processes, one crawl.
+
+Every test uses its own job name and deletes the job's keys afterwards. Workers run as real
+``crawlq worker`` processes; servers are loopback HTTP servers started by the test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawlq.frontier.redis import Keyspace
+from crawlq.testing.log import RequestLog
+from crawlq.testing.site import generate_site
+from crawlq.testing.static import make_static_app
+from crawlq.testing.thread import ServerThread
+from tests.conftest import run_crawlq
+from tests.e2e.sitemap import reachable
+from tests.services import RedisServer
+
+pytestmark = pytest.mark.e2e
+
+JITTER_S = 0.02
+"""The frontier spaces lease starts exactly; the server sees request starts that also carry
+each worker's lease-to-send latency and this test server thread's own scheduling (GIL), a few
+milliseconds on a loaded 2-core machine. Gaps are checked to the delay minus this."""
+
+
+@pytest.fixture
+def job(redis_url: str) -> Iterator[str]:
+    name = f"e2e-{uuid.uuid4().hex[:10]}"
+    yield name
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(match=Keyspace(name).pattern()):
+        client.unlink(key)
+    client.close()
+
+
+def worker_proc(
+    frontier: str, job: str, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "crawlq", "worker", "--frontier", frontier, "--job", job]
+    return subprocess.Popen(
+        [*cmd, "-q", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def stored_urls(store: Path) -> Counter[str]:
+    out = run_crawlq("export", "--store", str(store), "--what", "pages").stdout
+    return Counter(json.loads(line)["url"] for line in out.splitlines() if line)
+
+
+def stored_count(store: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1) as db:
+            return int(db.execute("SELECT count(*) FROM pages").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def status(frontier: str, job: str) -> dict:
+    return json.loads(run_crawlq("status", "--frontier", frontier, "--job", job, "--json").stdout)
+
+
+def wait_all(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    return [p.returncode for p in procs]
+
+
+def test_politeness_holds_across_four_worker_processes(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    root = generate_site(tmp_path / "site", n_pages=30)
+    log = RequestLog()
+    with ServerThread(make_static_app(root, log=log)) as server:
+        store = tmp_path / "store.db"
+        run_crawlq(
+            "seed", server.base_url + "/index.html", "--frontier", redis_url, "--job", job,
+            "--store", str(store), "--delay", "0.2", "--host-concurrency", "1",
+        )  # fmt: skip
+        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(4)]
+        assert wait_all(procs, 90) == [0, 0, 0, 0]
+        host = f"127.0.0.1:{server.port}"
+        requests = log.requests(host=host)
+        expected, missing = reachable(root, server.base_url + "/")
+    assert sum(stored_urls(store).values()) == len(expected | missing) == 30
+    starts = sorted(r.start_s for r in requests)
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    pages = [r for r in requests if r.path != "/robots.txt"]
+    assert len(pages) == len({r.path for r in pages}) == 30  # each page fetched once
+    assert len(requests) - len(pages) <= 4  # robots.txt: at most once per worker process
+    assert min(gaps) >= 0.2 - JITTER_S, f"two requests {min(gaps):.3f}s apart"
+    assert log.max_concurrency(host) == 1
+
+
+def test_four_hosts_are_crawled_in_parallel(redis_url: str, job: str, tmp_path: Path) -> None:
+    root = generate_site(tmp_path / "site", n_pages=12)
+    log = RequestLog()
+    servers = [
+        ServerThread(make_static_app(root, log=log), host=f"127.0.0.{i}") for i in (1, 2, 3, 4)
+    ]
+    for s in servers:
+        s.start()
+    ports = {s: s.port for s in servers}
+    try:
+        store = tmp_path / "store.db"
+        seeds = [s.base_url + "/index.html" for s in servers]
+        run_crawlq(
+            "seed", *seeds, "--frontier", redis_url, "--job", job, "--store", str(store),
+            "--delay", "0.3", "--host-concurrency", "1",
+        )  # fmt: skip
+        started = time.monotonic()
+        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(4)]
+        assert wait_all(procs, 90) == [0, 0, 0, 0]
+        elapsed = time.monotonic() - started
+    finally:
+        for s in servers:
+            s.stop()
+    assert sum(stored_urls(store).values()) == 4 * 12
+    for s in servers:
+        logged = log.requests(host=f"{s.host}:{ports[s]}")
+        assert len([r for r in logged if r.path != "/robots.txt"]) == 12
+        host_requests = sorted(r.start_s for r in logged)
+        assert min(b - a for a, b in itertools.pairwise(host_requests)) >= 0.3 - JITTER_S
+    # One host alone needs 12 * 0.3 s; four in sequence would need 4 times that.
+    assert elapsed < 2 * 13 * 0.3 + 4
+
+
+@pytest.mark.timeout(300)
+def test_sigkill_workers_repeatedly_each_page_once(
+    redis_url: str, job: str, tmp_path: Path, site_root: Path
+) -> None:
+    rng = random.Random(1234)
+    with ServerThread(make_static_app(site_root)) as server:
+        expected, missing = reachable(site_root, server.base_url + "/")
+        total = len(expected | missing)
+        store = tmp_path / "store.db"
+        env = {"CRAWLQ_VISIBILITY_TIMEOUT_S": "3"}  # job-level: the seed stores it
+        config = tmp_path / "job.toml"
+        config.write_text("visibility_timeout_s = 3.0\n")
+        run_crawlq(
+            "seed", server.base_url + "/index.html", "--frontier", redis_url, "--job", job,
+            "--store", str(store), "--delay", "0", "--host-concurrency", "8",
+            "--config", str(config),
+        )  # fmt: skip
+        slow = ["--concurrency", "4"]
+        procs = [worker_proc(redis_url, job, *slow, env=env) for _ in range(3)]
+        kills = 0
+        deadline = time.monotonic() + 120
+        for fraction in (0.15, 0.35, 0.55):
+            while stored_count(store) < fraction * total:
+                assert time.monotonic() < deadline, "no progress"
+                assert all(p.poll() is None for p in procs), "a worker exited"
+                time.sleep(0.02)
+            for victim in rng.sample(range(len(procs)), k=rng.choice([1, 2])):
+                procs[victim].send_signal(signal.SIGKILL)
+                procs[victim].wait()
+                kills += 1
+                procs[victim] = worker_proc(redis_url, job, *slow, env=env)
+        assert kills >= 3
+        finisher = worker_proc(redis_url, job, "--exit-when-done", env=env)
+        assert wait_all([finisher], 120) == [0]
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        assert wait_all(procs, 60) == [0, 0, 0]
+    urls = stored_urls(store)
+    assert set(urls) == expected | missing
+    assert [u for u, n in urls.items() if n > 1] == []
+    final = status(redis_url, job)
+    assert (final["queued"], final["in_flight"], final["delayed"], final["dead"]) == (0, 0, 0, 0)
+    assert final["done"] == final["seen"] == total
+
+
+def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str, tmp_path: Path) -> None:
+    root = generate_site(tmp_path / "site", n_pages=5)
+    with ServerThread(make_static_app(root)) as server:
+        store = tmp_path / "store.db"
+        proc = worker_proc(
+            redis_url, job, "--store", str(store), "--allow-domain", "127.0.0.1",
+            "--delay", "0", "--max-depth", "0",
+        )  # fmt: skip
+        try:
+            time.sleep(1.0)  # the worker is idle, blocked on the inbox
+            inbox = Keyspace(job).inbox
+            urls = [f"{server.base_url}/page-{i}.html" for i in (1, 2, 4)]
+            subprocess.run(["redis-cli", "-u", redis_url, "LPUSH", inbox, *urls], check=True)
+            deadline = time.monotonic() + 15
+            while stored_count(store) < 3:
+                assert time.monotonic() < deadline, "inbox URLs were not crawled"
+                time.sleep(0.05)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+    assert set(stored_urls(store)) == set(urls)
+
+
+def test_status_json_figures(redis_url: str, job: str, tmp_path: Path) -> None:
+    run_crawlq(
+        "seed", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b", "http://127.0.0.2:9/c",
+        "--frontier", redis_url, "--job", job, "--store", str(tmp_path / "s.db"),
+    )  # fmt: skip
+    report = status(redis_url, job)
+    assert report["job"] == job
+    assert (report["queued"], report["in_flight"], report["delayed"]) == (3, 0, 0)
+    assert (report["dead"], report["seen"], report["done"]) == (0, 3, 0)
+    assert report["stored"] == 0  # the job's store, created by the seed
+    assert {h["host"]: h["queued"] for h in report["hosts"]} == {
+        "127.0.0.1:9": 2,
+        "127.0.0.2:9": 1,
+    }
+
+
+def test_joining_worker_adopts_the_job_settings_and_conflicts_are_errors(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "s.db")
+    run_crawlq(
+        "seed", "http://127.0.0.1:9/a", "--frontier", redis_url, "--job", job,
+        "--store", store, "--delay", "0.5",
+    )  # fmt: skip
+    again = run_crawlq(
+        "seed", "http://127.0.0.1:9/b", "--frontier", redis_url, "--job", job, "--delay", "2",
+        check=False,
+    )  # fmt: skip
+    assert again.returncode == 2
+    assert "delay_s=0.5" in again.stderr and "given 2.0" in again.stderr
+    ok = run_crawlq("seed", "http://127.0.0.1:9/b", "--frontier", redis_url, "--job", job)
+    assert "queued 1 new of 1" in ok.stdout
+
+
+@pytest.mark.timeout(300)
+def test_worker_survives_a_redis_restart(tmp_path: Path, site_root: Path) -> None:
+    server = RedisServer(appendonly=True)
+    server.start()
+    try:
+        root = generate_site(tmp_path / "site", n_pages=150)
+        with ServerThread(make_static_app(root)) as http:
+            expected, missing = reachable(root, http.base_url + "/")
+            store = tmp_path / "store.db"
+            run_crawlq(
+                "seed", http.base_url + "/index.html", "--frontier", server.url, "--job", "r",
+                "--store", str(store), "--delay", "0.01", "--host-concurrency", "2",
+            )  # fmt: skip
+            proc = worker_proc(server.url, "r", "--exit-when-done", "--concurrency", "2")
+            deadline = time.monotonic() + 60
+            while stored_count(store) < 30:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            server.stop()
+            time.sleep(3)
+            assert proc.poll() is None, "the worker must wait for Redis, not exit"
+            server.start()
+            assert wait_all([proc], 120) == [0]
+        urls = stored_urls(store)
+        assert set(urls) == expected | missing
+        assert max(urls.values()) == 1
+    finally:
+        server.cleanup()
