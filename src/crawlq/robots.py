@@ -133,6 +133,18 @@ class RobotsCache:
             raise TransientFetchError(url, "robots_unreachable", entry.unreachable)
         return entry.rules is None or entry.rules.can_fetch(url, self.product_token)
 
+    def is_fresh(self, url: str) -> bool:
+        """Return whether `allowed` can answer for ``url`` from the cache, without a request.
+
+        Args:
+            url: Absolute http(s) URL.
+
+        Raises:
+            PermanentFetchError: ``invalid_url``: ``url`` is not an absolute http(s) URL.
+        """
+        entry = self._entries.get(_origin(url))
+        return entry is not None and entry.expires_s > self._clock()
+
     def crawl_delay_s(self, host_key: str) -> float | None:
         """Return the ``Crawl-delay`` for our group on ``host_key``, from cache only.
 

@@ -44,6 +44,9 @@ class Kind(StrEnum):
     RETRY = "retry"
     DEAD = "dead"
     FILTERED = "filtered"
+    RELEASE = "release"
+    """robots.txt was fetched under this lease: give the lease back, so that the page's own
+    request waits for the host's next politeness slot (invariant 3 counts every request)."""
 
 
 @dataclass(slots=True)
@@ -101,21 +104,27 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
 
     Never raises for a failure of the URL itself (those become RETRY or DEAD outcomes); only
     the frontier's errors (`crawlq.errors.FrontierUnavailable`) and cancellation propagate.
+    When robots.txt had to be fetched first, the page is not fetched under the same lease: the
+    outcome is RELEASE, and the caller gives the lease back without counting an attempt.
     """
     req = lease.request
     settings = deps.settings
     if lease.attempt > 1 + settings.max_retries + EXTRA_DELIVERIES:
         return _dead(lease, "lease_expired", f"delivered {lease.attempt - 1} times, never settled")
     try:
-        if deps.robots is not None and not await deps.robots.allowed(req.url):
-            return Outcome(
-                lease,
-                Kind.FILTERED,
-                filtered=FilteredRecord(
-                    req.fingerprint, req.url, FilterReason.ROBOTS_TXT, req.depth, time.time()
-                ),
-                reason=FilterReason.ROBOTS_TXT,
-            )
+        if deps.robots is not None:
+            cached = deps.robots.is_fresh(req.url)
+            if not await deps.robots.allowed(req.url):
+                return Outcome(
+                    lease,
+                    Kind.FILTERED,
+                    filtered=FilteredRecord(
+                        req.fingerprint, req.url, FilterReason.ROBOTS_TXT, req.depth, time.time()
+                    ),
+                    reason=FilterReason.ROBOTS_TXT,
+                )
+            if not cached:  # this lease's politeness slot went to robots.txt
+                return Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
         result = await deps.fetcher.fetch(
             req.url,
             method=req.method,

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
 import socket
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from crawlq.engine.step import Deps, Kind, Outcome, process
-from crawlq.errors import CrawlqError, FrontierError, StoreError
+from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreError
 from crawlq.frontier import Frontier
 from crawlq.records import DeadRecord
 from crawlq.request import Lease
@@ -31,6 +34,11 @@ from crawlq.store import ResultBatch, Store
 __all__ = ["Worker", "WorkerCounters"]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+HEARTBEAT_S = 5.0
+"""Seconds between a worker's heartbeats (lease renewals), at most."""
 
 
 @dataclass(slots=True)
@@ -154,12 +162,16 @@ class Worker:
             if self._active:
                 await asyncio.wait(list(self._active))
         finally:
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
+            # A flush in progress has taken its batch off _pending: cancelling it would lose
+            # the batch's acks and counts (its leases would be released and fetched again).
+            async with self._flush_lock:
+                for task in background:
+                    task.cancel()
+                await asyncio.gather(*background, return_exceptions=True)
             await self._flush()
             if self._held:
-                released = await self.frontier.release(list(self._held.values()))
+                held = list(self._held.values())
+                released = await self._retrying("release", lambda: self.frontier.release(held))
                 logger.info("released %d leases back to the queue", released)
                 self._held.clear()
 
@@ -216,7 +228,7 @@ class Worker:
         if self._active:
             return False
         await self._flush()
-        stats = await self.frontier.stats()
+        stats = await self._retrying("stats", self.frontier.stats)
         return stats.pending == 0 and not self._active
 
     # -- one lease ------------------------------------------------------------------------
@@ -227,10 +239,16 @@ class Worker:
             outcome = await self._outcome(lease)
             if outcome is None:
                 return
+            if outcome.kind is Kind.RELEASE:
+                self._pages_started -= 1
+                self._held.pop(lease.lease_id, None)
+                await self._retrying("release", lambda: self.frontier.release([lease]))
+                return
             if outcome.kind is Kind.RETRY:
                 self._pages_started -= 1
                 self._held.pop(lease.lease_id, None)
-                await self.frontier.retry(lease, outcome.retry_delay_s, outcome.reason)
+                delay_s, reason = outcome.retry_delay_s, outcome.reason
+                await self._retrying("retry", lambda: self.frontier.retry(lease, delay_s, reason))
                 self.counters.retries += 1
                 return
             if outcome.kind is not Kind.PAGE:
@@ -297,12 +315,13 @@ class Worker:
             )
             links = [link for o in batch for link in o.links]
             if links:
-                await self.frontier.push(links)
+                await self._retrying("push", lambda: self.frontier.push(links))
             done = [o.lease for o in batch if o.kind is not Kind.DEAD]
-            await self.frontier.ack(done)
+            await self._retrying("ack", lambda: self.frontier.ack(done))
             for o in batch:
                 if o.kind is Kind.DEAD:
-                    await self.frontier.dead(o.lease, o.reason)
+                    dead = functools.partial(self.frontier.dead, o.lease, o.reason)
+                    await self._retrying("dead", dead)
                 self._held.pop(o.lease.lease_id, None)
                 self._count(o)
 
@@ -317,6 +336,31 @@ class Worker:
             c.dead[o.reason] += 1
         elif o.kind is Kind.FILTERED:
             c.filtered[o.reason] += 1
+
+    async def _retrying(self, what: str, op: Callable[[], Awaitable[_T]]) -> _T:
+        """Run a frontier operation until the frontier answers, keeping our results meanwhile.
+
+        A frontier outage (Redis restarting) pauses the worker instead of failing it: the
+        outcomes already computed stay buffered and are written when it is back.
+        """
+        failures = 0
+        while True:
+            try:
+                result = await op()
+            except FrontierUnavailable as exc:
+                failures += 1
+                delay = backoff_s(failures, 0.5, 30.0)
+                logger.warning(
+                    "frontier unavailable during %s (%s); keeping results, retrying in %.1fs",
+                    what,
+                    exc,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                continue
+            if failures:
+                logger.warning("frontier reachable again after %d failed tries", failures)
+            return result
 
     async def _write_store(self, batch: ResultBatch) -> None:
         failures = 0
@@ -336,14 +380,14 @@ class Worker:
                 await asyncio.sleep(delay)
 
     async def _renew_loop(self) -> None:
-        interval = self.settings.lease_timeout_s / 3
+        interval = min(HEARTBEAT_S, self.settings.lease_timeout_s / 3)
         while True:
             await asyncio.sleep(interval)
-            if not self._held:
-                continue
-            held = list(self._held.values())
+            held = list(self._held.values())  # renewing none still records the heartbeat
             try:
-                renewed = await self.frontier.renew(held, self.settings.lease_timeout_s)
+                renewed = await self.frontier.renew(
+                    held, self.settings.lease_timeout_s, worker_id=self.worker_id
+                )
             except FrontierError as exc:
                 logger.warning("could not renew %d leases: %s", len(held), exc)
                 continue

@@ -65,9 +65,10 @@ for h, hi in pairs(info) do
     redis.call("HSET", KEYS[7], hi.host, nxt)
     if inflight >= hi.conc or redis.call("ZCARD", KEYS[9 + h]) == 0 then
       redis.call("ZREM", KEYS[1], hi.host)
-    else
+    elseif hi.delay > 0 then
       redis.call("ZADD", KEYS[1], nxt, hi.host)
-    end
+    end -- with no delay the host stays ready as it was: another worker whose "now" is a
+        -- moment older than ours must still see it ready
   end
 end
 if total > 0 then
