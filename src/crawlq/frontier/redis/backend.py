@@ -64,7 +64,8 @@ class BloomDedup:
     A Bloom filter of ``m`` bits with ``k`` hash positions per URL answers "seen" for a URL
     never pushed with probability ``error_rate`` once ``capacity`` URLs are in it (and more
     beyond that): such a URL is then silently skipped. Memory is ``m / 8`` bytes whatever the
-    crawl size: 1.2 MB per million URLs at 1 %, against about 70-90 MB for the exact set.
+    crawl size: 1.2 MB per million URLs at 1 %, 1.8 MB at 0.1 %, against 64 MB per million
+    for the exact set of 20-byte fingerprints (measured with MEMORY USAGE on Redis 7.0).
 
     Attributes:
         capacity: URLs the filter is sized for.
