@@ -28,7 +28,7 @@ from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import StoreCounts
 
-__all__ = ["Crawl", "CrawlReport", "Progress"]
+__all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,35 @@ class CrawlReport:
     seeded: int
 
 
-class Crawl:
+class WorkerHost:
+    """What the crawl and worker entry points share: the running worker, stop and progress.
+
+    Subclasses set ``worker`` and ``_frontier`` while their worker runs.
+    """
+
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self._frontier: Frontier | None = None
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask the running worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
+        if self.worker is not None:
+            self.worker.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """A snapshot of the frontier and this process's worker, or None before it runs."""
+        if self.worker is None or self._frontier is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=self.worker.counters,
+            in_flight=self.worker.in_flight,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+
+class Crawl(WorkerHost):
     """One crawl run on the embedded backends named by ``settings.store``.
 
     Args:
@@ -93,6 +121,7 @@ class Crawl:
     def __init__(
         self, settings: Settings, seeds: Sequence[str] = (), spider_cls: type[Spider] = Spider
     ) -> None:
+        super().__init__()
         self.spider = spider_cls()
         if seeds:
             self.spider.start_urls = list(seeds)
@@ -106,25 +135,6 @@ class Crawl:
         if settings.frontier is not None and not job:
             job = default_job_name([r.url for r in self.start_requests])
         self.settings = dataclasses.replace(settings, allowed_domains=domains, job=job)
-        self.worker: Worker | None = None
-        self._frontier: Frontier | None = None
-        self._started = time.monotonic()
-
-    def stop(self, *, force: bool = False) -> None:
-        """Ask the running worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
-        if self.worker is not None:
-            self.worker.stop(force=force)
-
-    async def progress(self) -> Progress | None:
-        """A snapshot of the running crawl, or None before it started."""
-        if self.worker is None or self._frontier is None:
-            return None
-        return Progress(
-            frontier=await self._frontier.stats(),
-            counters=self.worker.counters,
-            in_flight=self.worker.in_flight,
-            elapsed_s=time.monotonic() - self._started,
-        )
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Seed the frontier, then work until done, out of page budget, or stopped.

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crawlq.engine.backends import assembled_worker, open_backends
-from crawlq.engine.crawl import CrawlReport, Progress
+from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost
 from crawlq.engine.processes import WorkerProcesses
-from crawlq.engine.worker import Worker, WorkerCounters
+from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
@@ -60,7 +60,7 @@ async def seed(settings: Settings, requests: Sequence[CrawlRequest]) -> SeedResu
         return SeedResult(len(requests), queued, backends.settings)
 
 
-class WorkerService:
+class WorkerService(WorkerHost):
     """One worker process on a job: lease, fetch, parse, store, until stopped or done.
 
     Args:
@@ -69,27 +69,9 @@ class WorkerService:
     """
 
     def __init__(self, settings: Settings, *, exit_when_done: bool = False) -> None:
+        super().__init__()
         self.settings = settings
         self.exit_when_done = exit_when_done
-        self.worker: Worker | None = None
-        self._frontier: Frontier | None = None
-        self._started = time.monotonic()
-
-    def stop(self, *, force: bool = False) -> None:
-        """Ask the worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
-        if self.worker is not None:
-            self.worker.stop(force=force)
-
-    async def progress(self) -> Progress | None:
-        """A snapshot of the job and this worker, or None before it started."""
-        if self.worker is None or self._frontier is None:
-            return None
-        return Progress(
-            frontier=await self._frontier.stats(),
-            counters=self.worker.counters,
-            in_flight=self.worker.in_flight,
-            elapsed_s=time.monotonic() - self._started,
-        )
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Bind the job, then work.

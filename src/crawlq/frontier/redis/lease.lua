@@ -16,12 +16,7 @@ for h = 1, nhosts do
   local host = ARGV[7 + h]
   local at = redis.call("ZSCORE", KEYS[1], host)
   if at and tonumber(at) <= now then
-    local delay, conc = ddelay, dconc
-    local pol = redis.call("HGET", KEYS[8], host)
-    if pol then
-      local d, c = string.match(pol, "^(%d+) (%d+)$")
-      delay, conc = tonumber(d), tonumber(c)
-    end
+    local delay, conc = host_policy(KEYS[8], host, ddelay, dconc)
     local inflight = tonumber(redis.call("HGET", KEYS[6], host) or "0")
     local free = conc - inflight
     local items = {}

@@ -11,14 +11,14 @@
 -- KEYS[10] idle      zset  worker -> waiting since (Unix ms)
 -- KEYS[11] claim     list  the calling worker's inbox claim, deleted when ARGV[6] == "1"
 -- KEYS[12..11+H] q:{host} zset of each host named in ARGV (same order)
--- ARGV[1] now (Unix ms)  ARGV[2] default delay (ms)  ARGV[3] default concurrency
+-- ARGV[1] now (Unix ms)  ARGV[2] default delay (ms; unused here)  ARGV[3] default concurrency
 -- ARGV[4] dedup mode "set" | "bloom"   ARGV[5] k = Bloom bit positions per request (0 for set)
 -- ARGV[6] "1" to delete KEYS[11] (the inbox entries are pushed), else "0"
 -- ARGV[7] H = number of hosts, ARGV[8..7+H] host names
 -- then per request: fp, host index (1..H), priority (int), value, then k bit positions
 -- Returns: number of requests that were new and queued.
 local now = tonumber(ARGV[1])
-local ddelay, dconc = tonumber(ARGV[2]), tonumber(ARGV[3])
+local dconc = tonumber(ARGV[3])
 local mode, k = ARGV[4], tonumber(ARGV[5])
 local nhosts = tonumber(ARGV[7])
 local PRIO = 8589934592 -- 2^33: score = -priority * 2^33 + push sequence
@@ -52,22 +52,11 @@ end
 if added > 0 then
   redis.call("HINCRBY", KEYS[4], "queued", added)
   redis.call("HINCRBY", KEYS[4], "seen", added)
-  local woken = 0
-  for hidx in pairs(touched) do
-    local host = ARGV[7 + hidx]
-    local conc = dconc
-    local pol = redis.call("HGET", KEYS[8], host)
-    if pol then conc = tonumber(string.match(pol, " (%d+)$")) end
-    local inflight = tonumber(redis.call("HGET", KEYS[6], host) or "0")
-    if inflight < conc then
-      local nxt = redis.call("HGET", KEYS[7], host) or "0"
-      woken = woken + redis.call("ZADD", KEYS[5], "NX", nxt, host)
-    end
-  end
-  if woken > 0 then
-    local idle = redis.call("ZCARD", KEYS[10])
-    for _ = 1, math.min(idle, added, 64) do redis.call("LPUSH", KEYS[9], "") end
-  end
+  local hosts = {}
+  for hidx in pairs(touched) do hosts[#hosts + 1] = {ARGV[7 + hidx], KEYS[11 + hidx]} end
+  local k = {ready = KEYS[5], inflight = KEYS[6], next = KEYS[7], policy = KEYS[8],
+             inbox = KEYS[9], idle = KEYS[10]}
+  make_ready(k, hosts, dconc, added)
 end
 if ARGV[6] == "1" then redis.call("DEL", KEYS[11]) end
 return added

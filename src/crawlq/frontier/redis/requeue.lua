@@ -34,19 +34,9 @@ end
 if moved == 0 then return 0 end
 redis.call("HINCRBY", KEYS[7], mode == "reap" and "inflight" or "delayed", -moved)
 redis.call("HINCRBY", KEYS[7], "queued", moved)
-local woken = 0
-for h in pairs(touched) do
-  local host = ARGV[4 + h]
-  local conc = dconc
-  local pol = redis.call("HGET", KEYS[5], host)
-  if pol then conc = tonumber(string.match(pol, " (%d+)$")) end
-  local inflight = tonumber(redis.call("HGET", KEYS[3], host) or "0")
-  if inflight < conc then
-    woken = woken + redis.call("ZADD", KEYS[6], "NX", redis.call("HGET", KEYS[4], host) or "0", host)
-  end
-end
-if woken > 0 then
-  local idle = redis.call("ZCARD", KEYS[10])
-  for _ = 1, math.min(idle, woken, 64) do redis.call("LPUSH", KEYS[9], "") end
-end
+local hosts = {}
+for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[10 + h]} end
+local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
+           inbox = KEYS[9], idle = KEYS[10]}
+make_ready(k, hosts, dconc)
 return moved

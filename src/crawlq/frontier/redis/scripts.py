@@ -1,6 +1,7 @@
 """Lua scripts of the Redis frontier: loaded once from package data, run with EVALSHA.
 
-Each ``.lua`` file beside this module is one atomic multi-key step with a KEYS/ARGV header.
+Each ``.lua`` file beside this module is one atomic multi-key step with a KEYS/ARGV header;
+``_lib.lua`` holds the helpers they share and is put in front of each before loading.
 `Script.run` uses the cached SHA-1 and falls back to ``SCRIPT LOAD`` when the server answers
 ``NOSCRIPT`` (a restart or ``SCRIPT FLUSH`` emptied its script cache).
 """
@@ -18,6 +19,10 @@ from redis.exceptions import NoScriptError
 __all__ = ["SCRIPTS", "Script"]
 
 
+_LIB = resources.files("crawlq.frontier.redis").joinpath("_lib.lua").read_text("utf-8")
+"""Helpers shared by the scripts (``_lib.lua``), put in front of each one."""
+
+
 class Script:
     """One Lua script of this package.
 
@@ -27,9 +32,8 @@ class Script:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = (
-            resources.files("crawlq.frontier.redis").joinpath(f"{name}.lua").read_text("utf-8")
-        )
+        folder = resources.files("crawlq.frontier.redis")
+        self.source = _LIB + folder.joinpath(f"{name}.lua").read_text("utf-8")
         self.sha = hashlib.sha1(self.source.encode("utf-8"), usedforsecurity=False).hexdigest()
 
     async def run(

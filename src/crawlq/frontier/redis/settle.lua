@@ -59,20 +59,9 @@ if mode == "ack" then
   end
   redis.call("HSET", KEYS[13], slot, sec .. " " .. count)
 end
-local woken = 0
-for h in pairs(touched) do
-  local host = ARGV[4 + h]
-  local conc = dconc
-  local pol = redis.call("HGET", KEYS[5], host)
-  if pol then conc = tonumber(string.match(pol, " (%d+)$")) end
-  local inflight = tonumber(redis.call("HGET", KEYS[3], host) or "0")
-  if inflight <= 0 then redis.call("HDEL", KEYS[3], host) end
-  if inflight < conc and redis.call("ZCARD", KEYS[15 + h]) > 0 then
-    woken = woken + redis.call("ZADD", KEYS[6], "NX", redis.call("HGET", KEYS[4], host) or "0", host)
-  end
-end
-if woken > 0 then
-  local idle = redis.call("ZCARD", KEYS[15])
-  for _ = 1, math.min(idle, woken, 64) do redis.call("LPUSH", KEYS[14], "") end
-end
+local hosts = {}
+for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[15 + h]} end
+local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
+           inbox = KEYS[14], idle = KEYS[15]}
+make_ready(k, hosts, dconc)
 return settled
