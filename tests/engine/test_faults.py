@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestServer
 
 from crawlq.request import CrawlRequest
 from crawlq.spider import Response, Spider
-from crawlq.testing import RequestLog
+from crawlq.testing import RequestLog, make_fault_app
+from crawlq.urls import normalize
 
 from .conftest import assert_nothing_lost, crawl
 
@@ -114,9 +116,21 @@ async def test_dropped_connection_is_retried_then_dead(
     dead = r.dead[url]
     assert (dead.reason, dead.attempts) == ("connection_reset", 3)
     assert r.report.counters.retries == 2
-    # aiohttp resends an idempotent request once on a dropped connection (RFC 9112 §9.3.1),
-    # so each of the 3 attempts reaches the server twice.
+    # aiohttp resends an idempotent request once, at once, on a dropped connection, so each
+    # of the 3 attempts reaches the server twice (see the xfail test below).
     assert log.count("/drop") == 3 * 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug: aiohttp's hidden resend on a dropped connection (ClientSession has no "
+    "public switch for it) sends a second request to the host at once, outside politeness",
+)
+async def test_dropped_connection_is_requested_once_per_attempt(
+    db: Path, base: str, log: RequestLog
+) -> None:
+    await crawl(db, [f"{base}/drop"], max_retries=0, delay_s=0.2)
+    assert log.count("/drop") == 1
 
 
 async def test_body_over_the_cap_is_dead_and_fetched_once(
@@ -199,6 +213,19 @@ async def test_redirect_to_a_seen_url_is_recorded_not_parsed(
     assert r.pages[into_page1].error == "redirect_to_seen_url"
     assert r.pages[into_page1].final_url == page1
     assert r.report.counters.skipped == {"max_depth": 2}  # only page 1's own links
+
+
+async def test_redirect_out_of_scope_is_recorded_not_followed(db: Path, base: str) -> None:
+    elsewhere = RequestLog()
+    async with TestServer(make_fault_app(elsewhere), host="127.0.0.2") as other:
+        target = str(other.make_url("/page/1"))
+        url = normalize(f"{base}/redirect-to?url={target}")
+        r = await crawl(db, [url])
+    assert_nothing_lost(r, [url])
+    page = r.pages[url]
+    assert (page.status, page.final_url, page.attempt) == (302, url, 1)
+    assert page.error == f"redirect_not_followed: {target}"
+    assert elsewhere.requests() == []  # the seeds' host is the only one in scope
 
 
 # -- spider failures -------------------------------------------------------------------------

@@ -1,0 +1,283 @@
+"""The ``crawlq`` command line as a user runs it: exit codes, messages, exports.
+
+Every command runs as a subprocess (``python -m crawlq``) against loopback servers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawlq import __version__
+from crawlq.testing import RequestLog, ServerThread, make_fault_app, make_static_app
+from tests.conftest import REPO, corpus_tarball, run_crawlq
+
+FAST = ["--delay", "0", "--retry-delay", "0.05", "-q"]
+
+PAGE_COLUMNS = (
+    "url,final_url,status,content_type,depth,title,fetched_at,size,elapsed_s,attempt,error,"
+    "spider,fingerprint"
+)
+
+
+@pytest.fixture(scope="module")
+def fault_log() -> RequestLog:
+    return RequestLog()
+
+
+@pytest.fixture(scope="module")
+def fault(fault_log: RequestLog) -> Iterator[str]:
+    """The fault app on loopback, in a thread (the crawls run in other processes)."""
+    with ServerThread(make_fault_app(fault_log)) as server:
+        yield server.base_url
+
+
+def export(store: Path, *args: str) -> str:
+    return run_crawlq("export", "--store", str(store), *args).stdout
+
+
+# -- exit status 2: bad input ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", ["ftp://x", "not a url", "http://"])
+def test_bad_seed_url_exits_2_naming_it(tmp_path: Path, seed: str) -> None:
+    store = tmp_path / "crawl.db"
+    proc = run_crawlq("crawl", seed, "--store", str(store), *FAST, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert f"invalid URL {seed!r}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not store.exists()  # a bad seed never touches the store
+
+
+def test_one_bad_seed_among_good_ones_exits_2(tmp_path: Path, fault: str) -> None:
+    store = tmp_path / "crawl.db"
+    proc = run_crawlq(
+        "crawl", f"{fault}/page/1", "mailto:x@example.org", "--store", str(store), check=False
+    )
+    assert proc.returncode == 2
+    assert "'mailto:x@example.org'" in proc.stderr
+    assert not store.exists()
+
+
+def test_no_seeds_exits_2(tmp_path: Path) -> None:
+    store = tmp_path / "crawl.db"
+    proc = run_crawlq("crawl", "--store", str(store), *FAST, check=False)
+    assert proc.returncode == 2
+    assert "no seed URLs" in proc.stderr
+    assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    ("spider", "says"),
+    [
+        ("no_such_module_xyz:MySpider", "module 'no_such_module_xyz' not found"),
+        ("crawlq.spider:NoSuchSpider", "has no attribute 'NoSuchSpider'"),
+        ("examples/no_such_file.py:Spider", "not found"),
+        ("crawlq.spider:Response", "is not a subclass of crawlq.spider.Spider"),
+        ("no_colon_here", "has no ':'"),
+    ],
+)
+def test_unknown_spider_exits_2_naming_it(
+    tmp_path: Path, fault: str, spider: str, says: str
+) -> None:
+    store = tmp_path / "crawl.db"
+    proc = run_crawlq(
+        "crawl", f"{fault}/page/1", "--spider", spider, "--store", str(store), check=False
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert repr(spider) in proc.stderr
+    assert says in proc.stderr
+    assert not store.exists()
+
+
+def test_bad_option_value_exits_2(tmp_path: Path, fault: str) -> None:
+    proc = run_crawlq(
+        "crawl",
+        f"{fault}/page/1",
+        "--store",
+        str(tmp_path / "crawl.db"),
+        "--concurrency",
+        "0",
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "concurrency" in proc.stderr
+
+
+# -- exit status 1: cannot run ---------------------------------------------------------------
+
+
+def _wait_for_owner(lock: Path, pid: int, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    while not (lock.is_file() and lock.read_text().strip() == str(pid)):
+        assert proc.poll() is None, f"the first crawl exited early: {proc.communicate()}"
+        assert time.monotonic() < deadline, "the first crawl never took the store"
+        time.sleep(0.02)
+
+
+def test_store_in_use_by_a_running_crawl_exits_1(tmp_path: Path, fault: str) -> None:
+    store = tmp_path / "crawl.db"
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "crawlq",
+            "crawl",
+            f"{fault}/delay/30",
+            "--store",
+            str(store),
+            *FAST,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_owner(Path(f"{store}.lock"), first.pid, first)
+        proc = run_crawlq("crawl", f"{fault}/page/1", "--store", str(store), *FAST, check=False)
+    finally:
+        first.kill()
+        first.communicate(timeout=10)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0] == (
+        f"crawlq: cannot crawl: {store} is in use by another crawlq process (pid {first.pid})"
+    )
+    assert proc.stdout == ""
+
+
+# -- a crawl and its exports -----------------------------------------------------------------
+
+
+def test_crawl_prints_a_summary_and_exports_pages_as_csv(tmp_path: Path, fault: str) -> None:
+    store = tmp_path / "crawl.db"
+    seeds = [f"{fault}/page/1", f"{fault}/status/404", f"{fault}/status/503", f"{fault}/drop"]
+    proc = run_crawlq(
+        "crawl", *seeds, "--store", str(store), "--max-depth", "1", "--max-retries", "0", *FAST
+    )
+    assert "crawl finished: nothing left to crawl" in proc.stdout
+    assert "pages stored: 4 this run, 4 in store" in proc.stdout
+    assert "dead-lettered: 2 (" in proc.stdout
+    assert "links not followed: 4 (max_depth 4)" in proc.stdout
+
+    out = tmp_path / "pages.csv"
+    run_crawlq("export", "--store", str(store), "--format", "csv", "-o", str(out))
+    raw = out.read_bytes()
+    assert raw.startswith(PAGE_COLUMNS.encode() + b"\r\n")  # RFC 4180 line ends
+    assert raw.count(b"\r\n") == 5  # the header and 4 pages
+    text = export(store, "--format", "csv")
+    assert text.splitlines()[0] == PAGE_COLUMNS
+    rows = list(csv.DictReader(io.StringIO(text)))
+    by_url = {row["url"]: row for row in rows}
+    assert set(by_url) == {f"{fault}/page/{n}" for n in (1, 2, 3)} | {f"{fault}/status/404"}
+    page1 = by_url[f"{fault}/page/1"]
+    assert (page1["status"], page1["depth"], page1["title"]) == ("200", "0", "Page 1")
+    assert (page1["content_type"], page1["error"], page1["attempt"]) == ("text/html", "", "1")
+    assert page1["fetched_at"].endswith("Z")
+    assert len(page1["fingerprint"]) == 40
+    assert by_url[f"{fault}/status/404"]["error"] == "http_404"
+
+    dead = list(csv.DictReader(io.StringIO(export(store, "--what", "dead", "--format", "csv"))))
+    assert {(d["url"], d["reason"], d["attempts"]) for d in dead} == {
+        (f"{fault}/status/503", "http_503", "1"),
+        (f"{fault}/drop", "connection_reset", "1"),
+    }
+
+
+def test_export_to_a_file_reports_the_row_count(tmp_path: Path, fault: str) -> None:
+    store = tmp_path / "crawl.db"
+    run_crawlq("crawl", f"{fault}/page/1", "--store", str(store), "--max-depth", "1", *FAST)
+    out = tmp_path / "pages.jsonl"
+    proc = run_crawlq("export", "--store", str(store), "-o", str(out))
+    assert proc.stderr.strip() == f"wrote 3 pages rows to {out}"
+    assert proc.stdout == ""
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["url"] for r in rows) == [f"{fault}/page/{n}" for n in (1, 2, 3)]
+
+
+def test_export_of_a_missing_store_fails_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.db"
+    proc = run_crawlq("export", "--store", str(missing), check=False)
+    assert proc.returncode != 0
+    assert str(missing) in proc.stderr
+    assert not missing.exists()  # exporting never creates a store
+
+
+def test_version() -> None:
+    proc = run_crawlq("--version")
+    assert proc.stdout.strip() == f"crawlq, version {__version__}"
+
+
+# -- the example spider over the PostgreSQL manual -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served_site(site_root: Path) -> Iterator[str]:
+    with ServerThread(make_static_app(site_root)) as server:
+        yield server.base_url
+
+
+def test_pg_docs_spider_exports_sql_command_items(tmp_path: Path, served_site: str) -> None:
+    if corpus_tarball() is None:
+        pytest.skip("needs the PostgreSQL manual corpus (sql-*.html pages)")
+    store = tmp_path / "crawl.db"
+    spider = str(REPO / "examples" / "pg_docs_spider.py") + ":PgDocsSpider"
+    proc = run_crawlq(
+        "crawl",
+        f"{served_site}/sql-commands.html",
+        "--spider",
+        spider,
+        "--store",
+        str(store),
+        "--max-pages",
+        "20",
+        "--host-concurrency",
+        "4",
+        *FAST,
+    )
+    assert "pages stored: 20 this run" in proc.stdout
+    assert "items: 20 this run" in proc.stdout  # one item per page
+
+    items = [json.loads(line) for line in export(store, "--what", "items").splitlines()]
+    assert len(items) == 20
+    assert {item["_spider"] for item in items} == {"pg_docs"}
+    commands = {item["command"]: item for item in items if "command" in item}
+    assert len(commands) >= 10
+    for item in commands.values():
+        assert item["command"] and item["purpose"], item
+        assert item["names"] and item["synopsis"], item
+        assert item["_url"].rsplit("/", 1)[1].startswith("sql-")
+    abort = commands["ABORT"]
+    assert abort["purpose"] == "abort the current transaction"
+    assert abort["names"] == ["ABORT"]
+    assert abort["synopsis"].startswith("ABORT")
+    pages = [item for item in items if "command" not in item]
+    assert {p["_url"].rsplit("/", 1)[1] for p in pages} >= {"sql-commands.html", "index.html"}
+
+    table = export(store, "--what", "items", "--format", "csv")
+    header = table.splitlines()[0].split(",")
+    assert header[-3:] == ["_url", "_spider", "_extra"]
+    assert {"command", "purpose", "title", "section"} <= set(header)
+
+
+def test_python_dash_m_and_console_script_agree() -> None:
+    script = Path(sys.executable).with_name("crawlq")
+    if not script.is_file():
+        pytest.skip("the crawlq console script is not installed next to this Python")
+    proc = subprocess.run(
+        [str(script), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert proc.stdout == run_crawlq("--version").stdout
