@@ -216,8 +216,8 @@ class Worker:
         """
         vt = self.settings.lease_timeout_s
         leases = await self.frontier.lease(n, self.worker_id, vt)
-        if leases:
-            return leases
+        if leases or (self.exit_when_done and not self._active and await self._drained()):
+            return leases  # an empty list here means drained: the loop checks again and ends
         self._idle.set()
         try:
             return await self.frontier.lease(n, self.worker_id, vt, wait_s=self.lease_wait_s)
