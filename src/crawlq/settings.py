@@ -135,6 +135,13 @@ class Settings:
     job: str | None = None
     """Name of the crawl job on a shared frontier (default: derived from the seeds)."""
 
+    bloom_capacity: int | None = None
+    """Shared frontier only: dedup with a Bloom filter sized for this many URLs instead of the
+    exact seen set (fixed when the job is created; see `crawlq.frontier.redis.BloomDedup`)."""
+
+    bloom_error_rate: float = 0.001
+    """False-positive rate of the Bloom filter at ``bloom_capacity`` URLs (0 < p < 1)."""
+
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     """Names of the settings given explicitly (file, spider, environment, command line),
     as opposed to defaults; set by `build`. Not a setting itself."""

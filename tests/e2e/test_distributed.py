@@ -275,3 +275,25 @@ def test_worker_survives_a_redis_restart(tmp_path: Path, site_root: Path) -> Non
         assert max(urls.values()) == 1
     finally:
         server.cleanup()
+
+
+def test_bloom_dedup_job(redis_url: str, job: str, tmp_path: Path) -> None:
+    root = generate_site(tmp_path / "site", n_pages=60)
+    with ServerThread(make_static_app(root)) as server:
+        store = tmp_path / "store.db"
+        proc = run_crawlq(
+            "crawl", server.base_url + "/index.html", "--frontier", redis_url, "--job", job,
+            "--store", str(store), "--delay", "0", "--host-concurrency", "8", "--bloom", "100000",
+            "--processes", "1", "-q",
+        )  # fmt: skip
+        assert "crawl finished" in proc.stdout
+        expected, missing = reachable(root, server.base_url + "/")
+    urls = stored_urls(store)
+    assert max(urls.values()) == 1
+    # A Bloom filter may take a new URL for seen (p = 0.001 each): allow that, nothing more.
+    assert set(urls) <= expected | missing
+    assert len(urls) >= len(expected | missing) - 1
+    client = redis.Redis.from_url(redis_url)
+    assert client.hget(Keyspace(job).job_info, "dedup") == b"bloom 100000 0.001"
+    assert not client.exists(Keyspace(job).seen)
+    client.close()

@@ -62,6 +62,14 @@ def job_options(f: F) -> F:
             click.option("--include", multiple=True, help="Only follow URLs matching REGEX."),
             click.option("--exclude", multiple=True, help="Do not follow URLs matching REGEX."),
             click.option("--spider", default=None, help="Spider: module:Class or file.py:Class."),
+            click.option(
+                "--bloom",
+                "bloom_capacity",
+                type=int,
+                default=None,
+                metavar="N",
+                help="Shared job: Bloom-filter dedup sized for N URLs (0.1% false positives).",
+            ),
             click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         ],
     )
@@ -149,4 +157,5 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
 _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
+    "bloom_capacity",
 }  # fmt: skip

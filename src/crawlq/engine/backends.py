@@ -54,7 +54,14 @@ async def open_backends(settings: Settings) -> AsyncIterator[Backends]:
     else:
         if not settings.job:
             raise ConfigError("job", "a shared frontier needs a job name (--job NAME)")
-        frontier = await open_frontier(settings.frontier, job=settings.job, default_policy=policy)
+        bloom = None
+        if settings.bloom_capacity is not None:
+            from crawlq.frontier.redis import BloomDedup
+
+            bloom = BloomDedup(settings.bloom_capacity, settings.bloom_error_rate)
+        frontier = await open_frontier(
+            settings.frontier, job=settings.job, default_policy=policy, bloom=bloom
+        )
     try:
         if settings.frontier is not None:
             settings = await bind_job(frontier, settings)
