@@ -15,6 +15,7 @@ number carries its unit in its name (``_s`` seconds, ``_bytes`` bytes).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import tomllib
@@ -147,6 +148,10 @@ class Settings:
     as opposed to defaults; set by `build`. Not a setting itself."""
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f.name, f"must be a finite number, got {value}")
         positive = ("concurrency", "host_concurrency", "lease_batch", "max_redirects")
         for name in positive:
             if getattr(self, name) < 1:
@@ -234,19 +239,19 @@ def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         if name not in _HINTS or name == "explicit":
             raise ConfigError(name, f"unknown setting (from {source})")
         try:
-            out[name] = _coerce(_HINTS[name], value)
+            out[name] = _coerce(_HINTS[name], value, name)
         except (TypeError, ValueError) as exc:
             raise ConfigError(name, f"{exc} (from {source})") from exc
     return out
 
 
-def _coerce(hint: Any, value: Any) -> Any:
+def _coerce(hint: Any, value: Any, name: str = "") -> Any:
     origin = get_origin(hint)
     if origin in (Union, types.UnionType):
         args = [a for a in get_args(hint) if a is not type(None)]
         if value is None or (isinstance(value, str) and value.lower() in ("", "none")):
             return None
-        return _coerce(args[0], value)
+        return _coerce(args[0], value, name)
     if origin is tuple:
         if isinstance(value, str):
             return tuple(v for v in (p.strip() for p in value.split(",")) if v)
@@ -265,7 +270,12 @@ def _coerce(hint: Any, value: Any) -> Any:
         if isinstance(value, bool):
             raise TypeError(f"expected an integer, got {value!r}")
         if isinstance(value, str):
-            return parse_bytes(value) if not value.strip().lstrip("-").isdigit() else int(value)
+            text = value.strip()
+            if text.lstrip("-").isdigit():
+                return int(text)
+            if name.endswith("_bytes"):
+                return parse_bytes(text)
+            raise TypeError(f"expected an integer, got {value!r}")
         if isinstance(value, float) and not value.is_integer():
             raise TypeError(f"expected an integer, got {value!r}")
         return int(value)

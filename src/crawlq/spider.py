@@ -26,6 +26,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import logging
 import re
 import sys
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
@@ -36,11 +37,13 @@ from urllib.parse import urljoin
 from parsel import Selector, SelectorList
 from selectolax.lexbor import LexborHTMLParser
 
-from crawlq.errors import ConfigError, CrawlqError
+from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import document_base, extract_links, extract_title, parse_html
 from crawlq.request import CrawlRequest, FetchResult
 
 __all__ = ["Response", "Spider", "SpiderError", "load_spider", "run_callback"]
+
+logger = logging.getLogger(__name__)
 
 _XML_TYPES = frozenset({"text/xml", "application/xml"})
 _NON_WORD = re.compile(r"\W")
@@ -206,8 +209,12 @@ class Response:
         cb_kwargs: Mapping[str, Any] | None = None,
         method: str = "GET",
         body: bytes = b"",
-    ) -> CrawlRequest:
-        """Return a request for a link on this page, one level deeper.
+    ) -> CrawlRequest | None:
+        """Return a request for a link on this page, one level deeper, or None.
+
+        None means the link cannot be crawled (``mailto:``, ``javascript:``, another scheme,
+        no host): yielding None from a callback is allowed and ignored, so
+        ``yield response.follow(href)`` needs no check.
 
         The new request has ``depth = self.depth + 1``. Unless ``priority`` is given it gets
         ``priority = -(self.depth + 1)``: since a higher priority runs sooner, pages near the
@@ -227,26 +234,31 @@ class Response:
             body: Request body bytes.
 
         Returns:
-            The request; yield or return it from the callback to crawl it.
+            The request (yield or return it from the callback to crawl it), or None when the
+            link is not an http(s) URL with a host.
 
         Raises:
-            InvalidURL: The resolved URL is not an http(s) URL with a host.
             ValueError: ``href`` is a selector without an ``href``.
             TypeError: ``callback`` is neither a spider method nor a string.
         """
         if isinstance(href, Selector):
             href = _href_of(href)
+        name = _callback_name(callback)
         depth = self.request.depth + 1
-        return CrawlRequest(
-            url=self.urljoin(href),
-            method=method,
-            body=body,
-            priority=-depth if priority is None else priority,
-            depth=depth,
-            callback=_callback_name(callback),
-            cb_kwargs=dict(cb_kwargs) if cb_kwargs else {},
-            meta=dict(meta) if meta else {},
-        )
+        try:
+            return CrawlRequest(
+                url=self.urljoin(href),
+                method=method,
+                body=body,
+                priority=-depth if priority is None else priority,
+                depth=depth,
+                callback=name,
+                cb_kwargs=dict(cb_kwargs) if cb_kwargs else {},
+                meta=dict(meta) if meta else {},
+            )
+        except InvalidURL as exc:
+            logger.debug("not following %r from %s: %s", href, self.url, exc.reason)
+            return None
 
     def follow_all(
         self,
@@ -290,9 +302,10 @@ class Response:
                     method=method,
                     body=body,
                 )
-            except ValueError:  # InvalidURL is a ValueError too
+            except ValueError:  # a selector without an href
                 continue
-            requests.append(request)
+            if request is not None:
+                requests.append(request)
         return requests
 
 

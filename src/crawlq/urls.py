@@ -49,7 +49,10 @@ def normalize(url: str, base: str | None = None) -> str:
             raise InvalidURL(url, f"scheme {parts.scheme!r} is not http or https")
         if not parts.hostname:
             raise InvalidURL(url, "no host")
-        _ = parts.port  # raises ValueError on a bad port
+        if parts.port == 0:  # parts.port raises ValueError on a port out of range
+            raise InvalidURL(url, "port 0")
+    except InvalidURL:
+        raise
     except ValueError as exc:
         raise InvalidURL(url, str(exc)) from exc
     safe = safe_url_string(raw)

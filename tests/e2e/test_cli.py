@@ -281,3 +281,80 @@ def test_python_dash_m_and_console_script_agree() -> None:
         check=True,
     )
     assert proc.stdout == run_crawlq("--version").stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--delay", "nan"], "delay_s"),
+        (["--timeout", "inf"], "timeout_s"),
+        (["--store", "/nonexistent-dir/x/crawl.db"], "/nonexistent-dir/x"),
+    ],
+)
+def test_bad_values_exit_2_naming_them(
+    tmp_path: Path, fault: str, args: list[str], names: str
+) -> None:
+    proc = run_crawlq("crawl", f"{fault}/page/1", *(args or []), check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert names in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_seed_longer_than_the_url_limit_exits_2(tmp_path: Path) -> None:
+    proc = run_crawlq(
+        "crawl", "http://127.0.0.1:9/" + "x" * 3000, "--store", str(tmp_path / "s.db"),
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "longer than 2083" in proc.stderr
+
+
+def test_export_to_an_unwritable_place_is_one_line(tmp_path: Path, fault: str) -> None:
+    store = tmp_path / "s.db"
+    run_crawlq("crawl", f"{fault}/page/1", "--store", str(store), "--max-depth", "0", "-q")
+    proc = run_crawlq(
+        "export", "--store", str(store), "-o", str(tmp_path / "no" / "x.jsonl"), check=False
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0 and "cannot write" in proc.stderr
+
+
+def test_a_store_reached_through_a_symlink_is_still_locked(tmp_path: Path, fault: str) -> None:
+    store = tmp_path / "real.db"
+    link = tmp_path / "link.db"
+    link.symlink_to(store)
+    slow = subprocess.Popen(
+        [sys.executable, "-m", "crawlq", "crawl", f"{fault}/delay/3", "--store", str(store),
+         "-q", "--ignore-robots"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_for_owner(Path(f"{store}.lock"), slow.pid, slow)  # type: ignore[arg-type]
+        proc = run_crawlq("crawl", f"{fault}/page/1", "--store", str(link), check=False)
+        assert proc.returncode == 1
+        assert "in use by another crawlq process" in proc.stderr
+    finally:
+        slow.wait(timeout=30)
+
+
+def test_retry_dead_requeues_what_failed_before(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text('<a href="a.html">a</a>')
+    (root / "a.html").write_text("<title>A</title>")
+    down = run_crawlq(
+        "crawl", "http://127.0.0.1:9/index.html", "--store", str(store), "--max-retries", "0",
+        "--ignore-robots", "-q",
+    )  # fmt: skip
+    assert "dead-lettered: 1 (connect_error 1); --retry-dead requeues them" in down.stdout
+    # The "site" comes up at another address; a fresh crawl of the same seed changes nothing,
+    # --retry-dead requeues the dead letter (which still points at the dead address).
+    again = run_crawlq(
+        "crawl", "http://127.0.0.1:9/index.html", "--store", str(store), "--max-retries", "0",
+        "--ignore-robots", "-q", "--retry-dead",
+    )  # fmt: skip
+    assert "retries: 0" in again.stdout
+    assert "dead-lettered: 1 (connect_error 1)" in again.stdout
+    rows = [json.loads(x) for x in export(store, "--what", "dead").splitlines() if x]
+    assert len(rows) == 1 and rows[0]["attempts"] == 1  # tried afresh, not a 2nd retry

@@ -362,3 +362,19 @@ async def test_politeness_is_per_host(
     one = [q.start_s for q in log.requests(host=host_key(base1))]
     two = [q.start_s for q in log.requests(host=host_key(base2))]
     assert min(abs(a - b) for a in one for b in two) < 0.29
+
+
+class FollowsEverything(Spider):
+    """Follows hrefs by hand, as the README example does, including non-http ones."""
+
+    def parse(self, response):  # type: ignore[no-untyped-def]
+        yield response.follow("mailto:someone@example.invalid")
+        yield response.follow("javascript:void(0)")
+        yield {"url": response.url}
+
+
+async def test_following_a_mailto_link_is_skipped_not_an_error(base: str, db: Path) -> None:
+    url = f"{base}/page/1"
+    results = await crawl(db, [url], FollowsEverything, obey_robots=False)
+    assert results.pages[url].error is None
+    assert [item.data for item in results.items] == [{"url": url}]

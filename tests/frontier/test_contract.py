@@ -269,3 +269,19 @@ async def test_claim_marks_redirect_target_seen_and_is_idempotent_for_its_owner(
     assert await f.push([b]) == 0  # never fetched again
     stats = await f.stats()
     assert (stats.seen, stats.done, stats.queued) == (3, 1, 2)
+
+
+async def test_revive_dead_requeues_with_fresh_attempts(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    await f.push(reqs("a", "b", "c"))
+    leases = await f.lease(3, "w", VT)
+    await f.dead(leases[0], "connect_error")
+    await f.dead(leases[1], "http_503")
+    await f.ack(leases[2:])
+    assert await f.revive_dead() == 2
+    stats = await f.stats()
+    assert (stats.dead, stats.queued, stats.done) == (0, 2, 1)
+    again = await f.lease(3, "w", VT)
+    assert sorted(le.request.url for le in again) == sorted(le.request.url for le in leases[:2])
+    assert [le.attempt for le in again] == [1, 1]
+    assert await f.revive_dead() == 0

@@ -167,9 +167,11 @@ def test_follow_with_element_and_attribute_selectors() -> None:
         resp.follow(resp.css("a#nohref")[0])
 
 
-def test_follow_invalid_url_raises_invalid_url() -> None:
-    with pytest.raises(InvalidURL):
-        make_response().follow("javascript:void(0)")
+@pytest.mark.parametrize(
+    "href", ["javascript:void(0)", "mailto:a@b.example", "ftp://x.example/f", "http://"]
+)
+def test_follow_of_a_link_that_cannot_be_crawled_is_none(href: str) -> None:
+    assert make_response().follow(href) is None
 
 
 def test_follow_all_defaults_to_every_link() -> None:

@@ -1,37 +1,25 @@
-"""The ``crawlq`` command line: a click group with one thin function per command.
+"""The ``crawlq`` command line: commands parse their options, call the API and print.
 
-Commands parse their options, call the public API and print; nothing else lives here.
+This module stays light: the commands (and everything they import) load inside `main`, so
+a Ctrl-C during start-up is handled like any other.
 """
 
 from __future__ import annotations
 
-import click
+import sys
 
-from crawlq import __version__
-from crawlq.cli.crawl_cmd import crawl
-from crawlq.cli.export_cmd import export
-from crawlq.cli.seed_cmd import seed
-from crawlq.cli.serve_cmd import serve
-from crawlq.cli.status_cmd import status
-from crawlq.cli.worker_cmd import worker
-
-__all__ = ["cli", "main"]
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="crawlq")
-def cli() -> None:
-    """crawlq: a distributed web crawler and scraper."""
-
-
-cli.add_command(crawl)
-cli.add_command(export)
-cli.add_command(serve)
-cli.add_command(seed)
-cli.add_command(worker)
-cli.add_command(status)
+__all__ = ["main"]
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli()
+    """Console-script entry point.
+
+    A Ctrl-C that lands before a command has installed its own handler (while Python is
+    still importing) exits quietly with status 130 instead of printing a traceback.
+    """
+    try:
+        from crawlq.cli.app import cli
+
+        cli()
+    except KeyboardInterrupt:
+        sys.exit(130)

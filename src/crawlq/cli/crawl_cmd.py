@@ -31,8 +31,13 @@ __all__ = ["crawl"]
 @job_options
 @frontier_options(required=False)
 @process_options
+@click.option(
+    "--retry-dead", is_flag=True, help="First requeue the URLs earlier runs dead-lettered."
+)
 @output_options
-def crawl(seeds: tuple[str, ...], quiet: bool, verbose: int, **options: Any) -> None:
+def crawl(
+    seeds: tuple[str, ...], quiet: bool, verbose: int, retry_dead: bool, **options: Any
+) -> None:
     """Crawl SEED_URL... and store every page once.
 
     With no --frontier, one process crawls with the frontier and results in one SQLite file
@@ -57,13 +62,13 @@ def crawl(seeds: tuple[str, ...], quiet: bool, verbose: int, **options: Any) -> 
             raise ConfigError("processes", "several processes need a shared --frontier")
         if settings.frontier is not None and processes is None:
             processes = os.cpu_count() or 1
-        crawl_run = Crawl(settings, seeds, spider_cls)
+        crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead)
         runner: Runner = crawl_run
         if processes is not None and processes > 1:
             args = ["--concurrency", str(settings.concurrency)]
             args += ["-" + "v" * verbose] if verbose else ["-q"]  # the children print no summary
             runner = MultiProcessCrawl(
-                crawl_run.settings, crawl_run.start_requests, processes, args
+                crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead
             )
     except InvalidURL as exc:
         raise click.BadParameter(str(exc), param_hint="SEED_URL") from None

@@ -53,6 +53,10 @@ def export(store: str, what: str, fmt: str, output: str | None, since: str | Non
     except CrawlqError as exc:
         click.echo(f"crawlq: cannot export: {exc}", err=True)
         sys.exit(1)
+    except OSError as exc:
+        where = output or "standard output"
+        click.echo(f"crawlq: cannot write {where}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
     if output is not None:
         click.echo(f"wrote {rows} {what} rows to {output}", err=True)
 

@@ -105,7 +105,8 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
         f"crawl {ended}",
         f"pages stored: {c.pages} this run, {s.pages} in store",
         f"items: {c.items} this run, {s.items} in store",
-        f"dead-lettered: {_reasons(s.dead_by_reason)}",
+        f"dead-lettered: {_reasons(s.dead_by_reason)}"
+        + ("; --retry-dead requeues them" if s.dead else ""),
         f"filtered: {_reasons(s.filtered_by_reason)}",
         f"links not followed: {_reasons(c.skipped)}",
         f"retries: {c.retries}",

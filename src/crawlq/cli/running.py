@@ -48,12 +48,14 @@ async def run_in_foreground(runner: Runner, console: Console | None) -> CrawlRep
     def on_signal() -> None:
         nonlocal interrupts
         interrupts += 1
+        runner.stop(force=interrupts > 1)  # first: telling the user may fail (a closed pipe)
         if interrupts == 1:
-            click.echo(
-                "\nstopping: finishing in-flight requests (Ctrl-C again to abandon them)",
-                err=True,
-            )
-        runner.stop(force=interrupts > 1)
+            text = "stopping: finishing in-flight requests (Ctrl-C again to abandon them)"
+            with contextlib.suppress(OSError):
+                if console is not None:
+                    console.print(text)  # above the live display, not under it
+                else:
+                    click.echo(text, err=True)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)

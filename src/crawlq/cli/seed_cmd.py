@@ -12,6 +12,7 @@ from crawlq.cli.options import build_settings, frontier_options, job_options
 from crawlq.engine.service import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.request import CrawlRequest
+from crawlq.scope import MAX_URL_LENGTH
 
 __all__ = ["seed"]
 
@@ -19,9 +20,10 @@ __all__ = ["seed"]
 @click.command()
 @click.argument("urls", nargs=-1, metavar="URL... | -")
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs sooner.")
+@click.option("--retry-dead", is_flag=True, help="Also requeue the job's dead letters.")
 @job_options
 @frontier_options(required=False)
-def seed(urls: tuple[str, ...], priority: int, **options: Any) -> None:
+def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any) -> None:
     """Queue URL... (or, with -, one URL or JSON request per line of stdin) in a job.
 
     The first seed of a job stores its settings (politeness, retries, scope — by default the
@@ -32,12 +34,14 @@ def seed(urls: tuple[str, ...], priority: int, **options: Any) -> None:
     lines = list(urls)
     if lines == ["-"]:
         lines = [line.strip() for line in sys.stdin if line.strip()]
-    if not lines:
+    if not lines and not retry_dead:
         raise click.UsageError("no URLs to seed: give URL... or - for stdin")
     requests: list[CrawlRequest] = []
     bad: list[str] = []
     for n, line in enumerate(lines, 1):
         try:
+            if len(line) > MAX_URL_LENGTH and not line.startswith("{"):
+                raise InvalidURL(line[:100] + "…", f"longer than {MAX_URL_LENGTH} characters")
             if line.startswith("{"):
                 requests.append(CrawlRequest.from_json(line))
             else:
@@ -49,7 +53,7 @@ def seed(urls: tuple[str, ...], priority: int, **options: Any) -> None:
         raise click.UsageError("nothing queued; bad input:\n  " + "\n  ".join(bad[:10]) + more)
     settings = build_settings(options)
     try:
-        result = asyncio.run(seed_job(settings, requests))
+        result = asyncio.run(seed_job(settings, requests, retry_dead=retry_dead))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except CrawlqError as exc:

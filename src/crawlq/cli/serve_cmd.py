@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import sys
+import tarfile
 import tempfile
 import threading
 from pathlib import Path
@@ -34,10 +36,22 @@ def serve(site: str | None, generate: int | None, host: str, port: int) -> None:
     server for crawling your own copy of a site, not a web server.
     """
     with tempfile.TemporaryDirectory(prefix="crawlq-serve-") as tmp:
+        if not 0 < port < 65536:
+            raise click.BadParameter(f"{port} is not a TCP port (1-65535)", param_hint="--port")
         if site is not None and generate is None:
             path = Path(site)
-            root = unpack_corpus(path, tmp) if path.is_file() else path
+            try:
+                root = unpack_corpus(path, tmp) if path.is_file() else path
+            except (tarfile.TarError, FileNotFoundError, OSError) as exc:
+                raise click.BadParameter(
+                    f"{site}: not a directory or a .tar.gz site with an index.html ({exc})",
+                    param_hint="SITE",
+                ) from None
         elif generate is not None and site is None:
+            if generate < 2:
+                raise click.BadParameter(
+                    f"need at least 2 pages, got {generate}", param_hint="--generate"
+                )
             root = generate_site(tmp, n_pages=generate)
         else:
             raise click.UsageError("give either SITE or --generate N")
@@ -48,6 +62,13 @@ def serve(site: str | None, generate: int | None, host: str, port: int) -> None:
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        with server:
+        try:
+            server.start()
+        except (OSError, RuntimeError) as exc:
+            click.echo(f"crawlq: cannot serve on {host}:{port}: {exc}", err=True)
+            sys.exit(1)
+        try:
             click.echo(f"serving {root} at {server.base_url}/ (Ctrl-C to stop)", err=True)
             stop.wait()
+        finally:
+            server.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from crawlq.engine.job import bind_job
 from crawlq.engine.step import Deps
@@ -49,6 +50,10 @@ async def open_backends(settings: Settings) -> AsyncIterator[Backends]:
         FrontierLocked, FrontierUnavailable, StoreError: A backend cannot be opened.
     """
     policy = HostPolicy(settings.delay_s, settings.host_concurrency)
+    if "://" not in settings.store:
+        folder = Path(settings.store).parent
+        if not folder.is_dir():
+            raise ConfigError("store", f"{settings.store}: directory {folder} does not exist")
     if settings.frontier is None:
         frontier = await open_frontier(settings.store, default_policy=policy)
     else:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.job import default_job_name
 from crawlq.engine.worker import Worker, WorkerCounters
-from crawlq.errors import ConfigError
+from crawlq.errors import ConfigError, InvalidURL
 from crawlq.frontier import Frontier, FrontierStats
-from crawlq.scope import Scope
+from crawlq.scope import MAX_URL_LENGTH, Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import StoreCounts
@@ -111,6 +111,7 @@ class Crawl(WorkerHost):
         settings: The crawl settings.
         seeds: Seed URLs; they replace the spider's ``start_urls`` when given.
         spider_cls: The spider class (default: follow every link).
+        retry_dead: First put the dead letters of earlier runs back in the queue.
 
     Raises:
         InvalidURL: A seed URL cannot be crawled (raised by the constructor, before anything
@@ -119,13 +120,24 @@ class Crawl(WorkerHost):
     """
 
     def __init__(
-        self, settings: Settings, seeds: Sequence[str] = (), spider_cls: type[Spider] = Spider
+        self,
+        settings: Settings,
+        seeds: Sequence[str] = (),
+        spider_cls: type[Spider] = Spider,
+        *,
+        retry_dead: bool = False,
     ) -> None:
         super().__init__()
+        self.retry_dead = retry_dead
         self.spider = spider_cls()
         if seeds:
             self.spider.start_urls = list(seeds)
         self.start_requests = list(self.spider.start_requests())
+        for request in self.start_requests:
+            if len(request.url) > MAX_URL_LENGTH:
+                raise InvalidURL(
+                    request.url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters"
+                )
         if not self.start_requests:
             raise ConfigError("seeds", "no seed URLs: give them on the command line")
         domains = settings.allowed_domains or tuple(self.spider.allowed_domains)
@@ -158,6 +170,9 @@ class Crawl(WorkerHost):
         s = self.settings
         frontier, store = backends.frontier, backends.store
         self.scope = Scope(s.allowed_domains, s.include, s.exclude, s.max_depth)
+        if self.retry_dead:
+            revived = await frontier.revive_dead()
+            logger.warning("requeued %d dead-lettered URLs (--retry-dead)", revived)
         seeded = await frontier.push(self.start_requests)
         budget = None
         if s.max_pages is not None:

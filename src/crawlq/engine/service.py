@@ -42,11 +42,14 @@ class SeedResult:
     settings: Settings
 
 
-async def seed(settings: Settings, requests: Sequence[CrawlRequest]) -> SeedResult:
+async def seed(
+    settings: Settings, requests: Sequence[CrawlRequest], *, retry_dead: bool = False
+) -> SeedResult:
     """Push seed requests into the job's frontier (deduplicated), storing the job's settings.
 
     When the settings name no allowed domains, the seeds' hosts are stored as the job's
-    scope, the same rule as ``crawlq crawl``.
+    scope, the same rule as ``crawlq crawl``. With ``retry_dead`` the job's dead letters are
+    requeued first.
 
     Raises:
         ConfigError: Settings conflict with the job's, or no job name on a shared frontier.
@@ -56,6 +59,8 @@ async def seed(settings: Settings, requests: Sequence[CrawlRequest]) -> SeedResu
         hosts = tuple(dict.fromkeys(r.host for r in requests))
         settings = dataclasses.replace(settings, allowed_domains=hosts)
     async with open_backends(settings) as backends:
+        if retry_dead:
+            await backends.frontier.revive_dead()
         queued = await backends.frontier.push(list(requests))
         return SeedResult(len(requests), queued, backends.settings)
 
@@ -130,6 +135,7 @@ class MultiProcessCrawl:
         requests: Seed requests.
         processes: Worker processes to start (>= 1).
         worker_args: Extra ``crawlq worker`` arguments (concurrency, verbosity).
+        retry_dead: Requeue the job's dead letters before seeding.
     """
 
     def __init__(
@@ -138,11 +144,14 @@ class MultiProcessCrawl:
         requests: Sequence[CrawlRequest],
         processes: int,
         worker_args: Sequence[str] = (),
+        *,
+        retry_dead: bool = False,
     ) -> None:
         if settings.frontier is None or settings.job is None:
             raise ConfigError("processes", "several worker processes need a shared --frontier")
         self.settings = settings
         self.requests = list(requests)
+        self.retry_dead = retry_dead
         self.pool = WorkerProcesses(
             ["--frontier", settings.frontier, "--job", settings.job, "--exit-when-done",
              "--processes", "1", *worker_args],
@@ -176,7 +185,7 @@ class MultiProcessCrawl:
             CrawlqError: A child exited with an error (its own message is on stderr).
         """
         self._started = time.monotonic()
-        seeded = await seed(self.settings, self.requests)
+        seeded = await seed(self.settings, self.requests, retry_dead=self.retry_dead)
         async with open_backends(seeded.settings) as backends:
             self._frontier, self._store = backends.frontier, backends.store
             self._pages_before = (await backends.store.counts()).pages

@@ -6,7 +6,7 @@ leases. The states of a request, by fingerprint:
 ```
 push ─► queued ──lease──► leased ──ack──► done
           ▲  ▲              │ │ └─dead──► dead (dead-letter record, with reason)
-          │  └──release─────┘ │
+          │  └──release─────┘ │               revive_dead: dead ─► queued
           │  └──lease expires─┤   (its worker died: visibility timeout passed, not renewed)
           └─due── delayed ◄───┘retry(delay_s)
 ```
@@ -205,6 +205,16 @@ class Frontier(Protocol):
 
         Returns:
             How many were still held.
+        """
+        ...
+
+    async def revive_dead(self) -> int:
+        """Put every dead-lettered request back in the queue, its attempts counted afresh.
+
+        For crawls whose failures had a cause that is gone now (a site that was down).
+
+        Returns:
+            How many requests were requeued.
         """
         ...
 

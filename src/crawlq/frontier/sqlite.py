@@ -107,7 +107,8 @@ class SqliteFrontier:
             self._wakeup.set()
 
     def _open_sync(self) -> None:
-        lock_path = f"{self.path}.lock"
+        # The lock belongs to the file, not to the name: a symlink must find the same lock.
+        lock_path = f"{os.path.realpath(self.path)}.lock"
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -479,6 +480,27 @@ class SqliteFrontier:
         self._counts[_LEASED] -= count
         self._counts[state] += count
         return count
+
+    async def revive_dead(self) -> int:
+        """See `crawlq.frontier.base.Frontier.revive_dead`."""
+
+        def step(conn: sqlite3.Connection) -> int:
+            hosts = Counter(
+                host
+                for (host,) in conn.execute(
+                    "UPDATE frontier_requests SET state=0, attempt=0, reason=NULL "
+                    "WHERE state=4 RETURNING host"
+                )
+            )
+            self._adjust_hosts(conn, hosts, Counter())
+            return hosts.total()
+
+        revived: int = await self._run(self._tx, step)
+        self._counts[_DEAD] -= revived
+        self._counts[_QUEUED] += revived
+        if revived:
+            self._wake()
+        return revived
 
     # -- policy, stats, close -------------------------------------------------------------
 

@@ -503,6 +503,33 @@ class RedisFrontier:
         args = [self.clock.wall_ms(), mode, self.default_policy.concurrency, len(hosts)]
         return int(await self._script("settle", keys, [*args, *hosts, *body]))
 
+    async def revive_dead(self) -> int:
+        """See `crawlq.frontier.base.Frontier.revive_dead`. Scans the dead letters in chunks."""
+        k = self.keys
+        revived = 0
+        cursor = 0
+        while True:
+
+            async def scan(at: int = cursor) -> tuple[int, dict[bytes, bytes]]:
+                nxt, found = await self.client.hscan(k.dead, at, count=500)
+                return int(nxt), dict(found)  # type: ignore[arg-type]
+
+            cursor, chunk = await self._call(scan)
+            if chunk:
+                hosts: dict[str, int] = {}
+                body: list[Any] = []
+                for fp, value in chunk.items():
+                    host = value.split(b"\n", 2)[1].decode()
+                    body += [fp, hosts.setdefault(host, len(hosts) + 1)]
+                keys = [
+                    k.dead, k.reqs, k.scores, k.attempts, k.stats, k.ready, k.inflight, k.next,
+                    k.policy, k.inbox, k.idle, *(k.queue(h) for h in hosts),
+                ]  # fmt: skip
+                args = [self.default_policy.concurrency, len(hosts), *hosts, *body]
+                revived += int(await self._script("revive", keys, args))
+            if cursor == 0:
+                return revived
+
     # -- policy, job settings, stats ------------------------------------------------------
 
     async def set_host_policy(self, host: str, policy: HostPolicy) -> None:

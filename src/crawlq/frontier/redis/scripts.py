@@ -63,6 +63,7 @@ SCRIPTS = {
         "renew",
         "drain_inbox",
         "recover_claims",
+        "revive",
     )
 }
 """Every script, by name, parsed once per process."""

@@ -33,8 +33,7 @@ while i <= #ARGV do
     elseif mode == "dead" then
       redis.call("HSET", KEYS[12], fp, extra .. "\n" .. (redis.call("HGET", KEYS[8], fp) or ""))
       redis.call("HDEL", KEYS[8], fp)
-      redis.call("HDEL", KEYS[9], fp)
-      redis.call("HDEL", KEYS[10], fp)
+      redis.call("HDEL", KEYS[10], fp) -- the score stays: revive.lua requeues it in place
     else -- release: back to its place in the queue, this delivery not counted
       redis.call("ZADD", KEYS[15 + h], redis.call("HGET", KEYS[9], fp), fp)
       redis.call("HINCRBY", KEYS[10], fp, -1)
