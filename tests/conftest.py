@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from tests.services import DEFAULT_REDIS_URL, RedisServer, need_service, redis_a
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "postgresql-15-docs.tar.gz"
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def corpus_tarball() -> Path | None:
@@ -59,6 +63,52 @@ def redis_url() -> Iterator[str]:
         yield server.url
     finally:
         server.cleanup()
+
+
+def postgres_answers(url: str) -> str | None:
+    """Why PostgreSQL at ``url`` cannot be used for tests, or None when it answers."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed (pip install 'crawlq[postgres]')"
+    try:
+        with psycopg.connect(url, connect_timeout=2) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """A PostgreSQL URL for tests: $CRAWLQ_TEST_POSTGRES_URL, else the machine's server.
+
+    Tests create a schema of their own in it and drop it afterwards.
+    """
+    url = os.environ.get("CRAWLQ_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    problem = postgres_answers(url)
+    if problem is not None:
+        shown = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", url)  # no password in the report
+        need_service(f"no PostgreSQL at {shown}: {problem}")
+    return url
+
+
+@contextlib.asynccontextmanager
+async def pg_schema(url: str) -> AsyncIterator[str]:
+    """A fresh PostgreSQL schema name (``crawlq_test_<hex>``), dropped with its tables on exit.
+
+    The schema itself is created by whoever uses it first (a store creates its own).
+    """
+    import psycopg
+    from psycopg import sql
+
+    schema = f"crawlq_test_{secrets.token_hex(6)}"
+    try:
+        yield schema
+    finally:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            drop = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+            await conn.execute(drop)
 
 
 def run_crawlq(

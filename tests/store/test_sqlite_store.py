@@ -240,8 +240,6 @@ async def test_open_store_opens_sqlite(
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("postgresql://crawl@db/crawl", "PostgreSQL store not available yet"),
-        ("postgres://crawl@db/crawl", "PostgreSQL store not available yet"),
         ("redis://localhost/0", "unsupported store URL 'redis://localhost/0'"),
         ("sqlite:///", "no file path"),
         ("", "no file path"),

@@ -55,6 +55,12 @@ async def open_backends(settings: Settings) -> AsyncIterator[Backends]:
         if not folder.is_dir():
             raise ConfigError("store", f"{settings.store}: directory {folder} does not exist")
     if settings.frontier is None:
+        if "://" in settings.store and not settings.store.startswith("sqlite:"):
+            raise ConfigError(
+                "frontier",
+                f"the store {settings.store.split('@')[-1]} cannot hold the frontier: give "
+                "--frontier (a SQLite file path, or redis://…)",
+            )
         frontier = await open_frontier(settings.store, default_policy=policy)
     else:
         if not settings.job:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from crawlq.engine.step import Deps, Kind, Outcome, process
-from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreError
+from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
 from crawlq.records import DeadRecord
 from crawlq.request import Lease
@@ -120,6 +120,7 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self._results = asyncio.Event()
         self._flush_lock = asyncio.Lock()
+        self._fatal: CrawlqError | None = None
 
     # -- control --------------------------------------------------------------------------
 
@@ -151,6 +152,8 @@ class Worker:
 
         Raises:
             FrontierError: The frontier failed in a way retrying does not fix.
+            StoreError: The store refused results for a reason other than an outage (a
+                schema too new, a dropped table); the unwritten results' leases are released.
         """
         self.counters = WorkerCounters()
         background = [
@@ -168,12 +171,15 @@ class Worker:
                 for task in background:
                     task.cancel()
                 await asyncio.gather(*background, return_exceptions=True)
-            await self._flush()
+            if self._fatal is None:
+                await self._flush()
             if self._held:
                 held = list(self._held.values())
                 released = await self._retrying("release", lambda: self.frontier.release(held))
                 logger.info("released %d leases back to the queue", released)
                 self._held.clear()
+        if self._fatal is not None:
+            raise self._fatal
 
     async def _lease_loop(self) -> None:
         failures = 0
@@ -298,7 +304,13 @@ class Worker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._idle.wait(), self.flush_interval_s)
             self._results.clear()
-            await self._flush()
+            try:
+                await self._flush()
+            except CrawlqError as exc:  # not an outage: retrying will not help
+                logger.error("cannot write results, stopping: %s", exc)
+                self._fatal = exc
+                self.stop()
+                return
 
     async def _flush(self) -> None:
         async with self._flush_lock:
@@ -368,7 +380,7 @@ class Worker:
             try:
                 await self.store.write(batch)
                 return
-            except StoreError as exc:
+            except StoreUnavailable as exc:
                 failures += 1
                 delay = backoff_s(failures, 0.5, 30.0)
                 logger.warning(

@@ -21,7 +21,9 @@ async def open_store(url: str) -> Store:
     * a plain file path (``crawlq.db``, ``/var/crawl/crawlq.db``): SQLite;
     * ``sqlite:///PATH``: SQLite at PATH, as SQLAlchemy spells it, so ``sqlite:///crawlq.db``
       is relative to the working directory and ``sqlite:////var/crawl/crawlq.db`` absolute;
-    * ``postgresql://…`` (or ``postgres://…``): PostgreSQL, not available yet.
+    * ``postgresql://[user[:password]@]host[:port]/dbname[?options=-csearch_path%3DSCHEMA]``
+      (or ``postgres://…``): PostgreSQL, tables in SCHEMA (default ``crawlq``); see
+      `crawlq.store.postgres.PostgresStore.open`. Needs the ``postgres`` extra.
 
     Args:
         url: The ``store`` setting.
@@ -35,7 +37,14 @@ async def open_store(url: str) -> Store:
         StoreError: The backend refused to open (see the backend's ``open``).
     """
     if url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("store", "PostgreSQL store not available yet")
+        try:
+            from crawlq.store.postgres import PostgresStore
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ConfigError(
+                "store",
+                f"the PostgreSQL store needs psycopg 3: pip install 'crawlq[postgres]' ({exc})",
+            ) from exc
+        return await PostgresStore.open(url)
     if url.startswith(_SQLITE_PREFIX):
         path = url[len(_SQLITE_PREFIX) :]
     elif "://" in url:
