@@ -33,7 +33,11 @@ def job_options(f: F) -> F:
     return _apply(
         f,
         [
-            click.option("--store", default=None, help="Result store: a SQLite file [crawlq.db]."),
+            click.option(
+                "--store",
+                default=None,
+                help="Results: a SQLite file [crawlq.db] or postgresql://user@host:port/db.",
+            ),
             click.option(
                 "--max-depth", type=int, default=None, help="Follow links at most N deep."
             ),
