@@ -18,11 +18,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 
-__all__ = ["FINGERPRINT_BYTES", "ResultBatch", "Store", "StoreCounts"]
+__all__ = [
+    "FINGERPRINT_BYTES",
+    "ResultBatch",
+    "Store",
+    "StoreCounts",
+    "dead_from_row",
+    "filtered_from_row",
+    "item_from_row",
+    "page_from_row",
+]
 
 _R = TypeVar("_R")
 _K = TypeVar("_K", bound=Hashable)
@@ -254,3 +263,26 @@ class Store(Protocol):
         Waits for writes already started to finish, so their results are not lost.
         """
         ...
+
+
+# Row layouts shared by the SQL backends: each stream selects its columns in this order.
+
+
+def page_from_row(row: Sequence[Any]) -> PageRecord:
+    """A page from a row of its fields in declaration order (fingerprint … body)."""
+    return PageRecord(*row)
+
+
+def item_from_row(row: Sequence[Any], data: dict[str, Any]) -> ItemRecord:
+    """An item from ``(created_at, fingerprint, idx, url, spider, …)`` and its decoded data."""
+    return ItemRecord(row[1], row[2], row[3], row[4], data, row[0])
+
+
+def dead_from_row(row: Sequence[Any]) -> DeadRecord:
+    """A dead letter from ``(at, fingerprint, url, reason, detail, attempts, depth)``."""
+    return DeadRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[0])
+
+
+def filtered_from_row(row: Sequence[Any]) -> FilteredRecord:
+    """A filtered URL from ``(at, fingerprint, url, reason, depth)``."""
+    return FilteredRecord(row[1], row[2], row[3], row[4], row[0])

@@ -52,7 +52,14 @@ from psycopg.rows import TupleRow
 
 from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store.base import ResultBatch, StoreCounts
+from crawlq.store.base import (
+    ResultBatch,
+    StoreCounts,
+    dead_from_row,
+    filtered_from_row,
+    item_from_row,
+    page_from_row,
+)
 
 __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStore"]
 
@@ -319,22 +326,7 @@ class PostgresStore:
         async for row in self._stream(
             (first + order, params), later + order, lambda r: (r[7], r[0]), chunk
         ):
-            yield PageRecord(
-                fingerprint=row[0],
-                url=row[1],
-                final_url=row[2],
-                status=row[3],
-                content_type=row[4],
-                depth=row[5],
-                title=row[6],
-                fetched_at=row[7],
-                size_bytes=row[8],
-                elapsed_s=row[9],
-                attempt=row[10],
-                error=row[11],
-                spider=row[12],
-                body=row[13],
-            )
+            yield page_from_row(row)
 
     async def items(self, *, since: float | None = None) -> AsyncIterator[ItemRecord]:
         """Stream items by ``(created_at, fingerprint, index)``; see `crawlq.store.Store.items`.
@@ -349,14 +341,7 @@ class PostgresStore:
         order = " ORDER BY created_at, fingerprint, idx LIMIT %s"
         params = () if since is None else (float(since),)
         async for row in self._stream((first + order, params), later + order, _key3, _CHUNK_ROWS):
-            yield ItemRecord(
-                fingerprint=row[1],
-                index=row[2],
-                url=row[3],
-                spider=row[4],
-                data=row[5],
-                created_at=row[0],
-            )
+            yield item_from_row(row, row[5])
 
     async def dead(self) -> AsyncIterator[DeadRecord]:
         """Stream dead letters by ``(at, fingerprint)``; see `crawlq.store.Store.dead`.
@@ -369,15 +354,7 @@ class PostgresStore:
         order = " ORDER BY at, fingerprint LIMIT %s"
         later = f"{select_} WHERE (at, fingerprint) > (%s, %s){order}"
         async for row in self._stream((select_ + order, ()), later, _key2, _CHUNK_ROWS):
-            yield DeadRecord(
-                fingerprint=row[1],
-                url=row[2],
-                reason=row[3],
-                detail=row[4],
-                attempts=row[5],
-                depth=row[6],
-                at=row[0],
-            )
+            yield dead_from_row(row)
 
     async def filtered(self) -> AsyncIterator[FilteredRecord]:
         """Stream filtered URLs by ``(at, fingerprint)``; see `crawlq.store.Store.filtered`.
@@ -390,9 +367,7 @@ class PostgresStore:
         order = " ORDER BY at, fingerprint LIMIT %s"
         later = f"{select_} WHERE (at, fingerprint) > (%s, %s){order}"
         async for row in self._stream((select_ + order, ()), later, _key2, _CHUNK_ROWS):
-            yield FilteredRecord(
-                fingerprint=row[1], url=row[2], reason=row[3], depth=row[4], at=row[0]
-            )
+            yield filtered_from_row(row)
 
     async def close(self) -> None:
         """Wait for the calls that hold a connection, then close every connection; idempotent."""

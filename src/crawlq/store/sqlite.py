@@ -26,7 +26,14 @@ from typing import Any, TypeVar
 
 from crawlq.errors import StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store.base import ResultBatch, StoreCounts
+from crawlq.store.base import (
+    ResultBatch,
+    StoreCounts,
+    dead_from_row,
+    filtered_from_row,
+    item_from_row,
+    page_from_row,
+)
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
@@ -165,22 +172,7 @@ class SqliteStore:
         later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
         chunk = _BODY_CHUNK_ROWS if with_body else _CHUNK_ROWS
         async for row in self._stream(first, later, lambda r: (r[7], r[0]), chunk):
-            yield PageRecord(
-                fingerprint=row[0],
-                url=row[1],
-                final_url=row[2],
-                status=row[3],
-                content_type=row[4],
-                depth=row[5],
-                title=row[6],
-                fetched_at=row[7],
-                size_bytes=row[8],
-                elapsed_s=row[9],
-                attempt=row[10],
-                error=row[11],
-                spider=row[12],
-                body=row[13],
-            )
+            yield page_from_row(row)
 
     async def items(self, *, since: float | None = None) -> AsyncIterator[ItemRecord]:
         """Stream items by ``(created_at, fingerprint, index)``; see `crawlq.store.Store.items`.
@@ -194,14 +186,7 @@ class SqliteStore:
         first = (f"{select} WHERE created_at >= ? {order}", (_lower(since),))
         later = f"{select} WHERE (created_at, fingerprint, idx) > (?, ?, ?) {order}"
         async for row in self._stream(first, later, lambda r: r[:3], _CHUNK_ROWS):
-            yield ItemRecord(
-                fingerprint=row[1],
-                index=row[2],
-                url=row[3],
-                spider=row[4],
-                data=json.loads(row[5]),
-                created_at=row[0],
-            )
+            yield item_from_row(row, json.loads(row[5]))
 
     async def dead(self) -> AsyncIterator[DeadRecord]:
         """Stream dead letters by ``(at, fingerprint)``; see `crawlq.store.Store.dead`.
@@ -215,15 +200,7 @@ class SqliteStore:
         first = (f"{select} {order}", ())
         later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
         async for row in self._stream(first, later, lambda r: r[:2], _CHUNK_ROWS):
-            yield DeadRecord(
-                fingerprint=row[1],
-                url=row[2],
-                reason=row[3],
-                detail=row[4],
-                attempts=row[5],
-                depth=row[6],
-                at=row[0],
-            )
+            yield dead_from_row(row)
 
     async def filtered(self) -> AsyncIterator[FilteredRecord]:
         """Stream filtered URLs by ``(at, fingerprint)``; see `crawlq.store.Store.filtered`.
@@ -237,9 +214,7 @@ class SqliteStore:
         first = (f"{select} {order}", ())
         later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
         async for row in self._stream(first, later, lambda r: r[:2], _CHUNK_ROWS):
-            yield FilteredRecord(
-                fingerprint=row[1], url=row[2], reason=row[3], depth=row[4], at=row[0]
-            )
+            yield filtered_from_row(row)
 
     async def close(self) -> None:
         """Close the connection after the calls already queued; idempotent."""
