@@ -53,6 +53,8 @@ class CrawlRequest:
     host: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.depth < 0:
+            raise ValueError(f"depth must not be negative, got {self.depth} for {self.url!r}")
         url = normalize(self.url)
         method = self.method.upper()
         object.__setattr__(self, "url", url)

@@ -194,10 +194,12 @@ def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str, tmp_path:
     root = generate_site(tmp_path / "site", n_pages=5)
     with ServerThread(make_static_app(root)) as server:
         store = tmp_path / "store.db"
-        proc = worker_proc(
-            redis_url, job, "--store", str(store), "--allow-domain", "127.0.0.1",
-            "--delay", "0", "--max-depth", "0",
+        created = run_crawlq(
+            "seed", "--frontier", redis_url, "--job", job, "--store", str(store),
+            "--allow-domain", "127.0.0.1", "--delay", "0", "--max-depth", "0",
         )  # fmt: skip
+        assert "queued 0 new of 0" in created.stdout
+        proc = worker_proc(redis_url, job)
         try:
             time.sleep(1.0)  # the worker is idle, blocked on the inbox
             inbox = Keyspace(job).inbox
@@ -297,3 +299,34 @@ def test_bloom_dedup_job(redis_url: str, job: str, tmp_path: Path) -> None:
     assert client.hget(Keyspace(job).job_info, "dedup") == b"bloom 100000 0.001"
     assert not client.exists(Keyspace(job).seen)
     client.close()
+
+
+def test_worker_and_status_of_an_unseeded_job_change_nothing(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    worker = run_crawlq("worker", "--frontier", redis_url, "--job", job, "-q", check=False)
+    assert worker.returncode == 2 and "has not been seeded" in worker.stderr
+    status_run = run_crawlq("status", "--frontier", redis_url, "--job", job, check=False)
+    assert status_run.returncode == 1 and "does not exist" in status_run.stderr
+    client = redis.Redis.from_url(redis_url)
+    assert list(client.scan_iter(match=Keyspace(job).pattern())) == []
+    client.close()
+    seeded = run_crawlq(
+        "seed", "http://127.0.0.1:9/a", "--frontier", redis_url, "--job", job, "--delay", "0",
+        "--bloom", "1000", "--store", str(tmp_path / "s.db"),
+    )  # fmt: skip
+    assert "queued 1 new of 1" in seeded.stdout
+    assert status(redis_url, job)["queued"] == 1  # a Bloom job can be watched without --bloom
+
+
+def test_bad_frontier_urls_and_job_names_are_usage_errors(redis_url: str) -> None:
+    for frontier, job_name in (
+        ("127.0.0.1:6379", "qa"),
+        ("redis://127.0.0.1:6379/x", "qa"),
+        (redis_url, "bad}{name"),
+    ):
+        proc = run_crawlq(
+            "seed", "http://127.0.0.1:9/a", "--frontier", frontier, "--job", job_name, check=False
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr

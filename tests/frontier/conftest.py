@@ -31,7 +31,7 @@ async def _open(
     if backend == "redis":
         url = request.getfixturevalue("redis_url")
         job = f"test-{uuid.uuid4().hex[:12]}"
-        return await RedisFrontier.open(url, job, default_policy=policy, clock=clock)
+        return await RedisFrontier.open(url, job, default_policy=policy, clock=clock, create=True)
     raise AssertionError(backend)
 
 

@@ -35,7 +35,7 @@ def reqs(*paths: str) -> list[CrawlRequest]:
 
 
 async def test_every_key_lives_under_the_job_prefix(redis_url: str, job: str) -> None:
-    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     try:
         await f.push(reqs("1", "2", "3"))
         leases = await f.lease(3, "w", 60)
@@ -51,7 +51,7 @@ async def test_every_key_lives_under_the_job_prefix(redis_url: str, job: str) ->
 
 
 async def test_scripts_reload_after_script_flush(redis_url: str, job: str) -> None:
-    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     try:
         await f.push(reqs("a"))
         await f.client.script_flush()
@@ -62,8 +62,8 @@ async def test_scripts_reload_after_script_flush(redis_url: str, job: str) -> No
 
 
 async def test_two_workers_share_one_frontier(redis_url: str, job: str) -> None:
-    a = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
-    b = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    a = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    b = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     try:
         assert await a.push(reqs(*map(str, range(100)))) == 100
         assert await b.push(reqs(*map(str, range(100)))) == 0
@@ -79,8 +79,8 @@ async def test_two_workers_share_one_frontier(redis_url: str, job: str) -> None:
 
 
 async def test_idle_worker_wakes_when_another_pushes(redis_url: str, job: str) -> None:
-    idle = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
-    producer = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    idle = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    producer = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     try:
         waiter = asyncio.create_task(idle.lease(1, "idle-worker", 60, wait_s=8))
         await asyncio.sleep(0.3)
@@ -96,7 +96,7 @@ async def test_idle_worker_wakes_when_another_pushes(redis_url: str, job: str) -
 
 
 async def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str) -> None:
-    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     client = aioredis.Redis.from_url(redis_url)
     try:
         waiter = asyncio.create_task(f.lease(10, "w", 60, wait_s=8))
@@ -129,7 +129,7 @@ async def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str) -> 
 async def test_inbox_claim_of_a_dead_worker_goes_back(redis_url: str, job: str) -> None:
     client = aioredis.Redis.from_url(redis_url)
     keys = Keyspace(job)
-    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     try:
         # A worker took two entries into its claim list and died before pushing them.
         await client.rpush(keys.claim("ghost"), "http://a.test/1", "http://a.test/2")
@@ -145,13 +145,17 @@ async def test_inbox_claim_of_a_dead_worker_goes_back(redis_url: str, job: str) 
 async def test_bloom_dedup(redis_url: str, job: str) -> None:
     bloom = BloomDedup(capacity=10_000, error_rate=0.001)
     assert bloom.hashes == 10 and 143_000 < bloom.bits < 144_000
-    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, bloom=bloom)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, bloom=bloom, create=True)
     try:
         batch = reqs(*map(str, range(2000)))
         assert await f.push(batch) >= 1995  # a false positive is possible, at p <= 0.001 each
         assert await f.push(batch) == 0
+        joined = await RedisFrontier.open(redis_url, job)  # a joining worker adopts the mode
+        assert joined.bloom == bloom
+        assert await joined.push(batch[:10]) == 0
+        await joined.close()
         with pytest.raises(ConfigError, match="dedups with bloom"):
-            await RedisFrontier.open(redis_url, job)  # the job's mode is fixed
+            await RedisFrontier.open(redis_url, job, bloom=BloomDedup(capacity=5))
     finally:
         await f.close()
 
@@ -160,7 +164,7 @@ async def test_restart_with_appendonly_loses_nothing() -> None:
     server = RedisServer(appendonly=True)
     server.start()
     try:
-        f = await RedisFrontier.open(server.url, "restart", default_policy=POLICY)
+        f = await RedisFrontier.open(server.url, "restart", default_policy=POLICY, create=True)
         await f.push(reqs("1", "2", "3"))
         (lease,) = await f.lease(1, "w", 60)
         server.stop()

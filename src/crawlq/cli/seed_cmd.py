@@ -26,6 +26,9 @@ __all__ = ["seed"]
 def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any) -> None:
     """Queue URL... (or, with -, one URL or JSON request per line of stdin) in a job.
 
+    With no URLs, creates the job (its settings) for producers that feed its inbox
+    directly: `crawlq seed --frontier redis://… --job J --allow-domain example.com`.
+
     The first seed of a job stores its settings (politeness, retries, scope — by default the
     seeds' hosts —, spider, store) for every worker that joins. Every input is checked
     before anything is queued: an invalid one stops the command (exit 2) and names it.
@@ -34,7 +37,7 @@ def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any)
     lines = list(urls)
     if lines == ["-"]:
         lines = [line.strip() for line in sys.stdin if line.strip()]
-    if not lines and not retry_dead:
+    if not lines and not options.get("frontier"):
         raise click.UsageError("no URLs to seed: give URL... or - for stdin")
     requests: list[CrawlRequest] = []
     bad: list[str] = []

@@ -24,7 +24,7 @@ __all__ = ["status"]
 @click.option("--job", required=True, help="The job name.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
 @click.option("--watch", is_flag=True, help="Refresh every --interval seconds until Ctrl-C.")
-@click.option("--interval", type=float, default=2.0, show_default=True)
+@click.option("--interval", type=click.FloatRange(min=0.2), default=2.0, show_default=True)
 def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float) -> None:
     """Show a job's queue, the numbers operators watch for backpressure.
 

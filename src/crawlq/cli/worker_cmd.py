@@ -44,7 +44,7 @@ def worker(quiet: bool, verbose: int, exit_when_done: bool, **options: Any) -> N
     """
     console = stderr_console()
     configure_logging(-1 if quiet else verbose, console)
-    processes = options["processes"] or 1
+    processes = 1 if options["processes"] is None else options["processes"]
     if processes < 1:
         raise click.UsageError(f"processes: must be at least 1, got {processes}")
     settings = build_settings(options)

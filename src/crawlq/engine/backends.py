@@ -39,10 +39,12 @@ class Backends:
 
 
 @contextlib.asynccontextmanager
-async def open_backends(settings: Settings) -> AsyncIterator[Backends]:
+async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIterator[Backends]:
     """Open the frontier and the store of ``settings``, and close both on exit.
 
     ``settings.frontier`` None means the embedded frontier in ``settings.store``'s file.
+    ``create`` (producers: seed, crawl) creates a shared job that does not exist yet and
+    stores its settings; without it (workers) a job that was never seeded is an error.
 
     Raises:
         ConfigError: A shared frontier without a job name, or settings that conflict with the
@@ -70,12 +72,19 @@ async def open_backends(settings: Settings) -> AsyncIterator[Backends]:
             from crawlq.frontier.redis import BloomDedup
 
             bloom = BloomDedup(settings.bloom_capacity, settings.bloom_error_rate)
+        url = settings.frontier
+        if not url.startswith(("redis://", "rediss://", "unix://", "sqlite:///")) and not (
+            url.endswith((".db", ".sqlite", ".sqlite3"))
+        ):
+            raise ConfigError(
+                "frontier", f"{url!r}: expected redis://host:port/DB or a SQLite file (*.db)"
+            )
         frontier = await open_frontier(
-            settings.frontier, job=settings.job, default_policy=policy, bloom=bloom
+            url, job=settings.job, default_policy=policy, bloom=bloom, create=create
         )
     try:
         if settings.frontier is not None:
-            settings = await bind_job(frontier, settings)
+            settings = await bind_job(frontier, settings, create=create)
             frontier.default_policy = HostPolicy(settings.delay_s, settings.host_concurrency)
         store = await open_store(settings.store)
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -146,7 +147,10 @@ class Crawl(WorkerHost):
         job = settings.job
         if settings.frontier is not None and not job:
             job = default_job_name([r.url for r in self.start_requests])
-        self.settings = dataclasses.replace(settings, allowed_domains=domains, job=job)
+        store = settings.store
+        if "://" not in store:  # a job's workers may run elsewhere: no cwd-relative path
+            store = os.path.abspath(store)
+        self.settings = dataclasses.replace(settings, allowed_domains=domains, job=job, store=store)
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Seed the frontier, then work until done, out of page budget, or stopped.
@@ -159,7 +163,7 @@ class Crawl(WorkerHost):
             FrontierUnavailable, StoreError: A backend cannot be opened.
         """
         self._started = time.monotonic()
-        async with open_backends(self.settings) as backends:
+        async with open_backends(self.settings, create=True) as backends:
             self.settings = backends.settings
             try:
                 return await self._run(backends, on_start)

@@ -51,22 +51,31 @@ def _jsonable(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-async def bind_job(frontier: Frontier, settings: Settings) -> Settings:
+async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = True) -> Settings:
     """Store the job's settings if it has none; return ``settings`` with the job's values.
 
     Args:
         frontier: The job's frontier.
         settings: This process's settings; ``settings.explicit`` names the ones the user gave.
+        create: Store ``settings`` as the job's if it has none (producers); without it a job
+            with no settings is an error.
 
     Returns:
         ``settings`` with every job-level field taken from the job.
 
     Raises:
-        ConfigError: An explicitly given job-level setting differs from the job's; the
+        ConfigError: The job has no settings and ``create`` is false, or an explicitly given
+            job-level setting differs from the job's; the
             message names the setting, the job's value and the given one.
     """
     proposed = {name: _jsonable(getattr(settings, name)) for name in JOB_FIELDS}
-    stored = await frontier.job_settings(proposed) or proposed
+    stored = await frontier.job_settings(proposed if create else None)
+    if stored is None:
+        raise ConfigError(
+            "job",
+            f"job {settings.job!r} has not been seeded: start it with `crawlq seed` or "
+            "`crawlq crawl --frontier …` first",
+        )
     conflicts = [
         f"{name}={stored[name]!r} (given {proposed[name]!r})"
         for name in JOB_FIELDS

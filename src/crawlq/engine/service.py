@@ -8,6 +8,7 @@ the same way everywhere.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -58,7 +59,9 @@ async def seed(
     if not settings.allowed_domains and requests:
         hosts = tuple(dict.fromkeys(r.host for r in requests))
         settings = dataclasses.replace(settings, allowed_domains=hosts)
-    async with open_backends(settings) as backends:
+    if "://" not in settings.store:  # a job's workers may run elsewhere: no cwd-relative path
+        settings = dataclasses.replace(settings, store=os.path.abspath(settings.store))
+    async with open_backends(settings, create=True) as backends:
         if retry_dead:
             await backends.frontier.revive_dead()
         queued = await backends.frontier.push(list(requests))
@@ -160,10 +163,12 @@ class MultiProcessCrawl:
         self._frontier: Frontier | None = None
         self._store: Store | None = None
         self._pages_before = 0
+        self._stopped = False
         self._started = time.monotonic()
 
     def stop(self, *, force: bool = False) -> None:
         """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
+        self._stopped = True
         self.pool.stop(force=force)
 
     async def progress(self) -> Progress | None:
@@ -196,7 +201,9 @@ class MultiProcessCrawl:
                 self._frontier = self._store = None
             store = await backends.store.counts()
             report = CrawlReport(
-                stopped_by="done" if all(c == 0 for c in codes) else "stopped",
+                stopped_by="done"
+                if all(c == 0 for c in codes) and not self._stopped
+                else "stopped",
                 counters=WorkerCounters(pages=store.pages - self._pages_before),
                 store=store,
                 frontier=await backends.frontier.stats(),

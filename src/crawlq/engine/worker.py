@@ -121,6 +121,7 @@ class Worker:
         self._results = asyncio.Event()
         self._flush_lock = asyncio.Lock()
         self._fatal: CrawlqError | None = None
+        self._forced = False
 
     # -- control --------------------------------------------------------------------------
 
@@ -134,6 +135,7 @@ class Worker:
         self.stopped_by = self.stopped_by or "stopped"
         self._slot_freed.set()
         if force:
+            self._forced = True
             for task in self._active:
                 task.cancel()
 
@@ -360,6 +362,8 @@ class Worker:
             try:
                 result = await op()
             except FrontierUnavailable as exc:
+                if self._forced:
+                    raise  # a second Ctrl-C: stop waiting; unsettled leases expire normally
                 failures += 1
                 delay = backoff_s(failures, 0.5, 30.0)
                 logger.warning(

@@ -21,6 +21,7 @@ async def open_frontier(
     default_policy: HostPolicy | None = None,
     clock: Clock | None = None,
     bloom: BloomDedup | None = None,
+    create: bool = False,
 ) -> Frontier:
     """Open the frontier named by ``url``.
 
@@ -31,6 +32,8 @@ async def open_frontier(
         default_policy: Politeness of hosts without an override.
         clock: Source of "now" (tests).
         bloom: Redis only: Bloom-filter dedup instead of the exact seen set.
+        create: Redis only: create the job if it does not exist (producers); workers and
+            status queries leave a job they cannot find untouched.
 
     Raises:
         ConfigError: The URL names no supported backend, or Redis without a job.
@@ -48,7 +51,7 @@ async def open_frontier(
                 f"the Redis frontier needs redis-py: pip install 'crawlq[redis]' ({exc})",
             ) from exc
         return await RedisFrontier.open(
-            url, job, default_policy=default_policy, clock=clock, bloom=bloom
+            url, job, default_policy=default_policy, clock=clock, bloom=bloom, create=create
         )
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     if "://" in path:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -51,6 +52,7 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 _PRIORITY_LIMIT = 2**19 - 1  # scores are -priority * 2**33 + sequence, exact below 2**53
 _PUSH_CHUNK = 500
+_MAX_URL_LENGTH = 2083  # as for seeds and links (crawlq.scope.MAX_URL_LENGTH)
 _MAX_CANDIDATE_HOSTS = 512
 _MAX_WAIT_S = 10.0
 _STALE_WORKER_MS = 60_000
@@ -143,28 +145,45 @@ class RedisFrontier:
         default_policy: HostPolicy | None = None,
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
+        create: bool = False,
     ) -> RedisFrontier:
         """Connect to ``url`` (``redis://[:password@]host:port/db`` or ``rediss://``).
 
-        The job's dedup mode is fixed by its first user: opening with ``bloom`` a job that
-        uses the exact set (or the reverse, or another Bloom size) is refused.
+        The job's dedup mode is fixed when the job is created (``create``, by its first seed
+        or crawl); everyone else adopts it. Opening does not write anything unless
+        ``create`` is set, so a worker or a status query of a job that was never seeded
+        leaves no trace.
 
         Raises:
             FrontierUnavailable: The server cannot be reached.
-            ConfigError: ``bloom`` disagrees with the job's dedup mode.
+            ConfigError: A bad URL or job name, or ``bloom`` disagrees with the job's mode.
         """
+        parts = urlsplit(url)
+        db = parts.path.lstrip("/")
+        if parts.scheme in ("redis", "rediss") and (
+            not parts.hostname or (not db.isdigit() and db)
+        ):
+            raise ConfigError("frontier", f"bad Redis URL {url!r}: want redis://host:port/DB")
         try:
             client = Redis.from_url(url, decode_responses=False, health_check_interval=10)
+            keys = Keyspace(job)
         except ValueError as exc:
-            raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from exc
+            raise ConfigError("frontier", f"bad Redis URL or job {url!r} {job!r}: {exc}") from exc
         self = cls(client, job, default_policy or HostPolicy(), clock, bloom)
+        self.keys = keys
         try:
             wanted = (bloom.spec() if bloom else "set").encode()
-            await self._call(lambda: client.hsetnx(self.keys.job_info, "dedup", wanted))
-            actual = await self._call(lambda: client.hget(self.keys.job_info, "dedup"))
-            if actual != wanted:
+            if create:
+                await self._call(lambda: client.hsetnx(keys.job_info, "dedup", wanted))
+            actual = await self._call(lambda: client.hget(keys.job_info, "dedup"))
+            if actual is not None and actual != wanted:
                 have = actual.decode() if isinstance(actual, bytes) else str(actual)
-                raise ConfigError("bloom", f"job {job!r} dedups with {have}, not {wanted.decode()}")
+                if bloom is not None or not have.startswith("bloom "):
+                    raise ConfigError(
+                        "bloom", f"job {job!r} dedups with {have}, not {wanted.decode()}"
+                    )
+                _, capacity, rate = have.split()
+                self.bloom = BloomDedup(int(capacity), float(rate))  # adopt the job's mode
         except BaseException:
             await client.aclose()
             raise
@@ -361,20 +380,28 @@ class RedisFrontier:
             # the registration is visible to this look, and one after it leaves a token.
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.zadd(k.idle, {worker_id: now})
-                pipe.zrangebyscore(k.ready, "-inf", now, start=0, num=1)
+                pipe.zrange(k.ready, 0, 0, withscores=True)
                 pipe.llen(k.inbox)
                 return await pipe.execute()
 
-        _, ready, inbox_len = await self._call(register)
-        if ready or inbox_len:
+        _, first_ready, inbox_len = await self._call(register)
+        if first_ready:  # a settle that ran just before may have made a host ready soon
+            timeout_s = min(timeout_s, (int(first_ready[0][1]) - now) / 1000)
+        if timeout_s <= 0 or inbox_len:
             await self._call(lambda: self.client.zrem(k.idle, worker_id))
+            return
+        if timeout_s < 0.25:
+            # Redis times blocking commands out on its 100 ms clock (hz 10): a short
+            # politeness wait is slept here instead, exactly.
+            await self._call(lambda: self.client.zrem(k.idle, worker_id))
+            await asyncio.sleep(timeout_s)
             return
         try:
             got = await self._call(
                 lambda: self.client.blmove(
                     k.inbox,
                     k.claim(worker_id),
-                    max(0.01, timeout_s),  # type: ignore[arg-type]  # Redis >= 6: decimal s
+                    max(0.01, timeout_s - 0.1),  # type: ignore[arg-type]  # hz 10 rounds up
                     "RIGHT",
                     "RIGHT",
                 )
@@ -409,10 +436,12 @@ class RedisFrontier:
             if not text:
                 continue
             try:
-                if text.startswith("{"):
-                    requests.append(CrawlRequest.from_json(text))
-                else:
-                    requests.append(CrawlRequest(text))
+                request = (
+                    CrawlRequest.from_json(text) if text.startswith("{") else CrawlRequest(text)
+                )
+                if len(request.url) > _MAX_URL_LENGTH:
+                    raise InvalidURL(request.url[:100] + "…", "longer than 2083 characters")
+                requests.append(request)
             except (InvalidURL, ValueError, TypeError) as exc:
                 logger.warning("rejected inbox entry %r of job %s: %s", text[:200], self.job, exc)
                 rejected.append(json.dumps({"entry": text, "reason": str(exc)}))
@@ -555,9 +584,15 @@ class RedisFrontier:
                 pipe.hgetall(k.stats)
                 pipe.zrange(k.ready, 0, 199)
                 pipe.hgetall(k.inflight)
+                pipe.exists(k.job_info)
                 return await pipe.execute()
 
-        counters, ready, inflight = await self._call(read)
+        counters, ready, inflight, exists = await self._call(read)
+        if not exists:
+            raise FrontierError(
+                f"job {self.job!r} does not exist on this Redis: never seeded, deleted, or lost "
+                "in a restart of a Redis without persistence"
+            )
         c = {key.decode(): int(value) for key, value in counters.items()}
         hosts = list(dict.fromkeys([h.decode() for h in ready] + [h.decode() for h in inflight]))
 
