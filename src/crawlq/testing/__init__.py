@@ -19,6 +19,7 @@ from crawlq.testing.server import (
     fault_state,
     make_fault_app,
 )
+from crawlq.testing.site import generate_site
 from crawlq.testing.static import make_static_app, unpack_corpus
 from crawlq.testing.thread import ServerThread
 
@@ -30,6 +31,7 @@ __all__ = [
     "RequestLog",
     "ServerThread",
     "fault_state",
+    "generate_site",
     "make_fault_app",
     "make_static_app",
     "unpack_corpus",

@@ -53,22 +53,9 @@ import brotli  # type: ignore[import-untyped]  # brotli ships no type informatio
 from aiohttp import web
 from multidict import CIMultiDict
 
-from crawlq.testing.log import LoggedRequest, RequestLog
-from crawlq.testing.static import make_static_app, unpack_corpus
-from crawlq.testing.thread import ServerThread
+from crawlq.testing.log import RequestLog
 
-__all__ = [
-    "CHARSET_SAMPLES",
-    "FAULT_STATE",
-    "FaultState",
-    "LoggedRequest",
-    "RequestLog",
-    "ServerThread",
-    "fault_state",
-    "make_fault_app",
-    "make_static_app",
-    "unpack_corpus",
-]
+__all__ = ["CHARSET_SAMPLES", "FAULT_STATE", "FaultState", "fault_state", "make_fault_app"]
 
 CHARSET_SAMPLES = (
     "Съешь же ещё этих мягких французских булок, да выпей чаю.",
