@@ -43,7 +43,7 @@ from crawlq.errors import (
 )
 from crawlq.request import FetchResult
 from crawlq.retry import is_retryable_status, parse_retry_after
-from crawlq.urls import normalize
+from crawlq.urls import normalize, url_keys
 
 __all__ = ["Fetcher", "RedirectGuard"]
 
@@ -204,7 +204,7 @@ class Fetcher:
                 server's certificate does not verify).
         """
         try:
-            start_url = normalize(url)
+            start_url = url_keys(url).url  # cached: the frontier normalised it already
         except InvalidURL as exc:
             raise PermanentFetchError(url, "invalid_url", exc.reason) from exc
         session = self._ensure_session()

@@ -24,7 +24,7 @@ from urllib.parse import urljoin, urlsplit
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlq.errors import InvalidURL
-from crawlq.urls import normalize
+from crawlq.urls import url_keys
 
 __all__ = ["IGNORED_EXTENSIONS", "document_base", "extract_links", "extract_title", "parse_html"]
 
@@ -214,6 +214,6 @@ def _has_ignored_extension(url: str) -> bool:
 @lru_cache(maxsize=_NORMALIZE_CACHE_SIZE)
 def _normalize_or_none(url: str) -> str | None:
     try:
-        return normalize(url)
+        return url_keys(url).url  # warms the cache that CrawlRequest(url) reads next
     except InvalidURL:
         return None

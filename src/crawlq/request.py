@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlq.urls import fingerprint as _fingerprint
-from crawlq.urls import host_key, normalize
+from crawlq.urls import request_fingerprint, url_keys
 
 __all__ = ["CrawlRequest", "FetchResult", "Lease"]
 
@@ -55,12 +54,14 @@ class CrawlRequest:
     def __post_init__(self) -> None:
         if self.depth < 0:
             raise ValueError(f"depth must not be negative, got {self.depth} for {self.url!r}")
-        url = normalize(self.url)
+        keys = url_keys(self.url)
         method = self.method.upper()
-        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "url", keys.url)
         object.__setattr__(self, "method", method)
-        object.__setattr__(self, "fingerprint", _fingerprint(method, url, self.body))
-        object.__setattr__(self, "host", host_key(url))
+        object.__setattr__(
+            self, "fingerprint", request_fingerprint(method, keys.canonical, self.body)
+        )
+        object.__setattr__(self, "host", keys.host)
 
     def to_json(self) -> str:
         """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).

@@ -34,7 +34,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from protego import Protego
 
@@ -45,7 +44,7 @@ from crawlq.errors import (
     TransientFetchError,
 )
 from crawlq.fetch import Fetcher
-from crawlq.urls import host_key
+from crawlq.urls import url_keys
 
 __all__ = ["MAX_TTL_S", "RobotsCache"]
 
@@ -232,11 +231,11 @@ def _origin(url: str) -> str:
     Raises:
         PermanentFetchError: ``invalid_url``: not an absolute http(s) URL.
     """
-    scheme = urlsplit(url).scheme.lower()
+    scheme = url.partition(":")[0].strip().lower()
     if scheme not in ("http", "https"):
         raise PermanentFetchError(url, "invalid_url", "not an http(s) URL")
     try:
-        return f"{scheme}://{host_key(url)}"
+        return f"{scheme}://{url_keys(url).host}"  # cached for request URLs
     except InvalidURL as exc:
         raise PermanentFetchError(url, "invalid_url", exc.reason) from exc
 

@@ -13,16 +13,41 @@ Two forms of a URL matter to crawlq:
 from __future__ import annotations
 
 import hashlib
+import re
+from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 from w3lib.url import canonicalize_url, safe_url_string
 
 from crawlq.errors import InvalidURL
 
-__all__ = ["canonicalize", "fingerprint", "host_key", "normalize"]
+__all__ = [
+    "UrlKeys",
+    "canonicalize",
+    "fingerprint",
+    "host_key",
+    "normalize",
+    "request_fingerprint",
+    "url_keys",
+]
 
 _SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+# Fast paths. A URL of this shape (lower-case scheme and host, a path, an optional non-empty
+# query, only characters that need no escaping, no fragment) is already what w3lib's
+# safe_url_string returns, and with a path of unreserved characters only and no query, what
+# canonicalize_url returns. tests/unit/test_urls.py checks both claims against w3lib on
+# random URLs, so a w3lib change that breaks them fails the suite.
+_SIMPLE_URL = re.compile(
+    r"(https?)://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::([1-9][0-9]{0,4}))?"
+    r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*(?:\?[A-Za-z0-9\-._~!$&()*+,;=:@/?]+)?"
+)
+_CANONICAL_URL = re.compile(
+    r"(https?)://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::([1-9][0-9]{0,4}))?/[A-Za-z0-9\-._~/]*"
+)
+_KEYS_CACHE_SIZE = 16384
+"""Entries of the `url_keys` cache: about 0.5 KiB each, so at most ~8 MiB per process."""
 
 
 def normalize(url: str, base: str | None = None) -> str:
@@ -42,6 +67,23 @@ def normalize(url: str, base: str | None = None) -> str:
     raw = url.strip()
     if base is not None:
         raw = urljoin(base, raw)
+    if _is_plain(_SIMPLE_URL.fullmatch(raw)):
+        return raw
+    return _normalize_general(url, raw)
+
+
+def _is_plain(match: re.Match[str] | None) -> bool:
+    """True for a fast-path match whose port (if any) is in range and not the default."""
+    if match is None:
+        return False
+    port = match.group(2)
+    if port is None:
+        return True
+    return int(port) <= 65535 and f":{port}" != _DEFAULT_PORTS[match.group(1)]
+
+
+def _normalize_general(url: str, raw: str) -> str:
+    """`normalize` for any URL: validate it and let w3lib make it safe."""
     try:
         parts = urlsplit(raw)
         scheme = parts.scheme.lower()
@@ -76,6 +118,8 @@ def canonicalize(url: str) -> str:
     Returns:
         The canonical URL; fragments are always dropped.
     """
+    if "/." not in url and _is_plain(_CANONICAL_URL.fullmatch(url)):
+        return url  # nothing to sort, unquote or resolve (see _CANONICAL_URL)
     return canonicalize_url(url, keep_fragments=False)
 
 
@@ -103,6 +147,57 @@ def host_key(url: str) -> str:
     return f"{host}:{port}"
 
 
+class UrlKeys(NamedTuple):
+    """The three forms of one URL that a crawl needs (see `url_keys`)."""
+
+    url: str
+    """The request URL (`normalize`)."""
+    canonical: str
+    """The canonical URL (`canonicalize` of the request URL): what fingerprints cover."""
+    host: str
+    """The politeness key (`host_key`)."""
+
+
+@lru_cache(maxsize=_KEYS_CACHE_SIZE)
+def url_keys(url: str) -> UrlKeys:
+    """Return the request URL, canonical URL and host key of ``url``, from a bounded cache.
+
+    Every discovered link goes through these three functions, and navigation links repeat
+    from page to page, so the results are kept in a process-wide LRU cache of
+    `_KEYS_CACHE_SIZE` entries (the functions are pure, so a cached answer is exact).
+
+    Args:
+        url: An absolute URL (surrounding whitespace ignored).
+
+    Returns:
+        ``UrlKeys(url, canonical, host)``.
+
+    Raises:
+        InvalidURL: As `normalize` (failures are not cached).
+    """
+    safe = normalize(url)
+    return UrlKeys(safe, canonicalize(safe), host_key(safe))
+
+
+def request_fingerprint(method: str, canonical_url: str, body: bytes = b"") -> bytes:
+    """Return the fingerprint of a request whose URL is already canonical (see `fingerprint`).
+
+    Args:
+        method: HTTP method, upper case.
+        canonical_url: The output of `canonicalize`.
+        body: Request body bytes.
+
+    Returns:
+        20 raw bytes.
+    """
+    digest = hashlib.sha1(method.encode("ascii"), usedforsecurity=False)
+    digest.update(b"\0")
+    digest.update(canonical_url.encode("utf-8"))
+    digest.update(b"\0")
+    digest.update(body)
+    return digest.digest()
+
+
 def fingerprint(method: str, url: str, body: bytes = b"") -> bytes:
     """Return the 20-byte SHA-1 fingerprint of a request.
 
@@ -117,9 +212,4 @@ def fingerprint(method: str, url: str, body: bytes = b"") -> bytes:
     Returns:
         20 raw bytes (not hex): the dedup key in every frontier and store.
     """
-    digest = hashlib.sha1(method.upper().encode("ascii"), usedforsecurity=False)
-    digest.update(b"\0")
-    digest.update(canonicalize(url).encode("utf-8"))
-    digest.update(b"\0")
-    digest.update(body)
-    return digest.digest()
+    return request_fingerprint(method.upper(), canonicalize(url), body)

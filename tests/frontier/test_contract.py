@@ -249,6 +249,21 @@ async def test_blocked_lease_wakes_when_host_window_opens(make_frontier: MakeFro
     assert 0.2 <= waited < 1.0
 
 
+async def test_blocked_lease_returns_when_the_last_lease_is_settled(
+    make_frontier: MakeFrontier,
+) -> None:
+    """A worker waiting on its own last lease learns at once that nothing is left."""
+    f = await make_frontier(clock=SystemClock())
+    await f.push(reqs("only"))
+    (lease,) = await f.lease(1, "w", VT)
+    waiter = asyncio.create_task(f.lease(1, "w", VT, wait_s=60.0))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    await f.ack([lease])
+    assert await asyncio.wait_for(waiter, 10.0) == []
+    assert (await f.stats()).pending == 0
+
+
 async def test_blocked_lease_times_out_empty(make_frontier: MakeFrontier) -> None:
     f = await make_frontier(clock=SystemClock())
     start = time.monotonic()

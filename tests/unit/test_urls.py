@@ -1,7 +1,12 @@
 from __future__ import annotations
 
-import pytest
+import random
+import string
 
+import pytest
+from w3lib.url import canonicalize_url
+
+from crawlq import urls as urls_module
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
 from crawlq.urls import canonicalize, fingerprint, host_key, normalize
@@ -95,3 +100,36 @@ def test_crawl_request_normalises_and_round_trips() -> None:
         CrawlRequest.from_json('["http://h.test/"]')
     with pytest.raises(InvalidURL):
         CrawlRequest("javascript:alert(1)")
+
+
+def _random_urls(count: int) -> list[str]:
+    """URLs near the fast paths' edges: ports, dot segments, quotes, empty paths and queries."""
+    rng = random.Random(20261129)
+    path_chars = string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@/%"
+    hosts = ["a.test", "x-y.example.org", "127.0.0.1", "h1", "UP.test", "b.test."]
+    ports = ["", ":8080", ":1", ":65535", ":65536", ":80", ":443", ":0"]
+    urls = []
+    for _ in range(count):
+        path = "/" + "".join(rng.choice(path_chars) for _ in range(rng.randint(0, 12)))
+        query = "?" + "".join(rng.choice(path_chars + "?") for _ in range(rng.randint(0, 8)))
+        urls.append(
+            f"{rng.choice(['http', 'https', 'HTTP'])}://{rng.choice(hosts)}{rng.choice(ports)}"
+            f"{path if rng.random() < 0.9 else ''}{query if rng.random() < 0.5 else ''}"
+        )
+    return urls
+
+
+def test_fast_paths_agree_with_w3lib() -> None:
+    """normalize/canonicalize skip w3lib for plain URLs; the answers must not change."""
+    checked = 0
+    for url in _random_urls(20000):
+        try:
+            expected = urls_module._normalize_general(url, url)
+        except InvalidURL:
+            with pytest.raises(InvalidURL):
+                normalize(url)
+            continue
+        assert normalize(url) == expected, url
+        assert canonicalize(expected) == canonicalize_url(expected, keep_fragments=False), url
+        checked += 1
+    assert checked > 15000

@@ -184,7 +184,11 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         parse = False
     elif not 200 <= result.status < 300:
         error = f"http_{result.status}"
-    if parse and canonicalize(result.final_url) != canonicalize(req.url):
+    if (
+        parse
+        and result.final_url != req.url
+        and canonicalize(result.final_url) != canonicalize(req.url)
+    ):
         target = CrawlRequest(result.final_url, depth=req.depth, priority=req.priority)
         (owned,) = await deps.frontier.claim(req.fingerprint, [target])
         if not owned:

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from crawlq.engine.known import KnownFingerprints
 from crawlq.engine.step import Deps, Kind, Outcome, process
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
@@ -113,6 +114,7 @@ class Worker:
         """Why `run` returned: ``done``, ``max_pages`` or ``stopped``."""
         self._active: dict[asyncio.Task[None], Lease] = {}
         self._held: dict[str, Lease] = {}
+        self._known = KnownFingerprints()  # skips links the frontier has surely seen
         self._pending: list[Outcome] = []
         self._pages_started = 0
         self._stopping = False
@@ -122,6 +124,7 @@ class Worker:
         self._flush_lock = asyncio.Lock()
         self._fatal: CrawlqError | None = None
         self._forced = False
+        self._store_down = False  # a store write is failing: lease nothing new meanwhile
 
     # -- control --------------------------------------------------------------------------
 
@@ -186,6 +189,10 @@ class Worker:
     async def _lease_loop(self) -> None:
         failures = 0
         while not self._stopping:
+            if self._store_down:  # keep the results we have; lease again once it is back
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
             room = self.settings.concurrency - len(self._active)
             if self.page_budget is not None:
                 room = min(room, self.page_budget - self._pages_started)
@@ -210,6 +217,7 @@ class Worker:
                     self.stopped_by = "done"
                     return
                 continue
+            self._known.add_all(lease.request.fingerprint for lease in leases)
             for lease in leases:
                 self._held[lease.lease_id] = lease
                 task = asyncio.create_task(self._run_one(lease))
@@ -327,9 +335,10 @@ class Worker:
                     filtered=[o.filtered for o in batch if o.filtered is not None],
                 )
             )
-            links = [link for o in batch for link in o.links]
+            links = self._known.unknown([link for o in batch for link in o.links])
             if links:
                 await self._retrying("push", lambda: self.frontier.push(links))
+                self._known.add_all(link.fingerprint for link in links)
             done = [o.lease for o in batch if o.kind is not Kind.DEAD]
             await self._retrying("ack", lambda: self.frontier.ack(done))
             for o in batch:
@@ -383,8 +392,13 @@ class Worker:
         while True:
             try:
                 await self.store.write(batch)
+                if self._store_down:
+                    logger.warning("store reachable again after %d failed writes", failures)
+                    self._store_down = False
+                    self._slot_freed.set()
                 return
             except StoreUnavailable as exc:
+                self._store_down = True
                 failures += 1
                 delay = backoff_s(failures, 0.5, 30.0)
                 logger.warning(

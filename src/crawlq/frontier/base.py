@@ -151,7 +151,10 @@ class Frontier(Protocol):
         (FIFO within a priority); each host's next-allowed time and in-flight count move in the
         same atomic step. When nothing is ready, waits up to ``wait_s`` seconds, waking as soon
         as work is pushed, a host's window opens, a retry falls due or a lease expires; no busy
-        polling. An empty list means "nothing ready yet", not "crawl finished" (see `stats`).
+        polling. A wait also ends early, with an empty list, when a lease is settled and the
+        frontier is left drained (nothing queued, delayed or in flight), so a worker waiting on
+        its own last leases learns at once that the crawl is over. An empty list means "nothing
+        ready yet", not "crawl finished" (see `stats`).
 
         Args:
             n: Most leases to return, 1..1000.

@@ -274,17 +274,19 @@ class SqliteFrontier:
             self._wakeup = asyncio.Event()
         vt_ms = round(visibility_timeout_s * 1000)
         give_up = time.monotonic() + wait_s
+        waited = False
         while True:
             self._wakeup.clear()
             leases, wake_ms = await self._run(self._lease_sync, n, worker_id, vt_ms)
             remaining = give_up - time.monotonic()
-            if leases or remaining <= 0:
-                return leases
+            if leases or remaining <= 0 or (waited and wake_ms is None):
+                return leases  # wake_ms None after a wait: drained, nothing will become ready
             timeout = remaining
             if wake_ms is not None:
                 timeout = min(remaining, max(0.001, (wake_ms - self.clock.wall_ms()) / 1000))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
+            waited = True
 
     def _lease_sync(self, n: int, worker_id: str, vt_ms: int) -> tuple[list[Lease], int | None]:
         now = self.clock.wall_ms()

@@ -272,15 +272,17 @@ class RedisFrontier:
             raise ValueError(f"visibility_timeout_s must be positive, got {visibility_timeout_s}")
         vt_ms = round(visibility_timeout_s * 1000)
         give_up = time.monotonic() + wait_s
+        waited = False
         while True:
             leases, wake_ms = await self._lease_once(n, worker_id, vt_ms)
             remaining = give_up - time.monotonic()
-            if leases or remaining <= 0:
-                return leases
+            if leases or remaining <= 0 or (waited and wake_ms is None):
+                return leases  # wake_ms None after a wait: drained, nothing will become ready
             timeout = min(remaining, _MAX_WAIT_S)
             if wake_ms is not None:
                 timeout = min(timeout, max(0.001, (wake_ms - self.clock.wall_ms()) / 1000))
             await self._wait(worker_id, timeout)
+            waited = True
 
     async def _lease_once(
         self, n: int, worker_id: str, vt_ms: int

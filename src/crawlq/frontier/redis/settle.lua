@@ -11,6 +11,8 @@
 -- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release"
 -- ARGV[3] default concurrency  ARGV[4] H  ARGV[5..4+H] hosts
 -- then per lease: fp, lease_id, host index, extra (retry: due Unix ms; dead: reason; else "")
+-- When this leaves the job drained (nothing leased, delayed or ready), idle workers get a
+-- wake-up token each, so one waiting on its own last leases sees the end at once.
 -- Returns: number of leases that were still held and are now settled.
 local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nhosts = tonumber(ARGV[4])
@@ -62,5 +64,8 @@ local hosts = {}
 for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[15 + h]} end
 local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
            inbox = KEYS[14], idle = KEYS[15]}
-make_ready(k, hosts, dconc)
+if make_ready(k, hosts, dconc) == 0 and redis.call("ZCARD", KEYS[1]) == 0
+    and redis.call("ZCARD", KEYS[11]) == 0 and redis.call("ZCARD", KEYS[6]) == 0 then
+  for _ = 1, math.min(redis.call("ZCARD", KEYS[15]), 64) do redis.call("LPUSH", KEYS[14], "") end
+end
 return settled
