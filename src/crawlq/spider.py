@@ -31,15 +31,17 @@ import re
 import sys
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from parsel import Selector, SelectorList
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import document_base, extract_links, extract_title, parse_html
 from crawlq.request import CrawlRequest, FetchResult
+
+if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
+    from parsel import Selector, SelectorList
 
 __all__ = ["Response", "Spider", "SpiderError", "load_spider", "run_callback"]
 
@@ -156,6 +158,8 @@ class Response:
         """
         if self._selector is None:
             kind = "xml" if self._result.content_type in _XML_TYPES else "html"
+            from parsel import Selector
+
             self._selector = Selector(text=self._result.text, type=kind, base_url=self.url)
         return self._selector
 
@@ -241,7 +245,7 @@ class Response:
             ValueError: ``href`` is a selector without an ``href``.
             TypeError: ``callback`` is neither a spider method nor a string.
         """
-        if isinstance(href, Selector):
+        if not isinstance(href, str):
             href = _href_of(href)
         name = _callback_name(callback)
         depth = self.request.depth + 1
@@ -485,6 +489,10 @@ async def run_callback(
 
 def _href_of(selector: Selector) -> str:
     """The URL a parsel selector stands for: an attribute value, or an element's href."""
+    from parsel import Selector
+
+    if not isinstance(selector, Selector):
+        raise TypeError(f"href must be a str or a parsel Selector, got {type(selector).__name__}")
     root = selector.root
     if isinstance(root, str):
         return root

@@ -176,7 +176,12 @@ def url_keys(url: str) -> UrlKeys:
         InvalidURL: As `normalize` (failures are not cached).
     """
     safe = normalize(url)
-    return UrlKeys(safe, canonicalize(safe), host_key(safe))
+    if _is_plain(_SIMPLE_URL.fullmatch(safe)):  # no userinfo, lower-case, no default port
+        start = safe.index("//") + 2
+        host = safe[start : safe.index("/", start)]
+    else:
+        host = host_key(safe)
+    return UrlKeys(safe, canonicalize(safe), host)
 
 
 def request_fingerprint(method: str, canonical_url: str, body: bytes = b"") -> bytes:

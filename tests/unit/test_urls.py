@@ -133,3 +133,13 @@ def test_fast_paths_agree_with_w3lib() -> None:
         assert canonicalize(expected) == canonicalize_url(expected, keep_fragments=False), url
         checked += 1
     assert checked > 15000
+
+
+def test_url_keys_agree_with_the_functions_they_cache() -> None:
+    for url in _random_urls(5000):
+        try:
+            expected = normalize(url)
+        except InvalidURL:
+            continue
+        keys = urls_module.url_keys(url)
+        assert keys == (expected, canonicalize(expected), host_key(expected)), url

@@ -1,29 +1,47 @@
-"""The ``crawlq`` click group: one thin function per command, each in its own module."""
+"""The ``crawlq`` click group: one thin function per command, each in its own module.
+
+Commands are imported when they are invoked (click's lazy-group pattern), so ``crawlq crawl``
+does not pay for importing the test web server behind ``crawlq serve`` and vice versa.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from crawlq import __version__
-from crawlq.cli.crawl_cmd import crawl
-from crawlq.cli.export_cmd import export
-from crawlq.cli.seed_cmd import seed
-from crawlq.cli.serve_cmd import serve
-from crawlq.cli.status_cmd import status
-from crawlq.cli.worker_cmd import worker
 
 __all__ = ["cli"]
 
+_COMMANDS = {
+    "crawl": "crawlq.cli.crawl_cmd:crawl",
+    "export": "crawlq.cli.export_cmd:export",
+    "seed": "crawlq.cli.seed_cmd:seed",
+    "serve": "crawlq.cli.serve_cmd:serve",
+    "status": "crawlq.cli.status_cmd:status",
+    "worker": "crawlq.cli.worker_cmd:worker",
+}
+"""Command name -> ``module:attribute`` of its click command."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    """A click group that imports a command's module only when the command is needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="crawlq")
 def cli() -> None:
     """crawlq: a distributed web crawler and scraper."""
-
-
-cli.add_command(crawl)
-cli.add_command(export)
-cli.add_command(serve)
-cli.add_command(seed)
-cli.add_command(worker)
-cli.add_command(status)
