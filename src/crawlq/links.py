@@ -59,6 +59,9 @@ _BASE_SELECTOR = "base[href]"
 _TITLE_SELECTOR = "title:not(svg *)"  # the HTML <title>, not an SVG image's <title>
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
 _NORMALIZE_CACHE_SIZE = 4096
+_PLAIN_PATH_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/%!$&'()*+,=@"
+)  # path characters that need no parsing by urljoin: no "?", ";", "#" or ":"
 
 
 def parse_html(text: str) -> LexborHTMLParser:
@@ -158,7 +161,7 @@ def _resolve_base(base_href: str, page_url: str) -> str:
 class _Base:
     """A base URL split once per page, so resolving most hrefs is a concatenation."""
 
-    __slots__ = ("dir", "origin", "url")
+    __slots__ = ("dir", "dir_segments", "origin", "url")
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
@@ -167,6 +170,7 @@ class _Base:
         self.origin = f"{parts.scheme}://{parts.netloc}"
         # Everything up to the last "/" of the path: "sibling.html" is appended to it.
         self.dir = self.origin + path[: path.rfind("/") + 1]
+        self.dir_segments = path[: path.rfind("/")].split("/")  # "/a/b/c" -> ["", "a", "b"]
 
     def resolve(self, href: str) -> str | None:
         """Return ``href`` made absolute without its fragment, or None to skip it.
@@ -190,16 +194,41 @@ class _Base:
             if clean and href.startswith("//", colon + 1):
                 return href  # absolute
             return urljoin(self.url, href)
-        if not clean or "/." in href:
-            return urljoin(self.url, href)
         first = href[0]
-        if first == "/":
-            if href.startswith("//"):
-                return urljoin(self.url, href)  # protocol-relative
-            return self.origin + href  # "/path/page.html"
-        if first == "." or first == "?":
+        if not clean or first == "?" or href.startswith("//"):
+            return urljoin(self.url, href)  # query-only and protocol-relative: rare
+        if first == "." or "/." in href:
+            if _PLAIN_PATH_CHARS.issuperset(href):
+                return self.origin + _remove_dot_segments(self.dir_segments, href)
             return urljoin(self.url, href)
+        if first == "/":
+            return self.origin + href  # "/path/page.html"
         return self.dir + href  # "page.html", "dir/page.html?x=1"
+
+
+def _remove_dot_segments(base_segments: list[str], href: str) -> str:
+    """The path of ``urljoin(base, href)`` for a plain path ``href`` with dot segments.
+
+    Follows `urllib.parse.urljoin` (RFC 3986 §5.2.2 and §5.2.4, with its habit of dropping
+    empty segments of a relative path) step by step, without its parsing: ``href`` has no
+    query, parameters, fragment or scheme (`_PLAIN_PATH_CHARS`).
+    """
+    if href[0] == "/":
+        segments = href.split("/")
+    else:
+        segments = base_segments + href.split("/")
+        segments[1:-1] = [s for s in segments[1:-1] if s]
+    resolved: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            if resolved:
+                resolved.pop()
+        elif segment != ".":
+            resolved.append(segment)
+    if segments[-1] in (".", ".."):
+        resolved.append("")
+    path = "/".join(resolved)
+    return path if path[:1] == "/" else "/" + path  # as urlunsplit does after a host
 
 
 def _has_ignored_extension(url: str) -> bool:

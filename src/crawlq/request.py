@@ -55,12 +55,15 @@ class CrawlRequest:
         if self.depth < 0:
             raise ValueError(f"depth must not be negative, got {self.depth} for {self.url!r}")
         keys = url_keys(self.url)
-        method = self.method.upper()
+        method = self.method
+        if method == "GET" and not self.body:
+            fingerprint = keys.get_fingerprint
+        else:
+            method = method.upper()
+            fingerprint = request_fingerprint(method, keys.canonical, self.body)
+            object.__setattr__(self, "method", method)
         object.__setattr__(self, "url", keys.url)
-        object.__setattr__(self, "method", method)
-        object.__setattr__(
-            self, "fingerprint", request_fingerprint(method, keys.canonical, self.body)
-        )
+        object.__setattr__(self, "fingerprint", fingerprint)
         object.__setattr__(self, "host", keys.host)
 
     def to_json(self) -> str:

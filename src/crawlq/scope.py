@@ -18,6 +18,7 @@ __all__ = ["FilterReason", "Scope"]
 
 MAX_URL_LENGTH = 2083
 """Longest URL followed, in characters (the historical browser limit; Scrapy uses the same)."""
+_HOST_CACHE_SIZE = 4096  # hosts whose scope answer is remembered; cleared when full
 
 
 class FilterReason(StrEnum):
@@ -53,6 +54,7 @@ class Scope:
         self._include = [re.compile(p) for p in include]
         self._exclude = [re.compile(p) for p in exclude]
         self.max_depth = max_depth
+        self._hosts_allowed: dict[str, bool] = {}  # host key -> allowed; few hosts per crawl
 
     def check(self, request: CrawlRequest) -> FilterReason | None:
         """Return why ``request`` is out of scope, or None to follow it."""
@@ -70,6 +72,14 @@ class Scope:
         return None
 
     def _host_allowed(self, host_key: str) -> bool:
+        allowed = self._hosts_allowed.get(host_key)
+        if allowed is None:
+            if len(self._hosts_allowed) >= _HOST_CACHE_SIZE:
+                self._hosts_allowed.clear()
+            allowed = self._hosts_allowed[host_key] = self._match_host(host_key)
+        return allowed
+
+    def _match_host(self, host_key: str) -> bool:
         host = _bare_host(host_key)
         if host in self.allowed_domains:
             return True

@@ -156,6 +156,8 @@ class UrlKeys(NamedTuple):
     """The canonical URL (`canonicalize` of the request URL): what fingerprints cover."""
     host: str
     """The politeness key (`host_key`)."""
+    get_fingerprint: bytes
+    """`fingerprint` of a GET of this URL with no body: most requests are exactly that."""
 
 
 @lru_cache(maxsize=_KEYS_CACHE_SIZE)
@@ -170,7 +172,7 @@ def url_keys(url: str) -> UrlKeys:
         url: An absolute URL (surrounding whitespace ignored).
 
     Returns:
-        ``UrlKeys(url, canonical, host)``.
+        ``UrlKeys(url, canonical, host, get_fingerprint)``.
 
     Raises:
         InvalidURL: As `normalize` (failures are not cached).
@@ -181,7 +183,8 @@ def url_keys(url: str) -> UrlKeys:
         host = safe[start : safe.index("/", start)]
     else:
         host = host_key(safe)
-    return UrlKeys(safe, canonicalize(safe), host)
+    canonical = canonicalize(safe)
+    return UrlKeys(safe, canonical, host, request_fingerprint("GET", canonical))
 
 
 def request_fingerprint(method: str, canonical_url: str, body: bytes = b"") -> bytes:

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
-from urllib.parse import urljoin
+import random
+from urllib.parse import urldefrag, urljoin
 
 import pytest
 
+from crawlq.errors import InvalidURL
 from crawlq.links import (
     IGNORED_EXTENSIONS,
     document_base,
@@ -266,3 +268,22 @@ def test_one_tree_serves_links_and_title() -> None:
         == extract_links(tree, PAGE)
         == ["http://example.com/docs/guide/a.html"]
     )
+
+
+def test_random_relative_hrefs_resolve_as_urljoin_does() -> None:
+    """Dot segments, queries and odd characters take cached or concatenating fast paths."""
+    rng = random.Random(7)
+    parts = ["a", "b.html", ".", "..", "x?y=1", "?q", "%41", ";p", "~u", "..."]  # no "a//b"
+    bases = [PAGE, "https://example.com:8443/a/b/?q=1", "http://h.test", "http://h.test/d/e"]
+    for _ in range(3000):
+        href = "/".join(rng.choice(parts) for _ in range(rng.randint(1, 5)))
+        if not href:
+            continue  # an empty href is the page itself: skipped by design
+        if rng.random() < 0.3:
+            href = "/" + href
+        base = rng.choice(bases)
+        try:
+            expected = [normalize(urldefrag(urljoin(base, href))[0])]
+        except InvalidURL:
+            expected = []
+        assert links(anchors(href), base) == expected, (base, href)

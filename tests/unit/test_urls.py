@@ -142,4 +142,5 @@ def test_url_keys_agree_with_the_functions_they_cache() -> None:
         except InvalidURL:
             continue
         keys = urls_module.url_keys(url)
-        assert keys == (expected, canonicalize(expected), host_key(expected)), url
+        get_fp = fingerprint("GET", expected)
+        assert keys == (expected, canonicalize(expected), host_key(expected), get_fp), url
