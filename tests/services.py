@@ -7,8 +7,11 @@ binary exists; otherwise the tests that need it are skipped with the reason — 
 
 from __future__ import annotations
 
+import glob
 import os
+import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -81,3 +84,74 @@ def need_service(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI must not skip service tests)")
     pytest.skip(reason)
+
+
+class PrivatePostgres:
+    """``initdb`` + ``pg_ctl`` into a temp dir, listening on a spare loopback port.
+
+    Runs as the ``postgres`` user when the tests run as root (initdb refuses root).
+    """
+
+    def __init__(self) -> None:
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        bindir = Path(found[-1]).parent if found else None
+        if bindir is None and shutil.which("initdb"):
+            bindir = Path(shutil.which("initdb") or "").parent
+        if bindir is None or not (bindir / "pg_ctl").exists():
+            need_service("no initdb/pg_ctl to start a private PostgreSQL")
+        assert bindir is not None
+        self.bindir = bindir
+        self.prefix: list[str] = []
+        owner = None
+        if os.geteuid() == 0:
+            try:
+                owner = pwd.getpwnam("postgres")
+            except KeyError:
+                need_service("running as root and there is no postgres user for initdb")
+            if shutil.which("runuser") is None:
+                need_service("running as root and there is no runuser to run initdb as postgres")
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="crawlq-pg-"))
+        self.data = self.dir / "data"
+        if owner is not None:
+            os.chown(self.dir, owner.pw_uid, owner.pw_gid)
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, tool: str, *args: str) -> None:
+        done = subprocess.run(
+            [*self.prefix, str(self.bindir / tool), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{tool} {' '.join(args)} exited {done.returncode}: {done.stderr}")
+
+    def init(self) -> None:
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
+
+    def start(self) -> None:
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} -c fsync=off"
+        log = str(self.dir / "server.log")
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def cleanup(self) -> None:
+        pid_file = self.data / "postmaster.pid"
+        try:
+            self.stop("immediate")
+        except (RuntimeError, subprocess.TimeoutExpired):
+            if pid_file.exists():  # pg_ctl failed: end the postmaster by its PID
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+            raise
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,10 +1,12 @@
-"""Export what a `Store` holds as JSON Lines or CSV, streaming.
+"""Export what a `Store` holds as JSON Lines or CSV, streaming (Parquet: `crawlq.export_parquet`).
 
 Rows, by ``what`` (keys in this order; times as ISO 8601 UTC with milliseconds and ``Z``,
 fingerprints as lower-case hex):
 
 * ``pages``: url, final_url, status, content_type, depth, title, fetched_at, size (bytes),
-  elapsed_s, attempt, error, spider, fingerprint. Bodies are never exported.
+  elapsed_s, attempt, error, spider, fingerprint, warc_file, warc_offset (None unless the
+  crawl archived to WARC), then ``body_b64`` (the stored body in base64, None when the page
+  was stored without one) only when bodies are asked for.
 * ``items``: the item's own fields, then ``_url`` (the page URL) and ``_spider``. In JSON
   Lines, an item field named ``_url`` or ``_spider`` is shadowed by crawlq's value.
 * ``dead``: url, reason, detail, attempts, depth, at, fingerprint.
@@ -20,6 +22,7 @@ later item's keys that have no column (empty when there are none).
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -29,7 +32,7 @@ from typing import Any, Literal, TextIO, TypeVar
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.store.base import Store
 
-__all__ = ["export", "iso_utc"]
+__all__ = ["PAGE_COLUMNS", "at_since", "export", "iso_utc"]
 
 _R = TypeVar("_R")
 _Timed = TypeVar("_Timed", DeadRecord, FilteredRecord)
@@ -40,7 +43,7 @@ _ITEM_META = ("_url", "_spider")
 _EXTRA = "_extra"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-_PAGE_COLUMNS = (
+PAGE_COLUMNS = (
     "url",
     "final_url",
     "status",
@@ -54,7 +57,11 @@ _PAGE_COLUMNS = (
     "error",
     "spider",
     "fingerprint",
+    "warc_file",
+    "warc_offset",
 )
+"""Keys of an exported page, in order (``body_b64`` follows when bodies are exported)."""
+_BODY = "body_b64"
 _DEAD_COLUMNS = ("url", "reason", "detail", "attempts", "depth", "at", "fingerprint")
 _FILTERED_COLUMNS = ("url", "reason", "depth", "at", "fingerprint")
 
@@ -76,6 +83,7 @@ async def export(
     out: TextIO,
     *,
     since: float | None = None,
+    with_body: bool = False,
 ) -> int:
     """Write every record of one kind from ``store`` to ``out``, streaming.
 
@@ -90,6 +98,7 @@ async def export(
         out: A text stream open for writing (UTF-8; for CSV files, ``newline=""``).
         since: Only records from this Unix time on, in seconds (``fetched_at`` of pages,
             ``created_at`` of items, ``at`` of dead and filtered records); None: all.
+        with_body: Pages only: add each page's stored body as ``body_b64``.
 
     Returns:
         The number of records written (the CSV header not counted).
@@ -106,11 +115,13 @@ async def export(
     columns: tuple[str, ...]
     rows: AsyncIterator[dict[str, Any]]
     if what == "pages":
-        columns, rows = _PAGE_COLUMNS, _mapped(store.pages(since=since), _page_row)
+        columns = (*PAGE_COLUMNS, _BODY) if with_body else PAGE_COLUMNS
+        to_row = _page_row_with_body if with_body else _page_row
+        rows = _mapped(store.pages(since=since, with_body=with_body), to_row)
     elif what == "dead":
-        columns, rows = _DEAD_COLUMNS, _mapped(_at_since(store.dead(), since), _dead_row)
+        columns, rows = _DEAD_COLUMNS, _mapped(at_since(store.dead(), since), _dead_row)
     elif what == "filtered":
-        rows = _mapped(_at_since(store.filtered(), since), _filtered_row)
+        rows = _mapped(at_since(store.filtered(), since), _filtered_row)
         columns = _FILTERED_COLUMNS
     else:
         raise ValueError(f"unknown export kind {what!r}: use pages, items, dead or filtered")
@@ -178,7 +189,15 @@ def _page_row(page: PageRecord) -> dict[str, Any]:
         "error": page.error,
         "spider": page.spider,
         "fingerprint": page.fingerprint.hex(),
+        "warc_file": page.warc_file,
+        "warc_offset": page.warc_offset,
     }
+
+
+def _page_row_with_body(page: PageRecord) -> dict[str, Any]:
+    row = _page_row(page)
+    row[_BODY] = None if page.body is None else base64.b64encode(page.body).decode("ascii")
+    return row
 
 
 def _dead_row(dead: DeadRecord) -> dict[str, Any]:
@@ -210,7 +229,8 @@ async def _mapped(
         yield to_row(record)
 
 
-async def _at_since(records: AsyncIterator[_Timed], since: float | None) -> AsyncIterator[_Timed]:
+async def at_since(records: AsyncIterator[_Timed], since: float | None) -> AsyncIterator[_Timed]:
+    """Keep the dead or filtered records whose ``at`` is ``since`` or later (None: all)."""
     async for record in records:
         if since is None or record.at >= since:
             yield record

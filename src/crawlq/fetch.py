@@ -41,7 +41,7 @@ from crawlq.errors import (
     TooManyRedirects,
     TransientFetchError,
 )
-from crawlq.request import FetchResult
+from crawlq.request import FetchResult, RawExchange
 from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.urls import normalize, url_keys
 
@@ -73,6 +73,7 @@ class _Hop:
     headers: dict[str, str]
     body: bytes
     next_url: str | None
+    exchange: RawExchange | None = None
 
 
 @dataclass(slots=True)
@@ -232,6 +233,7 @@ class Fetcher:
             text=text,
             elapsed_s=time.perf_counter() - start_s,
             redirects=tuple(attempt.redirects),
+            exchange=hop.exchange,
         )
 
     def _ensure_session(self) -> aiohttp.ClientSession:
@@ -288,7 +290,7 @@ class Fetcher:
                 has_body = method != "HEAD" and status not in _NO_BODY_STATUSES
                 limit = attempt.truncate_body_bytes
                 data = await self._read_body(resp, url, limit) if has_body else b""
-                return _Hop(status, resp_headers, data, None)
+                return _Hop(status, resp_headers, data, None, _raw_exchange(attempt, resp))
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _classify(url, current if attempt.redirects else None, exc) from exc
 
@@ -320,6 +322,21 @@ def _joined_headers(headers: Mapping[str, str]) -> dict[str, str]:
         key = name.lower()
         out[key] = f"{out[key]}, {value}" if key in out else value
     return out
+
+
+def _raw_exchange(attempt: _Attempt, resp: aiohttp.ClientResponse) -> RawExchange:
+    """The request sent and the response head received, as `RawExchange` records them."""
+    version = resp.version
+    return RawExchange(
+        method=attempt.method,
+        request_headers=tuple(resp.request_info.headers.items()),
+        request_body=attempt.body,
+        http_version=f"{version.major}.{version.minor}" if version else "1.1",
+        reason=resp.reason or "",
+        response_headers=tuple(
+            (name.decode("latin-1"), value.decode("latin-1")) for name, value in resp.raw_headers
+        ),
+    )
 
 
 def _resolve_location(url: str, current: str, location: str) -> str:

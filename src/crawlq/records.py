@@ -31,7 +31,12 @@ class PageRecord:
         attempt: Which delivery produced this record (1 = first try).
         error: Why the page was not parsed (``http_404`` …), or None.
         spider: Name of the spider that parsed it.
-        body: The raw body, only when the store is asked to keep bodies; else None.
+        body: The body (after content decoding), only when the store is asked to keep
+            bodies (``store_body``); else None.
+        warc_file: Name of the WARC file that holds the page's response record (no
+            directory), when the crawl archives to WARC (``warc_dir``); else None.
+        warc_offset: Byte offset of that response record in ``warc_file`` (where its gzip
+            member starts), or None.
     """
 
     fingerprint: bytes
@@ -48,6 +53,8 @@ class PageRecord:
     error: str | None = None
     spider: str = "default"
     body: bytes | None = None
+    warc_file: str | None = None
+    warc_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

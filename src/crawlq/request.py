@@ -16,7 +16,7 @@ from typing import Any
 
 from crawlq.urls import request_fingerprint, url_keys
 
-__all__ = ["CrawlRequest", "FetchResult", "Lease"]
+__all__ = ["CrawlRequest", "FetchResult", "Lease", "RawExchange"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +134,30 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class RawExchange:
+    """The last HTTP exchange of a fetch as it went over the wire, for archiving (WARC).
+
+    Attributes:
+        method: The request method sent.
+        request_headers: Request headers as sent, in order, as ``(name, value)`` pairs.
+        request_body: Request body bytes.
+        http_version: HTTP version of the response, such as ``"1.1"``.
+        reason: Reason phrase of the response status line ("" when there is none).
+        response_headers: Response headers as received: original names, order and
+            repetitions, values decoded as ISO-8859-1 (RFC 9110 §5.5), so every byte
+            survives. They describe the body on the wire: ``Content-Encoding`` and
+            ``Transfer-Encoding`` may apply to it, unlike to `FetchResult.body`.
+    """
+
+    method: str
+    request_headers: tuple[tuple[str, str], ...]
+    request_body: bytes
+    http_version: str
+    reason: str
+    response_headers: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FetchResult:
     """A complete HTTP response, as returned by `crawlq.fetch.Fetcher.fetch`.
 
@@ -148,6 +172,8 @@ class FetchResult:
         text: The body decoded with ``encoding`` ("" for non-text bodies).
         elapsed_s: Seconds from sending the first request to the end of the body.
         redirects: The URLs redirected through, in order, excluding ``final_url``.
+        exchange: The request and the response head of the last hop as on the wire (for
+            WARC records), or None when the fetcher did not record it.
     """
 
     url: str
@@ -159,6 +185,7 @@ class FetchResult:
     text: str
     elapsed_s: float
     redirects: tuple[str, ...] = ()
+    exchange: RawExchange | None = None
 
     @property
     def content_type(self) -> str:

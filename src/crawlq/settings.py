@@ -124,7 +124,24 @@ class Settings:
     """Most leases taken from the frontier in one call."""
 
     store_body: bool = False
-    """Keep raw response bodies in the store."""
+    """Keep each page's body (after content decoding) in the store; ``crawlq export --body``
+    exports it."""
+
+    warc_dir: str | None = None
+    """Directory where each worker process archives the request and response of every fetched
+    page to gzip-compressed WARC 1.1 files (None: no archive). Created when missing; a
+    relative path is made absolute when the settings are built."""
+
+    warc_max_size_bytes: int = 1_000_000_000
+    """A WARC file is closed, and the next one started, once it reaches this many bytes."""
+
+    flush_max_items: int = 64
+    """Finished URLs (pages, dead letters, filtered) a worker buffers before it writes them
+    to the store in one batch."""
+
+    flush_interval_s: float = 0.05
+    """Longest time in seconds a finished URL waits in the buffer while the worker is busy
+    (an idle worker writes at once)."""
 
     spider: str | None = None
     """Spider as ``module:Class`` (None: the default spider, which follows every link)."""
@@ -152,14 +169,31 @@ class Settings:
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f.name, f"must be a finite number, got {value}")
-        positive = ("concurrency", "host_concurrency", "lease_batch", "max_redirects")
+        positive = (
+            "concurrency",
+            "host_concurrency",
+            "lease_batch",
+            "max_redirects",
+            "flush_max_items",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be at least 1, got {getattr(self, name)}")
-        for name in ("delay_s", "retry_delay_s", "visibility_timeout_s", "max_retries"):
+        if self.warc_dir is not None:
+            if not self.warc_dir.strip():
+                raise ConfigError("warc_dir", "must not be empty")
+            object.__setattr__(self, "warc_dir", os.path.abspath(self.warc_dir))
+        delays = ("delay_s", "retry_delay_s", "visibility_timeout_s", "flush_interval_s")
+        for name in (*delays, "max_retries"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
-        for name in ("timeout_s", "connect_timeout_s", "max_body_bytes", "retry_max_delay_s"):
+        for name in (
+            "timeout_s",
+            "connect_timeout_s",
+            "max_body_bytes",
+            "retry_max_delay_s",
+            "warc_max_size_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
         for name in ("max_pages", "max_depth"):

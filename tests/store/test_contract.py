@@ -107,6 +107,25 @@ async def test_bodies_only_when_asked(store: Store) -> None:
     assert [p.body for p in await collect(store.pages())] == [None] * 40
 
 
+async def test_warc_locations_round_trip_and_are_overwritten(store: Store) -> None:
+    archived = [
+        page(n, warc_file=f"crawlq-{n % 3}.warc.gz", warc_offset=n * 2**33) for n in range(5)
+    ]
+    await store.write(ResultBatch(pages=[*archived, page(9)]))
+    stored = await collect(store.pages())
+    assert stored == [*archived, page(9)]  # offsets beyond 4 GiB survive; None stays None
+    assert [(p.warc_file, p.warc_offset) for p in stored][-1] == (None, None)
+    assert await collect(store.pages(with_body=True)) == stored  # no body was stored
+
+    again = page(2, warc_file="crawlq-later.warc.gz", warc_offset=7, body=b"<p>x</p>")
+    unarchived = page(3, attempt=2)  # re-fetched by a worker without --warc
+    await store.write(ResultBatch(pages=[again, unarchived]))
+    by_url = {p.url: p for p in await collect(store.pages(with_body=True))}
+    assert by_url[again.url] == again
+    assert by_url[unarchived.url] == unarchived
+    assert (await store.counts()).pages == 6
+
+
 async def test_same_page_twice_is_one_row_with_the_second_values(store: Store) -> None:
     await store.write(ResultBatch(pages=[page(1)]))
     second = page(1, status=301, title="Moved", attempt=2, fetched_at=1_900_000_000.0)

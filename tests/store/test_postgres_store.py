@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import glob
-import os
-import pwd
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +13,7 @@ import pytest
 from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, ItemRecord, PageRecord
 from crawlq.store import ResultBatch, open_store
-from tests.services import free_port, need_service
+from tests.services import PrivatePostgres, free_port
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -166,7 +158,7 @@ async def test_a_new_migration_step_runs_once_on_an_older_schema(
 
     runs: list[int] = []
 
-    async def to_v2(conn: Any) -> None:  # what a version 2 would be: one function
+    async def to_v2(conn: Any) -> None:  # what a next version would be: one function
         runs.append(1)
         await conn.execute("ALTER TABLE pages ADD COLUMN lang text")
         await conn.execute("UPDATE pages SET lang = 'en'")
@@ -180,11 +172,41 @@ async def test_a_new_migration_step_runs_once_on_an_older_schema(
             await store.close()
     assert runs == [1]
     meta = qualified(schema, "store_meta")
-    assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == [("2",)]
+    expected = [(str(SCHEMA_VERSION + 1),)]
+    assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == expected
     langs = await query(
         postgres_url, sql.SQL("SELECT DISTINCT lang FROM {}").format(qualified(schema, "pages"))
     )
     assert langs == [("en",)]
+
+
+async def test_a_version_1_schema_gains_the_warc_columns(
+    postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patch:  # a schema made by crawlq at version 1
+        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
+        await (await PostgresStore.open(postgres_url, schema=schema)).close()
+    await query(
+        postgres_url,
+        sql.SQL(
+            "INSERT INTO {} (fingerprint, url, final_url, status, content_type, depth,"
+            " fetched_at, size_bytes, elapsed_s, attempt, spider)"
+            " VALUES (%s, 'https://e.com/1', 'https://e.com/1', 200, '', 0, 1, 1, 0.1, 1, 'd')"
+        ).format(qualified(schema, "pages")),
+        page(1).fingerprint,
+    )
+    store = await PostgresStore.open(postgres_url, schema=schema)
+    try:
+        [old] = [p async for p in store.pages()]
+        assert (old.url, old.warc_file, old.warc_offset) == ("https://e.com/1", None, None)
+        archived = page(2, warc_file="crawlq-x.warc.gz", warc_offset=5 * 2**32)
+        await store.write(ResultBatch(pages=[archived]))
+        assert [p async for p in store.pages()][-1] == archived
+    finally:
+        await store.close()
+    meta = qualified(schema, "store_meta")
+    expected = [(str(SCHEMA_VERSION),)]
+    assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == expected
 
 
 async def test_a_failing_migration_step_leaves_the_old_version(
@@ -200,7 +222,8 @@ async def test_a_failing_migration_step_leaves_the_old_version(
     with pytest.raises(StoreError, match="no_such_function"):
         await PostgresStore.open(postgres_url, schema=schema)
     meta = qualified(schema, "store_meta")
-    assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == [("1",)]
+    expected = [(str(SCHEMA_VERSION),)]
+    assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == expected
     columns = await query(
         postgres_url,
         "SELECT 1 FROM information_schema.columns"
@@ -347,80 +370,6 @@ async def test_nul_characters_are_stored_as_replacement_characters(
         assert [d.detail async for d in store.dead()] == ["d\ufffd"]
     finally:
         await store.close()
-
-
-# A private PostgreSQL that the outage test stops and starts.
-
-
-class PrivatePostgres:
-    """``initdb`` + ``pg_ctl`` into a temp dir, listening on a spare loopback port.
-
-    Runs as the ``postgres`` user when the tests run as root (initdb refuses root).
-    """
-
-    def __init__(self) -> None:
-        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-        bindir = Path(found[-1]).parent if found else None
-        if bindir is None and shutil.which("initdb"):
-            bindir = Path(shutil.which("initdb") or "").parent
-        if bindir is None or not (bindir / "pg_ctl").exists():
-            need_service("no initdb/pg_ctl to start a private PostgreSQL")
-        assert bindir is not None
-        self.bindir = bindir
-        self.prefix: list[str] = []
-        owner = None
-        if os.geteuid() == 0:
-            try:
-                owner = pwd.getpwnam("postgres")
-            except KeyError:
-                need_service("running as root and there is no postgres user for initdb")
-            if shutil.which("runuser") is None:
-                need_service("running as root and there is no runuser to run initdb as postgres")
-            self.prefix = ["runuser", "-u", "postgres", "--"]
-        self.port = free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="crawlq-pg-"))
-        self.data = self.dir / "data"
-        if owner is not None:
-            os.chown(self.dir, owner.pw_uid, owner.pw_gid)
-
-    @property
-    def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def _run(self, tool: str, *args: str) -> None:
-        done = subprocess.run(
-            [*self.prefix, str(self.bindir / tool), *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{tool} {' '.join(args)} exited {done.returncode}: {done.stderr}")
-
-    def init(self) -> None:
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
-
-    def start(self) -> None:
-        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} -c fsync=off"
-        log = str(self.dir / "server.log")
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
-
-    def stop(self, mode: str = "fast") -> None:
-        if (self.data / "postmaster.pid").exists():
-            self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
-
-    def cleanup(self) -> None:
-        pid_file = self.data / "postmaster.pid"
-        try:
-            self.stop("immediate")
-        except (RuntimeError, subprocess.TimeoutExpired):
-            if pid_file.exists():  # pg_ctl failed: end the postmaster by its PID
-                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
-            raise
-        finally:
-            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture

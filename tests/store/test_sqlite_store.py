@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import sqlite3
@@ -249,3 +250,32 @@ async def test_open_store_rejects_other_urls(url: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         await open_store(url)
     assert info.value.name == "store"
+
+
+async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    store = await SqliteStore.open(path)
+    await store.write(ResultBatch(pages=[page(1), page(2)]))
+    await store.close()
+    with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 1 looks like
+        db.execute("ALTER TABLE pages DROP COLUMN warc_file")
+        db.execute("ALTER TABLE pages DROP COLUMN warc_offset")
+        db.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
+    db.close()
+
+    store = await SqliteStore.open(path)
+    try:
+        assert [p.url async for p in store.pages()] == [page(1).url, page(2).url]
+        archived = dataclasses.replace(page(3), warc_file="a.warc.gz", warc_offset=9)
+        await store.write(ResultBatch(pages=[archived]))
+        assert [(p.warc_file, p.warc_offset) async for p in store.pages()] == [
+            (None, None),
+            (None, None),
+            ("a.warc.gz", 9),
+        ]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        version = db.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
+        assert version.fetchall() == [(str(SCHEMA_VERSION),)]
+    db.close()

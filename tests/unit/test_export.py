@@ -26,7 +26,7 @@ def fp(n: int) -> bytes:
 
 PAGES = [
     PageRecord(fp(1), "https://e.com/", "https://e.com/", 200, "text/html", 0, "Accueil · é", T0,
-               5120, 0.25, 1, None, "docs"),
+               5120, 0.25, 1, None, "docs", b"<html>", "crawlq-1.warc.gz", 1234),
     PageRecord(fp(2), "https://e.com/a", "https://e.com/b", 404, "", 1, None, T0 + 60, 0, 1.5, 2,
                "http_404", "docs"),
 ]  # fmt: skip
@@ -105,7 +105,7 @@ async def test_pages_jsonl_round_trip() -> None:
     rows = [json.loads(line) for line in lines]
     assert [list(row) for row in rows] == [
         ["url", "final_url", "status", "content_type", "depth", "title", "fetched_at", "size",
-         "elapsed_s", "attempt", "error", "spider", "fingerprint"]
+         "elapsed_s", "attempt", "error", "spider", "fingerprint", "warc_file", "warc_offset"]
     ] * 2  # fmt: skip
     for row, page in zip(rows, PAGES, strict=True):
         assert row == {
@@ -122,6 +122,8 @@ async def test_pages_jsonl_round_trip() -> None:
             "error": page.error,
             "spider": page.spider,
             "fingerprint": page.fingerprint.hex(),
+            "warc_file": page.warc_file,
+            "warc_offset": page.warc_offset,
         }
         parsed = datetime.strptime(row["fetched_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
         assert parsed.replace(tzinfo=UTC).timestamp() == pytest.approx(page.fetched_at, abs=1e-3)
@@ -133,11 +135,12 @@ async def test_pages_csv_header_and_rows() -> None:
     rows = list(csv.reader(io.StringIO(out.getvalue(), newline="")))
     assert rows[0] == [
         "url", "final_url", "status", "content_type", "depth", "title", "fetched_at", "size",
-        "elapsed_s", "attempt", "error", "spider", "fingerprint",
+        "elapsed_s", "attempt", "error", "spider", "fingerprint", "warc_file", "warc_offset",
     ]  # fmt: skip
     assert rows[1] == [
         "https://e.com/", "https://e.com/", "200", "text/html", "0", "Accueil · é",
         "2026-11-29T18:01:02.123Z", "5120", "0.25", "1", "", "docs", "01" * 20,
+        "crawlq-1.warc.gz", "1234",
     ]  # fmt: skip
     assert rows[2][5] == ""  # a None title is an empty cell
     assert rows[2][10] == "http_404"

@@ -19,6 +19,7 @@ __all__ = ["export"]
 
 What = Literal["pages", "items", "dead", "filtered"]
 Format = Literal["jsonl", "csv"]
+_PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 
 
 @click.command()
@@ -29,11 +30,23 @@ Format = Literal["jsonl", "csv"]
     default="pages",
     show_default=True,
 )
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--since", default=None, help="Only records at or after this ISO 8601 time.")
-def export(store: str, what: str, fmt: str, output: str | None, since: str | None) -> None:
-    """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE)."""
+@click.option(
+    "--body", is_flag=True, help="Pages: include the stored bodies (crawled with --store-body)."
+)
+def export(
+    store: str, what: str, fmt: str, output: str | None, since: str | None, body: bool
+) -> None:
+    """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE), or Parquet.
+
+    Parquet needs -o FILE and the parquet extra (pip install 'crawlq[parquet]').
+    """
+    if body and what != "pages":
+        raise click.UsageError("--body applies to --what pages only")
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet needs -o FILE")
     since_s = None
     if since is not None:
         try:
@@ -45,11 +58,16 @@ def export(store: str, what: str, fmt: str, output: str | None, since: str | Non
     if "://" not in store and not Path(store).is_file():
         raise click.BadParameter(f"no such store file: {store}", param_hint="--store")
     try:
-        with contextlib.ExitStack() as stack:
-            out: TextIO = sys.stdout
-            if output is not None:
-                out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
-            rows = asyncio.run(_export(store, cast(What, what), cast(Format, fmt), out, since_s))
+        if fmt == "parquet":
+            assert output is not None
+            rows = asyncio.run(_export_parquet(store, cast(What, what), output, since_s, body))
+        else:
+            with contextlib.ExitStack() as stack:
+                out: TextIO = sys.stdout
+                if output is not None:
+                    out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+                export_args = (cast(What, what), cast(Format, fmt), out, since_s, body)
+                rows = asyncio.run(_export(store, *export_args))
     except CrawlqError as exc:
         click.echo(f"crawlq: cannot export: {exc}", err=True)
         sys.exit(1)
@@ -61,9 +79,25 @@ def export(store: str, what: str, fmt: str, output: str | None, since: str | Non
         click.echo(f"wrote {rows} {what} rows to {output}", err=True)
 
 
-async def _export(store_url: str, what: What, fmt: Format, out: TextIO, since: float | None) -> int:
+async def _export(
+    store_url: str, what: What, fmt: Format, out: TextIO, since: float | None, body: bool
+) -> int:
     store = await open_store(store_url)
     try:
-        return await export_records(store, what, fmt, out, since=since)
+        return await export_records(store, what, fmt, out, since=since, with_body=body)
+    finally:
+        await store.close()
+
+
+async def _export_parquet(
+    store_url: str, what: What, path: str, since: float | None, body: bool
+) -> int:
+    try:
+        from crawlq.export_parquet import export_parquet
+    except ImportError as exc:
+        raise click.ClickException(f"{_PARQUET_EXTRA} ({exc})") from None
+    store = await open_store(store_url)
+    try:
+        return await export_parquet(store, what, path, since=since, with_body=body)
     finally:
         await store.close()

@@ -74,6 +74,26 @@ def job_options(f: F) -> F:
                 metavar="N",
                 help="Shared job: Bloom-filter dedup sized for N URLs (0.1% false positives).",
             ),
+            click.option(
+                "--store-body",
+                is_flag=True,
+                default=None,
+                help="Keep each page's body in the store (export it with --body).",
+            ),
+            click.option(
+                "--warc",
+                "warc_dir",
+                default=None,
+                metavar="DIR",
+                help="Archive every fetched page's request and response to WARC files in DIR.",
+            ),
+            click.option(
+                "--warc-max-size",
+                "warc_max_size_bytes",
+                default=None,
+                metavar="SIZE",
+                help="Start a new WARC file at this size (1GB, 500MiB, bytes) [1GB].",
+            ),
             click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         ],
     )
@@ -161,5 +181,5 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
 _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
-    "bloom_capacity",
+    "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes",
 }  # fmt: skip

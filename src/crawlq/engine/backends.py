@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crawlq.engine.job import bind_job
 from crawlq.engine.step import Deps
@@ -19,7 +20,10 @@ from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import Store, open_store
 
-__all__ = ["Backends", "assembled_worker", "open_backends"]
+if TYPE_CHECKING:
+    from crawlq.store.warc import WarcWriter
+
+__all__ = ["Backends", "assembled_worker", "open_backends", "open_warc"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,24 +110,60 @@ async def assembled_worker(
 ) -> AsyncIterator[Worker]:
     """A `Worker` wired to ``backends`` with its own fetcher and robots.txt cache.
 
-    The fetcher is closed on exit. Both engines' entry points (`crawlq.engine.crawl.Crawl`
-    and `crawlq.engine.service.WorkerService`) build their worker here.
+    The fetcher, and the WARC writer when ``warc_dir`` is set, are closed on exit. Both
+    engines' entry points (`crawlq.engine.crawl.Crawl` and
+    `crawlq.engine.service.WorkerService`) build their worker here.
+
+    Raises:
+        ConfigError: ``warc_dir`` is set but warcio is not installed (the message names the
+            ``warc`` extra).
+        StoreError: The WARC directory cannot be created.
     """
     s = backends.settings
-    async with Fetcher(
-        user_agent=s.user_agent,
-        timeout_s=s.timeout_s,
-        connect_timeout_s=s.connect_timeout_s,
-        max_body_bytes=s.max_body_bytes,
-        max_redirects=s.max_redirects,
-        max_connections=s.concurrency,
-    ) as fetcher:
+    async with contextlib.AsyncExitStack() as stack:
+        warc = await open_warc(s)
+        if warc is not None:
+            stack.push_async_callback(warc.close)
+        fetcher = await stack.enter_async_context(_fetcher(s))
         robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
-        deps = Deps(s, fetcher, robots, spider, scope, backends.frontier)
+        deps = Deps(s, fetcher, robots, spider, scope, backends.frontier, warc)
         yield Worker(
             backends.frontier,
             backends.store,
             deps,
             exit_when_done=exit_when_done,
             page_budget=page_budget,
+            flush_batch=s.flush_max_items,
+            flush_interval_s=s.flush_interval_s,
         )
+
+
+def _fetcher(s: Settings) -> Fetcher:
+    return Fetcher(
+        user_agent=s.user_agent,
+        timeout_s=s.timeout_s,
+        connect_timeout_s=s.connect_timeout_s,
+        max_body_bytes=s.max_body_bytes,
+        max_redirects=s.max_redirects,
+        max_connections=s.concurrency,
+    )
+
+
+async def open_warc(s: Settings) -> WarcWriter | None:
+    """The WARC writer of this process when ``s.warc_dir`` is set (else None); close it after.
+
+    Raises:
+        ConfigError: warcio is not installed; the message names the ``warc`` extra.
+        StoreError: The directory cannot be created or repaired.
+    """
+    if s.warc_dir is None:
+        return None
+    try:
+        from crawlq.store.warc import WarcWriter
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigError(
+            "warc_dir", f"WARC archiving needs warcio: pip install 'crawlq[warc]' ({exc})"
+        ) from exc
+    return await WarcWriter.open(
+        s.warc_dir, max_size_bytes=s.warc_max_size_bytes, software=f"crawlq ({s.user_agent})"
+    )

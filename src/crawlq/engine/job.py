@@ -41,6 +41,8 @@ JOB_FIELDS = (
     "max_redirects",
     "visibility_timeout_s",
     "store_body",
+    "warc_dir",
+    "warc_max_size_bytes",
     "spider",
     "store",
 )

@@ -14,9 +14,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from crawlq.errors import FetchError, InvalidURL
+from crawlq.errors import FetchError, InvalidURL, StoreError
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
@@ -28,9 +28,13 @@ from crawlq.settings import Settings
 from crawlq.spider import Response, Spider, SpiderError, run_callback
 from crawlq.urls import canonicalize
 
+if TYPE_CHECKING:
+    from crawlq.store.warc import WarcLocation, WarcWriter
+
 __all__ = ["Deps", "Kind", "Outcome", "process"]
 
 logger = logging.getLogger(__name__)
+
 
 EXTRA_DELIVERIES = 5
 """Deliveries beyond ``1 + max_retries`` after which a URL whose lease keeps expiring (its
@@ -89,6 +93,7 @@ class Deps:
         spider: The user's spider instance.
         scope: Which discovered links to follow.
         frontier: Used only to claim redirect targets.
+        warc: Where each fetched page's request and response are archived, or None.
     """
 
     settings: Settings
@@ -97,6 +102,7 @@ class Deps:
     spider: Spider
     scope: Scope
     frontier: Frontier
+    warc: WarcWriter | None = None
 
 
 async def process(lease: Lease, deps: Deps) -> Outcome:
@@ -221,6 +227,8 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
                     links.append(child)
                 else:
                     skipped[reason] += 1
+    fetched_at = time.time()
+    warc = None if deps.warc is None else await _archive(deps.warc, req, result, fetched_at)
     page = PageRecord(
         fingerprint=req.fingerprint,
         url=req.url,
@@ -229,13 +237,15 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         content_type=result.content_type,
         depth=req.depth,
         title=title,
-        fetched_at=time.time(),
+        fetched_at=fetched_at,
         size_bytes=len(result.body),
         elapsed_s=result.elapsed_s,
         attempt=lease.attempt,
         error=error,
         spider=spider.name,
         body=result.body if deps.settings.store_body else None,
+        warc_file=None if warc is None else warc.file,
+        warc_offset=None if warc is None else warc.offset,
     )
     return Outcome(lease, Kind.PAGE, page=page, items=items, links=links, skipped=skipped)
 
@@ -248,6 +258,17 @@ def _first_unserialisable(items: list[dict[str, Any]]) -> str | None:
         except (TypeError, ValueError) as exc:
             return str(exc)
     return None
+
+
+async def _archive(
+    warc: WarcWriter, req: CrawlRequest, result: FetchResult, fetched_at: float
+) -> WarcLocation | None:
+    """Write the page's WARC records; on failure (disk full) log it and store it unarchived."""
+    try:
+        return await warc.write(result, fetched_at=fetched_at)
+    except StoreError as exc:
+        logger.error("cannot archive %s, storing the page without WARC records: %s", req.url, exc)
+        return None
 
 
 def _dead(lease: Lease, reason: str, detail: str) -> Outcome:

@@ -402,7 +402,8 @@ class Worker:
                 failures += 1
                 delay = backoff_s(failures, 0.5, 30.0)
                 logger.warning(
-                    "store write of %d records failed (%s); keeping them, retrying in %.1fs",
+                    "store write of %d records failed (%s); keeping them and leasing nothing new,"
+                    " retrying in %.1fs",
                     len(batch),
                     exc,
                     delay,

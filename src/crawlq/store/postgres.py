@@ -60,6 +60,7 @@ from crawlq.store.base import (
     item_from_row,
     page_from_row,
 )
+from crawlq.store.postgres_schema import STEPS
 
 __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStore"]
 
@@ -80,84 +81,26 @@ _UNAVAILABLE_STATES = ("57P01", "57P02", "57P03", "53300")
 """SQLSTATEs meaning "the server cannot serve us now": admin/crash shutdown, starting up, too
 many connections (class 08, connection exceptions, is matched by prefix)."""
 
-# Version 1. Migration steps run once each, in order, so their DDL has no IF NOT EXISTS: a
-# table of the same name that crawlq did not make is an error, not silently adopted.
-_V1 = (
-    "CREATE TABLE store_meta (key text PRIMARY KEY, value text NOT NULL)",
-    # One row per settled fingerprint: the lock that serialises writers across the three kinds.
-    """CREATE TABLE outcomes (
-        fingerprint bytea PRIMARY KEY CHECK (octet_length(fingerprint) = 20),
-        kind        text NOT NULL CHECK (kind IN ('page', 'dead', 'filtered'))
-    )""",
-    """CREATE TABLE pages (
-        fingerprint  bytea PRIMARY KEY,
-        url          text NOT NULL,
-        final_url    text NOT NULL,
-        status       integer NOT NULL,
-        content_type text NOT NULL,
-        depth        integer NOT NULL,
-        title        text,
-        fetched_at   double precision NOT NULL,
-        size_bytes   bigint NOT NULL,
-        elapsed_s    double precision NOT NULL,
-        attempt      integer NOT NULL,
-        error        text,
-        spider       text NOT NULL,
-        body         bytea
-    )""",
-    "CREATE INDEX pages_fetched_at ON pages (fetched_at, fingerprint)",
-    "CREATE INDEX pages_status ON pages (status)",
-    """CREATE TABLE items (
-        fingerprint bytea NOT NULL,
-        idx         integer NOT NULL,
-        url         text NOT NULL,
-        spider      text NOT NULL,
-        data        jsonb NOT NULL,
-        created_at  double precision NOT NULL,
-        PRIMARY KEY (fingerprint, idx)
-    )""",
-    "CREATE INDEX items_created_at ON items (created_at, fingerprint, idx)",
-    """CREATE TABLE dead_letters (
-        fingerprint bytea PRIMARY KEY,
-        url         text NOT NULL,
-        reason      text NOT NULL,
-        detail      text NOT NULL,
-        attempts    integer NOT NULL,
-        depth       integer NOT NULL,
-        at          double precision NOT NULL
-    )""",
-    "CREATE INDEX dead_letters_at ON dead_letters (at, fingerprint)",
-    "CREATE INDEX dead_letters_reason ON dead_letters (reason)",
-    """CREATE TABLE filtered (
-        fingerprint bytea PRIMARY KEY,
-        url         text NOT NULL,
-        reason      text NOT NULL,
-        depth       integer NOT NULL,
-        at          double precision NOT NULL
-    )""",
-    "CREATE INDEX filtered_at ON filtered (at, fingerprint)",
-    "CREATE INDEX filtered_reason ON filtered (reason)",
-    "COMMENT ON TABLE outcomes IS 'crawlq: the one outcome of each request fingerprint'",
-    "COMMENT ON COLUMN pages.fetched_at IS 'Unix seconds'",
-    "COMMENT ON COLUMN items.created_at IS 'Unix seconds'",
-    "COMMENT ON COLUMN dead_letters.at IS 'Unix seconds'",
-    "COMMENT ON COLUMN filtered.at IS 'Unix seconds'",
-)
-
-
-async def _to_v1(conn: _Conn) -> None:
-    for statement in _V1:
-        await conn.execute(statement)
-
-
 Migration = Callable[[_Conn], Awaitable[None]]
 """One schema step: given a connection inside the migrating transaction, with ``search_path``
 set to the store's schema, bring the schema from version ``i`` to ``i + 1``."""
 
-MIGRATIONS: tuple[Migration, ...] = (_to_v1,)
-"""``MIGRATIONS[i]`` brings a schema at version ``i`` to ``i + 1``; version 0 is empty."""
 
-SCHEMA_VERSION = 1
+def _statements(statements: tuple[str, ...]) -> Migration:
+    """A migration step that runs ``statements`` in order."""
+
+    async def step(conn: _Conn) -> None:
+        for statement in statements:
+            await conn.execute(statement)
+
+    return step
+
+
+MIGRATIONS: tuple[Migration, ...] = tuple(_statements(step) for step in STEPS)
+"""``MIGRATIONS[i]`` brings a schema at version ``i`` to ``i + 1``; version 0 is empty. The
+DDL is in `crawlq.store.postgres_schema`."""
+
+SCHEMA_VERSION = len(STEPS)
 """Version of the schema this code reads and writes: ``len(MIGRATIONS)``."""
 
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -172,14 +115,15 @@ ON CONFLICT (fingerprint) DO UPDATE SET kind = excluded.kind
 WHERE outcomes.kind <> excluded.kind
 """  # a conflicting row is locked even when the WHERE leaves it unchanged
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
-    spider = excluded.spider, body = excluded.body
+    spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
+    warc_offset = excluded.warc_offset
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at)
@@ -317,7 +261,8 @@ class PostgresStore:
             StoreUnavailable: The server cannot be reached.
             StoreError: Any other PostgreSQL failure, or the store is closed.
         """
-        select_ = f"SELECT {_PAGE_COLUMNS}, {'body' if with_body else 'NULL::bytea'} FROM pages"
+        body = "body" if with_body else "NULL::bytea"
+        select_ = f"SELECT {_PAGE_COLUMNS}, {body}, warc_file, warc_offset FROM pages"
         first = f"{select_} WHERE fetched_at >= %s" if since is not None else select_
         later = f"{select_} WHERE (fetched_at, fingerprint) > (%s, %s)"
         order = " ORDER BY fetched_at, fingerprint LIMIT %s"
@@ -672,6 +617,8 @@ class _BatchRows:
                 _opt_text(p.error),
                 _text(p.spider),
                 p.body,
+                _opt_text(p.warc_file),
+                p.warc_offset,
             )
             for p in batch.pages
         )

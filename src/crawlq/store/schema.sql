@@ -1,4 +1,5 @@
--- crawlq result store, schema version 1 (see SCHEMA_VERSION in crawlq/store/sqlite.py).
+-- crawlq result store, schema version 2 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
+-- older files are migrated by the steps in _MIGRATIONS there).
 --
 -- These tables share one SQLite file with the frontier, whose tables are all prefixed
 -- `frontier_`. Every statement is idempotent (IF NOT EXISTS); the loader runs them inside one
@@ -26,7 +27,9 @@ CREATE TABLE IF NOT EXISTS pages (
     attempt      INTEGER NOT NULL,
     error        TEXT,
     spider       TEXT NOT NULL,
-    body         BLOB               -- NULL unless bodies are kept
+    body         BLOB,              -- NULL unless bodies are kept (store_body)
+    warc_file    TEXT,              -- WARC file of the response record (warc_dir), or NULL
+    warc_offset  INTEGER            -- its byte offset in warc_file, or NULL
 );
 -- Export order and the `since` filter (keyset pagination on fetched_at, fingerprint).
 CREATE INDEX IF NOT EXISTS pages_fetched_at ON pages (fetched_at, fingerprint);

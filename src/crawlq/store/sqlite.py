@@ -39,8 +39,16 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "ALTER TABLE pages ADD COLUMN warc_file TEXT",
+        "ALTER TABLE pages ADD COLUMN warc_offset INTEGER",
+    ),
+}
+"""``_MIGRATIONS[v]`` brings a file at schema version ``v`` to ``v + 1``."""
 
 _T = TypeVar("_T")
 _Row = tuple[Any, ...]
@@ -55,13 +63,15 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
-    spider = excluded.spider, body = excluded.body
+    spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
+    warc_offset = excluded.warc_offset
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -166,7 +176,8 @@ class SqliteStore:
             StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
             StoreError: Any other SQLite failure, or the store is closed.
         """
-        select = f"SELECT {_PAGE_COLUMNS}, {'body' if with_body else 'NULL'} FROM pages"
+        body = "body" if with_body else "NULL"
+        select = f"SELECT {_PAGE_COLUMNS}, {body}, warc_file, warc_offset FROM pages"
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
         first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
         later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
@@ -329,8 +340,15 @@ def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
                 f"store {path} has schema version {version}, newer than the {SCHEMA_VERSION} "
                 "this crawlq supports; upgrade crawlq or use another file"
             )
-        elif version < SCHEMA_VERSION:  # pragma: no cover - no older version exists yet
-            raise StoreError(f"store {path} has schema version {version}; no migration known")
+        elif version < SCHEMA_VERSION:
+            for step in range(version, SCHEMA_VERSION):
+                logger.info("store %s: migrating schema from version %d", path, step)
+                for statement in _MIGRATIONS[step]:
+                    conn.execute(statement)
+            conn.execute(
+                "UPDATE store_meta SET value = ? WHERE key = 'schema_version'",
+                (str(SCHEMA_VERSION),),
+            )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -384,6 +402,8 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.error,
             p.spider,
             p.body,
+            p.warc_file,
+            p.warc_offset,
         )
         for p in batch.pages
     ]
