@@ -264,6 +264,16 @@ async def test_blocked_lease_returns_when_the_last_lease_is_settled(
     assert (await f.stats()).pending == 0
 
 
+async def test_round_trips_count_backend_requests(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    before = f.round_trips
+    await f.push(reqs("a", "b", "c"))
+    leases = await f.lease(3, "w", VT)
+    await f.ack(leases)
+    # one push, at least one lease step, one ack: batching keeps it a handful, not per URL
+    assert 3 <= f.round_trips - before <= 8
+
+
 async def test_blocked_lease_times_out_empty(make_frontier: MakeFrontier) -> None:
     f = await make_frontier(clock=SystemClock())
     start = time.monotonic()

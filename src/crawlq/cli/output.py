@@ -110,6 +110,8 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
         f"filtered: {_reasons(s.filtered_by_reason)}",
         f"links not followed: {_reasons(c.skipped)}",
         f"retries: {c.retries}",
+        f"frontier round trips: {c.round_trips}"
+        + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
         f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "
         f"in flight: {report.frontier.in_flight}",
         f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",

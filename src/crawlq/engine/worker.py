@@ -54,6 +54,7 @@ class WorkerCounters:
         filtered: URLs skipped after leasing (robots.txt), by reason.
         skipped: Discovered links not followed, by scope reason (per occurrence).
         links: Discovered links pushed to the frontier (before dedup).
+        round_trips: Requests to the frontier's backend (`Frontier.round_trips`) in this run.
         started_s: `time.monotonic` at the start of `Worker.run`.
     """
 
@@ -64,6 +65,7 @@ class WorkerCounters:
     filtered: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     links: int = 0
+    round_trips: int = 0
     started_s: float = field(default_factory=time.monotonic)
 
 
@@ -161,6 +163,7 @@ class Worker:
                 schema too new, a dropped table); the unwritten results' leases are released.
         """
         self.counters = WorkerCounters()
+        round_trips_before = self.frontier.round_trips
         background = [
             asyncio.create_task(self._flush_loop(), name="crawlq-flush"),
             asyncio.create_task(self._renew_loop(), name="crawlq-renew"),
@@ -183,6 +186,7 @@ class Worker:
                 released = await self._retrying("release", lambda: self.frontier.release(held))
                 logger.info("released %d leases back to the queue", released)
                 self._held.clear()
+            self.counters.round_trips = self.frontier.round_trips - round_trips_before
         if self._fatal is not None:
             raise self._fatal
 

@@ -112,6 +112,11 @@ class Frontier(Protocol):
     """Politeness of hosts without an override (`set_host_policy`); assignable, e.g. once the
     job's settings are known."""
 
+    round_trips: int
+    """Requests this client has made to its backend so far: Redis network round trips (a
+    pipeline or a script counts once), or steps on the SQLite thread. Workers report it per
+    page, the figure that batching keeps low."""
+
     async def push(self, requests: Sequence[CrawlRequest]) -> int:
         """Queue the requests whose fingerprints were never seen.
 

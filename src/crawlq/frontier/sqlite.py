@@ -58,6 +58,7 @@ class SqliteFrontier:
     ) -> None:
         self.path = Path(path)
         self.default_policy = default_policy
+        self.round_trips = 0
         self.clock: Clock = clock or SystemClock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawlq-frontier")
         self._conn: sqlite3.Connection | None = None
@@ -95,6 +96,7 @@ class SqliteFrontier:
 
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         loop = asyncio.get_running_loop()
+        self.round_trips += 1
         return await loop.run_in_executor(self._executor, fn, *args)
 
     def _db(self) -> sqlite3.Connection:

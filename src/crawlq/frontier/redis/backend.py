@@ -131,6 +131,7 @@ class RedisFrontier:
         self.keys = Keyspace(job)
         self.job = job
         self.default_policy = default_policy
+        self.round_trips = 0
         self.clock: Clock = clock or SystemClock()
         self.bloom = bloom
         self._claim_pending: set[str] = set()
@@ -193,6 +194,7 @@ class RedisFrontier:
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
         """Run one Redis operation, turning connection failures into FrontierUnavailable."""
+        self.round_trips += 1
         try:
             return await op()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
