@@ -5,6 +5,8 @@ delays, dropped connections, truncated bodies, redirects, robots.txt, encodings)
 manner of Scrapy's mock server. `make_static_app` serves a directory of files. Run either
 in-loop with ``aiohttp.test_utils.TestServer`` or in a background thread with
 `ServerThread`. `RequestLog` records every request for politeness assertions.
+`SyntheticServer` serves a `SyntheticSite` of N pages generated per request (for benchmarks
+and large crawls) on one or several loopback hosts.
 
 Everything here binds loopback addresses only.
 """
@@ -21,6 +23,7 @@ from crawlq.testing.server import (
 )
 from crawlq.testing.site import generate_site
 from crawlq.testing.static import make_static_app, unpack_corpus
+from crawlq.testing.synthetic import SyntheticServer, SyntheticSite
 from crawlq.testing.thread import ServerThread
 
 __all__ = [
@@ -30,6 +33,8 @@ __all__ = [
     "LoggedRequest",
     "RequestLog",
     "ServerThread",
+    "SyntheticServer",
+    "SyntheticSite",
     "fault_state",
     "generate_site",
     "make_fault_app",

@@ -1,0 +1,353 @@
+"""Shared pieces of the benchmarks: loopback servers, measured runs, Redis probes, summaries.
+
+Run by hand through the bench scripts; never part of the test suite. Every server and process
+started here binds loopback only and is stopped by its PID.
+
+How things are measured:
+
+- **CPU s**: user + system seconds of the measured process and every descendant it reaped
+  (``os.wait4`` returns the child's ``RUSAGE_BOTH``: itself plus its waited-for children), so
+  ``crawlq --processes 2`` counts both workers.
+- **peak RSS, one process**: ``ru_maxrss`` from the same ``wait4``, the largest peak of any
+  single process in the tree (exact, kernel-kept).
+- **peak RSS, tree**: the largest sum of ``VmRSS`` over the process and its descendants, sampled
+  from ``/proc`` every 0.1 s (may miss a spike shorter than that).
+- **other load**: busy CPU of the whole machine during the run (``/proc/stat``) minus the
+  crawler's, the server's and Redis's, in cores (CPU s / wall s): work of other users of the
+  machine, plus this harness's own sampling. Runs with a high value were slowed by others.
+- **Redis CPU s**: delta of ``used_cpu_user + used_cpu_sys`` from ``INFO cpu`` (the whole
+  server: other clients' work on the same Redis counts too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "postgresql-15-docs.tar.gz"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
+
+
+def crawlq_command() -> list[str]:
+    """The installed ``crawlq`` console script next to this Python, else ``python -m crawlq``."""
+    script = Path(sys.executable).parent / "crawlq"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "crawlq"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, host: str = "127.0.0.1", timeout_s: float = 15.0) -> None:
+    """Block until ``host:port`` accepts connections.
+
+    Raises:
+        RuntimeError: Nothing listens there after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"server on {host}:{port} did not start within {timeout_s} s")
+
+
+def _proc_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, utime+stime ticks, rss pages) for every process in /proc."""
+    table = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        table[int(stat.parent.name)] = (
+            int(fields[1]),
+            int(fields[11]) + int(fields[12]),
+            int(fields[21]),
+        )
+    return table
+
+
+def _tree(table: dict[int, tuple[int, int, int]], root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy (all cores, all processes) since boot."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / _TICKS
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + sys) used so far by the live process ``root`` and its descendants."""
+    table = _proc_table()
+    return sum(table[p][1] for p in _tree(table, root)) / _TICKS
+
+
+@dataclass
+class Run:
+    """One measured process run (see the module docstring for how each number is taken)."""
+
+    returncode: int
+    wall_s: float
+    cpu_s: float
+    max_rss_mb: float
+    tree_rss_mb: float
+    machine_busy_s: float  # busy CPU of the whole machine during the run, every process
+    stdout: str
+    stderr: str
+
+
+def run_measured(
+    cmd: Sequence[str], workdir: Path, name: str, env: dict[str, str] | None = None
+) -> Run:
+    """Run ``cmd`` to completion, measuring wall time, CPU and memory of its process tree.
+
+    Output goes to ``workdir/name.out`` and ``.err`` (never a pipe, so a chatty process
+    cannot block) and is returned as text.
+    """
+    out_path, err_path = workdir / f"{name}.out", workdir / f"{name}.err"
+    with out_path.open("w") as out, err_path.open("w") as err:
+        busy = machine_busy_s()
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        peak_tree = 0.0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            table = _proc_table()
+            rss = sum(table[p][2] for p in _tree(table, proc.pid)) * _PAGE_KB / 1024
+            peak_tree = max(peak_tree, rss)
+            time.sleep(0.1)
+        wall = time.perf_counter() - start
+        busy = machine_busy_s() - busy
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Run(
+        returncode=proc.returncode,
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        max_rss_mb=usage.ru_maxrss / 1024,
+        tree_rss_mb=max(peak_tree, usage.ru_maxrss / 1024),
+        machine_busy_s=busy,
+        stdout=out_path.read_text(),
+        stderr=err_path.read_text(),
+    )
+
+
+class ServerProcess:
+    """A server subprocess on loopback, stopped with SIGTERM by its PID."""
+
+    kind = "server"
+
+    def __init__(self, cmd: Sequence[str], port: int, log: Path, url: str) -> None:
+        self.url = url
+        with log.open("w") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            wait_for_port(port)
+        except RuntimeError:
+            self.stop()
+            raise RuntimeError(f"{cmd[0]} did not start: {log.read_text()[-2000:]}") from None
+        self.port = port
+
+    def cpu_s(self) -> float:
+        """CPU seconds used so far by the server and its worker processes."""
+        return tree_cpu_s(self.proc.pid)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 10 s)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class CorpusServer(ServerProcess):
+    """The corpus on 127.0.0.1: nginx if installed (own config, pid and logs), else aiohttp."""
+
+    def __init__(self, corpus: Path, workdir: Path, force_aiohttp: bool = False) -> None:
+        port = free_port()
+        nginx = None if force_aiohttp else shutil.which("nginx") or _sbin("nginx")
+        if nginx:
+            from crawlq.testing.static import unpack_corpus
+
+            root = unpack_corpus(corpus, workdir / "site")
+            workdir.chmod(0o755)  # nginx's workers may run as another user
+            conf = workdir / "nginx.conf"
+            conf.write_text(
+                f"worker_processes 1; pid {workdir}/nginx.pid; error_log {workdir}/error.log;\n"
+                "events { worker_connections 1024; }\n"
+                "http { include /etc/nginx/mime.types; access_log off; sendfile on;\n"
+                "  keepalive_requests 100000;\n"
+                f"  client_body_temp_path {workdir}/tmp; proxy_temp_path {workdir}/tmp;\n"
+                f"  fastcgi_temp_path {workdir}/tmp; uwsgi_temp_path {workdir}/tmp;\n"
+                f"  scgi_temp_path {workdir}/tmp;\n"
+                f"  server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n"
+            )
+            cmd = [nginx, "-c", str(conf), "-p", str(workdir), "-g", "daemon off;"]
+            self.kind = f"nginx ({nginx})"
+        else:
+            cmd = [*crawlq_command(), "serve", str(corpus), "--port", str(port)]
+            self.kind = "aiohttp (crawlq serve)"
+        super().__init__(cmd, port, workdir / "server.log", f"http://127.0.0.1:{port}/index.html")
+
+
+class SyntheticServerProcess(ServerProcess):
+    """`crawlq.testing.synthetic` served by ``bench/serve_synthetic.py`` in its own process."""
+
+    def __init__(self, n_pages: int, hosts: int, workdir: Path, seed: int = 1) -> None:
+        port = free_port()
+        cmd = [sys.executable, str(REPO / "bench" / "serve_synthetic.py"), str(n_pages)]
+        cmd += ["--hosts", str(hosts), "--port", str(port), "--seed", str(seed)]
+        log = workdir / f"synthetic-{n_pages}-{hosts}.log"
+        super().__init__(cmd, port, log, f"http://127.0.0.1:{port}/")
+        self.kind = f"synthetic server ({n_pages} pages, {hosts} host(s), asyncio)"
+        self.n_pages = n_pages
+        self.hosts = [f"127.0.0.{k + 1}" for k in range(hosts)]
+
+
+def _sbin(name: str) -> str | None:
+    path = Path("/usr/sbin") / name
+    return str(path) if path.exists() else None
+
+
+class RedisProbe:
+    """CPU and command counters of one Redis server, and clean-up of crawlq job keys."""
+
+    def __init__(self, url: str) -> None:
+        import redis  # the bench's own dependency; crawlq confines redis to its frontier
+
+        self.url = url
+        self.client = redis.Redis.from_url(url)
+        self.version = str(self.client.info("server")["redis_version"])
+
+    def counters(self) -> tuple[float, int]:
+        """(CPU seconds, commands processed) of the server so far."""
+        cpu = self.client.info("cpu")
+        stats = self.client.info("stats")
+        used = float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+        return used, int(stats["total_commands_processed"])
+
+    def delete_job(self, job: str) -> int:
+        """Delete every key of ``job`` (``crawlq:{job}:*``); returns how many."""
+        keys = list(self.client.scan_iter(match=f"crawlq:{{{job}}}:*", count=1000))
+        if keys:
+            self.client.unlink(*keys)
+        return len(keys)
+
+    def delete_queue(self, broker_url: str, queue: str) -> int:
+        """Delete a Celery queue's keys (every priority step, its bindings) on a Redis broker.
+
+        Also deletes kombu's shared ``_kombu.binding_deadlines`` (the broadcast queues' expiry
+        times), so only call it on a broker DB that the benchmark owns.
+        """
+        import redis
+
+        client = redis.Redis.from_url(broker_url)
+        try:
+            keys = [*client.scan_iter(match=f"{queue}*", count=1000)]
+            keys += client.scan_iter(match=f"_kombu.binding*.{queue}", count=1000)
+            keys += client.scan_iter(match="_kombu.binding_deadlines")
+            return int(client.unlink(*keys)) if keys else 0
+        finally:
+            client.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.client.close()
+
+
+def exported_pages(store: Path, workdir: Path) -> tuple[int, int]:
+    """(page records, distinct URLs) in a crawlq store, via ``crawlq export --what pages``."""
+    out = workdir / f"{store.name}.pages.jsonl"
+    cmd = [*crawlq_command(), "export", "--store", str(store), "--what", "pages", "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return jsonl_counts(out, "url")
+
+
+def jsonl_counts(path: Path, key: str) -> tuple[int, int]:
+    """(lines, distinct values of ``key``) in a JSON Lines file (0, 0 if it does not exist)."""
+    if not path.exists():
+        return 0, 0
+    lines = 0
+    seen = set()
+    with path.open() as f:
+        for line in f:
+            if line.strip():
+                lines += 1
+                seen.add(json.loads(line)[key])
+    return lines, len(seen)
+
+
+def summary(values: Sequence[float], fmt: str = ".2f") -> str:
+    """``median [min-max]`` of ``values`` (``-`` when empty)."""
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    return f"{med:{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the packages the benchmark compares."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0]}
+    for dist in ("crawlq", "scrapy", "aiohttp", "selectolax", "redis"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def git_state() -> str:
+    """``<commit>`` plus ``+ uncommitted changes`` when the work tree is dirty."""
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "log", "-1", "--format=%h"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return head + (" + uncommitted changes" if dirty else " (clean tree)")
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Print a Markdown table."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")

@@ -1,0 +1,97 @@
+"""Printing the benchmarks' results: one line per run, then Markdown summary and ratio tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from _crawlers import Result
+from _harness import print_table, summary
+
+Round = dict[str, Result]
+
+
+def print_run(label: str, r: Result) -> None:
+    """One line for one run, INVALID and the reason when it does not count."""
+    redis = "" if r.redis_cpu_s is None else f" redis cpu {r.redis_cpu_s:.2f}s"
+    if "redis_cmds_per_page" in r.extra:  # every command Redis ran, inside Lua scripts too
+        redis += f" ({r.extra['redis_cmds_per_page']:.1f} cmds/page)"
+    crawl = "" if r.crawl_s is None else f" (crawl {r.crawl_s:.2f}s)"
+    print(
+        f"{label} {r.row:18} {r.pages:6d} pages {r.run.wall_s:6.2f}s{crawl} "
+        f"{r.pages_per_s:6.0f} p/s cpu {r.run.cpu_s:5.2f}s rss {r.run.max_rss_mb:4.0f} MB "
+        f"(tree {r.run.tree_rss_mb:4.0f}){redis} server cpu {r.server_cpu_s:.2f}s "
+        f"other load {r.other_load:.2f}"
+        + ("" if r.valid else f" INVALID ({r.note})")
+        + (f" [{r.note}]" if r.valid and r.note else ""),
+        flush=True,
+    )
+
+
+def summary_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
+    """Per row: valid runs and median [min-max] of each metric over the valid runs."""
+    header = ["row", "valid", "pages/s", "wall s", "in-crawl pages/s", "CPU s", "peak RSS MB"]
+    header += ["tree RSS MB", "Redis CPU s", "server CPU s", "other load"]
+    rows = []
+    for name in names:
+        ok = [rnd[name] for rnd in rounds if name in rnd and rnd[name].valid]
+        in_crawl = [r.pages / r.crawl_s for r in ok if r.crawl_s]
+        redis = [r.redis_cpu_s for r in ok if r.redis_cpu_s is not None]
+        rows.append(
+            [
+                name,
+                f"{len(ok)}/{sum(name in rnd for rnd in rounds)}",
+                summary([r.pages_per_s for r in ok], ".0f"),
+                summary([r.run.wall_s for r in ok]),
+                summary(in_crawl, ".0f"),
+                summary([r.run.cpu_s for r in ok]),
+                summary([r.run.max_rss_mb for r in ok], ".0f"),
+                summary([r.run.tree_rss_mb for r in ok], ".0f"),
+                summary(redis),
+                summary([r.server_cpu_s for r in ok]),
+                summary([r.other_load for r in ok]),
+            ]
+        )
+    print_table(header, rows)
+
+
+def ratio_table(rounds: Sequence[Round], pairs: Sequence[tuple[str, str]]) -> None:
+    """Row A over row B, in pages/s and in pages per CPU second, taken within each round.
+
+    Only rounds where both runs are valid count. Pages per CPU second is the steadier of the
+    two when other work shares the machine.
+    """
+    out = []
+    for mine, base in pairs:
+        both = [
+            (rnd[mine], rnd[base])
+            for rnd in rounds
+            if mine in rnd and base in rnd and rnd[mine].valid and rnd[base].valid
+        ]
+        if any(mine in rnd and base in rnd for rnd in rounds):
+            speed = [a.pages_per_s / b.pages_per_s for a, b in both]
+            thrift = [a.pages_per_cpu_s / b.pages_per_cpu_s for a, b in both]
+            out.append([f"{mine} / {base}", summary(speed), summary(thrift), str(len(both))])
+    if out:
+        print("\nratios, pair by pair within each round: median [min-max]\n")
+        print_table(["ratio", "pages/s", "pages per CPU s", "pairs"], out)
+
+
+def write_json(path: Path, info: dict[str, Any], rounds: Sequence[tuple[str, Round]]) -> None:
+    """Every run (output text left out) with the run's label, as JSON."""
+    runs = []
+    for label, rnd in rounds:
+        for r in rnd.values():
+            record = asdict(r) | {
+                "label": label,
+                "pages_per_s": r.pages_per_s,
+                "pages_per_cpu_s": r.pages_per_cpu_s,
+                "other_load": r.other_load,
+            }
+            record["run"].pop("stdout")
+            record["run"].pop("stderr")
+            runs.append(record)
+    path.write_text(json.dumps({"info": info, "runs": runs}, indent=1))

@@ -1,0 +1,90 @@
+"""Benchmark: crawlq (embedded; Redis, 1 and 2 processes) against Scrapy and a bare loop.
+
+    python bench/compare.py [--rounds 3] [--corpus PATH.tar.gz] [--rows embedded redis1 ...]
+
+Unpacks the corpus (default: the PostgreSQL 15 manual, 1,169 pages reachable from
+index.html), serves it on 127.0.0.1 with nginx when installed (own config, port, pid and logs
+in a temp dir) else with ``crawlq serve`` (aiohttp), then runs the rows in alternation, round
+after round (A B C … A B C …), each as its own process tree with concurrency 16 and politeness
+off. Prints each run, then per row the median [min-max] of every metric over the valid runs,
+and the pages/s ratios crawlq/Scrapy and crawlq/bare loop taken pair by pair within a round.
+A run that does not store exactly the expected distinct pages is shown as INVALID and not
+counted. Run by hand; never part of the test suite. See README.md for the columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from _crawlers import ROW_CHOICES, Target, celery_engine_available, make_rows, row_name, run_round
+from _harness import (
+    DEFAULT_CORPUS,
+    DEFAULT_REDIS,
+    CorpusServer,
+    RedisProbe,
+    git_state,
+    versions,
+)
+from _report import Round, print_run, ratio_table, summary_table, write_json
+
+BASELINES = ("scrapy", "bare loop")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--expect", type=int, default=1169, help="reachable pages (1,169)")
+    parser.add_argument("--redis", default=DEFAULT_REDIS, help="Redis for the redis rows")
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        default=list(ROW_CHOICES),
+        type=row_name,
+        help="rows, in order: embedded, redisP (P processes), celery, scrapy, bare",
+    )
+    parser.add_argument("--aiohttp", action="store_true", help="serve with aiohttp, not nginx")
+    parser.add_argument("--json", type=Path, help="also write every run to this JSON file")
+    args = parser.parse_args()
+    names = list(args.rows)
+    celery_note = ""
+    if "celery" in names and not celery_engine_available():
+        names.remove("celery")
+        celery_note = "celery row: skipped (`crawlq crawl --engine celery` does not exist yet)"
+    needs_redis = any(r.startswith(("redis", "celery")) for r in names)
+    probe = RedisProbe(args.redis) if needs_redis else None
+    rows = make_rows(names, probe)
+    info = versions() | {"redis-server": probe.version if probe else "-", "git": git_state()}
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}  "
+        + "  ".join(f"{k} {v}" for k, v in info.items())
+    )
+    if celery_note:
+        print(celery_note)
+    rounds: list[Round] = []
+    with tempfile.TemporaryDirectory(prefix="crawlq-compare-") as tmp:
+        work = Path(tmp)
+        server = CorpusServer(args.corpus, work, force_aiohttp=args.aiohttp)
+        print(f"server: {server.kind} at {server.url}; rows: {', '.join(rows)}", flush=True)
+        target = Target(server.url, ["127.0.0.1"], args.expect)
+        try:
+            for i in range(args.rounds):
+                rounds.append(run_round(rows, target, server, work, f"round {i}", print_run))
+        finally:
+            server.stop()
+            if probe:
+                probe.close()
+    print()
+    summary_table(rounds, list(rows))
+    pairs = [(m, b) for m in rows if m.startswith("crawlq") for b in BASELINES if b in rows]
+    ratio_table(rounds, pairs)
+    print(f"\ngit at start: {info['git']}; at end: {git_state()}")
+    if args.json:
+        write_json(args.json, info, [(f"round {i}", rnd) for i, rnd in enumerate(rounds)])
+
+
+if __name__ == "__main__":
+    main()
