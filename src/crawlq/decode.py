@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import codecs
 
-import charset_normalizer
 from w3lib.encoding import html_to_unicode, http_content_type_encoding
 
 __all__ = ["decode_body", "detect_encoding", "media_type"]
@@ -57,6 +56,8 @@ def detect_encoding(body: bytes) -> str | None:
         pass
     else:
         return "utf-8"
+    import charset_normalizer  # only for bodies that are not UTF-8: most are
+
     best = charset_normalizer.from_bytes(body[:_DETECT_SAMPLE_BYTES]).best()
     if best is None:
         return None

@@ -18,8 +18,6 @@ from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import urljoin, urlsplit
 
-from w3lib.url import canonicalize_url, safe_url_string
-
 from crawlq.errors import InvalidURL
 
 __all__ = [
@@ -97,6 +95,8 @@ def _normalize_general(url: str, raw: str) -> str:
         raise
     except ValueError as exc:
         raise InvalidURL(url, str(exc)) from exc
+    from w3lib.url import safe_url_string  # imported here: plain URLs never get this far
+
     safe = safe_url_string(raw)
     hash_at = safe.find("#")
     if hash_at >= 0:
@@ -120,6 +120,8 @@ def canonicalize(url: str) -> str:
     """
     if "/." not in url and _is_plain(_CANONICAL_URL.fullmatch(url)):
         return url  # nothing to sort, unquote or resolve (see _CANONICAL_URL)
+    from w3lib.url import canonicalize_url
+
     return canonicalize_url(url, keep_fragments=False)
 
 

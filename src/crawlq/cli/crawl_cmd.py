@@ -16,7 +16,7 @@ from crawlq.cli.options import (
     output_options,
     process_options,
 )
-from crawlq.cli.output import configure_logging, print_summary, stderr_console
+from crawlq.cli.output import configure_logging, print_summary, terminal_console
 from crawlq.cli.running import Runner, run_in_foreground
 from crawlq.engine import Crawl
 from crawlq.engine.service import MultiProcessCrawl
@@ -50,7 +50,7 @@ def crawl(
     finished (or stopped at --max-pages), 1 when it could not start or was interrupted,
     2 for bad options or seed URLs.
     """
-    console = stderr_console()
+    console = terminal_console()
     configure_logging(-1 if quiet else verbose, console)
     processes = options["processes"]
     try:
@@ -75,7 +75,7 @@ def crawl(
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        show = console if not quiet and console.is_terminal else None
+        show = console if not quiet else None
         report = asyncio.run(run_in_foreground(runner, show))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None

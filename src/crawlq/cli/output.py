@@ -1,6 +1,7 @@
 """Terminal output for the CLI: logging setup, the live progress display, the summary.
 
-The only module that imports rich.
+The only module that imports rich, and only when there is a terminal to draw on (or a
+status table to print): a crawl whose stderr is a file or a pipe starts without it.
 """
 
 from __future__ import annotations
@@ -8,14 +9,13 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
-
-from rich.console import Console
-from rich.live import Live
-from rich.logging import RichHandler
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, TextIO
 
 from crawlq.engine import CrawlReport, Progress
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = [
     "ProgressDisplay",
@@ -23,23 +23,34 @@ __all__ = [
     "print_summary",
     "status_table",
     "stderr_console",
+    "terminal_console",
 ]
 
 _LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}
 
 
 def stderr_console() -> Console:
-    """The console that progress and logs share (stderr)."""
+    """A rich console on stderr."""
+    from rich.console import Console
+
     return Console(stderr=True)
 
 
-def configure_logging(verbosity: int, console: Console) -> None:
-    """Send crawlq's log records to ``console`` at a level chosen by ``verbosity``.
+def terminal_console() -> Console | None:
+    """The console that progress and logs share when stderr is a terminal, else None."""
+    return stderr_console() if sys.stderr.isatty() else None
+
+
+def configure_logging(verbosity: int, console: Console | None) -> None:
+    """Send crawlq's log records to stderr at a level chosen by ``verbosity``.
 
     -1 (quiet): errors only; 0: warnings; 1: one line per fetched URL; 2 or more: debug.
+    Through ``console`` (rich) on a terminal; as plain timestamped lines when it is None.
     """
     level = _LEVELS.get(verbosity, logging.DEBUG)
-    if console.is_terminal:
+    if console is not None and console.is_terminal:
+        from rich.logging import RichHandler
+
         handler: logging.Handler = RichHandler(
             console=console, show_path=False, rich_tracebacks=False, markup=False
         )
@@ -57,6 +68,8 @@ class ProgressDisplay:
     """A live table on the terminal (stderr), refreshed by `update`."""
 
     def __init__(self, console: Console) -> None:
+        from rich.live import Live
+
         self._live = Live(console=console, auto_refresh=False, transient=True)
 
     def __enter__(self) -> ProgressDisplay:
@@ -68,6 +81,8 @@ class ProgressDisplay:
 
     def update(self, p: Progress) -> None:
         """Redraw with a new snapshot."""
+        from rich.table import Table
+
         f, c = p.frontier, p.counters
         table = Table.grid(padding=(0, 2))
         for _ in range(7):
@@ -121,6 +136,8 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
 
 def status_table(report: Mapping[str, Any]) -> Table:
     """The ``crawlq status`` report as a table (see `crawlq.cli.status_cmd`)."""
+    from rich.table import Table
+
     table = Table(title=f"job {report['job']}", show_header=False, box=None)
     table.add_column(justify="right", style="bold")
     table.add_column()

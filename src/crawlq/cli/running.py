@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import click
-from rich.console import Console
 
 from crawlq.cli.output import ProgressDisplay
 from crawlq.engine import CrawlReport, Progress
 from crawlq.errors import CrawlqError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["Runner", "run_in_foreground"]
 

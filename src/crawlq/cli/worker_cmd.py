@@ -15,7 +15,7 @@ from crawlq.cli.options import (
     output_options,
     process_options,
 )
-from crawlq.cli.output import configure_logging, print_summary, stderr_console
+from crawlq.cli.output import configure_logging, print_summary, terminal_console
 from crawlq.cli.running import run_in_foreground
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.service import WorkerService
@@ -42,7 +42,7 @@ def worker(quiet: bool, verbose: int, exit_when_done: bool, **options: Any) -> N
     idle worker waits for new work (no polling) until SIGINT/SIGTERM, which finish in-flight
     requests first. --processes P starts P such workers on this machine.
     """
-    console = stderr_console()
+    console = terminal_console()
     configure_logging(-1 if quiet else verbose, console)
     processes = 1 if options["processes"] is None else options["processes"]
     if processes < 1:
@@ -52,7 +52,7 @@ def worker(quiet: bool, verbose: int, exit_when_done: bool, **options: Any) -> N
         sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes))
     try:
         service = WorkerService(settings, exit_when_done=exit_when_done)
-        show = console if not quiet and console.is_terminal else None
+        show = console if not quiet else None
         report = asyncio.run(run_in_foreground(service, show))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
