@@ -117,6 +117,9 @@ class Fetcher:
         max_body_bytes: Largest body accepted, in bytes, after content decoding.
         max_redirects: Redirects followed per fetch before `TooManyRedirects`.
         max_connections: Connections open at once across all hosts.
+        record_exchanges: Keep each response's status line and raw headers, and the request
+            headers sent, in `FetchResult.exchange` (for WARC archives); off by default, as
+            it costs time on every fetch.
 
     Raises:
         ValueError: A limit is not positive (``max_redirects`` may be 0).
@@ -131,6 +134,7 @@ class Fetcher:
         max_body_bytes: int = 10 * 1024 * 1024,
         max_redirects: int = 10,
         max_connections: int = 100,
+        record_exchanges: bool = False,
     ) -> None:
         if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
             raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
@@ -142,6 +146,7 @@ class Fetcher:
         self._max_body_bytes = max_body_bytes
         self._max_redirects = max_redirects
         self._max_connections = max_connections
+        self._record_exchanges = record_exchanges
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Fetcher:
@@ -290,7 +295,8 @@ class Fetcher:
                 has_body = method != "HEAD" and status not in _NO_BODY_STATUSES
                 limit = attempt.truncate_body_bytes
                 data = await self._read_body(resp, url, limit) if has_body else b""
-                return _Hop(status, resp_headers, data, None, _raw_exchange(attempt, resp))
+                exchange = _raw_exchange(attempt, resp) if self._record_exchanges else None
+                return _Hop(status, resp_headers, data, None, exchange)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _classify(url, current if attempt.redirects else None, exc) from exc
 

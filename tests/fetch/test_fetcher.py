@@ -83,6 +83,15 @@ async def test_html_page(fetcher: Fetcher, base: str) -> None:
     assert 0 < result.elapsed_s < 2
 
 
+async def test_raw_exchange_is_kept_only_when_asked(fetcher: Fetcher, base: str) -> None:
+    assert (await fetcher.fetch(f"{base}/page/3")).exchange is None
+    async with Fetcher(user_agent=UA, record_exchanges=True) as recording:
+        exchange = (await recording.fetch(f"{base}/page/3")).exchange
+    assert exchange is not None
+    assert exchange.method == "GET"
+    assert ("User-Agent", UA) in exchange.request_headers
+
+
 async def test_headers_lower_cased_and_repeats_joined(fetcher: Fetcher, base: str) -> None:
     result = await fetcher.fetch(f"{base}/status/200?h=X-Test:one&h=X-Test:two&h=X-Other:3")
     assert result.headers["x-test"] == "one, two"

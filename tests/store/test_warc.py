@@ -64,7 +64,7 @@ def read_record(path: Path, offset: int) -> tuple[str, str, bytes, list[tuple[st
 
 
 async def fetch_all(base: str, paths: list[str]) -> list[FetchResult]:
-    async with Fetcher(user_agent="crawlq-test") as fetcher:
+    async with Fetcher(user_agent="crawlq-test", record_exchanges=True) as fetcher:
         return [await fetcher.fetch(base + path) for path in paths]
 
 

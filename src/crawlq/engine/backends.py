@@ -146,6 +146,7 @@ def _fetcher(s: Settings) -> Fetcher:
         max_body_bytes=s.max_body_bytes,
         max_redirects=s.max_redirects,
         max_connections=s.concurrency,
+        record_exchanges=s.warc_dir is not None,
     )
 
 
