@@ -17,7 +17,7 @@ __all__ = ["KnownFingerprints"]
 
 
 class KnownFingerprints:
-    """Two generations of fingerprint sets, holding between ``capacity`` and 2x of them.
+    """Two generations of fingerprint sets, holding up to 2x ``capacity`` of them (~3 MiB).
 
     When the young generation reaches ``capacity`` it becomes the old one and the previous
     old one is dropped, so memory stays bounded (about 100 bytes per entry) while recently
@@ -30,7 +30,7 @@ class KnownFingerprints:
         ValueError: ``capacity`` is less than 1.
     """
 
-    def __init__(self, capacity: int = 65536) -> None:
+    def __init__(self, capacity: int = 16384) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self.capacity = capacity
