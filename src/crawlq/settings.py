@@ -160,6 +160,18 @@ class Settings:
     bloom_error_rate: float = 0.001
     """False-positive rate of the Bloom filter at ``bloom_capacity`` URLs (0 < p < 1)."""
 
+    broker_url: str | None = None
+    """Celery engine: the broker, ``redis://host:port/db`` or ``amqp://user:pass@host:port/vhost``
+    (see `crawlq.celery`). Its dedup and politeness state lives in ``frontier`` (default: the
+    broker itself when it is Redis)."""
+
+    celery_queue: str = "crawlq"
+    """Celery engine: the queue (and exchange and routing key) of the ``scrape`` tasks."""
+
+    celery_batch: int = 16
+    """Celery engine: most URLs one task carries (discovered links are grouped by host and
+    priority into tasks of up to this many; 1 gives one task per URL)."""
+
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     """Names of the settings given explicitly (file, spider, environment, command line),
     as opposed to defaults; set by `build`. Not a setting itself."""
@@ -174,6 +186,7 @@ class Settings:
             "host_concurrency",
             "lease_batch",
             "max_redirects",
+            "celery_batch",
             "flush_max_items",
         )
         for name in positive:

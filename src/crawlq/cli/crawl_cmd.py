@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
 from typing import Any
@@ -21,7 +22,8 @@ from crawlq.cli.running import Runner, run_in_foreground
 from crawlq.engine import Crawl
 from crawlq.engine.service import MultiProcessCrawl
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
-from crawlq.spider import load_spider
+from crawlq.settings import Settings
+from crawlq.spider import Spider, load_spider
 
 __all__ = ["crawl"]
 
@@ -34,9 +36,27 @@ __all__ = ["crawl"]
 @click.option(
     "--retry-dead", is_flag=True, help="First requeue the URLs earlier runs dead-lettered."
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["native", "celery"]),
+    default="native",
+    help="native: crawlq workers [default]; celery: scrape tasks on Celery workers.",
+)
+@click.option(
+    "--broker",
+    default=None,
+    metavar="URL",
+    help="Celery engine: the broker, redis://… or amqp://… (CRAWLQ_BROKER_URL).",
+)
 @output_options
 def crawl(
-    seeds: tuple[str, ...], quiet: bool, verbose: int, retry_dead: bool, **options: Any
+    seeds: tuple[str, ...],
+    quiet: bool,
+    verbose: int,
+    retry_dead: bool,
+    engine: str,
+    broker: str | None,
+    **options: Any,
 ) -> None:
     """Crawl SEED_URL... and store every page once.
 
@@ -45,6 +65,11 @@ def crawl(
     seeds) that any number of `crawlq worker` processes can join; this command seeds it and
     works it with --processes local processes (default: one per CPU core) until nothing is
     queued, delayed or in flight anywhere.
+
+    With --engine celery, each URL is a `crawlq.scrape` task on the Celery --broker, run by
+    `celery -A crawlq.celery worker` processes that you start (or, with --processes P, one
+    local Celery worker with P pool processes); dedup and politeness live in Redis (--frontier,
+    default the broker when it is Redis). The command seeds and waits until every URL is settled.
 
     Re-running the same command resumes an interrupted crawl. Exit status: 0 when the crawl
     finished (or stopped at --max-pages), 1 when it could not start or was interrupted,
@@ -56,20 +81,10 @@ def crawl(
     try:
         spider_cls = load_spider(options["spider"])
         settings = build_settings(options, spider_cls)
-        if processes is not None and processes < 1:
-            raise ConfigError("processes", f"must be at least 1, got {processes}")
-        if settings.frontier is None and processes not in (None, 1):
-            raise ConfigError("processes", "several processes need a shared --frontier")
-        if settings.frontier is not None and processes is None:
-            processes = os.cpu_count() or 1
-        crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead)
-        runner: Runner = crawl_run
-        if processes is not None and processes > 1:
-            args = ["--concurrency", str(settings.concurrency)]
-            args += ["-" + "v" * verbose] if verbose else ["-q"]  # the children print no summary
-            runner = MultiProcessCrawl(
-                crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead
-            )
+        if engine == "celery":
+            runner = _celery_runner(settings, seeds, spider_cls, processes, retry_dead, broker)
+        else:
+            runner = _native_runner(settings, seeds, spider_cls, processes, retry_dead, verbose)
     except InvalidURL as exc:
         raise click.BadParameter(str(exc), param_hint="SEED_URL") from None
     except ConfigError as exc:
@@ -85,3 +100,53 @@ def crawl(
     print_summary(report, sys.stdout)
     if report.stopped_by == "stopped":
         sys.exit(1)
+
+
+def _celery_runner(
+    settings: Settings,
+    seeds: tuple[str, ...],
+    spider_cls: type[Spider],
+    processes: int | None,
+    retry_dead: bool,
+    broker: str | None,
+) -> Runner:
+    """The Celery engine's crawl (imported only when asked for: it needs the celery extra)."""
+    if retry_dead:
+        raise ConfigError("retry_dead", "--retry-dead is not supported by the Celery engine")
+    try:
+        from crawlq.celery.crawl import CeleryCrawl, celery_settings
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigError(
+            "engine", f"the Celery engine needs celery: pip install 'crawlq[celery]' ({exc})"
+        ) from exc
+    if broker is not None:
+        settings = dataclasses.replace(
+            settings, broker_url=broker, explicit=settings.explicit | {"broker_url"}
+        )
+    settings = celery_settings(settings)
+    crawl_run = Crawl(settings, seeds, spider_cls)
+    return CeleryCrawl(crawl_run.settings, crawl_run.start_requests, processes=processes)
+
+
+def _native_runner(
+    settings: Settings,
+    seeds: tuple[str, ...],
+    spider_cls: type[Spider],
+    processes: int | None,
+    retry_dead: bool,
+    verbose: int,
+) -> Runner:
+    if processes is not None and processes < 1:
+        raise ConfigError("processes", f"must be at least 1, got {processes}")
+    if settings.frontier is None and processes not in (None, 1):
+        raise ConfigError("processes", "several processes need a shared --frontier")
+    if settings.frontier is not None and processes is None:
+        processes = os.cpu_count() or 1
+    crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead)
+    if processes is not None and processes > 1:
+        args = ["--concurrency", str(settings.concurrency)]
+        args += ["-" + "v" * verbose] if verbose else ["-q"]  # the children print no summary
+        return MultiProcessCrawl(
+            crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead
+        )
+    return crawl_run

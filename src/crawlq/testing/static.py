@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mimetypes
 import tarfile
 from pathlib import Path
 
@@ -52,7 +53,10 @@ async def _serve(request: web.Request) -> web.StreamResponse:
         target = target / "index.html"
     if not target.is_file():
         raise web.HTTPNotFound()
-    return web.FileResponse(target)
+    # The whole file in one response, not aiohttp's FileResponse: a client killed
+    # mid-download would leave FileResponse's open file to the garbage collector.
+    kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    return web.Response(body=target.read_bytes(), content_type=kind)
 
 
 def unpack_corpus(tarball: str | Path, dest: str | Path) -> Path:

@@ -29,6 +29,9 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``workers`` | sorted set | worker id -> last heartbeat Unix ms |
 | ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
 | ``job`` | hash | the job's settings (``settings`` -> JSON) |
+| ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
+| ``pending_at`` | sorted set | Celery engine: pending fingerprint -> Unix ms it is due to run |
+| ``slots:{host}`` | sorted set | Celery engine: politeness slot token -> hold deadline Unix ms |
 """
 
 from __future__ import annotations
@@ -73,10 +76,16 @@ class Keyspace:
         self.workers = p + "workers"
         self.idle = p + "idle"
         self.job_info = p + "job"
+        self.pending = p + "pending"
+        self.pending_at = p + "pending_at"
 
     def queue(self, host: str) -> str:
         """The sorted set of one host's queued requests."""
         return f"{self.prefix}q:{host}"
+
+    def slots(self, host: str) -> str:
+        """Celery engine: the sorted set of one host's held politeness slots."""
+        return f"{self.prefix}slots:{host}"
 
     def claim(self, worker_id: str) -> str:
         """The list of inbox entries ``worker_id`` has taken but not pushed yet."""

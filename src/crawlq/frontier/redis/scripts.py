@@ -28,11 +28,13 @@ class Script:
 
     Args:
         name: File name without ``.lua``.
+        package: The package whose folder holds the file (the Celery engine keeps its own
+            scripts beside its own Redis module, and loads them with this class).
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, package: str = "crawlq.frontier.redis") -> None:
         self.name = name
-        folder = resources.files("crawlq.frontier.redis")
+        folder = resources.files(package)
         self.source = _LIB + folder.joinpath(f"{name}.lua").read_text("utf-8")
         self.sha = hashlib.sha1(self.source.encode("utf-8"), usedforsecurity=False).hexdigest()
 

@@ -1,0 +1,25 @@
+-- acquire.lua: Celery engine politeness. Take up to n request slots on one host if its window
+-- is open now, moving its next-allowed time in the same step, for every worker at once.
+-- KEYS[1] next     hash  host -> next-allowed Unix ms (shared with the native frontier)
+-- KEYS[2] slots    zset  this host's held slots: token -> hold deadline Unix ms
+-- KEYS[3] policy   hash  host -> "delay_ms concurrency" override
+-- ARGV[1] now (Unix ms)   ARGV[2] host   ARGV[3] n = slots wanted (>= 1)
+-- ARGV[4] default delay (ms)   ARGV[5] default concurrency
+-- ARGV[6] hold (ms): a slot not released by then is freed (its worker died)
+-- ARGV[7] token prefix: slot i is named prefix .. ":" .. i
+-- Returns: {granted, wait_ms}: granted slots (0..n); when 0, wait_ms until the window opens,
+-- or -1 when the host's concurrency is used up (no way to know when a fetch ends).
+local now, host, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local hold, prefix = tonumber(ARGV[6]), ARGV[7]
+redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)
+local delay, conc = host_policy(KEYS[3], host, tonumber(ARGV[4]), tonumber(ARGV[5]))
+local nxt = tonumber(redis.call("HGET", KEYS[1], host) or "0")
+if now < nxt then return {0, nxt - now} end
+local free = conc - redis.call("ZCARD", KEYS[2])
+if free <= 0 then return {0, -1} end
+local take = math.min(n, free)
+if delay > 0 then take = 1 end
+for i = 1, take do redis.call("ZADD", KEYS[2], now + hold, prefix .. ":" .. i) end
+redis.call("PEXPIRE", KEYS[2], hold)
+redis.call("HSET", KEYS[1], host, now + delay)
+return {take, 0}

@@ -1,0 +1,208 @@
+"""crawlq's Celery tasks, the factory of a ready app, and `install` for an app of your own.
+
+Tasks (JSON arguments only):
+
+* ``crawlq.scrape(url, job=None, priority=0, depth=0)``: crawl one URL, as a seed of ``job``
+  (default: the ``job`` setting, else ``"celery"``). ``scrape.delay(url)``;
+  ``scrape.apply_async(args=[url], priority=9)`` runs before priority 0 on every broker.
+* ``crawlq.scrape_many(job, entries)``: several URLs (what the engine sends for discovered
+  links, retries and politeness re-schedules; see `crawlq.celery.runtime.Entry`).
+
+Both run `crawlq.celery.runtime.JobRuntime.run`; results go to the job's store, never to a
+Celery result backend.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Celery, Task, signals
+
+from crawlq.celery.config import (
+    broker_priority,
+    celery_config,
+    clamp_priority,
+    task_queue,
+)
+from crawlq.celery.runtime import Entry, Runtimes, parse_entries
+from crawlq.errors import ConfigError, FrontierUnavailable, InvalidURL, StoreUnavailable
+from crawlq.request import CrawlRequest
+from crawlq.retry import backoff_s
+from crawlq.settings import Settings
+
+__all__ = ["SCRAPE", "SCRAPE_MANY", "CrawlqTask", "CrawlqTasks", "install", "make_app"]
+
+logger = logging.getLogger(__name__)
+
+SCRAPE = "crawlq.scrape"
+"""Name of the one-URL task."""
+
+SCRAPE_MANY = "crawlq.scrape_many"
+"""Name of the several-URLs task."""
+
+OUTAGE_DELAY_S = 2.0
+"""Seconds (jittered) before a task that met a Redis or store outage, or a configuration error
+in its worker, is sent again."""
+
+DEFAULT_JOB = "celery"
+"""Job of ``scrape`` calls that name none, when the ``job`` setting is not set either."""
+
+
+class CrawlqTask(Task):  # type: ignore[misc]  # celery ships no type information
+    """Base of crawlq's tasks: ``priority`` is crawlq's (0..9, higher sooner) on any broker.
+
+    `apply_async` turns it into the broker's own scale (`crawlq.celery.config`); a task sent
+    with no priority gets 0, the lowest.
+    """
+
+    def apply_async(
+        self,
+        args: Sequence[Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        *rest: Any,
+        **options: Any,
+    ) -> Any:
+        """Send the task (see ``celery.Task.apply_async``), mapping ``priority``."""
+        priority = options.get("priority")
+        if self.name == SCRAPE:
+            kwargs = dict(kwargs or {})
+            if priority is None:
+                priority = kwargs.get("priority")
+            kwargs.setdefault("priority", clamp_priority(priority))
+        options["priority"] = broker_priority(priority, self.app.conf.broker_url)
+        return super().apply_async(args, kwargs, *rest, **options)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlqTasks:
+    """The tasks `install` registered on an app.
+
+    Attributes:
+        scrape: ``crawlq.scrape``.
+        scrape_many: ``crawlq.scrape_many``.
+        runtimes: The per-thread runtimes the tasks run on.
+        settings: The worker settings they were installed with.
+    """
+
+    scrape: Any
+    scrape_many: Any
+    runtimes: Runtimes
+    settings: Settings
+
+
+def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
+    """Register crawlq's tasks on ``app`` and route them to crawlq's queue.
+
+    The app's own configuration is left as it is, except that ``settings.celery_queue`` is
+    added to ``task_queues`` (declared with ``x-max-priority`` on AMQP) and crawlq's tasks are
+    routed to it; the tasks themselves use JSON and late acknowledgement whatever the app's
+    defaults. Start workers on that queue (``celery -A yourapp worker -Q crawlq``). For
+    priorities on a Redis broker the app also needs ``broker_transport_options``
+    ``priority_steps = list(range(10))`` (`crawlq.celery.config.celery_config` has them).
+
+    Args:
+        app: The Celery app.
+        settings: crawlq settings for the workers (default: from ``CRAWLQ_*`` variables).
+
+    Returns:
+        The registered tasks.
+
+    Raises:
+        ConfigError: The settings are invalid.
+    """
+    settings = settings or Settings.build()
+    runtimes = Runtimes(settings)
+    queue = task_queue(settings)
+    queues = list(app.conf.task_queues or ())
+    if all(q.name != queue.name for q in queues):
+        app.conf.task_queues = (*queues, queue)
+    routes = app.conf.task_routes
+    route = {"queue": queue.name, "routing_key": queue.name}
+    ours = {SCRAPE: route, SCRAPE_MANY: route}
+    if routes is None or isinstance(routes, dict):
+        app.conf.task_routes = {**(routes or {}), **ours}
+    else:
+        app.conf.task_routes = (ours, *routes)
+    options: dict[str, Any] = {
+        "base": CrawlqTask,
+        "bind": True,
+        "ignore_result": True,
+        "acks_late": True,
+        "reject_on_worker_lost": True,
+        "serializer": "json",
+    }
+
+    def run(job: str | None, entries: list[Entry]) -> None:
+        job = job or settings.job or DEFAULT_JOB
+
+        def publish(group: Sequence[Entry], priority: int, countdown_s: float) -> None:
+            scrape_many.apply_async(
+                args=[job, [e.to_wire() for e in group]],
+                priority=priority,
+                countdown=countdown_s if countdown_s > 0 else None,
+            )
+
+        if not entries:
+            return
+        try:
+            runtimes.run(job, entries, publish)
+        except (FrontierUnavailable, StoreUnavailable, ConfigError) as exc:
+            # not the URLs' fault: nothing was settled, so send them again (no attempt counted)
+            delay = backoff_s(2, OUTAGE_DELAY_S, 60.0)
+            logger.warning(
+                "job %s: %s; sending the task's %d URLs again in %.1fs",
+                job,
+                exc,
+                len(entries),
+                delay,
+            )
+            publish(entries, max(clamp_priority(e.request.priority) for e in entries), delay)
+
+    @app.task(name=SCRAPE, **options)  # type: ignore[untyped-decorator]
+    def scrape(
+        self: Any, url: str, job: str | None = None, priority: int = 0, depth: int = 0
+    ) -> None:
+        """Crawl ``url`` (a seed of ``job``) and the links it leads to."""
+        try:
+            request = CrawlRequest(url, priority=clamp_priority(priority), depth=max(0, depth))
+        except (InvalidURL, ValueError) as exc:
+            logger.error("scrape: %s", exc)
+            return
+        run(job, [Entry(request)])
+
+    @app.task(name=SCRAPE_MANY, **options)  # type: ignore[untyped-decorator]
+    def scrape_many(self: Any, job: str, entries: list[Any]) -> None:
+        """Crawl several URLs of ``job`` (``[request JSON, attempt, retry]`` each)."""
+        run(job, parse_entries(entries))
+
+    def shutdown(**_: Any) -> None:
+        runtimes.close()
+
+    signals.worker_process_shutdown.connect(shutdown, weak=False)
+    signals.worker_shutdown.connect(shutdown, weak=False)
+    return CrawlqTasks(scrape, scrape_many, runtimes, settings)
+
+
+def make_app(settings: Settings | None = None, *, main: str = "crawlq") -> Celery:
+    """A Celery app configured for crawlq from ``settings``, with crawlq's tasks installed.
+
+    Args:
+        settings: crawlq settings (default: built from the ``CRAWLQ_*`` environment):
+            ``broker_url`` (the broker), ``frontier`` (the Redis of dedup and politeness;
+            default the broker when it is Redis), ``celery_queue``, ``store``, ``spider``...
+        main: The app's name.
+
+    Returns:
+        The app; its tasks are also in ``app.crawlq`` (`CrawlqTasks`).
+
+    Raises:
+        ConfigError: The settings are invalid.
+    """
+    settings = settings or Settings.build()
+    app = Celery(main, set_as_current=False)
+    app.conf.update(celery_config(settings))
+    app.crawlq = install(app, settings)
+    return app

@@ -1,0 +1,257 @@
+"""``crawlq crawl --engine celery``: seed a job as Celery tasks and wait until it is done.
+
+The command stores the job's settings in Redis (as ``crawlq seed`` does, so that every Celery
+worker adopts them), sends each new seed as a task, and then watches the job's counters: the
+crawl is done when no admitted URL is pending any more (each one has a page, filtered or
+dead-letter record in the store). By default it starts no worker: run ``celery -A crawlq.celery
+worker`` where you like. With ``processes`` it also starts one local Celery worker with that
+many pool processes, and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from crawlq.celery.app import make_app
+from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
+from crawlq.celery.runtime import Entry, unsupported
+from crawlq.celery.state import CeleryState, Counts
+from crawlq.engine.backends import open_backends
+from crawlq.engine.crawl import CrawlReport, Progress
+from crawlq.engine.worker import WorkerCounters
+from crawlq.errors import ConfigError, CrawlqError
+from crawlq.frontier import FrontierStats
+from crawlq.request import CrawlRequest
+from crawlq.settings import Settings
+from crawlq.store import Store
+
+__all__ = ["CeleryCrawl", "celery_settings"]
+
+POLL_S = 0.2
+"""Seconds between two looks at the job's counters."""
+
+LATE_FACTOR = 1.5
+"""A pending URL due longer ago than this many visibility timeouts has lost its task: a
+re-delivery of a killed worker's task comes after one timeout, so this leaves it time."""
+
+logger = logging.getLogger(__name__)
+
+
+def celery_settings(settings: Settings) -> Settings:
+    """``settings`` with ``frontier`` set to the Redis of the Celery engine's state.
+
+    Raises:
+        ConfigError: No broker, no Redis for the state (see
+            `crawlq.celery.config.dedup_redis_url`), or a setting the Celery engine does not
+            support (``max_pages``, ``warc_dir``, ``bloom_capacity``).
+    """
+    if not settings.broker_url:
+        raise ConfigError("broker_url", "the Celery engine needs --broker URL (CRAWLQ_BROKER_URL)")
+    unsupported(settings)
+    return dataclasses.replace(settings, frontier=dedup_redis_url(settings))
+
+
+class CeleryCrawl:
+    """Seed a job on Celery and follow it until every URL is settled.
+
+    Args:
+        settings: The crawl's settings, with ``broker_url``, ``frontier`` and ``job`` set (see
+            `celery_settings` and `crawlq.engine.crawl.Crawl`, which derives the job name).
+        requests: Seed requests.
+        processes: Start a local ``celery worker`` with this many pool processes (None: none,
+            the user runs workers).
+        loglevel: The local worker's log level.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        requests: Sequence[CrawlRequest],
+        *,
+        processes: int | None = None,
+        loglevel: str = "WARNING",
+    ) -> None:
+        if not settings.broker_url or not settings.frontier or not settings.job:
+            raise ConfigError("broker_url", "the Celery engine needs a broker, a Redis and a job")
+        if processes is not None and processes < 1:
+            raise ConfigError("processes", f"must be at least 1, got {processes}")
+        self.settings = settings
+        self.requests = list(requests)
+        self.processes = processes
+        self.loglevel = loglevel
+        self._state: CeleryState | None = None
+        self._store: Store | None = None
+        self._pages_before = 0
+        self._stop = asyncio.Event()
+        self._worker: subprocess.Popen[bytes] | None = None
+        self._app: Any = None
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Stop waiting (the job's tasks stay in the broker; re-running resumes)."""
+        self._stop.set()
+        if self._worker is not None and self._worker.poll() is None:
+            self._worker.send_signal(signal.SIGKILL if force else signal.SIGTERM)
+
+    async def progress(self) -> Progress | None:
+        """The job's counters and the pages stored since the start."""
+        if self._state is None or self._store is None:
+            return None
+        counts = await self._state.counts()
+        pages = (await self._store.counts()).pages - self._pages_before
+        return Progress(
+            frontier=_stats(counts),
+            counters=WorkerCounters(pages=pages, started_s=self._started),
+            in_flight=0,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+    async def run(self) -> CrawlReport:
+        """Seed, wait until nothing is pending (or `stop`), report.
+
+        Raises:
+            ConfigError: Settings conflict with the job's.
+            FrontierUnavailable, StoreError: Redis or the store cannot be opened.
+            CrawlqError: The local worker exited before the crawl was done.
+        """
+        self._started = time.monotonic()
+        async with open_backends(self.settings, create=True) as backends:
+            s = backends.settings
+            assert s.frontier is not None and s.job is not None  # set by the constructor
+            state = await CeleryState.open(s.frontier, s.job)
+            try:
+                self._state, self._store = state, backends.store
+                self._pages_before = (await backends.store.counts()).pages
+                self.settings = s
+                self._app = make_app(s)
+                seeded = await self._seed(state, s)
+                if self.processes is not None:
+                    self._worker = self._start_worker(s)
+                stopped = await self._wait(state)
+                counts = await state.counts()
+            finally:
+                self._state = self._store = None
+                await state.close()
+                if self._app is not None:
+                    self._app.close()
+                    self._app = None
+                self._stop_worker()
+            store = await backends.store.counts()
+        return CrawlReport(
+            stopped_by="stopped" if stopped else "done",
+            counters=WorkerCounters(pages=store.pages - self._pages_before),
+            store=store,
+            frontier=_stats(counts),
+            elapsed_s=time.monotonic() - self._started,
+            seeded=seeded,
+        )
+
+    async def _seed(self, state: CeleryState, settings: Settings) -> int:
+        flags = await state.admit([(r, "seed") for r in self.requests], run=False)
+        new = [r for r, ok in zip(self.requests, flags, strict=True) if ok]
+        self._send(new)
+        return len(new)
+
+    def _send(self, requests: Sequence[CrawlRequest]) -> None:
+        """Send each request as a task of its own."""
+        if not requests:
+            return
+        assert self._app is not None
+        for request in requests:
+            self._app.crawlq.scrape_many.apply_async(
+                args=[self.settings.job, [Entry(request).to_wire()]],
+                priority=clamp_priority(request.priority),
+            )
+
+    async def _wait(self, state: CeleryState) -> bool:
+        """Return False when the crawl is done, True when stopped.
+
+        Meanwhile, sends again the pending URLs whose task is lost (see `CeleryState.stale`):
+        due longer ago than ``LATE_FACTOR`` visibility timeouts.
+        """
+        late_s = LATE_FACTOR * visibility_timeout_s(self.settings)
+        every_s = min(30.0, max(1.0, late_s / 4))
+        next_look = time.monotonic() + every_s
+        while not self._stop.is_set():
+            if (await state.counts()).pending == 0:
+                return False
+            if time.monotonic() >= next_look:
+                next_look = time.monotonic() + every_s
+                # only with nothing queued: a task still waiting behind a backlog is late, not
+                # lost, and re-sending it would snowball the backlog
+                lost = await state.stale(late_s) if self._queued() == 0 else []
+                if lost:
+                    logger.warning(
+                        "sending %d URLs again: pending with no task for %.0fs", len(lost), late_s
+                    )
+                    self._send(lost)
+                    await state.due([r.fingerprint for r in lost], 0.0)
+            if self._worker is not None and self._worker.poll() is not None:
+                raise CrawlqError(
+                    f"the local celery worker exited with {self._worker.returncode} before "
+                    "the crawl was done"
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), POLL_S)
+        return True
+
+    def _queued(self) -> int:
+        """Tasks waiting in the broker's queue now (all priorities; 0 if it does not exist)."""
+        assert self._app is not None
+        with self._app.connection_for_read() as conn:
+            try:
+                declared = conn.default_channel.queue_declare(
+                    self.settings.celery_queue, passive=True
+                )
+            except Exception:  # the broker says the queue does not exist (yet): nothing queued
+                return 0
+            return int(declared.message_count)
+
+    def _start_worker(self, settings: Settings) -> subprocess.Popen[bytes]:
+        assert self.processes is not None
+        env = {
+            **os.environ,
+            "CRAWLQ_BROKER_URL": settings.broker_url or "",
+            "CRAWLQ_FRONTIER": settings.frontier or "",
+            "CRAWLQ_CELERY_QUEUE": settings.celery_queue,
+        }
+        cmd = [
+            sys.executable, "-m", "celery", "-A", "crawlq.celery", "worker",
+            "--concurrency", str(self.processes), "--loglevel", self.loglevel,
+            "-Q", settings.celery_queue, "--without-gossip", "--without-mingle",
+            "--without-heartbeat",
+        ]  # fmt: skip
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+
+    def _stop_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)  # warm shutdown: running tasks finish
+        try:
+            worker.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+def _stats(counts: Counts) -> FrontierStats:
+    return FrontierStats(
+        queued=max(0, counts.pending - counts.delayed),
+        in_flight=0,
+        delayed=counts.delayed,
+        done=counts.done,
+        dead=counts.dead,
+        seen=counts.seen,
+    )

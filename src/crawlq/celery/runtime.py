@@ -1,0 +1,474 @@
+"""What a crawlq task does inside a Celery worker, with no Celery in it.
+
+A task carries one or more URLs of one job (`Entry`). `JobRuntime.run` takes them through
+the pipeline both engines share (`crawlq.engine.step.process`: robots.txt, fetch, parse,
+decide), then writes in the order that makes a crash at any point harmless:
+
+1. the store (pages, items, dead letters, filtered records: idempotent by fingerprint);
+2. the discovered links through the shared dedup (`CeleryState.admit`), and a task for each
+   group of new ones (by host and priority, up to ``celery_batch`` URLs each);
+3. retries (a new task per URL, with its backoff as countdown) and politeness re-schedules;
+4. the settle (`CeleryState.settle`): only then do the URLs stop being pending.
+
+The Celery task is acknowledged after `run` returns; a worker killed before that has its task
+delivered again, the URLs are fetched again, and the store's upserts absorb the repeat.
+
+Politeness: before each fetch the host's slot is taken in Redis (`CeleryState.acquire`). A
+task whose host is not ready does not wait for it: the URLs it could not start are sent back
+as a new task with a countdown until the host's window opens (not counted as an attempt),
+which frees the worker slot. While some of its own fetches run, a task waits for one of them
+to end before asking again (it holds the slot anyway).
+
+One `Runtimes` per thread owns an asyncio event loop and a `JobRuntime` per job (fetcher,
+robots.txt cache, spider, store, Redis connection), built on first use: after the fork in the
+prefork pool, and once per thread in the threads pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from crawlq.celery.config import clamp_priority, dedup_redis_url
+from crawlq.celery.state import CeleryState
+from crawlq.engine.job import bind_job
+from crawlq.engine.step import Deps, Kind, Outcome, process
+from crawlq.errors import ConfigError, FrontierError, InvalidURL
+from crawlq.fetch import Fetcher
+from crawlq.frontier.base import HostPolicy
+from crawlq.records import DeadRecord
+from crawlq.request import CrawlRequest, Lease
+from crawlq.robots import RobotsCache
+from crawlq.scope import Scope
+from crawlq.settings import Settings
+from crawlq.spider import load_spider
+from crawlq.store import ResultBatch, Store, open_store
+
+__all__ = [
+    "BatchReport",
+    "Entry",
+    "JobRuntime",
+    "Publish",
+    "Runtimes",
+    "parse_entries",
+    "unsupported",
+]
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 0.1
+"""Seconds before a task retries a host whose concurrency is used up by other workers (the
+countdown is jittered up to twice this)."""
+
+SLOT_MARGIN_S = 5.0
+"""Seconds beyond ``timeout_s`` after which a politeness slot that was never released (its
+worker was killed mid-fetch) is freed for other workers."""
+
+SLEEP_UNDER_S = 0.005
+"""A host window opening sooner than this many seconds is waited for in the task instead of
+a re-schedule through the broker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One URL in a task message.
+
+    Attributes:
+        request: The request.
+        attempt: 1 for the first try, +1 per retry of a transient failure.
+        retry: This entry was sent as a retry (counted in the job's ``delayed`` until it runs).
+    """
+
+    request: CrawlRequest
+    attempt: int = 1
+    retry: bool = False
+
+    def to_wire(self) -> list[object]:
+        """The JSON form in a task message: ``[request JSON, attempt, retry]``."""
+        return [self.request.to_json(), self.attempt, self.retry]
+
+    @classmethod
+    def from_wire(cls, value: object) -> Entry:
+        """Parse `to_wire` output.
+
+        Raises:
+            ValueError: Not a list of request JSON, attempt and retry flag.
+            InvalidURL: The URL cannot be crawled.
+        """
+        if not isinstance(value, list | tuple) or not value or not isinstance(value[0], str):
+            raise ValueError(f"not a crawlq task entry: {value!r:.200}")
+        attempt = int(value[1]) if len(value) > 1 else 1
+        retry = bool(value[2]) if len(value) > 2 else False
+        return cls(CrawlRequest.from_json(value[0]), max(1, attempt), retry)
+
+
+Publish = Callable[[Sequence[Entry], int, float], None]
+"""Send entries as one task: ``(entries, crawlq priority 0..9, countdown seconds)``."""
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """What one task did (for logs and tests).
+
+    Attributes:
+        ran: URLs fetched or settled by this task.
+        skipped: URLs already settled (a duplicate or repeated delivery).
+        pages: Page records written.
+        dead: Dead letters written, by reason.
+        filtered: Filtered records written.
+        retries: Retries scheduled.
+        rescheduled: URLs sent back to wait for their host's politeness window.
+        enqueued: New discovered URLs enqueued.
+    """
+
+    ran: int = 0
+    skipped: int = 0
+    pages: int = 0
+    dead: Counter[str] = field(default_factory=Counter)
+    filtered: int = 0
+    retries: int = 0
+    rescheduled: int = 0
+    enqueued: int = 0
+
+
+class JobRuntime:
+    """Everything one worker thread needs to run one job's tasks. Build with `open`."""
+
+    def __init__(
+        self, settings: Settings, state: CeleryState, store: Store, deps: Deps, fetcher: Fetcher
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.store = store
+        self.deps = deps
+        self.fetcher = fetcher
+        self.policy = HostPolicy(settings.delay_s, settings.host_concurrency)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+        self._host_scopes: dict[str, Deps] = {}
+
+    @classmethod
+    async def open(cls, base: Settings, job: str) -> JobRuntime:
+        """Connect to the job's Redis and store, adopting (or first storing) its settings.
+
+        Raises:
+            ConfigError: No Redis for the job's state, or settings that conflict with the
+                job's.
+            FrontierUnavailable, StoreError: A backend cannot be opened.
+        """
+        url = dedup_redis_url(base)
+        state = await CeleryState.open(url, job)
+        try:
+            frontier = state.frontier(HostPolicy(base.delay_s, base.host_concurrency))
+            settings = dataclasses.replace(base, job=job, frontier=url)
+            settings = await bind_job(frontier, settings, create=True)
+            unsupported(settings)
+            frontier.default_policy = HostPolicy(settings.delay_s, settings.host_concurrency)
+            store = await open_store(settings.store)
+        except BaseException:
+            await state.close()
+            raise
+        s = settings
+        fetcher = Fetcher(
+            user_agent=s.user_agent,
+            timeout_s=s.timeout_s,
+            connect_timeout_s=s.connect_timeout_s,
+            max_body_bytes=s.max_body_bytes,
+            max_redirects=s.max_redirects,
+            max_connections=max(s.concurrency, s.celery_batch),
+        )
+        spider = load_spider(s.spider)()
+        domains = s.allowed_domains or tuple(spider.allowed_domains)
+        scope = Scope(domains, s.include, s.exclude, s.max_depth)
+        robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
+        deps = Deps(s, fetcher, robots, spider, scope, frontier)
+        return cls(settings, state, store, deps, fetcher)
+
+    async def close(self) -> None:
+        """Close the fetcher, the store and the Redis connection."""
+        with contextlib.suppress(Exception):
+            await self.fetcher.close()
+        with contextlib.suppress(Exception):
+            await self.store.close()
+        await self.state.close()
+
+    def _deps_for(self, request: CrawlRequest) -> Deps:
+        """The job's deps; a job with no allowed domains follows links on the page's host."""
+        if self.deps.scope.allowed_domains:
+            return self.deps
+        deps = self._host_scopes.get(request.host)
+        if deps is None:
+            s = self.settings
+            scope = Scope((request.host,), s.include, s.exclude, s.max_depth)
+            deps = self._host_scopes[request.host] = dataclasses.replace(self.deps, scope=scope)
+        return deps
+
+    async def run(self, entries: Sequence[Entry], publish: Publish) -> BatchReport:
+        """Run one task's URLs to their outcomes and write them (module docstring).
+
+        Raises:
+            FrontierUnavailable, StoreUnavailable: Redis or the store is down; nothing of this
+                task is settled, so the caller sends the task again later.
+            StoreError: The store refused the results for another reason.
+        """
+        report = BatchReport()
+        flags = await self.state.admit([(e.request, "task") for e in entries], run=True)
+        todo = [e for e, ok in zip(entries, flags, strict=True) if ok]
+        report.skipped = len(entries) - len(todo)
+        retried = sum(1 for e in entries if e.retry)
+        if retried:
+            await self.state.add_delayed(-retried)
+        by_host: dict[str, list[Entry]] = defaultdict(list)
+        for entry in todo:
+            by_host[entry.request.host].append(entry)
+        outcomes: list[tuple[Entry, Outcome]] = []
+        later: list[tuple[Entry, float]] = []
+        await asyncio.gather(
+            *(self._host(host, group, outcomes, later) for host, group in by_host.items())
+        )
+        await self._write(outcomes, later, publish, report)
+        return report
+
+    async def _host(
+        self,
+        host: str,
+        entries: list[Entry],
+        outcomes: list[tuple[Entry, Outcome]],
+        later: list[tuple[Entry, float]],
+    ) -> None:
+        """Fetch one host's entries as its politeness allows; re-schedule what must wait."""
+        queue = deque(entries)
+        running: dict[asyncio.Task[Outcome], Entry] = {}
+        budget_end = time.monotonic() + self.settings.timeout_s
+        hold_s = self.settings.timeout_s + SLOT_MARGIN_S  # one fetch at most per slot
+
+        async def one(entry: Entry, token: str) -> Outcome:
+            try:
+                return await self._process(entry, token)
+            finally:
+                with contextlib.suppress(FrontierError):
+                    await self.state.release(host, [token])
+
+        def collect(done: set[asyncio.Task[Outcome]]) -> None:
+            for task in done:
+                entry = running.pop(task)
+                outcome = task.result()
+                if outcome.kind is Kind.RELEASE:  # robots.txt took the slot: the page waits
+                    queue.appendleft(entry)
+                else:
+                    outcomes.append((entry, outcome))
+
+        while queue or running:
+            if queue:
+                grant = await self.state.acquire(host, len(queue), self.policy, hold_s)
+                for token in grant.tokens:
+                    entry = queue.popleft()
+                    running[asyncio.create_task(one(entry, token))] = entry
+                if grant.tokens:
+                    continue
+                if grant.wait_s is not None and grant.wait_s <= SLEEP_UNDER_S:
+                    await asyncio.sleep(grant.wait_s)
+                    continue
+                if grant.wait_s is None and running and time.monotonic() < budget_end:
+                    pass  # our own fetches hold the slots: wait for one below
+                else:
+                    wait = grant.wait_s
+                    if wait is None:
+                        wait = POLL_S * (1 + random.random())
+                    later.extend((Entry(e.request, e.attempt), wait) for e in queue)
+                    queue.clear()
+                    continue
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            collect(done)
+
+    async def _process(self, entry: Entry, token: str) -> Outcome:
+        req = entry.request
+        lease = Lease(token, req, entry.attempt, self.worker_id, 0)
+        try:
+            return await process(lease, self._deps_for(req))
+        except FrontierError as exc:  # a redirect claim could not reach Redis: try again later
+            logger.warning("frontier error while processing %s: %s", req.url, exc)
+            return Outcome(lease, Kind.RETRY, retry_delay_s=1.0, reason="frontier_unavailable")
+        except Exception as exc:
+            logger.exception("internal error processing %s", req.url)
+            record = DeadRecord(
+                req.fingerprint,
+                req.url,
+                "internal_error",
+                f"{type(exc).__name__}: {exc}",
+                entry.attempt,
+                req.depth,
+                time.time(),
+            )
+            return Outcome(lease, Kind.DEAD, dead=record, reason="internal_error")
+
+    async def _write(
+        self,
+        outcomes: list[tuple[Entry, Outcome]],
+        later: list[tuple[Entry, float]],
+        publish: Publish,
+        report: BatchReport,
+    ) -> None:
+        done: list[bytes] = []
+        dead: list[bytes] = []
+        retries: list[tuple[Entry, Outcome]] = []
+        for entry, o in outcomes:
+            fp = entry.request.fingerprint
+            if o.kind is Kind.PAGE or o.kind is Kind.FILTERED:
+                done.append(fp)
+                report.pages += o.kind is Kind.PAGE
+                report.filtered += o.kind is Kind.FILTERED
+            elif o.kind is Kind.DEAD:
+                dead.append(fp)
+                report.dead[o.reason] += 1
+            elif o.kind is Kind.RETRY:
+                retries.append((entry, o))
+        report.ran = len(done) + len(dead)
+        batch = ResultBatch(
+            pages=[o.page for _, o in outcomes if o.page is not None],
+            items=[item for _, o in outcomes for item in o.items],
+            dead=[o.dead for _, o in outcomes if o.dead is not None],
+            filtered=[o.filtered for _, o in outcomes if o.filtered is not None],
+        )
+        if len(batch):
+            await self.store.write(batch)
+        report.enqueued = await self._enqueue_links(outcomes, publish)
+        for entry, o in retries:
+            retry = Entry(entry.request, entry.attempt + 1, retry=True)
+            publish([retry], clamp_priority(entry.request.priority), o.retry_delay_s)
+            await self.state.due([entry.request.fingerprint], o.retry_delay_s)
+        if retries:
+            await self.state.add_delayed(len(retries))
+        report.retries = len(retries)
+        waiting: dict[int, list[Entry]] = defaultdict(list)
+        longest: dict[int, float] = defaultdict(float)
+        for entry, wait in later:
+            band = clamp_priority(entry.request.priority)
+            waiting[band].append(entry)
+            longest[band] = max(longest[band], wait)
+        for band, group in waiting.items():
+            for chunk in _chunks(group, self.settings.celery_batch):
+                publish(chunk, band, longest[band])
+            await self.state.due([e.request.fingerprint for e in group], longest[band])
+        report.rescheduled = len(later)
+        await self.state.settle(done, dead)
+
+    async def _enqueue_links(self, outcomes: list[tuple[Entry, Outcome]], publish: Publish) -> int:
+        pairs: list[tuple[CrawlRequest, str]] = []
+        for entry, o in outcomes:
+            owner = entry.request.fingerprint.hex()
+            pairs += [(link, owner) for link in o.links]
+        if not pairs:
+            return 0
+        links = [link for link, _ in pairs]
+        flags = await self.state.admit(pairs, run=False)
+        groups: dict[tuple[str, int], list[Entry]] = defaultdict(list)
+        published: set[bytes] = set()
+        for link, ok in zip(links, flags, strict=True):
+            if ok and link.fingerprint not in published:
+                published.add(link.fingerprint)
+                groups[(link.host, clamp_priority(link.priority))].append(Entry(link))
+        # higher priorities first, so that they reach the queue first within a band too
+        for (_, band), group in sorted(groups.items(), key=lambda kv: -kv[0][1]):
+            for chunk in _chunks(group, self.settings.celery_batch):
+                publish(chunk, band, 0.0)
+        return len(published)
+
+
+def _chunks(entries: list[Entry], size: int) -> list[list[Entry]]:
+    return [entries[i : i + size] for i in range(0, len(entries), size)]
+
+
+class Runtimes:
+    """One thread's event loop and its `JobRuntime` per job (see the module docstring).
+
+    Args:
+        settings: The worker's settings (from the environment or the app's factory); a job's
+            stored settings win for the job-level fields.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[tuple[asyncio.AbstractEventLoop, dict[str, JobRuntime]]] = []
+
+    def _mine(self) -> tuple[asyncio.AbstractEventLoop, dict[str, JobRuntime]]:
+        mine: tuple[asyncio.AbstractEventLoop, dict[str, JobRuntime]] | None = getattr(
+            self._local, "state", None
+        )
+        if mine is None or mine[0].is_closed():
+            mine = (asyncio.new_event_loop(), {})
+            self._local.state = mine
+            with self._lock:
+                self._all.append(mine)
+        return mine
+
+    def run(self, job: str, entries: Sequence[Entry], publish: Publish) -> BatchReport:
+        """Run one task's entries on this thread's loop (blocking until written).
+
+        Raises:
+            ConfigError, FrontierUnavailable, StoreError: See `JobRuntime.open` and
+                `JobRuntime.run`.
+        """
+        loop, jobs = self._mine()
+        runtime = jobs.get(job)
+        if runtime is None:
+            runtime = jobs[job] = loop.run_until_complete(JobRuntime.open(self.settings, job))
+        try:
+            return loop.run_until_complete(runtime.run(entries, publish))
+        except FrontierError:
+            # the connection may be broken: open a fresh one for the next task
+            jobs.pop(job, None)
+            loop.run_until_complete(runtime.close())
+            raise
+
+    def close(self) -> None:
+        """Close every thread's runtimes and loops (at worker shutdown, from any thread)."""
+        with self._lock:
+            everything, self._all = self._all, []
+        for loop, jobs in everything:
+            if loop.is_closed() or loop.is_running():
+                continue
+            for runtime in jobs.values():
+                with contextlib.suppress(Exception):
+                    loop.run_until_complete(runtime.close())
+            loop.close()
+
+
+def unsupported(settings: Settings) -> None:
+    """Refuse the settings the Celery engine does not implement (yet).
+
+    Raises:
+        ConfigError: ``max_pages``, ``warc_dir`` or ``bloom_capacity`` is set; the message
+            names it.
+    """
+    for name in ("max_pages", "warc_dir", "bloom_capacity"):
+        if getattr(settings, name, None) is not None:
+            raise ConfigError(name, "is not supported by the Celery engine (yet)")
+
+
+def parse_entries(values: object) -> list[Entry]:
+    """Parse a task's entries, dropping (and logging) the ones that cannot be crawled.
+
+    Raises:
+        ConfigError: ``values`` is not a list.
+    """
+    if not isinstance(values, list | tuple):
+        raise ConfigError("entries", f"expected a list of entries, got {values!r:.200}")
+    out = []
+    for value in values:
+        try:
+            out.append(Entry.from_wire(value))
+        except (InvalidURL, ValueError, TypeError) as exc:
+            logger.error("dropped a task entry that cannot be crawled: %s", exc)
+    return out

@@ -1,0 +1,263 @@
+"""The Celery engine's shared state in Redis: dedup, pending URLs, politeness slots, counters.
+
+A Celery broker only carries messages; what the native frontier does beside queueing lives
+here, under the same job keys (`crawlq.frontier.redis.Keyspace`), one Lua script per atomic
+step (``admit.lua``, ``settle.lua``, ``acquire.lua`` beside this module, loaded with the
+frontier's `crawlq.frontier.redis.scripts.Script`):
+
+* **Dedup** (``admit``): a URL's fingerprint enters ``seen`` once and stays in ``pending``
+  until its outcome is stored (``settle``). Two workers discovering one URL at once enqueue it
+  once. A task delivered again after its worker died re-enqueues the links it had admitted
+  (they are pending under its own fingerprint), so a crash between admitting and publishing
+  loses nothing.
+* **Done**: the crawl is finished when ``pending`` is empty: every admitted URL has a stored
+  outcome (page, filtered or dead letter).
+* **Politeness** (``acquire``): a host's next-allowed time and its held slots (each with a
+  hold deadline, so that a killed worker's slot comes back) move in one step for all workers.
+
+This is the only module of the Celery engine that imports redis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from crawlq.clock import Clock, SystemClock
+from crawlq.errors import ConfigError, FrontierError, FrontierUnavailable
+from crawlq.frontier.base import HostPolicy
+from crawlq.frontier.redis import Keyspace, RedisFrontier
+from crawlq.frontier.redis.scripts import Script
+from crawlq.request import CrawlRequest
+
+__all__ = ["CeleryState", "Counts", "Grant"]
+
+_T = TypeVar("_T")
+_SCRIPTS = {name: Script(name, "crawlq.celery") for name in ("admit", "settle", "acquire")}
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """The answer of `CeleryState.acquire`.
+
+    Attributes:
+        tokens: Slot tokens granted (release each with `CeleryState.release`); empty when
+            the host is not ready.
+        wait_s: When nothing was granted: seconds until the host's window opens, or None
+            when its concurrency is used up (the caller polls).
+    """
+
+    tokens: tuple[str, ...]
+    wait_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """The job's counters for progress and completion.
+
+    Attributes:
+        pending: URLs admitted and not settled yet (queued, running or waiting for a retry).
+        seen: URLs ever admitted (redirect targets claimed by a page included).
+        done: URLs settled with a page or filtered record (and claimed redirect targets).
+        dead: URLs dead-lettered.
+        delayed: Retries scheduled and not started yet (approximate: a worker killed while
+            holding one leaves it counted).
+    """
+
+    pending: int
+    seen: int
+    done: int
+    dead: int
+    delayed: int
+
+
+class CeleryState:
+    """One job's Celery-engine state on one Redis connection (used from one event loop).
+
+    Args:
+        client: A ``redis.asyncio.Redis`` with ``decode_responses=False``.
+        job: The job name.
+        clock: Source of "now" (Unix ms), passed to the scripts.
+    """
+
+    def __init__(self, client: Redis, job: str, clock: Clock | None = None) -> None:
+        self.client = client
+        self.job = job
+        self.keys = Keyspace(job)
+        self.clock: Clock = clock or SystemClock()
+        self._token_prefix = secrets.token_hex(6)
+        self._token_seq = 0
+
+    @classmethod
+    async def open(cls, url: str, job: str) -> CeleryState:
+        """Connect to the Redis at ``url`` (``redis://host:port/db``).
+
+        Raises:
+            ConfigError: A bad URL or job name.
+            FrontierUnavailable: The server does not answer.
+        """
+        try:
+            client = Redis.from_url(url, decode_responses=False, health_check_interval=10)
+            self = cls(client, job)
+        except ValueError as exc:
+            raise ConfigError("frontier", f"bad Redis URL or job {url!r} {job!r}: {exc}") from exc
+        try:
+            await self._call(client.ping)
+        except BaseException:
+            await client.aclose()
+            raise
+        return self
+
+    def frontier(self, policy: HostPolicy) -> RedisFrontier:
+        """A `RedisFrontier` view of the job on the same connection.
+
+        The engine uses it for what the two engines share beyond dedup: the job's stored
+        settings (`crawlq.engine.job.bind_job`) and redirect claims (`process`).
+        """
+        return RedisFrontier(self.client, self.job, policy, self.clock)
+
+    async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
+        try:
+            return await op()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise FrontierUnavailable(f"Redis unavailable for job {self.job!r}: {exc}") from exc
+        except RedisError as exc:
+            raise FrontierError(f"Redis error for job {self.job!r}: {exc}") from exc
+
+    async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        return await self._call(lambda: _SCRIPTS[name].run(self.client, keys, args))
+
+    async def admit(self, entries: Sequence[tuple[CrawlRequest, str]], *, run: bool) -> list[bool]:
+        """Mark URLs seen and pending; say which to enqueue (or, with ``run``, to run).
+
+        The URLs returned True are due now: a task should run them within the visibility
+        timeout (`stale` finds the ones whose task message was lost).
+
+        Args:
+            entries: ``(request, owner)`` per URL; the owner is who admits it: the hex
+                fingerprint of the page that found it, or a tag (``"seed"``, ``"task"``).
+            run: False before enqueueing discovered links or seeds: True for the new ones and
+                for those still pending under the same owner (its task was delivered again
+                after a crash and must publish them again). True when a task is about to run
+                them: True for new and for pending ones, False for settled ones.
+
+        Returns:
+            One bool per entry.
+
+        Raises:
+            FrontierUnavailable: Redis does not answer.
+        """
+        if not entries:
+            return []
+        k = self.keys
+        args: list[Any] = ["run" if run else "push", self.clock.wall_ms()]
+        for request, owner in entries:
+            args += [request.fingerprint, owner, request.to_json()]
+        keys = [k.seen, k.pending, k.pending_at, k.stats]
+        flags = await self._script("admit", keys, args)
+        return [bool(x) for x in flags]
+
+    async def settle(self, done: Sequence[bytes], dead: Sequence[bytes]) -> int:
+        """Take URLs whose outcome is stored out of ``pending`` (idempotent).
+
+        Returns:
+            How many were still pending.
+        """
+        if not done and not dead:
+            return 0
+        k = self.keys
+        args = [len(done), *done, *dead]
+        return int(await self._script("settle", [k.pending, k.pending_at, k.stats], args))
+
+    async def due(self, fingerprints: Sequence[bytes], delay_s: float) -> None:
+        """Record that pending URLs were sent with a countdown: they run in ``delay_s`` s."""
+        if fingerprints:
+            at = self.clock.wall_ms() + round(delay_s * 1000)
+            mapping: Mapping[Any, Any] = dict.fromkeys(fingerprints, at)
+            await self._call(lambda: self.client.zadd(self.keys.pending_at, mapping, xx=True))
+
+    async def stale(self, late_s: float, limit: int = 500) -> list[CrawlRequest]:
+        """Pending URLs due more than ``late_s`` seconds ago: their task message was lost.
+
+        A Redis broker loses a message that a worker popped and was killed before recording
+        it as unacknowledged (celery/celery#7950); the URL stays pending with no task. The
+        caller sends such URLs again (a duplicate fetch at worst: the store keeps one copy).
+        """
+        k = self.keys
+        before = self.clock.wall_ms() - round(late_s * 1000)
+        found = await self._call(
+            lambda: self.client.zrangebyscore(k.pending_at, "-inf", before, start=0, num=limit)
+        )
+        fps: list[bytes] = [fp for fp in found if isinstance(fp, bytes)]
+        if not fps:
+            return []
+        values = await self._call(lambda: self.client.hmget(k.pending, fps))
+        out = []
+        for value in values:
+            if value is not None:
+                with contextlib.suppress(ValueError, IndexError):
+                    raw = value.encode() if isinstance(value, str) else value
+                    out.append(CrawlRequest.from_json(raw.split(b"\n", 1)[1]))
+        return out
+
+    async def acquire(self, host: str, n: int, policy: HostPolicy, hold_s: float) -> Grant:
+        """Take up to ``n`` request slots on ``host`` if politeness allows now.
+
+        With a delay, at most one slot is granted per call and the host's window moves by
+        the delay; without one, up to the free concurrency.
+
+        Args:
+            host: Politeness key (`crawlq.request.CrawlRequest.host`).
+            n: Slots wanted (>= 1).
+            policy: The job's default politeness (a per-host override in Redis wins).
+            hold_s: Seconds after which a slot that was never released is freed.
+        """
+        k = self.keys
+        self._token_seq += 1
+        prefix = f"{self._token_prefix}:{self._token_seq}"
+        args = [
+            self.clock.wall_ms(), host, n, round(policy.delay_s * 1000), policy.concurrency,
+            max(1, round(hold_s * 1000)), prefix,
+        ]  # fmt: skip
+        granted, wait_ms = await self._script("acquire", [k.next, k.slots(host), k.policy], args)
+        if granted:
+            return Grant(tuple(f"{prefix}:{i}" for i in range(1, int(granted) + 1)), None)
+        return Grant((), None if int(wait_ms) < 0 else int(wait_ms) / 1000)
+
+    async def release(self, host: str, tokens: Sequence[str]) -> None:
+        """Give back slots of ``host`` (unknown or expired tokens are ignored)."""
+        if tokens:
+            await self._call(lambda: self.client.zrem(self.keys.slots(host), *tokens))
+
+    async def add_delayed(self, n: int) -> None:
+        """Count ``n`` retries scheduled (negative: started)."""
+        if n:
+            await self._call(lambda: self.client.hincrby(self.keys.stats, "delayed", n))
+
+    async def counts(self) -> Counts:
+        """The job's counters now (one round trip)."""
+        k = self.keys
+
+        async def read() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.hlen(k.pending)
+                pipe.hmget(k.stats, ["seen", "done", "dead", "delayed"])
+                return await pipe.execute()
+
+        pending, (seen, done, dead, delayed) = await self._call(read)
+        return Counts(
+            int(pending), int(seen or 0), int(done or 0), int(dead or 0), max(0, int(delayed or 0))
+        )
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        with contextlib.suppress(RedisError, OSError):
+            await self.client.aclose()
