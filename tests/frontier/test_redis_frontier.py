@@ -95,6 +95,23 @@ async def test_idle_worker_wakes_when_another_pushes(redis_url: str, job: str) -
         await producer.close()
 
 
+async def test_wait_after_a_missed_last_settle_returns_at_once(redis_url: str, job: str) -> None:
+    """The last lease settled between a worker's look and its idle registration (no token
+    left for it): the wait sees the job drained and returns instead of sleeping it out."""
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    try:
+        await f.push(reqs("only"))
+        await f.ack(await f.lease(1, "w", 60))  # drained now, and nobody was idle
+        start = time.monotonic()
+        await f._wait("w", 5.0, pending=True)  # its last look had seen the lease in flight
+        assert time.monotonic() - start < 1.0
+        start = time.monotonic()
+        await f._wait("w", 0.6, pending=False)  # drained all along: block, do not spin
+        assert time.monotonic() - start >= 0.4
+    finally:
+        await f.close()
+
+
 async def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str) -> None:
     f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     client = aioredis.Redis.from_url(redis_url)

@@ -283,7 +283,7 @@ class RedisFrontier:
             timeout = min(remaining, _MAX_WAIT_S)
             if wake_ms is not None:
                 timeout = min(timeout, max(0.001, (wake_ms - self.clock.wall_ms()) / 1000))
-            await self._wait(worker_id, timeout)
+            await self._wait(worker_id, timeout, pending=wake_ms is not None)
             waited = True
 
     async def _lease_once(
@@ -374,8 +374,13 @@ class RedisFrontier:
         times = [int(first[0][1]) for first in firsts if first]
         return min(times) if times else None
 
-    async def _wait(self, worker_id: str, timeout_s: float) -> None:
-        """Block until a wake-up token or a producer's entry arrives, or ``timeout_s`` passes."""
+    async def _wait(self, worker_id: str, timeout_s: float, *, pending: bool) -> None:
+        """Block until a wake-up token or a producer's entry arrives, or ``timeout_s`` passes.
+
+        ``pending``: the caller's last look saw work in flight or delayed. If that work was
+        settled before this worker registered as idle (so no token was left for it) and the
+        job is now drained, return at once instead of sleeping out the timeout.
+        """
         k = self.keys
         now = self.clock.wall_ms()
 
@@ -386,12 +391,15 @@ class RedisFrontier:
                 pipe.zadd(k.idle, {worker_id: now})
                 pipe.zrange(k.ready, 0, 0, withscores=True)
                 pipe.llen(k.inbox)
+                pipe.zcard(k.leases)
+                pipe.zcard(k.delayed)
                 return await pipe.execute()
 
-        _, first_ready, inbox_len = await self._call(register)
+        _, first_ready, inbox_len, leased, delayed = await self._call(register)
         if first_ready:  # a settle that ran just before may have made a host ready soon
             timeout_s = min(timeout_s, (int(first_ready[0][1]) - now) / 1000)
-        if timeout_s <= 0 or inbox_len:
+        drained_since = pending and not (first_ready or leased or delayed)
+        if timeout_s <= 0 or inbox_len or drained_since:
             await self._call(lambda: self.client.zrem(k.idle, worker_id))
             return
         if timeout_s < 0.25:
