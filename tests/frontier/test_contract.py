@@ -274,6 +274,17 @@ async def test_round_trips_count_backend_requests(make_frontier: MakeFrontier) -
     assert 3 <= f.round_trips - before <= 8
 
 
+async def test_lease_until_drained_does_not_wait_on_a_drained_frontier(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(clock=SystemClock())
+    await f.push(reqs("only"))
+    await f.ack(await f.lease(1, "w", VT))
+    start = time.monotonic()
+    assert await f.lease(1, "w", VT, wait_s=30.0, until_drained=True) == []
+    assert time.monotonic() - start < 5.0  # not the 30 s wait
+
+
 async def test_blocked_lease_times_out_empty(make_frontier: MakeFrontier) -> None:
     f = await make_frontier(clock=SystemClock())
     start = time.monotonic()

@@ -240,7 +240,9 @@ class Worker:
             return leases  # an empty list here means drained: the loop checks again and ends
         self._idle.set()
         try:
-            return await self.frontier.lease(n, self.worker_id, vt, wait_s=self.lease_wait_s)
+            return await self.frontier.lease(
+                n, self.worker_id, vt, wait_s=self.lease_wait_s, until_drained=self.exit_when_done
+            )
         finally:
             self._idle.clear()
 

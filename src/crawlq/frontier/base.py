@@ -148,7 +148,13 @@ class Frontier(Protocol):
         ...
 
     async def lease(
-        self, n: int, worker_id: str, visibility_timeout_s: float, wait_s: float = 0.0
+        self,
+        n: int,
+        worker_id: str,
+        visibility_timeout_s: float,
+        wait_s: float = 0.0,
+        *,
+        until_drained: bool = False,
     ) -> list[Lease]:
         """Claim up to ``n`` ready requests for ``worker_id``.
 
@@ -167,6 +173,9 @@ class Frontier(Protocol):
             visibility_timeout_s: Seconds before an unsettled, unrenewed lease returns to the
                 queue (> 0).
             wait_s: Longest wait in seconds when nothing is ready (0: do not wait).
+            until_drained: Do not wait at all when the frontier is drained at the first look
+                (for workers that stop once it is: ``--exit-when-done``). Without it a
+                drained frontier is waited on, as an idle worker waits for producers.
 
         Returns:
             Up to ``n`` leases; ``attempt`` counts deliveries of that request, this one included.

@@ -265,7 +265,13 @@ class SqliteFrontier:
     # -- lease ----------------------------------------------------------------------------
 
     async def lease(
-        self, n: int, worker_id: str, visibility_timeout_s: float, wait_s: float = 0.0
+        self,
+        n: int,
+        worker_id: str,
+        visibility_timeout_s: float,
+        wait_s: float = 0.0,
+        *,
+        until_drained: bool = False,
     ) -> list[Lease]:
         """See `crawlq.frontier.base.Frontier.lease`."""
         if not 1 <= n <= 1000:
@@ -281,7 +287,7 @@ class SqliteFrontier:
             self._wakeup.clear()
             leases, wake_ms = await self._run(self._lease_sync, n, worker_id, vt_ms)
             remaining = give_up - time.monotonic()
-            if leases or remaining <= 0 or (waited and wake_ms is None):
+            if leases or remaining <= 0 or ((waited or until_drained) and wake_ms is None):
                 return leases  # wake_ms None after a wait: drained, nothing will become ready
             timeout = remaining
             if wake_ms is not None:

@@ -262,7 +262,13 @@ class RedisFrontier:
     # -- lease ----------------------------------------------------------------------------
 
     async def lease(
-        self, n: int, worker_id: str, visibility_timeout_s: float, wait_s: float = 0.0
+        self,
+        n: int,
+        worker_id: str,
+        visibility_timeout_s: float,
+        wait_s: float = 0.0,
+        *,
+        until_drained: bool = False,
     ) -> list[Lease]:
         """See `crawlq.frontier.base.Frontier.lease`.
 
@@ -278,7 +284,7 @@ class RedisFrontier:
         while True:
             leases, wake_ms = await self._lease_once(n, worker_id, vt_ms)
             remaining = give_up - time.monotonic()
-            if leases or remaining <= 0 or (waited and wake_ms is None):
+            if leases or remaining <= 0 or ((waited or until_drained) and wake_ms is None):
                 return leases  # wake_ms None after a wait: drained, nothing will become ready
             timeout = min(remaining, _MAX_WAIT_S)
             if wake_ms is not None:
