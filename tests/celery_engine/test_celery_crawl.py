@@ -19,7 +19,7 @@ from crawlq.testing.server import make_fault_app
 from crawlq.testing.site import generate_site
 from crawlq.testing.static import make_static_app
 from crawlq.testing.thread import ServerThread
-from tests.celery.conftest import (
+from tests.celery_engine.conftest import (
     CeleryWorker,
     crawl_celery,
     crawl_process,

@@ -12,7 +12,13 @@ from crawlq.settings import Settings
 from crawlq.testing.log import RequestLog
 from crawlq.testing.server import make_fault_app
 from crawlq.testing.thread import ServerThread
-from tests.celery.conftest import CeleryWorker, job_counts, stored_count, stored_urls, wait_for
+from tests.celery_engine.conftest import (
+    CeleryWorker,
+    job_counts,
+    stored_count,
+    stored_urls,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 
