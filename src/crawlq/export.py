@@ -32,7 +32,16 @@ from typing import Any, Literal, TextIO, TypeVar
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.store.base import Store
 
-__all__ = ["PAGE_COLUMNS", "at_since", "export", "iso_utc"]
+__all__ = [
+    "PAGE_COLUMNS",
+    "at_since",
+    "dead_row",
+    "export",
+    "filtered_row",
+    "iso_utc",
+    "mapped",
+    "page_row",
+]
 
 _R = TypeVar("_R")
 _Timed = TypeVar("_Timed", DeadRecord, FilteredRecord)
@@ -116,12 +125,12 @@ async def export(
     rows: AsyncIterator[dict[str, Any]]
     if what == "pages":
         columns = (*PAGE_COLUMNS, _BODY) if with_body else PAGE_COLUMNS
-        to_row = _page_row_with_body if with_body else _page_row
-        rows = _mapped(store.pages(since=since, with_body=with_body), to_row)
+        to_row = _page_row_with_body if with_body else page_row
+        rows = mapped(store.pages(since=since, with_body=with_body), to_row)
     elif what == "dead":
-        columns, rows = _DEAD_COLUMNS, _mapped(at_since(store.dead(), since), _dead_row)
+        columns, rows = _DEAD_COLUMNS, mapped(at_since(store.dead(), since), dead_row)
     elif what == "filtered":
-        rows = _mapped(at_since(store.filtered(), since), _filtered_row)
+        rows = mapped(at_since(store.filtered(), since), filtered_row)
         columns = _FILTERED_COLUMNS
     else:
         raise ValueError(f"unknown export kind {what!r}: use pages, items, dead or filtered")
@@ -174,7 +183,8 @@ async def _export_items(items: AsyncIterator[ItemRecord], fmt: str, out: TextIO)
     return written
 
 
-def _page_row(page: PageRecord) -> dict[str, Any]:
+def page_row(page: PageRecord, time: Callable[[float], Any] = iso_utc) -> dict[str, Any]:
+    """A page record as an export row (`PAGE_COLUMNS`), times converted by ``time``."""
     return {
         "url": page.url,
         "final_url": page.final_url,
@@ -182,7 +192,7 @@ def _page_row(page: PageRecord) -> dict[str, Any]:
         "content_type": page.content_type,
         "depth": page.depth,
         "title": page.title,
-        "fetched_at": iso_utc(page.fetched_at),
+        "fetched_at": time(page.fetched_at),
         "size": page.size_bytes,
         "elapsed_s": page.elapsed_s,
         "attempt": page.attempt,
@@ -195,36 +205,39 @@ def _page_row(page: PageRecord) -> dict[str, Any]:
 
 
 def _page_row_with_body(page: PageRecord) -> dict[str, Any]:
-    row = _page_row(page)
+    row = page_row(page)
     row[_BODY] = None if page.body is None else base64.b64encode(page.body).decode("ascii")
     return row
 
 
-def _dead_row(dead: DeadRecord) -> dict[str, Any]:
+def dead_row(dead: DeadRecord, time: Callable[[float], Any] = iso_utc) -> dict[str, Any]:
+    """A dead letter as an export row, times converted by ``time``."""
     return {
         "url": dead.url,
         "reason": dead.reason,
         "detail": dead.detail,
         "attempts": dead.attempts,
         "depth": dead.depth,
-        "at": iso_utc(dead.at),
+        "at": time(dead.at),
         "fingerprint": dead.fingerprint.hex(),
     }
 
 
-def _filtered_row(record: FilteredRecord) -> dict[str, Any]:
+def filtered_row(record: FilteredRecord, time: Callable[[float], Any] = iso_utc) -> dict[str, Any]:
+    """A filtered record as an export row, times converted by ``time``."""
     return {
         "url": record.url,
         "reason": record.reason,
         "depth": record.depth,
-        "at": iso_utc(record.at),
+        "at": time(record.at),
         "fingerprint": record.fingerprint.hex(),
     }
 
 
-async def _mapped(
+async def mapped(
     records: AsyncIterator[_R], to_row: Callable[[_R], dict[str, Any]]
 ) -> AsyncIterator[dict[str, Any]]:
+    """Rows made by ``to_row`` from ``records``, streaming."""
     async for record in records:
         yield to_row(record)
 

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crawlq.export import at_since
-from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.export import at_since, dead_row, filtered_row, mapped, page_row
+from crawlq.records import ItemRecord, PageRecord
 from crawlq.store.base import Store
 
 __all__ = ["BATCH_ROWS", "export_parquet", "schema_of"]
@@ -135,13 +135,13 @@ async def export_parquet(
     rows: AsyncIterator[dict[str, Any]]
     if what == "pages":
         body = with_body
-        rows = _mapped(store.pages(since=since, with_body=with_body), lambda p: _page(p, body))
+        rows = mapped(store.pages(since=since, with_body=with_body), lambda p: _page(p, body))
     elif what == "items":
-        rows = _mapped(store.items(since=since), _item)
+        rows = mapped(store.items(since=since), _item)
     elif what == "dead":
-        rows = _mapped(at_since(store.dead(), since), _dead)
+        rows = mapped(at_since(store.dead(), since), lambda d: dead_row(d, time=_time))
     else:
-        rows = _mapped(at_since(store.filtered(), since), _filtered)
+        rows = mapped(at_since(store.filtered(), since), lambda f: filtered_row(f, time=_time))
     batch_rows = _BODY_BATCH_ROWS if with_body and what == "pages" else BATCH_ROWS
     written = 0
     with pq.ParquetWriter(os.fspath(path), schema) as writer:
@@ -163,23 +163,7 @@ def _time(ts: float) -> datetime:
 
 
 def _page(page: PageRecord, with_body: bool) -> dict[str, Any]:
-    row = {
-        "url": page.url,
-        "final_url": page.final_url,
-        "status": page.status,
-        "content_type": page.content_type,
-        "depth": page.depth,
-        "title": page.title,
-        "fetched_at": _time(page.fetched_at),
-        "size": page.size_bytes,
-        "elapsed_s": page.elapsed_s,
-        "attempt": page.attempt,
-        "error": page.error,
-        "spider": page.spider,
-        "fingerprint": page.fingerprint.hex(),
-        "warc_file": page.warc_file,
-        "warc_offset": page.warc_offset,
-    }
+    row = page_row(page, time=_time)
     if with_body:
         row["body"] = page.body
     return row
@@ -194,32 +178,3 @@ def _item(item: ItemRecord) -> dict[str, Any]:
         "index": item.index,
         "data": json.dumps(item.data, ensure_ascii=False),
     }
-
-
-def _dead(dead: DeadRecord) -> dict[str, Any]:
-    return {
-        "url": dead.url,
-        "reason": dead.reason,
-        "detail": dead.detail,
-        "attempts": dead.attempts,
-        "depth": dead.depth,
-        "at": _time(dead.at),
-        "fingerprint": dead.fingerprint.hex(),
-    }
-
-
-def _filtered(record: FilteredRecord) -> dict[str, Any]:
-    return {
-        "url": record.url,
-        "reason": record.reason,
-        "depth": record.depth,
-        "at": _time(record.at),
-        "fingerprint": record.fingerprint.hex(),
-    }
-
-
-async def _mapped(
-    records: AsyncIterator[Any], to_row: Callable[[Any], dict[str, Any]]
-) -> AsyncIterator[dict[str, Any]]:
-    async for record in records:
-        yield to_row(record)
