@@ -24,13 +24,14 @@ from crawlq.testing.server import (
 from crawlq.testing.site import generate_site
 from crawlq.testing.static import make_static_app, unpack_corpus
 from crawlq.testing.synthetic import SyntheticServer, SyntheticSite
-from crawlq.testing.thread import ServerThread
+from crawlq.testing.thread import LoopThread, ServerThread
 
 __all__ = [
     "CHARSET_SAMPLES",
     "FAULT_STATE",
     "FaultState",
     "LoggedRequest",
+    "LoopThread",
     "RequestLog",
     "ServerThread",
     "SyntheticServer",

@@ -26,12 +26,11 @@ import asyncio
 import random
 import re
 import socket
-import threading
 from collections.abc import Sequence
 from functools import partial
-from types import TracebackType
 
 from crawlq.errors import ConfigError
+from crawlq.testing.thread import LoopThread
 
 __all__ = ["SyntheticServer", "SyntheticSite"]
 
@@ -263,7 +262,7 @@ class _HTTPProtocol(asyncio.Protocol):
             self._transport = None
 
 
-class SyntheticServer:
+class SyntheticServer(LoopThread):
     """Serve a `SyntheticSite` of ``n_pages`` on ``hosts`` loopback addresses, one shared port.
 
     Host ``k`` (0-based) is ``127.0.0.{k + 1}``; Linux routes all of ``127.0.0.0/8`` to the
@@ -290,6 +289,7 @@ class SyntheticServer:
             raise ConfigError("hosts", f"must be in 1..254, got {hosts}")
         if n_pages < 1:
             raise ConfigError("n_pages", f"must be at least 1, got {n_pages}")
+        super().__init__()
         self.n_pages = n_pages
         self.hosts = hosts
         self.seed = seed
@@ -297,11 +297,6 @@ class SyntheticServer:
         self._sockets: list[socket.socket] = []
         self._site: SyntheticSite | None = None
         self._counter = [0]
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
 
     @property
     def addresses(self) -> list[str]:
@@ -379,6 +374,8 @@ class SyntheticServer:
                 await server.wait_closed()
             self._sockets = []
 
+    _thread_name = "crawlq-synthetic"
+
     def start(self, timeout_s: float = 10.0) -> None:
         """Bind, then serve from a background thread; returns once serving.
 
@@ -389,48 +386,10 @@ class SyntheticServer:
             RuntimeError: Already started, or the thread did not come up in time.
             OSError: The sockets cannot be bound (see `bind`).
         """
-        if self._thread is not None:
-            raise RuntimeError("SyntheticServer already started")
-        self.bind()
-        self._thread = threading.Thread(target=self._run, name="crawlq-synthetic", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError(f"synthetic server did not start within {timeout_s} s")
-        if self._error is not None:
-            self._thread.join()
-            self._thread = None
-            raise self._error
+        if self._thread is None:
+            self.bind()
+        super().start(timeout_s)
 
-    def stop(self) -> None:
-        """Stop serving and join the thread (a no-op when not running)."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        thread.join()
-
-    def __enter__(self) -> SyntheticServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        async def main() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stop = asyncio.Event()
-            self._loop.call_soon(self._ready.set)
-            await self.serve(self._stop)
-
-        try:
-            asyncio.run(main())
-        except BaseException as exc:  # surfaced by start() if it happens before ready
-            self._error = exc
-            self._ready.set()
+    async def _serve(self, stop: asyncio.Event) -> None:
+        asyncio.get_running_loop().call_soon(self._ready.set)
+        await self.serve(stop)
