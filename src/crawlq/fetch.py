@@ -43,6 +43,7 @@ from crawlq.errors import (
 )
 from crawlq.request import FetchResult, RawExchange
 from crawlq.retry import is_retryable_status, parse_retry_after
+from crawlq.settings import Settings
 from crawlq.urls import normalize, url_keys
 
 __all__ = ["Fetcher", "RedirectGuard"]
@@ -148,6 +149,25 @@ class Fetcher:
         self._max_connections = max_connections
         self._record_exchanges = record_exchanges
         self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, max_connections: int | None = None) -> Fetcher:
+        """A fetcher with the crawl's limits; it records raw exchanges when WARC is on.
+
+        Args:
+            settings: User agent, timeouts, body and redirect limits, ``warc_dir``.
+            max_connections: Connections at once (default: ``settings.concurrency``).
+        """
+        s = settings
+        return cls(
+            user_agent=s.user_agent,
+            timeout_s=s.timeout_s,
+            connect_timeout_s=s.connect_timeout_s,
+            max_body_bytes=s.max_body_bytes,
+            max_redirects=s.max_redirects,
+            max_connections=max_connections or s.concurrency,
+            record_exchanges=s.warc_dir is not None,
+        )
 
     async def __aenter__(self) -> Fetcher:
         return self

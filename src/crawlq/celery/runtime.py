@@ -178,14 +178,7 @@ class JobRuntime:
             await state.close()
             raise
         s = settings
-        fetcher = Fetcher(
-            user_agent=s.user_agent,
-            timeout_s=s.timeout_s,
-            connect_timeout_s=s.connect_timeout_s,
-            max_body_bytes=s.max_body_bytes,
-            max_redirects=s.max_redirects,
-            max_connections=max(s.concurrency, s.celery_batch),
-        )
+        fetcher = Fetcher.from_settings(s, max_connections=max(s.concurrency, s.celery_batch))
         spider = load_spider(s.spider)()
         domains = s.allowed_domains or tuple(spider.allowed_domains)
         scope = Scope(domains, s.include, s.exclude, s.max_depth)

@@ -124,7 +124,7 @@ async def assembled_worker(
         warc = await open_warc(s)
         if warc is not None:
             stack.push_async_callback(warc.close)
-        fetcher = await stack.enter_async_context(_fetcher(s))
+        fetcher = await stack.enter_async_context(Fetcher.from_settings(s))
         robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, backends.frontier, warc)
         yield Worker(
@@ -136,18 +136,6 @@ async def assembled_worker(
             flush_batch=s.flush_max_items,
             flush_interval_s=s.flush_interval_s,
         )
-
-
-def _fetcher(s: Settings) -> Fetcher:
-    return Fetcher(
-        user_agent=s.user_agent,
-        timeout_s=s.timeout_s,
-        connect_timeout_s=s.connect_timeout_s,
-        max_body_bytes=s.max_body_bytes,
-        max_redirects=s.max_redirects,
-        max_connections=s.concurrency,
-        record_exchanges=s.warc_dir is not None,
-    )
 
 
 async def open_warc(s: Settings) -> WarcWriter | None:
