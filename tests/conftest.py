@@ -9,6 +9,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -63,6 +64,21 @@ def redis_url() -> Iterator[str]:
         yield server.url
     finally:
         server.cleanup()
+
+
+@pytest.fixture
+def job(redis_url: str) -> Iterator[str]:
+    """A job name of its own on the test Redis; every key of the job is deleted afterwards."""
+    import redis
+
+    from crawlq.frontier.redis import Keyspace
+
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(match=Keyspace(name).pattern()):
+        client.unlink(key)
+    client.close()
 
 
 def postgres_answers(url: str) -> str | None:

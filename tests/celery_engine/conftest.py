@@ -62,17 +62,6 @@ def amqp_url() -> str:
 
 
 @pytest.fixture
-def job(redis_url: str) -> Iterator[str]:
-    """A job name of its own on the dedup Redis; its keys are deleted afterwards."""
-    name = f"celery-{uuid.uuid4().hex[:10]}"
-    yield name
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(match=Keyspace(name).pattern()):
-        client.unlink(key)
-    client.close()
-
-
-@pytest.fixture
 def queue() -> str:
     """A Celery queue name of its own."""
     return f"crawlq-test-{uuid.uuid4().hex[:10]}"

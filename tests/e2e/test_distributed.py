@@ -15,9 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,16 +36,6 @@ JITTER_S = 0.02
 """The frontier spaces lease starts exactly; the server sees request starts that also carry
 each worker's lease-to-send latency and this test server thread's own scheduling (GIL), a few
 milliseconds on a loaded 2-core machine. Gaps are checked to the delay minus this."""
-
-
-@pytest.fixture
-def job(redis_url: str) -> Iterator[str]:
-    name = f"e2e-{uuid.uuid4().hex[:10]}"
-    yield name
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(match=Keyspace(name).pattern()):
-        client.unlink(key)
-    client.close()
 
 
 def worker_proc(

@@ -15,14 +15,12 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from crawlq.frontier.redis import Keyspace
 from crawlq.testing import RequestLog, ServerThread, make_static_app
 from tests.conftest import corpus_tarball, run_crawlq
 from tests.e2e.sitemap import reachable
@@ -36,18 +34,6 @@ from psycopg import sql  # noqa: E402
 pytestmark = pytest.mark.e2e
 
 WARCIO = shutil.which("warcio", path=os.path.dirname(sys.executable)) or "warcio"
-
-
-@pytest.fixture
-def job(redis_url: str) -> Iterator[str]:
-    import redis
-
-    name = f"e2e-store-{uuid.uuid4().hex[:10]}"
-    yield name
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(match=Keyspace(name).pattern()):
-        client.unlink(key)
-    client.close()
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -18,16 +16,6 @@ from crawlq.request import CrawlRequest
 from tests.services import RedisServer
 
 POLICY = HostPolicy(0.0, 100)
-
-
-@pytest.fixture
-async def job(redis_url: str) -> AsyncIterator[str]:
-    name = f"test-{uuid.uuid4().hex[:12]}"
-    yield name
-    client = aioredis.Redis.from_url(redis_url)
-    async for key in client.scan_iter(match=Keyspace(name).pattern()):
-        await client.unlink(key)
-    await client.aclose()
 
 
 def reqs(*paths: str) -> list[CrawlRequest]:
