@@ -318,3 +318,19 @@ def test_bad_frontier_urls_and_job_names_are_usage_errors(redis_url: str) -> Non
         )
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_max_pages_holds_across_worker_processes(redis_url: str, job: str, tmp_path: Path) -> None:
+    root = generate_site(tmp_path / "site", n_pages=300)
+    store = tmp_path / "store.db"
+    with ServerThread(make_static_app(root)) as server:
+        proc = run_crawlq(
+            "crawl", server.base_url + "/index.html", "--max-pages", "50", "--processes", "2",
+            "--frontier", redis_url, "--job", job, "--store", str(store), "--delay", "0",
+            "--host-concurrency", "4", "--concurrency", "2", "-q",
+        )  # fmt: skip
+    assert "crawl stopped at --max-pages" in proc.stdout
+    stored = sum(stored_urls(store).values())
+    # each child takes half the budget; in-flight pages of a stopped child are still stored
+    assert 50 <= stored <= 50 + 2 * 2, stored
+    assert "links not followed" not in proc.stdout  # the children counted those, not the parent

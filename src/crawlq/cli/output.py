@@ -119,14 +119,21 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
     lines = [
         f"crawl {ended}",
         f"pages stored: {c.pages} this run, {s.pages} in store",
-        f"items: {c.items} this run, {s.items} in store",
+        f"items: {c.items} this run, {s.items} in store"
+        if report.full_counters
+        else f"items: {s.items} in store",
         f"dead-lettered: {_reasons(s.dead_by_reason)}"
         + ("; --retry-dead requeues them" if s.dead else ""),
         f"filtered: {_reasons(s.filtered_by_reason)}",
-        f"links not followed: {_reasons(c.skipped)}",
-        f"retries: {c.retries}",
-        f"frontier round trips: {c.round_trips}"
-        + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
+    ]
+    if report.full_counters:  # else each worker process printed its own
+        lines += [
+            f"links not followed: {_reasons(c.skipped)}",
+            f"retries: {c.retries}",
+            f"frontier round trips: {c.round_trips}"
+            + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
+        ]
+    lines += [
         f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "
         f"in flight: {report.frontier.in_flight}",
         f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",

@@ -67,6 +67,9 @@ class CrawlReport:
         frontier: Frontier counts at the end.
         elapsed_s: Wall seconds of this run.
         seeded: Seed requests that were new to the frontier.
+        full_counters: False when ``counters`` hold only the pages stored (the work was
+            done by other processes: each worker reports its own links, retries and round
+            trips).
     """
 
     stopped_by: str
@@ -75,6 +78,7 @@ class CrawlReport:
     frontier: FrontierStats
     elapsed_s: float
     seeded: int
+    full_counters: bool = True
 
 
 class WorkerHost:

@@ -7,7 +7,7 @@ import logging
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 __all__ = ["WorkerProcesses"]
 
@@ -43,8 +43,17 @@ class WorkerProcesses:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL if force else signal.SIGTERM)
 
-    async def wait(self) -> list[int]:
-        """Wait for every child to exit; returns their exit codes."""
+    async def wait(self, stop_when: Callable[[], Awaitable[bool]] | None = None) -> list[int]:
+        """Wait for every child to exit; returns their exit codes.
+
+        Args:
+            stop_when: Asked every 0.05 s while children run; once it answers True, the
+                children are stopped gracefully (`stop`) and waited for.
+        """
         while any(p.poll() is None for p in self.procs):
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2 if stop_when is None else 0.05)
+            if stop_when is not None and await stop_when():
+                logger.info("stopping the worker processes")
+                self.stop()
+                stop_when = None
         return [int(p.returncode) for p in self.procs]

@@ -194,21 +194,39 @@ class MultiProcessCrawl:
         async with open_backends(seeded.settings) as backends:
             self._frontier, self._store = backends.frontier, backends.store
             self._pages_before = (await backends.store.counts()).pages
+            limit, store_ = self.settings.max_pages, backends.store
+            budget_spent = False
+
+            async def spent() -> bool:  # --max-pages: the children share one store total
+                nonlocal budget_spent
+                budget_spent = limit is not None and (await store_.counts()).pages >= limit
+                return budget_spent
+
+            if limit is not None:
+                # Each child gets its share of the budget (the parent also stops them all
+                # once the store holds `limit` pages, whoever stored them).
+                share = -(-max(0, limit - self._pages_before) // self.pool.count)
+                self.pool.args += ["--max-pages", str(self._pages_before + share)]
             self.pool.start()
             try:
-                codes = await self.pool.wait()
+                codes = await self.pool.wait(spent if limit is not None else None)
             finally:
                 self._frontier = self._store = None
             store = await backends.store.counts()
+            if budget_spent:
+                stopped_by = "max_pages"
+            elif all(c == 0 for c in codes) and not self._stopped:
+                stopped_by = "done"
+            else:
+                stopped_by = "stopped"
             report = CrawlReport(
-                stopped_by="done"
-                if all(c == 0 for c in codes) and not self._stopped
-                else "stopped",
+                stopped_by=stopped_by,
                 counters=WorkerCounters(pages=store.pages - self._pages_before),
                 store=store,
                 frontier=await backends.frontier.stats(),
                 elapsed_s=time.monotonic() - self._started,
                 seeded=seeded.queued,
+                full_counters=False,
             )
         if any(c not in (0, 1, -15) for c in codes):
             raise CrawlqError(f"worker processes exited with {codes}")
