@@ -6,6 +6,7 @@ CrawlqError
 ├── InvalidURL               a URL that cannot be crawled (urls.normalize, CrawlRequest)
 ├── FrontierError
 │   ├── FrontierUnavailable  backend cannot be reached (frontier backends)
+│   │   └── BrokerUnavailable  the Celery broker cannot be reached (crawlq.celery)
 │   ├── FrontierLocked       another live process owns an embedded frontier (SqliteFrontier)
 │   └── LeaseLost            ack/retry/renew of a lease the frontier no longer holds
 ├── StoreError
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 __all__ = [
     "BodyTooLarge",
+    "BrokerUnavailable",
     "ConfigError",
     "CrawlqError",
     "FetchError",
@@ -75,6 +77,18 @@ class FrontierError(CrawlqError):
 
 class FrontierUnavailable(FrontierError):
     """The frontier backend cannot be reached; callers retry with backoff."""
+
+
+class BrokerUnavailable(FrontierUnavailable):
+    """The Celery engine's broker cannot be reached or refused the login.
+
+    Raised by `crawlq.celery.crawl` before seeding (so a failed start leaves no job behind)
+    and when sending tasks; ``broker`` names the broker without its password.
+    """
+
+    def __init__(self, broker: str, detail: str) -> None:
+        super().__init__(f"cannot reach the Celery broker {broker}: {detail}")
+        self.broker = broker
 
 
 class FrontierLocked(FrontierError):

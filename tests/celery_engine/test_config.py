@@ -100,3 +100,26 @@ def test_cli_names_what_the_celery_engine_is_missing(tmp_path: Path) -> None:
         "--store", store, "--max-pages", "3", check=False,
     )  # fmt: skip
     assert pages.returncode == 2 and "max_pages" in pages.stderr
+
+
+def test_an_unreachable_or_refusing_broker_is_one_line_and_seeds_nothing(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    import redis
+
+    from crawlq.frontier.redis import Keyspace
+
+    for broker in ("amqp://guest:guest@127.0.0.1:9//", "amqp://nobody:wrong@127.0.0.1:5672//"):
+        proc = run_crawlq(
+            "crawl", "http://127.0.0.1:9/index.html", "--engine", "celery", "--broker", broker,
+            "--frontier", redis_url, "--job", job, "--store", str(tmp_path / "s.db"),
+            check=False,
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        assert "cannot reach the Celery broker amqp://127.0.0.1:" in proc.stderr
+        assert "Traceback" not in proc.stderr and "wrong" not in proc.stderr  # no password
+    client = redis.Redis.from_url(redis_url)
+    try:  # the job was never created, so the same command with a fixed broker can run
+        assert list(client.scan_iter(match=Keyspace(job).pattern())) == []
+    finally:
+        client.close()

@@ -29,7 +29,7 @@ from crawlq.celery.state import CeleryState, Counts
 from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress
 from crawlq.engine.worker import WorkerCounters
-from crawlq.errors import ConfigError, CrawlqError
+from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
@@ -125,6 +125,7 @@ class CeleryCrawl:
             CrawlqError: The local worker exited before the crawl was done.
         """
         self._started = time.monotonic()
+        _check_broker(self.settings)  # before the job is created with these settings
         async with open_backends(self.settings, create=True) as backends:
             s = backends.settings
             assert s.frontier is not None and s.job is not None  # set by the constructor
@@ -154,6 +155,7 @@ class CeleryCrawl:
             frontier=_stats(counts),
             elapsed_s=time.monotonic() - self._started,
             seeded=seeded,
+            full_counters=False,
         )
 
     async def _seed(self, state: CeleryState, settings: Settings) -> int:
@@ -168,10 +170,13 @@ class CeleryCrawl:
             return
         assert self._app is not None
         for request in requests:
-            self._app.crawlq.scrape_many.apply_async(
-                args=[self.settings.job, [Entry(request).to_wire()]],
-                priority=clamp_priority(request.priority),
-            )
+            try:
+                self._app.crawlq.scrape_many.apply_async(
+                    args=[self.settings.job, [Entry(request).to_wire()]],
+                    priority=clamp_priority(request.priority),
+                )
+            except Exception as exc:  # kombu/amqp connection and login errors
+                raise BrokerUnavailable(_broker_name(self.settings), _detail(exc)) from exc
 
     async def _wait(self, state: CeleryState) -> bool:
         """Return False when the crawl is done, True when stopped.
@@ -255,3 +260,30 @@ def _stats(counts: Counts) -> FrontierStats:
         dead=counts.dead,
         seen=counts.seen,
     )
+
+
+def _broker_name(settings: Settings) -> str:
+    """The broker URL without its user and password."""
+    url = settings.broker_url or "?"
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else url
+
+
+def _detail(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+def _check_broker(settings: Settings) -> None:
+    """Connect to the broker once, so a wrong URL or login fails before anything is seeded.
+
+    Raises:
+        BrokerUnavailable: The broker cannot be reached or refused the login.
+    """
+    app = make_app(settings)
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=5)
+    except Exception as exc:  # kombu OperationalError, amqp AccessRefused, OSError...
+        raise BrokerUnavailable(_broker_name(settings), _detail(exc)) from exc
+    finally:
+        app.close()
