@@ -358,3 +358,13 @@ def test_retry_dead_requeues_what_failed_before(tmp_path: Path) -> None:
     assert "dead-lettered: 1 (connect_error 1)" in again.stdout
     rows = [json.loads(x) for x in export(store, "--what", "dead").splitlines() if x]
     assert len(rows) == 1 and rows[0]["attempts"] == 1  # tried afresh, not a 2nd retry
+
+
+def test_a_job_name_without_a_shared_frontier_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_crawlq(
+        "crawl", "http://127.0.0.1:9/", "--job", "docs", "--store", str(tmp_path / "s.db"),
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "job: a job name needs a shared --frontier" in proc.stderr
+    assert not (tmp_path / "s.db").exists()

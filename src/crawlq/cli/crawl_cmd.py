@@ -140,6 +140,8 @@ def _native_runner(
         raise ConfigError("processes", f"must be at least 1, got {processes}")
     if settings.frontier is None and processes not in (None, 1):
         raise ConfigError("processes", "several processes need a shared --frontier")
+    if settings.frontier is None and settings.job is not None:
+        raise ConfigError("job", "a job name needs a shared --frontier (redis://…)")
     if settings.frontier is not None and processes is None:
         processes = os.cpu_count() or 1
     crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead)
