@@ -75,7 +75,7 @@ def delete_redis_queue(broker_url: str, queue: str) -> None:
             client.unlink(key)
         for key in client.scan_iter(match=f"_kombu.binding*.{queue}"):
             client.unlink(key)
-        client.zrem("_kombu.binding_deadlines", queue)
+        client.zrem("_kombu.binding_deadlines", queue, "celery.pidbox")  # pidbox: remote control
     finally:
         client.close()
 
@@ -149,9 +149,12 @@ class CeleryWorker:
 
 
 @pytest.fixture
-def workers(tmp_path: Path) -> Iterator[Callable[..., CeleryWorker]]:
+def workers(
+    tmp_path: Path, broker_cleanup: Callable[[str, str], None]
+) -> Iterator[Callable[..., CeleryWorker]]:
     """Start Celery workers: ``workers(broker, frontier, queue, *args, **env)``; all stopped
-    (their process groups) at the end of the test."""
+    (their process groups) at the end of the test, before `broker_cleanup` deletes the
+    queues (a live worker would declare its queue again)."""
     started: list[CeleryWorker] = []
 
     def start(broker: str, frontier: str, queue: str, *args: str, **env: str) -> CeleryWorker:
