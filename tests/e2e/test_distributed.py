@@ -334,3 +334,19 @@ def test_max_pages_holds_across_worker_processes(redis_url: str, job: str, tmp_p
     # each child takes half the budget; in-flight pages of a stopped child are still stored
     assert 50 <= stored <= 50 + 2 * 2, stored
     assert "links not followed" not in proc.stdout  # the children counted those, not the parent
+
+
+def test_a_store_that_cannot_open_is_not_pinned_to_the_new_job(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    root = generate_site(tmp_path / "site", n_pages=5)
+    with ServerThread(make_static_app(root)) as server:
+        seed = server.base_url + "/index.html"
+        common = ("--frontier", redis_url, "--job", job, "--processes", "1", "--delay", "0")
+        bad = run_crawlq(
+            "crawl", seed, *common, "--store", "postgresql://x@127.0.0.1:9/db", check=False
+        )
+        assert bad.returncode == 1 and "cannot connect to PostgreSQL store" in bad.stderr
+        good = run_crawlq("crawl", seed, *common, "--store", str(tmp_path / "s.db"), "-q")
+    assert "crawl finished" in good.stdout
+    assert sum(stored_urls(tmp_path / "s.db").values()) == 5

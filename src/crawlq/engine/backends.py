@@ -87,10 +87,26 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
             url, job=settings.job, default_policy=policy, bloom=bloom, create=create
         )
     try:
+        store: Store | None = None
+        opened = settings.store
         if settings.frontier is not None:
-            settings = await bind_job(frontier, settings, create=create)
+            if create and await frontier.job_settings(None) is None:
+                # A new job records its store: make sure that store opens before it does,
+                # or a typo in --store would be pinned to the job (and the fixed command
+                # refused as a conflict).
+                store = await open_store(settings.store)
+            try:
+                settings = await bind_job(frontier, settings, create=create)
+            except BaseException:
+                if store is not None:
+                    await store.close()
+                raise
             frontier.default_policy = HostPolicy(settings.delay_s, settings.host_concurrency)
-        store = await open_store(settings.store)
+        if store is not None and opened != settings.store:  # another producer won the race
+            await store.close()
+            store = None
+        if store is None:
+            store = await open_store(settings.store)
         try:
             yield Backends(frontier, store, settings)
         finally:
