@@ -350,3 +350,26 @@ def test_a_store_that_cannot_open_is_not_pinned_to_the_new_job(
         good = run_crawlq("crawl", seed, *common, "--store", str(tmp_path / "s.db"), "-q")
     assert "crawl finished" in good.stdout
     assert sum(stored_urls(tmp_path / "s.db").values()) == 5
+
+
+def test_status_table_goes_to_stdout_and_watch_repeats_it_off_a_terminal(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    run_crawlq(
+        "seed", "http://127.0.0.1:9/a", "--frontier", redis_url, "--job", job,
+        "--store", str(tmp_path / "s.db"),
+    )  # fmt: skip
+    table = run_crawlq("status", "--frontier", redis_url, "--job", job)
+    assert f"job {job}" in table.stdout and "queued" in table.stdout
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "crawlq", "status", "--frontier", redis_url, "--job", job,
+         "--watch", "--interval", "0.3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(2.0)
+    finally:
+        watch.terminate()
+        out, _ = watch.communicate(timeout=10)
+    assert out.decode().count(f"job {job}") >= 2  # a plain table per interval, not nothing

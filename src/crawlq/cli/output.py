@@ -23,6 +23,7 @@ __all__ = [
     "print_summary",
     "status_table",
     "stderr_console",
+    "stdout_console",
     "terminal_console",
 ]
 
@@ -34,6 +35,13 @@ def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def stdout_console() -> Console:
+    """A rich console on stdout, for a command whose output is a table (``crawlq status``)."""
+    from rich.console import Console
+
+    return Console()
 
 
 def terminal_console() -> Console | None:

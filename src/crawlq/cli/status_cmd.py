@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from crawlq.cli.output import status_table, stderr_console
+from crawlq.cli.output import status_table, stdout_console
 from crawlq.errors import CrawlqError
 from crawlq.frontier import open_frontier
 from crawlq.store import open_store
@@ -42,7 +42,7 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
-        stderr_console().print(status_table(report))
+        stdout_console().print(status_table(report))
 
 
 async def _snapshot(url: str, job: str) -> dict[str, Any]:
@@ -85,7 +85,11 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
 async def _watch(url: str, job: str, interval: float) -> None:
     from rich.live import Live
 
-    console = stderr_console()
+    console = stdout_console()
+    if not console.is_terminal:  # a file or a pipe: one table per interval, not a live one
+        while True:
+            console.print(status_table(await _snapshot(url, job)))
+            await asyncio.sleep(interval)
     with Live(console=console, auto_refresh=False) as live:
         while True:
             live.update(status_table(await _snapshot(url, job)), refresh=True)
