@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -286,8 +287,10 @@ def test_python_dash_m_and_console_script_agree() -> None:
 @pytest.mark.parametrize(
     ("args", "names"),
     [
-        (["--delay", "nan"], "delay_s"),
-        (["--timeout", "inf"], "timeout_s"),
+        (["--delay", "nan"], "--delay: must be a finite number"),
+        (["--timeout", "inf"], "--timeout: must be a finite number"),
+        (["--delay", "-1"], "--delay: must not be negative"),
+        (["--warc-max-size", "0"], "--warc-max-size: must be positive"),
         (["--store", "/nonexistent-dir/x/crawl.db"], "/nonexistent-dir/x"),
     ],
 )
@@ -368,3 +371,16 @@ def test_a_job_name_without_a_shared_frontier_is_a_usage_error(tmp_path: Path) -
     assert proc.returncode == 2
     assert "job: a job name needs a shared --frontier" in proc.stderr
     assert not (tmp_path / "s.db").exists()
+
+
+def test_a_bad_environment_value_is_named_by_its_variable(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawlq", "crawl", "http://127.0.0.1:9/",
+         "--store", str(tmp_path / "s.db")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CRAWLQ_DELAY_S": "-2"},
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "CRAWLQ_DELAY_S: must not be negative" in proc.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -175,7 +176,32 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
             cli=cli,
         )
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        flag = _flag_of(exc.name, cli)
+        if flag is None:
+            raise click.UsageError(str(exc)) from None
+        detail = str(exc).removeprefix(f"{exc.name}: ")
+        raise click.UsageError(f"{flag}: {detail} (setting {exc.name})") from None
+
+
+_FLAGS = {
+    "allowed_domains": "--allow-domain",
+    "bloom_capacity": "--bloom",
+    "obey_robots": "--ignore-robots",
+    "warc_dir": "--warc",
+    "warc_max_size_bytes": "--warc-max-size",
+}
+"""Settings whose option is not the setting's name in dashes (after `_RENAMED`)."""
+
+
+def _flag_of(setting: str, cli: dict[str, Any]) -> str | None:
+    """The option or ``CRAWLQ_*`` variable that gave ``setting`` (None: a file or spider)."""
+    if cli.get(setting) is None:
+        variable = f"CRAWLQ_{setting.upper()}"
+        return variable if variable in os.environ else None
+    if setting in _FLAGS:
+        return _FLAGS[setting]
+    option = next((k for k, v in _RENAMED.items() if v == setting), setting)
+    return "--" + option.replace("_", "-")
 
 
 _OPTION_NAMES = {
