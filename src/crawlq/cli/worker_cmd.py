@@ -33,8 +33,17 @@ __all__ = ["worker"]
     is_flag=True,
     help="Exit when nothing is queued, delayed or in flight anywhere (else wait for work).",
 )
+@click.option(
+    "--page-budget",
+    type=int,
+    default=None,
+    hidden=True,  # set by `crawl --processes P --max-pages N` for its children: their share
+    help="Store at most N pages in this process.",
+)
 @output_options
-def worker(quiet: bool, verbose: int, exit_when_done: bool, **options: Any) -> None:
+def worker(
+    quiet: bool, verbose: int, exit_when_done: bool, page_budget: int | None, **options: Any
+) -> None:
     """Work on a job: lease URLs, fetch, parse, store, push discovered links, ack.
 
     The job's settings (politeness, retries, scope, spider, store) come from the job, stored
@@ -51,7 +60,7 @@ def worker(quiet: bool, verbose: int, exit_when_done: bool, **options: Any) -> N
     if processes > 1:
         sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes))
     try:
-        service = WorkerService(settings, exit_when_done=exit_when_done)
+        service = WorkerService(settings, exit_when_done=exit_when_done, page_budget=page_budget)
         show = console if not quiet else None
         report = asyncio.run(run_in_foreground(service, show))
     except ConfigError as exc:

@@ -74,12 +74,21 @@ class WorkerService(WorkerHost):
     Args:
         settings: This process's settings (the job's are bound when it starts).
         exit_when_done: Return once nothing is queued, delayed or in flight anywhere.
+        page_budget: Pages this process stores at most (its share of a ``--max-pages``
+            split between several processes), or None.
     """
 
-    def __init__(self, settings: Settings, *, exit_when_done: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        exit_when_done: bool = False,
+        page_budget: int | None = None,
+    ) -> None:
         super().__init__()
         self.settings = settings
         self.exit_when_done = exit_when_done
+        self.page_budget = page_budget
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Bind the job, then work.
@@ -102,9 +111,10 @@ class WorkerService(WorkerHost):
                     "give --allow-domain",
                 )
             scope = Scope(domains, s.include, s.exclude, s.max_depth)
-            budget = None
+            budget = self.page_budget
             if s.max_pages is not None:
-                budget = max(0, s.max_pages - (await backends.store.counts()).pages)
+                left = max(0, s.max_pages - (await backends.store.counts()).pages)
+                budget = left if budget is None else min(budget, left)
             async with assembled_worker(
                 backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
             ) as worker:
@@ -206,24 +216,26 @@ class MultiProcessCrawl:
                 # Each child gets its share of the budget (the parent also stops them all
                 # once the store holds `limit` pages, whoever stored them).
                 share = -(-max(0, limit - self._pages_before) // self.pool.count)
-                self.pool.args += ["--max-pages", str(self._pages_before + share)]
+                self.pool.args += ["--page-budget", str(share)]
             self.pool.start()
             try:
                 codes = await self.pool.wait(spent if limit is not None else None)
             finally:
                 self._frontier = self._store = None
             store = await backends.store.counts()
-            if budget_spent:
+            frontier = await backends.frontier.stats()
+            budget_left_work = limit is not None and frontier.pending > 0  # shares spent
+            if budget_spent or (limit is not None and store.pages >= limit):
                 stopped_by = "max_pages"
             elif all(c == 0 for c in codes) and not self._stopped:
-                stopped_by = "done"
+                stopped_by = "max_pages" if budget_left_work else "done"
             else:
                 stopped_by = "stopped"
             report = CrawlReport(
                 stopped_by=stopped_by,
                 counters=WorkerCounters(pages=store.pages - self._pages_before),
                 store=store,
-                frontier=await backends.frontier.stats(),
+                frontier=frontier,
                 elapsed_s=time.monotonic() - self._started,
                 seeded=seeded.queued,
                 full_counters=False,
