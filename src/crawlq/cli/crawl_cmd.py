@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import sys
@@ -18,10 +17,10 @@ from crawlq.cli.options import (
     process_options,
 )
 from crawlq.cli.output import configure_logging, print_summary, terminal_console
-from crawlq.cli.running import Runner, run_in_foreground
+from crawlq.cli.running import Runner, run_or_exit
 from crawlq.engine import Crawl
 from crawlq.engine.service import MultiProcessCrawl
-from crawlq.errors import ConfigError, CrawlqError, InvalidURL
+from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider
 
@@ -89,14 +88,7 @@ def crawl(
         raise click.BadParameter(str(exc), param_hint="SEED_URL") from None
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    try:
-        show = console if not quiet else None
-        report = asyncio.run(run_in_foreground(runner, show))
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    except CrawlqError as exc:
-        click.echo(f"crawlq: cannot crawl: {exc}", err=True)
-        sys.exit(1)
+    report = run_or_exit(runner, None if quiet else console, failure="cannot crawl")
     print_summary(report, sys.stdout)
     if report.stopped_by == "stopped":
         sys.exit(1)

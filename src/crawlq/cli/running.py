@@ -5,18 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from typing import TYPE_CHECKING, Protocol
 
 import click
 
 from crawlq.cli.output import ProgressDisplay
 from crawlq.engine import CrawlReport, Progress
-from crawlq.errors import CrawlqError
+from crawlq.errors import ConfigError, CrawlqError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Runner", "run_in_foreground"]
+__all__ = ["Runner", "run_in_foreground", "run_or_exit"]
 
 _REFRESH_S = 0.5
 
@@ -78,3 +79,18 @@ async def run_in_foreground(runner: Runner, console: Console | None) -> CrawlRep
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(sig)
+
+
+def run_or_exit(runner: Runner, console: Console | None, *, failure: str) -> CrawlReport:
+    """Run ``runner`` with `run_in_foreground` and map its errors to the CLI's exits.
+
+    A settings error is a usage error (exit 2, click's message); any other crawlq error is
+    one line ``crawlq: <failure>: <error>`` on stderr and exit 1.
+    """
+    try:
+        return asyncio.run(run_in_foreground(runner, console))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except CrawlqError as exc:
+        click.echo(f"crawlq: {failure}: {exc}", err=True)
+        sys.exit(1)

@@ -16,10 +16,9 @@ from crawlq.cli.options import (
     process_options,
 )
 from crawlq.cli.output import configure_logging, print_summary, terminal_console
-from crawlq.cli.running import run_in_foreground
+from crawlq.cli.running import run_or_exit
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.service import WorkerService
-from crawlq.errors import ConfigError, CrawlqError
 
 __all__ = ["worker"]
 
@@ -59,15 +58,8 @@ def worker(
     settings = build_settings(options)
     if processes > 1:
         sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes))
-    try:
-        service = WorkerService(settings, exit_when_done=exit_when_done, page_budget=page_budget)
-        show = console if not quiet else None
-        report = asyncio.run(run_in_foreground(service, show))
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    except CrawlqError as exc:
-        click.echo(f"crawlq: worker stopped: {exc}", err=True)
-        sys.exit(1)
+    service = WorkerService(settings, exit_when_done=exit_when_done, page_budget=page_budget)
+    report = run_or_exit(service, None if quiet else console, failure="worker stopped")
     if not quiet:
         print_summary(report, sys.stdout)
 
