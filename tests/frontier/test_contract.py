@@ -104,6 +104,49 @@ async def test_host_concurrency_limits_leases_until_settled(make_frontier: MakeF
     assert len(again) == (1 if first[0].request.host == "a.test" else 0)
 
 
+async def test_fetched_frees_the_host_slot_and_keeps_the_lease(
+    make_frontier: MakeFrontier,
+) -> None:
+    clock = ManualClock()
+    f = await make_frontier(policy=HostPolicy(0.0, 1), clock=clock)
+    await f.push(reqs("1", "2", "3"))
+    (first,) = await f.lease(10, "w", VT)
+    assert await f.lease(10, "w", VT) == []  # one slot, taken
+    (second,) = await f.lease(10, "w", VT, fetched=[first])
+    hosts = {h.host: h.in_flight for h in (await f.stats()).hosts}
+    assert hosts["a.test"] == 1  # the second request's slot; the first one's was given back
+    assert (await f.stats()).in_flight == 2  # both leases are still held
+    assert await f.ack([first]) == 1  # its slot is not freed twice ...
+    assert await f.lease(10, "w", VT) == []  # ... so the second still holds the only slot
+    assert await f.lease(10, "w", VT, fetched=[first]) == []  # settled: ignored
+    (third,) = await f.lease(10, "w", VT, fetched=[second])
+    assert third.request.url == "http://a.test/3"
+    assert [le.request.url for le in await f.renew([second], VT)] == ["http://a.test/2"]
+    await f.release([second])  # a fetched lease can still be released, retried, expired
+    clock.advance(VT)
+    (again,) = await f.lease(10, "w", VT)  # third expired: its slot came back exactly once
+    assert again.request.url in ("http://a.test/2", "http://a.test/3")
+    assert await f.lease(10, "w", VT) == []
+    stats = await f.stats()
+    assert (stats.queued, stats.in_flight, stats.done) == (1, 1, 1)
+    assert {h.host: h.in_flight for h in stats.hosts}["a.test"] == 1
+
+
+async def test_fetched_then_expired_does_not_free_a_slot_twice(
+    make_frontier: MakeFrontier,
+) -> None:
+    clock = ManualClock()
+    f = await make_frontier(policy=HostPolicy(0.0, 2), clock=clock)
+    await f.push(reqs("1", "2", "3", "4"))
+    a, _b = await f.lease(10, "w", VT)
+    assert len(await f.lease(10, "w", VT, fetched=[a])) == 1  # c, in a's slot
+    clock.advance(VT)  # all three expire: a had given its slot back already, b and c not
+    leased = await f.lease(10, "w2", VT)
+    assert len(leased) == 2  # two slots, no more: a's slot was not freed a second time
+    assert await f.lease(10, "w2", VT) == []
+    assert {h.host: h.in_flight for h in (await f.stats()).hosts}["a.test"] == 2
+
+
 async def test_delay_spaces_lease_starts_per_host(make_frontier: MakeFrontier) -> None:
     clock = ManualClock()
     f = await make_frontier(policy=HostPolicy(2.0, 10), clock=clock)

@@ -102,6 +102,33 @@ async def test_newer_schema_is_refused(tmp_path: Path) -> None:
         await SqliteFrontier.open(path, default_policy=POLICY)
 
 
+async def test_version_1_file_is_upgraded_and_its_fetched_leases_recovered(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=HostPolicy(0.0, 1))
+    await f.push([CrawlRequest("http://a.test/1"), CrawlRequest("http://a.test/2")])
+    (first,) = await f.lease(5, "w", 30.0)
+    await f.lease(5, "w", 30.0, fetched=[first])  # first: state 5; second: leased
+    await f.close()  # as if killed: both leases are left behind
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE frontier_meta SET value='1' WHERE key='schema_version'")
+        db.execute("DROP INDEX frontier_fetched")
+    f = await SqliteFrontier.open(path, default_policy=HostPolicy(0.0, 2))
+    try:
+        assert f.recovered == 2
+        assert len(await f.lease(5, "w", 30.0)) == 2
+    finally:
+        await f.close()
+    with sqlite3.connect(path) as db:
+        version = db.execute("SELECT value FROM frontier_meta WHERE key='schema_version'")
+        assert version.fetchone() == ("2",)
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        assert "frontier_fetched" in names
+
+
 async def test_open_frontier_dispatch(tmp_path: Path) -> None:
     f = await open_frontier(f"sqlite:///{tmp_path}/x.db")
     await f.close()

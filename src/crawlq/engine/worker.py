@@ -116,6 +116,7 @@ class Worker:
         """Why `run` returned: ``done``, ``max_pages`` or ``stopped``."""
         self._active: dict[asyncio.Task[None], Lease] = {}
         self._held: dict[str, Lease] = {}
+        self._fetched: list[Lease] = []  # held leases whose requests are done: slots to free
         self._known = KnownFingerprints()  # skips links the frontier has surely seen
         self._pending: list[Outcome] = []
         self._pages_started = 0
@@ -124,6 +125,7 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self._results = asyncio.Event()
         self._flush_lock = asyncio.Lock()
+        self._min_lease = max(1, min(self.settings.lease_batch, self.settings.concurrency) // 4)
         self._fatal: CrawlqError | None = None
         self._forced = False
         self._store_down = False  # a store write is failing: lease nothing new meanwhile
@@ -203,10 +205,16 @@ class Worker:
                 if room <= 0 and not self._active:
                     self.stopped_by = "max_pages"
                     return
-            if room <= 0:
+            if room <= 0 or (room < self._min_lease and len(self._active) > self._min_lease):
+                # Lease in batches (one frontier round trip for several slots), as long as
+                # enough fetches are running to keep the connection pool busy meanwhile.
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
+            # Nothing in flight: writing the finished pages first costs no parallelism, and
+            # the frontier then knows their links when it picks by priority.
+            if self._pending and not self._active and not await self._flush_or_stop():
+                return
             try:
                 leases = await self._lease(min(room, self.settings.lease_batch))
                 failures = 0
@@ -235,7 +243,13 @@ class Worker:
         links back, so a starving lease loop flushes at once instead of after the interval.
         """
         vt = self.settings.lease_timeout_s
-        leases = await self.frontier.lease(n, self.worker_id, vt)
+        fetched = [lease for lease in self._fetched if lease.lease_id in self._held]
+        self._fetched = []
+        try:
+            leases = await self.frontier.lease(n, self.worker_id, vt, fetched=fetched)
+        except BaseException:
+            self._fetched[:0] = fetched  # their slots are freed with the next call instead
+            raise
         if leases or (self.exit_when_done and not self._active and await self._drained()):
             return leases  # an empty list here means drained: the loop checks again and ends
         self._idle.set()
@@ -275,6 +289,7 @@ class Worker:
                 return
             if outcome.kind is not Kind.PAGE:
                 self._pages_started -= 1
+            self._fetched.append(lease)  # its host slot is given back with our next lease call
             self._pending.append(outcome)
             self._results.set()
         finally:
@@ -320,13 +335,19 @@ class Worker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._idle.wait(), self.flush_interval_s)
             self._results.clear()
-            try:
-                await self._flush()
-            except CrawlqError as exc:  # not an outage: retrying will not help
-                logger.error("cannot write results, stopping: %s", exc)
-                self._fatal = exc
-                self.stop()
+            if not await self._flush_or_stop():
                 return
+
+    async def _flush_or_stop(self) -> bool:
+        """Flush; on an error that retrying does not fix, record it, stop, and return False."""
+        try:
+            await self._flush()
+        except CrawlqError as exc:  # not an outage: retrying will not help
+            logger.error("cannot write results, stopping: %s", exc)
+            self._fatal = exc
+            self.stop()
+            return False
+        return True
 
     async def _flush(self) -> None:
         async with self._flush_lock:

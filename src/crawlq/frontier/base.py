@@ -17,9 +17,10 @@ push ─► queued ──lease──► leased ──ack──► done
 * **Order.** Among the hosts politeness allows *now*, a higher ``priority`` is served first;
   within a priority, first in first out (ARCHITECTURE.md invariant 5).
 * **Politeness.** A host has a delay (seconds between the starts of two requests) and a
-  concurrency (leases held at once). A lease moves the host's next-allowed time and in-flight
-  count in the same atomic step; settling a lease (ack, retry, dead, release, expiry) frees
-  its slot. This holds for every worker at once (invariant 3).
+  concurrency (requests at once). A lease moves the host's next-allowed time and in-flight
+  count in the same atomic step; the slot is freed when the worker reports the request done
+  (``lease(fetched=...)``) or when the lease is settled (ack, retry, dead, release, expiry),
+  whichever comes first. This holds for every worker at once (invariant 3).
 * **Time.** "Now" comes from the backend's `crawlq.clock.Clock` (Unix ms); in a cluster the
   workers' wall clocks are assumed to agree to well under the smallest host delay.
 * **Settling a lease that is no longer held** (it expired and went to someone else, or was
@@ -67,7 +68,8 @@ class HostStats:
     Attributes:
         host: Politeness key (``host`` or ``host:port``).
         queued: Requests ready to lease once politeness allows.
-        in_flight: Leases held now.
+        in_flight: The host's concurrency slots taken now: leases whose requests are not
+            yet reported done (see `Frontier.lease`'s ``fetched``).
         next_at_ms: Unix ms before which no new lease starts on this host.
     """
 
@@ -155,6 +157,7 @@ class Frontier(Protocol):
         wait_s: float = 0.0,
         *,
         until_drained: bool = False,
+        fetched: Sequence[Lease] = (),
     ) -> list[Lease]:
         """Claim up to ``n`` ready requests for ``worker_id``.
 
@@ -176,6 +179,12 @@ class Frontier(Protocol):
             until_drained: Do not wait at all when the frontier is drained at the first look
                 (for workers that stop once it is: ``--exit-when-done``). Without it a
                 drained frontier is waited on, as an idle worker waits for producers.
+            fetched: Leases of this worker whose requests are done on the wire (the response
+                was read, or the fetch failed). Their hosts' concurrency slots are given back
+                first, in the same step, so a worker need not settle a lease before its host
+                can take the next request (politeness limits requests at once, not results
+                waiting to be stored). The leases stay held (visibility timeout, `renew`)
+                until settled; one no longer held is ignored.
 
         Returns:
             Up to ``n`` leases; ``attempt`` counts deliveries of that request, this one included.

@@ -38,8 +38,12 @@ __all__ = ["SqliteFrontier"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-_QUEUED, _LEASED, _DELAYED, _DONE, _DEAD = range(5)
+SCHEMA_VERSION = 2  # 2: state 5 (leased, its host slot freed by `lease(fetched=...)`)
+_QUEUED, _LEASED, _DELAYED, _DONE, _DEAD, _FETCHED = range(6)
+# _FETCHED rows are leased too (counted under _LEASED in ``_counts``): their request is done on
+# the wire, so they no longer hold one of their host's concurrency slots.
+_HELD = f"state IN ({_LEASED}, {_FETCHED})"
+_CHUNK = 500  # host parameters per "IN (...)" statement (SQLite allows 32,766)
 _MAX_READY_HOSTS = 512  # hosts considered per lease call, oldest window first
 _T = TypeVar("_T")
 
@@ -145,10 +149,15 @@ class SqliteFrontier:
                 f"{self.path} has frontier schema version {row[0]}, newer than this crawlq "
                 f"understands ({SCHEMA_VERSION}); upgrade crawlq"
             )
+        elif int(row[0]) < SCHEMA_VERSION:  # the script above added what version 2 needs
+            conn.execute(
+                "UPDATE frontier_meta SET value=? WHERE key='schema_version'",
+                (str(SCHEMA_VERSION),),
+            )
         conn.execute("BEGIN IMMEDIATE")
         self.recovered = conn.execute(
             "UPDATE frontier_requests SET state=0, lease_id=NULL, worker_id=NULL, "
-            "deadline_ms=NULL WHERE state=1"
+            f"deadline_ms=NULL WHERE {_HELD}"
         ).rowcount
         conn.execute(
             "UPDATE frontier_hosts SET inflight=0, queued=(SELECT count(*) FROM "
@@ -272,6 +281,7 @@ class SqliteFrontier:
         wait_s: float = 0.0,
         *,
         until_drained: bool = False,
+        fetched: Sequence[Lease] = (),
     ) -> list[Lease]:
         """See `crawlq.frontier.base.Frontier.lease`."""
         if not 1 <= n <= 1000:
@@ -285,7 +295,8 @@ class SqliteFrontier:
         waited = False
         while True:
             self._wakeup.clear()
-            leases, wake_ms = await self._run(self._lease_sync, n, worker_id, vt_ms)
+            leases, wake_ms = await self._run(self._lease_sync, n, worker_id, vt_ms, fetched)
+            fetched = ()
             remaining = give_up - time.monotonic()
             if leases or remaining <= 0 or ((waited or until_drained) and wake_ms is None):
                 return leases  # wake_ms None after a wait: drained, nothing will become ready
@@ -296,12 +307,16 @@ class SqliteFrontier:
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
             waited = True
 
-    def _lease_sync(self, n: int, worker_id: str, vt_ms: int) -> tuple[list[Lease], int | None]:
+    def _lease_sync(
+        self, n: int, worker_id: str, vt_ms: int, fetched: Sequence[Lease]
+    ) -> tuple[list[Lease], int | None]:
         now = self.clock.wall_ms()
         default_delay_ms = round(self.default_policy.delay_s * 1000)
         default_conc = self.default_policy.concurrency
 
         def step(conn: sqlite3.Connection) -> tuple[list[Lease], int | None]:
+            if fetched:
+                self._free_slots(conn, fetched)
             self._promote_and_reap(conn, now)
             hosts = conn.execute(
                 "SELECT host, inflight, coalesce(delay_ms, ?), coalesce(concurrency, ?) "
@@ -326,13 +341,10 @@ class SqliteFrontier:
             deadline = now + vt_ms
             leases: list[Lease] = []
             per_host: Counter[str] = Counter()
+            updates: list[tuple[str, str, int, bytes]] = []
             for _, _, fp, host, request, attempt in candidates[:n]:
                 lease_id = secrets.token_hex(8)
-                conn.execute(
-                    "UPDATE frontier_requests SET state=1, attempt=attempt+1, lease_id=?, "
-                    "worker_id=?, deadline_ms=? WHERE fp=?",
-                    (lease_id, worker_id, deadline, fp),
-                )
+                updates.append((lease_id, worker_id, deadline, fp))
                 per_host[host] += 1
                 leases.append(
                     Lease(
@@ -343,6 +355,11 @@ class SqliteFrontier:
                         deadline_ms=deadline,
                     )
                 )
+            conn.executemany(
+                "UPDATE frontier_requests SET state=1, attempt=attempt+1, lease_id=?, "
+                "worker_id=?, deadline_ms=? WHERE fp=?",
+                updates,
+            )
             for host, count in per_host.items():
                 conn.execute(
                     "UPDATE frontier_hosts SET queued=queued-?, inflight=inflight+?, "
@@ -366,22 +383,56 @@ class SqliteFrontier:
                 (now,),
             )
         )
-        expired = Counter(
-            host
+        expired: Counter[str] = Counter()
+        slots: Counter[str] = Counter()  # expired leases that still held a host slot
+        for state in (_LEASED, _FETCHED):
             for (host,) in conn.execute(
                 "UPDATE frontier_requests SET state=0, lease_id=NULL, worker_id=NULL, "
-                "deadline_ms=NULL WHERE state=1 AND deadline_ms <= ? RETURNING host",
-                (now,),
-            )
-        )
+                "deadline_ms=NULL WHERE state=? AND deadline_ms <= ? RETURNING host",
+                (state, now),
+            ):
+                expired[host] += 1
+                if state == _LEASED:
+                    slots[host] += 1
         if not due and not expired:
             return
         if expired:
             logger.warning("%d leases expired and were requeued", expired.total())
-        self._adjust_hosts(conn, due + expired, Counter({h: -c for h, c in expired.items()}))
+        self._adjust_hosts(conn, due + expired, Counter({h: -c for h, c in slots.items()}))
         self._counts[_DELAYED] -= due.total()
         self._counts[_LEASED] -= expired.total()
         self._counts[_QUEUED] += due.total() + expired.total()
+
+    def _held_states(
+        self, conn: sqlite3.Connection, leases: Sequence[Lease]
+    ) -> dict[bytes, tuple[int, str]]:
+        """State and host of each of ``leases`` still held under its lease id, by fingerprint."""
+        wanted = {lease.request.fingerprint: lease.lease_id for lease in leases}
+        fps = list(wanted)
+        held: dict[bytes, tuple[int, str]] = {}
+        for start in range(0, len(fps), _CHUNK):
+            chunk = fps[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for fp, lease_id, state, host in conn.execute(
+                f"SELECT fp, lease_id, state, host FROM frontier_requests "
+                f"WHERE fp IN ({marks}) AND {_HELD}",
+                chunk,
+            ):
+                if wanted[fp] == lease_id:
+                    held[fp] = (state, host)
+        return held
+
+    def _free_slots(self, conn: sqlite3.Connection, leases: Sequence[Lease]) -> None:
+        """Give back the host slots of held leases whose requests are done (`lease(fetched=)`)."""
+        held = self._held_states(conn, leases)
+        freed = [fp for fp, (state, _) in held.items() if state == _LEASED]
+        if not freed:
+            return
+        conn.executemany(
+            f"UPDATE frontier_requests SET state={_FETCHED} WHERE fp=?", [(fp,) for fp in freed]
+        )
+        per_host = Counter(held[fp][1] for fp in freed)
+        self._adjust_hosts(conn, Counter(), Counter({h: -c for h, c in per_host.items()}))
 
     def _next_wake_ms(self, conn: sqlite3.Connection, default_conc: int) -> int | None:
         (host_ms,) = conn.execute(
@@ -392,10 +443,13 @@ class SqliteFrontier:
         (retry_ms,) = conn.execute(
             "SELECT min(ready_at_ms) FROM frontier_requests WHERE state=2"
         ).fetchone()
-        (expiry_ms,) = conn.execute(
-            "SELECT min(deadline_ms) FROM frontier_requests WHERE state=1"
-        ).fetchone()
-        times = [t for t in (host_ms, retry_ms, expiry_ms) if t is not None]
+        expiries = [
+            conn.execute(
+                "SELECT min(deadline_ms) FROM frontier_requests WHERE state=?", (state,)
+            ).fetchone()[0]
+            for state in (_LEASED, _FETCHED)
+        ]
+        times = [t for t in (host_ms, retry_ms, *expiries) if t is not None]
         return min(times) if times else None
 
     # -- settling leases ------------------------------------------------------------------
@@ -416,7 +470,7 @@ class SqliteFrontier:
             for lease in leases:
                 cur = conn.execute(
                     "UPDATE frontier_requests SET deadline_ms=? WHERE fp=? AND lease_id=? "
-                    "AND state=1",
+                    f"AND {_HELD}",
                     (deadline, lease.request.fingerprint, lease.lease_id),
                 )
                 if cur.rowcount:
@@ -464,26 +518,19 @@ class SqliteFrontier:
         attempt_delta = -1 if state == _QUEUED else 0
 
         def step(conn: sqlite3.Connection) -> int:
-            settled: Counter[str] = Counter()
-            for lease in leases:
-                cur = conn.execute(
-                    "UPDATE frontier_requests SET state=?, attempt=attempt+?, "
-                    "reason=coalesce(?, reason), ready_at_ms=coalesce(?, ready_at_ms), "
-                    "lease_id=NULL, worker_id=NULL, deadline_ms=NULL "
-                    "WHERE fp=? AND lease_id=? AND state=1",
-                    (
-                        state,
-                        attempt_delta,
-                        reason,
-                        due_ms,
-                        lease.request.fingerprint,
-                        lease.lease_id,
-                    ),
-                )
-                if cur.rowcount:
-                    settled[lease.request.host] += 1
+            held = self._held_states(conn, leases)
+            if not held:
+                return 0
+            conn.executemany(
+                "UPDATE frontier_requests SET state=?, attempt=attempt+?, "
+                "reason=coalesce(?, reason), ready_at_ms=coalesce(?, ready_at_ms), "
+                "lease_id=NULL, worker_id=NULL, deadline_ms=NULL WHERE fp=?",
+                [(state, attempt_delta, reason, due_ms, fp) for fp in held],
+            )
+            settled = Counter(host for _, host in held.values())
+            slots = Counter(host for was, host in held.values() if was == _LEASED)
             queued = settled if state == _QUEUED else Counter()
-            self._adjust_hosts(conn, queued, Counter({h: -c for h, c in settled.items()}))
+            self._adjust_hosts(conn, queued, Counter({h: -c for h, c in slots.items()}))
             return settled.total()
 
         count = self._tx(step)

@@ -269,6 +269,7 @@ class RedisFrontier:
         wait_s: float = 0.0,
         *,
         until_drained: bool = False,
+        fetched: Sequence[Lease] = (),
     ) -> list[Lease]:
         """See `crawlq.frontier.base.Frontier.lease`.
 
@@ -279,6 +280,8 @@ class RedisFrontier:
         if visibility_timeout_s <= 0:
             raise ValueError(f"visibility_timeout_s must be positive, got {visibility_timeout_s}")
         vt_ms = round(visibility_timeout_s * 1000)
+        if fetched:
+            await self._settle("fetched", [(lease, "") for lease in fetched])
         give_up = time.monotonic() + wait_s
         waited = False
         while True:

@@ -13,11 +13,11 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``attempts`` | hash | fingerprint -> deliveries so far |
 | ``q:{host}`` | sorted set | one host's queued fingerprints by score |
 | ``ready`` | sorted set | hosts with queued work and a free slot, by next-allowed Unix ms |
-| ``inflight`` | hash | host -> leases held |
+| ``inflight`` | hash | host -> slots taken: leases whose requests are not reported done |
 | ``next`` | hash | host -> next-allowed Unix ms |
 | ``policy`` | hash | host -> ``"delay_ms concurrency"`` override |
 | ``leases`` | sorted set | ``fingerprint + host`` -> lease deadline Unix ms |
-| ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` |
+| ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
 | ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
 | ``claims`` | hash | redirect target fingerprint -> claiming request's fingerprint |

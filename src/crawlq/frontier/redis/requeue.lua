@@ -22,8 +22,11 @@ while i <= #ARGV do
     local host = ARGV[4 + h]
     redis.call("ZREM", KEYS[1], member)
     if mode == "reap" then
+      local own = redis.call("HGET", KEYS[2], fp)
       redis.call("HDEL", KEYS[2], fp)
-      redis.call("HINCRBY", KEYS[3], host, -1)
+      if not own or string.sub(own, -1) ~= "\n" then -- "\n": its slot was freed already
+        redis.call("HINCRBY", KEYS[3], host, -1)
+      end
     end
     redis.call("ZADD", KEYS[10 + h], redis.call("HGET", KEYS[8], fp), fp)
     moved = moved + 1
