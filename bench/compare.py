@@ -26,6 +26,7 @@ from _harness import (
     CorpusServer,
     RedisProbe,
     git_state,
+    precompile_crawlq,
     versions,
 )
 from _report import Round, print_run, ratio_table, summary_table, write_json
@@ -57,6 +58,7 @@ def main() -> None:
     needs_redis = any(r.startswith(("redis", "celery")) for r in names)
     probe = RedisProbe(args.redis) if needs_redis else None
     rows = make_rows(names, probe)
+    precompile_crawlq()
     info = versions() | {"redis-server": probe.version if probe else "-", "git": git_state()}
     print(
         f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}  "

@@ -31,8 +31,11 @@ from _crawlers import Target, make_rows, row_name, run_round
 from _harness import (
     DEFAULT_REDIS,
     RedisProbe,
+    SyntheticNginxServer,
     SyntheticServerProcess,
     git_state,
+    nginx_binary,
+    precompile_crawlq,
     print_table,
     summary,
     versions,
@@ -99,6 +102,18 @@ def load_test(n_pages: int, hosts: int, clients: int, duration_s: float, work: P
     )
 
 
+def make_server(
+    n_pages: int, hosts: int, work: Path, asyncio_server: bool
+) -> SyntheticServerProcess | SyntheticNginxServer:
+    """nginx over files written once when installed (and not refused), else the asyncio one."""
+    if asyncio_server or nginx_binary() is None:
+        return SyntheticServerProcess(n_pages, hosts, work)
+    started = time.perf_counter()
+    server = SyntheticNginxServer(n_pages, hosts, work)
+    print(f"wrote {n_pages} pages for nginx in {time.perf_counter() - started:.1f} s")
+    return server
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, nargs="+", default=[20_000])
@@ -114,6 +129,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--redis", default=DEFAULT_REDIS)
     parser.add_argument("--load-test", action="store_true", help="measure the server only")
+    parser.add_argument(
+        "--asyncio-server",
+        action="store_true",
+        help="serve pages generated per request (default: nginx over files written once, "
+        "when nginx is installed)",
+    )
     parser.add_argument("--json", type=Path, help="also write every run to this JSON file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crawlq-synthetic-") as tmp:
@@ -127,6 +148,7 @@ def main() -> None:
             if any(r.startswith(("redis", "celery")) for r in args.rows)
             else None
         )
+        precompile_crawlq()
         info = versions() | {"redis-server": probe.version if probe else "-", "git": git_state()}
         print(
             time.strftime("%Y-%m-%d %H:%M:%S %Z  ") + "  ".join(f"{k} {v}" for k, v in info.items())
@@ -143,7 +165,7 @@ def main() -> None:
                     or hosts in args.redis_hosts
                 ]
                 rows = make_rows(names, probe)
-                server = SyntheticServerProcess(n_pages, hosts, work)
+                server = make_server(n_pages, hosts, work, args.asyncio_server)
                 label = f"N={n_pages} H={hosts}"
                 target = Target(server.url, server.hosts, n_pages)
                 rounds = []
