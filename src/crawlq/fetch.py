@@ -149,6 +149,7 @@ class Fetcher:
         self._max_connections = max_connections
         self._record_exchanges = record_exchanges
         self._session: aiohttp.ClientSession | None = None
+        self._timeout = self._client_timeout(timeout_s)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, max_connections: int | None = None) -> Fetcher:
@@ -269,7 +270,7 @@ class Fetcher:
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers={"User-Agent": self.user_agent, **_DEFAULT_HEADERS},
-                timeout=self._client_timeout(self._timeout_s),
+                timeout=self._timeout,
                 raise_for_status=False,
                 auto_decompress=True,
                 cookie_jar=aiohttp.DummyCookieJar(),
@@ -288,6 +289,8 @@ class Fetcher:
         remaining_s = attempt.deadline_s - time.perf_counter()
         if remaining_s <= 0:
             raise TransientFetchError(url, "timeout", f"{self._timeout_s} s spent in redirects")
+        # A first hop has the whole timeout (made once); after redirects, what is left of it.
+        timeout = self._client_timeout(remaining_s) if attempt.redirects else self._timeout
         try:
             async with session.request(
                 method,
@@ -295,7 +298,7 @@ class Fetcher:
                 data=attempt.body or None,
                 headers=attempt.headers,
                 allow_redirects=False,
-                timeout=self._client_timeout(remaining_s),
+                timeout=timeout,
             ) as resp:
                 status = resp.status
                 resp_headers = _joined_headers(resp.headers)
@@ -328,6 +331,8 @@ class Fetcher:
         declared = resp.content_length
         if truncate_bytes is None and declared is not None and declared > limit:
             raise BodyTooLarge(url, limit)
+        if declared is not None and declared <= limit and "Content-Encoding" not in resp.headers:
+            return await resp.read()  # the decoded body is the declared length: within the cap
         chunks: list[bytes] = []
         size = 0
         async for chunk in resp.content.iter_chunked(_CHUNK_BYTES):

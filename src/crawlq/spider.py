@@ -294,6 +294,14 @@ class Response:
             TypeError: ``callback`` is neither a spider method nor a string.
         """
         name = _callback_name(callback)  # raise on a bad callback even with no links
+        if hrefs is None and method == "GET" and not body and not meta and not cb_kwargs:
+            # The page's own links are absolute, normalised and valid already (`links`):
+            # the same requests as `follow` makes, without resolving each link again.
+            depth = self.request.depth + 1
+            rank = -depth if priority is None else priority
+            return [
+                CrawlRequest(url, priority=rank, depth=depth, callback=name) for url in self.links()
+            ]
         requests: list[CrawlRequest] = []
         for href in self.links() if hrefs is None else hrefs:
             try:

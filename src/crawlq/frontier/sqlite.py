@@ -386,10 +386,12 @@ class SqliteFrontier:
         expired: Counter[str] = Counter()
         slots: Counter[str] = Counter()  # expired leases that still held a host slot
         for state in (_LEASED, _FETCHED):
+            # The state is written into the SQL, not bound: only then can SQLite use the
+            # partial index on it (frontier_leased, frontier_fetched) instead of a table scan.
             for (host,) in conn.execute(
                 "UPDATE frontier_requests SET state=0, lease_id=NULL, worker_id=NULL, "
-                "deadline_ms=NULL WHERE state=? AND deadline_ms <= ? RETURNING host",
-                (state, now),
+                f"deadline_ms=NULL WHERE state={state} AND deadline_ms <= ? RETURNING host",
+                (now,),
             ):
                 expired[host] += 1
                 if state == _LEASED:
@@ -445,7 +447,7 @@ class SqliteFrontier:
         ).fetchone()
         expiries = [
             conn.execute(
-                "SELECT min(deadline_ms) FROM frontier_requests WHERE state=?", (state,)
+                f"SELECT min(deadline_ms) FROM frontier_requests WHERE state={state}"
             ).fetchone()[0]
             for state in (_LEASED, _FETCHED)
         ]

@@ -280,12 +280,11 @@ class RedisFrontier:
         if visibility_timeout_s <= 0:
             raise ValueError(f"visibility_timeout_s must be positive, got {visibility_timeout_s}")
         vt_ms = round(visibility_timeout_s * 1000)
-        if fetched:
-            await self._settle("fetched", [(lease, "") for lease in fetched])
         give_up = time.monotonic() + wait_s
         waited = False
         while True:
-            leases, wake_ms = await self._lease_once(n, worker_id, vt_ms)
+            leases, wake_ms = await self._lease_once(n, worker_id, vt_ms, fetched)
+            fetched = ()
             remaining = give_up - time.monotonic()
             if leases or remaining <= 0 or ((waited or until_drained) and wake_ms is None):
                 return leases  # wake_ms None after a wait: drained, nothing will become ready
@@ -296,7 +295,7 @@ class RedisFrontier:
             waited = True
 
     async def _lease_once(
-        self, n: int, worker_id: str, vt_ms: int
+        self, n: int, worker_id: str, vt_ms: int, fetched: Sequence[Lease]
     ) -> tuple[list[Lease], int | None]:
         k = self.keys
         now = self.clock.wall_ms()
@@ -323,23 +322,38 @@ class RedisFrontier:
             ready = await self._call(
                 lambda: self.client.zrangebyscore(k.ready, "-inf", now, start=0, num=n_hosts)
             )
-        if ready:
-            leases = await self._lease_script(n, worker_id, vt_ms, now, ready)
+        if ready or fetched:
+            leases = await self._lease_script(n, worker_id, vt_ms, now, ready, fetched)
             if leases:
                 return leases, None
         return [], await self._next_wake_ms()
 
     async def _lease_script(
-        self, n: int, worker_id: str, vt_ms: int, now: int, ready: list[bytes]
+        self,
+        n: int,
+        worker_id: str,
+        vt_ms: int,
+        now: int,
+        ready: list[bytes],
+        fetched: Sequence[Lease],
     ) -> list[Lease]:
         k = self.keys
-        hosts = [h.decode() for h in ready]
+        index = {h.decode(): i for i, h in enumerate(ready, 1)}
+        done: list[Any] = []
+        for lease in fetched:  # their hosts join the candidates: a freed slot may open one
+            host = lease.request.host
+            done += [
+                lease.request.fingerprint,
+                lease.lease_id,
+                index.setdefault(host, len(index) + 1),
+            ]
+        hosts = list(index)
         ddelay, dconc = self._policy_args()
         keys = [
             k.ready, k.reqs, k.attempts, k.leases, k.owner, k.inflight, k.next, k.policy,
-            k.stats, *(k.queue(h) for h in hosts),
+            k.stats, k.inbox, k.idle, *(k.queue(h) for h in hosts),
         ]  # fmt: skip
-        args = [now, n, vt_ms, worker_id, ddelay, dconc, len(hosts), *hosts]
+        args = [now, n, vt_ms, worker_id, ddelay, dconc, len(hosts), *hosts, len(fetched), *done]
         flat = await self._script("lease", keys, args)
         leases = []
         for i in range(0, len(flat), 4):

@@ -1,16 +1,39 @@
--- lease.lua: claim up to n ready requests among the candidate hosts, highest priority first,
--- moving each host's next-allowed time and in-flight count in the same step.
+-- lease.lua: first give back the host slots of the caller's leases whose requests are done
+-- (their owner entries get a trailing "\n"; the leases stay held), then claim up to n ready
+-- requests among the candidate hosts, highest priority first, moving each host's
+-- next-allowed time and in-flight count in the same step.
 -- KEYS[1] ready  zset host -> next-allowed Unix ms    KEYS[2] reqs     hash fp -> value
 -- KEYS[3] attempts hash fp -> deliveries              KEYS[4] leases   zset fp..host -> deadline
 -- KEYS[5] owner  hash fp -> "lease_id worker"         KEYS[6] inflight hash host -> leases held
 -- KEYS[7] next   hash host -> next-allowed Unix ms    KEYS[8] policy   hash host -> "delay conc"
--- KEYS[9] stats  hash counters                        KEYS[10..9+H] q:{host} of each candidate
+-- KEYS[9] stats  hash counters                        KEYS[10] inbox list (wake-up tokens)
+-- KEYS[11] idle  zset worker -> waiting since         KEYS[12..11+H] q:{host} of each candidate
 -- ARGV[1] now (Unix ms)  ARGV[2] n  ARGV[3] visibility timeout (ms)  ARGV[4] worker id
 -- ARGV[5] default delay (ms)  ARGV[6] default concurrency  ARGV[7] H  ARGV[8..7+H] hosts
+-- ARGV[8+H] F, then F triples: fingerprint, lease id, host index of a lease whose request is
+-- done (its host is among the H candidates)
 -- Returns: flat array fp, lease_id, attempt, value, ... (empty: nothing ready now).
 local now, n, vt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local worker, ddelay, dconc = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local nhosts = tonumber(ARGV[7])
+local base = 8 + nhosts
+local freed = {}
+for f = 0, tonumber(ARGV[base]) - 1 do
+  local fp, lease_id, h = ARGV[base + 1 + 3 * f], ARGV[base + 2 + 3 * f], ARGV[base + 3 + 3 * f]
+  local own = redis.call("HGET", KEYS[5], fp)
+  if own and string.sub(own, -1) ~= "\n" and string.sub(own, 1, #lease_id + 1) == lease_id .. " " then
+    redis.call("HSET", KEYS[5], fp, own .. "\n")
+    redis.call("HINCRBY", KEYS[6], ARGV[7 + tonumber(h)], -1)
+    freed[tonumber(h)] = true
+  end
+end
+if next(freed) then
+  local hosts = {}
+  for h in pairs(freed) do hosts[#hosts + 1] = {ARGV[7 + h], KEYS[11 + h]} end
+  local k = {ready = KEYS[1], inflight = KEYS[6], next = KEYS[7], policy = KEYS[8],
+             inbox = KEYS[10], idle = KEYS[11]}
+  make_ready(k, hosts, dconc)
+end
 local cands, info = {}, {}
 for h = 1, nhosts do
   local host = ARGV[7 + h]
@@ -23,7 +46,7 @@ for h = 1, nhosts do
     if free > 0 then
       local take = math.min(n, free)
       if delay > 0 then take = 1 end
-      items = redis.call("ZRANGE", KEYS[9 + h], 0, take - 1, "WITHSCORES")
+      items = redis.call("ZRANGE", KEYS[11 + h], 0, take - 1, "WITHSCORES")
     end
     if #items == 0 then
       redis.call("ZREM", KEYS[1], host) -- full or empty: not ready (settle/push re-adds it)
@@ -41,7 +64,7 @@ local deadline = now + vt
 for c = 1, math.min(n, #cands) do
   local fp, h = cands[c][2], cands[c][3]
   local host = info[h].host
-  redis.call("ZREM", KEYS[9 + h], fp)
+  redis.call("ZREM", KEYS[11 + h], fp)
   local attempt = redis.call("HINCRBY", KEYS[3], fp, 1)
   local lease_id = tostring(redis.call("HINCRBY", KEYS[9], "lease_seq", 1))
   redis.call("ZADD", KEYS[4], deadline, fp .. host)
@@ -58,7 +81,7 @@ for h, hi in pairs(info) do
     local inflight = redis.call("HINCRBY", KEYS[6], hi.host, hi.taken)
     local nxt = now + hi.delay
     redis.call("HSET", KEYS[7], hi.host, nxt)
-    if inflight >= hi.conc or redis.call("ZCARD", KEYS[9 + h]) == 0 then
+    if inflight >= hi.conc or redis.call("ZCARD", KEYS[11 + h]) == 0 then
       redis.call("ZREM", KEYS[1], hi.host)
     elseif hi.delay > 0 then
       redis.call("ZADD", KEYS[1], nxt, hi.host)

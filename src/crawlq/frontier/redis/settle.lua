@@ -1,7 +1,6 @@
--- settle.lua: end leases (ack, retry, dead or release) and free their hosts' slots; or, in
--- mode "fetched", only free the slots of held leases whose requests are done on the wire (the
--- lease stays held; its owner entry gets a trailing "\n" so that no later step frees the slot
--- twice). A lease that is no longer held (expired and re-leased, or already settled) is skipped.
+-- settle.lua: end leases (ack, retry, dead or release) and free their hosts' slots (unless
+-- lease.lua freed a slot already: the owner entry then ends in "\n"). A lease that is no
+-- longer held (expired and re-leased, or already settled) is skipped.
 -- KEYS[1] leases zset fp..host -> deadline    KEYS[2] owner hash fp -> "lease_id worker"
 -- KEYS[3] inflight hash host -> leases held   KEYS[4] next hash host -> next-allowed Unix ms
 -- KEYS[5] policy hash host -> "delay conc"    KEYS[6] ready zset host -> next-allowed Unix ms
@@ -10,13 +9,12 @@
 -- KEYS[11] delayed zset fp..host -> due ms    KEYS[12] dead hash fp -> reason "\n" value
 -- KEYS[13] rate hash slot -> "second count"   KEYS[14] inbox list (wake-up tokens)
 -- KEYS[15] idle zset worker -> waiting since  KEYS[16..15+H] q:{host} per host in ARGV
--- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release" | "fetched"
+-- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release"
 -- ARGV[3] default concurrency  ARGV[4] H  ARGV[5..4+H] hosts
 -- then per lease: fp, lease_id, host index, extra (retry: due Unix ms; dead: reason; else "")
 -- When this leaves the job drained (nothing leased, delayed or ready), idle workers get a
 -- wake-up token each, so one waiting on its own last leases sees the end at once.
--- Returns: number of leases that were still held and are now settled (mode "fetched": whose
--- slots were freed now).
+-- Returns: number of leases that were still held and are now settled.
 local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nhosts = tonumber(ARGV[4])
 local settled, touched = 0, {}
@@ -25,20 +23,10 @@ while i <= #ARGV do
   local fp, lease_id, h, extra = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
   local host = ARGV[4 + h]
   local own = redis.call("HGET", KEYS[2], fp)
-  local slot = own and string.sub(own, -1) ~= "\n"
-  if not own or string.sub(own, 1, #lease_id + 1) ~= lease_id .. " " then
-    -- not held under this lease id: nothing to do
-  elseif mode == "fetched" then
-    if slot then
-      redis.call("HSET", KEYS[2], fp, own .. "\n")
-      redis.call("HINCRBY", KEYS[3], host, -1)
-      settled = settled + 1
-      touched[h] = true
-    end
-  else
+  if own and string.sub(own, 1, #lease_id + 1) == lease_id .. " " then
     redis.call("ZREM", KEYS[1], fp .. host)
     redis.call("HDEL", KEYS[2], fp)
-    if slot then redis.call("HINCRBY", KEYS[3], host, -1) end
+    if string.sub(own, -1) ~= "\n" then redis.call("HINCRBY", KEYS[3], host, -1) end
     if mode == "ack" then
       redis.call("HDEL", KEYS[8], fp)
       redis.call("HDEL", KEYS[9], fp)
@@ -59,14 +47,6 @@ while i <= #ARGV do
   i = i + 4
 end
 if settled == 0 then return 0 end
-local hosts = {}
-for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[15 + h]} end
-local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
-           inbox = KEYS[14], idle = KEYS[15]}
-if mode == "fetched" then
-  make_ready(k, hosts, dconc)
-  return settled
-end
 redis.call("HINCRBY", KEYS[7], "inflight", -settled)
 local counter = ({ack = "done", retry = "delayed", dead = "dead", release = "queued"})[mode]
 redis.call("HINCRBY", KEYS[7], counter, settled)
@@ -81,6 +61,10 @@ if mode == "ack" then
   end
   redis.call("HSET", KEYS[13], slot, sec .. " " .. count)
 end
+local hosts = {}
+for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[15 + h]} end
+local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
+           inbox = KEYS[14], idle = KEYS[15]}
 if make_ready(k, hosts, dconc) == 0 and redis.call("ZCARD", KEYS[1]) == 0
     and redis.call("ZCARD", KEYS[11]) == 0 and redis.call("ZCARD", KEYS[6]) == 0 then
   for _ = 1, math.min(redis.call("ZCARD", KEYS[15]), 64) do redis.call("LPUSH", KEYS[14], "") end
