@@ -126,6 +126,7 @@ class Worker:
         self._results = asyncio.Event()
         self._flush_lock = asyncio.Lock()
         self._min_lease = max(1, min(self.settings.lease_batch, self.settings.concurrency) // 4)
+        self._max_held = self.settings.concurrency + flush_batch
         self._fatal: CrawlqError | None = None
         self._forced = False
         self._store_down = False  # a store write is failing: lease nothing new meanwhile
@@ -199,15 +200,10 @@ class Worker:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
-            room = self.settings.concurrency - len(self._active)
-            if self.page_budget is not None:
-                room = min(room, self.page_budget - self._pages_started)
-                if room <= 0 and not self._active:
+            if self.page_budget is not None and self._pages_started >= self.page_budget:
+                if not self._active:
                     self.stopped_by = "max_pages"
                     return
-            if room <= 0 or (room < self._min_lease and len(self._active) > self._min_lease):
-                # Lease in batches (one frontier round trip for several slots), as long as
-                # enough fetches are running to keep the connection pool busy meanwhile.
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
@@ -215,6 +211,19 @@ class Worker:
             # the frontier then knows their links when it picks by priority.
             if self._pending and not self._active and not await self._flush_or_stop():
                 return
+            room = self.settings.concurrency - len(self._active)
+            # Backpressure: finished pages wait for their flush while holding their leases;
+            # when a flush is slow (a checkpoint, a store outage) stop leasing at a bound
+            # instead of piling up results (and the links in them) in memory.
+            room = min(room, self._max_held - len(self._held))
+            if self.page_budget is not None:
+                room = min(room, self.page_budget - self._pages_started)
+            if room <= 0 or (room < self._min_lease and len(self._active) > self._min_lease):
+                # Lease in batches (one frontier round trip for several slots), as long as
+                # enough fetches are running to keep the connection pool busy meanwhile.
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
             try:
                 leases = await self._lease(min(room, self.settings.lease_batch))
                 failures = 0
@@ -374,6 +383,7 @@ class Worker:
                     await self._retrying("dead", dead)
                 self._held.pop(o.lease.lease_id, None)
                 self._count(o)
+            self._slot_freed.set()  # room under the bound on held leases
 
     def _count(self, o: Outcome) -> None:
         c = self.counters
