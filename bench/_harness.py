@@ -259,7 +259,7 @@ class SyntheticNginxServer(ServerProcess):
     host's pages in its own root, one nginx ``server`` per loopback address: the server's CPU
     per request drops from ~0.1 ms (the asyncio server) to nginx's, which matters on a small
     machine where the server shares the cores with the crawler under test. Writing the files
-    takes about 1 s per 10,000 pages (~0.3 GB); `stop` deletes them.
+    takes about 2 s per 10,000 pages (~0.24 GB); `stop` deletes them.
     """
 
     def __init__(self, n_pages: int, hosts: int, workdir: Path, seed: int = 1) -> None:
