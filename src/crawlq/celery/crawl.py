@@ -6,6 +6,17 @@ crawl is done when no admitted URL is pending any more (each one has a page, fil
 dead-letter record in the store). By default it starts no worker: run ``celery -A crawlq.celery
 worker`` where you like. With ``processes`` it also starts one local Celery worker with that
 many pool processes, and stops it at the end.
+
+Stopping the local worker is bounded. A task runs up to ``celery_batch`` URLs and, when its own
+fetches hold the host's slots, fetches them one after another for up to ``timeout_s`` (30 s by
+default); Celery's warm shutdown (SIGTERM) waits for running tasks, so it alone could take that
+long. The worker gets SIGTERM first (it takes no new task, and its prefetched ones go back to
+the queue), then, after `STOP_GRACE_S`, SIGQUIT: Celery's cold shutdown cancels the running
+tasks, and their messages go back to the queue (``acks_late``, ``reject_on_worker_lost``).
+Nothing is lost: a cancelled task settled none of its URLs (they stay pending in the job), and
+its repeat is absorbed by the store's upserts. Only if the worker still runs `KILL_AFTER_S`
+later is its process group killed; its unacknowledged tasks then come back after the broker's
+visibility timeout.
 """
 
 from __future__ import annotations
@@ -39,6 +50,13 @@ __all__ = ["CeleryCrawl", "celery_settings"]
 
 POLL_S = 0.2
 """Seconds between two looks at the job's counters."""
+
+STOP_GRACE_S = 2.0
+"""Seconds the local worker has, after the first stop, to finish its running tasks (Celery's
+warm shutdown) before they are cancelled and sent back to the queue (cold shutdown)."""
+
+KILL_AFTER_S = 15.0
+"""Seconds after the cold shutdown at which a local worker still running is killed."""
 
 LATE_FACTOR = 1.5
 """A pending URL due longer ago than this many visibility timeouts has lost its task: a
@@ -94,14 +112,28 @@ class CeleryCrawl:
         self._pages_before = 0
         self._stop = asyncio.Event()
         self._worker: subprocess.Popen[bytes] | None = None
+        self._stopping_since: float | None = None  # when the local worker got SIGTERM
+        self._cold = False  # the local worker got SIGQUIT (a second one would be a hard kill)
         self._app: Any = None
         self._started = time.monotonic()
 
     def stop(self, *, force: bool = False) -> None:
-        """Stop waiting (the job's tasks stay in the broker; re-running resumes)."""
+        """Stop waiting (the job's tasks stay in the broker; re-running resumes).
+
+        The local worker, if any, stops taking tasks now (warm shutdown); its running tasks
+        get `STOP_GRACE_S` to finish, or none with ``force``, and are then cancelled and sent
+        back to the queue (cold shutdown; see the module docstring).
+        """
         self._stop.set()
-        if self._worker is not None and self._worker.poll() is None:
-            self._worker.send_signal(signal.SIGKILL if force else signal.SIGTERM)
+        worker = self._worker
+        if worker is None or worker.poll() is not None:
+            return
+        if force and not self._cold:
+            self._cold = True
+            worker.send_signal(signal.SIGQUIT)
+        elif self._stopping_since is None:
+            self._stopping_since = time.monotonic()
+            worker.send_signal(signal.SIGTERM)
 
     async def progress(self) -> Progress | None:
         """The job's counters and the pages stored since the start."""
@@ -146,7 +178,7 @@ class CeleryCrawl:
                 if self._app is not None:
                     self._app.close()
                     self._app = None
-                self._stop_worker()
+                await self._stop_worker()
             store = await backends.store.counts()
         return CrawlReport(
             stopped_by="stopped" if stopped else "done",
@@ -201,9 +233,10 @@ class CeleryCrawl:
                     )
                     self._send(lost)
                     await state.due([r.fingerprint for r in lost], 0.0)
-            if self._worker is not None and self._worker.poll() is not None:
+            worker = self._worker
+            if worker is not None and worker.poll() is not None and not self._stop.is_set():
                 raise CrawlqError(
-                    f"the local celery worker exited with {self._worker.returncode} before "
+                    f"the local celery worker exited with {worker.returncode} before "
                     "the crawl was done"
                 )
             with contextlib.suppress(TimeoutError):
@@ -236,19 +269,39 @@ class CeleryCrawl:
             "-Q", settings.celery_queue, "--without-gossip", "--without-mingle",
             "--without-heartbeat",
         ]  # fmt: skip
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+        # a session of its own: only this process signals it (a terminal's Ctrl-C reaches the
+        # whole foreground group), and it can be killed with its pool processes
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
 
-    def _stop_worker(self) -> None:
-        worker, self._worker = self._worker, None
+    async def _stop_worker(self) -> None:
+        """Stop the local worker: warm, cold after `STOP_GRACE_S`, killed `KILL_AFTER_S` later.
+
+        Waits without blocking the event loop, so a second Ctrl-C (`stop` with ``force``) is
+        handled meanwhile.
+        """
+        worker = self._worker
         if worker is None:
             return
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)  # warm shutdown: running tasks finish
-        try:
-            worker.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        if self._stopping_since is None:
+            self._stopping_since = time.monotonic()
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)  # warm: takes no new task
+        cold_at = self._stopping_since + STOP_GRACE_S
+        kill_at = cold_at + KILL_AFTER_S
+        while worker.poll() is None:
+            now = time.monotonic()
+            if now >= kill_at:
+                logger.warning("the local celery worker did not stop: killing it")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(worker.pid, signal.SIGKILL)
+                break
+            if now >= cold_at and not self._cold:
+                self._cold = True
+                logger.info("cancelling the local celery worker's running tasks (requeued)")
+                worker.send_signal(signal.SIGQUIT)
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(worker.wait)
+        self._worker = None
 
 
 def _stats(counts: Counts) -> FrontierStats:

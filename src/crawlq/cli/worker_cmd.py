@@ -39,9 +39,21 @@ __all__ = ["worker"]
     hidden=True,  # set by `crawl --processes P --max-pages N` for its children: their share
     help="Store at most N pages in this process.",
 )
+@click.option(
+    "--parent-pid",
+    type=int,
+    default=None,
+    hidden=True,  # set by `crawl`/`worker --processes P` for their children: stop when it dies
+    help="Stop gracefully once process PID is no longer this process's parent.",
+)
 @output_options
 def worker(
-    quiet: bool, verbose: int, exit_when_done: bool, page_budget: int | None, **options: Any
+    quiet: bool,
+    verbose: int,
+    exit_when_done: bool,
+    page_budget: int | None,
+    parent_pid: int | None,
+    **options: Any,
 ) -> None:
     """Work on a job: lease URLs, fetch, parse, store, push discovered links, ack.
 
@@ -58,7 +70,9 @@ def worker(
     settings = build_settings(options)
     if processes > 1:
         sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes))
-    service = WorkerService(settings, exit_when_done=exit_when_done, page_budget=page_budget)
+    service = WorkerService(
+        settings, exit_when_done=exit_when_done, page_budget=page_budget, parent_pid=parent_pid
+    )
     report = run_or_exit(service, None if quiet else console, failure="worker stopped")
     if not quiet:
         print_summary(report, sys.stdout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -19,6 +20,8 @@ class WorkerProcesses:
 
     Each child is a complete worker of the same job (its own event loop, fetcher and
     connections), so a crash of one loses nothing: its leases expire and others take them.
+    Each child is told this process's pid (the hidden ``--parent-pid``) and stops gracefully
+    by itself when this process is gone, even killed with SIGKILL.
 
     Args:
         args: Arguments after ``crawlq worker`` (``--frontier``, ``--job``, ...).
@@ -28,7 +31,9 @@ class WorkerProcesses:
     def __init__(self, args: Sequence[str], count: int) -> None:
         if count < 1:
             raise ValueError(f"count must be at least 1, got {count}")
-        self.args = [sys.executable, "-m", "crawlq", "worker", *args]
+        self.args = [
+            sys.executable, "-m", "crawlq", "worker", *args, "--parent-pid", str(os.getpid())
+        ]  # fmt: skip
         self.count = count
         self.procs: list[subprocess.Popen[bytes]] = []
 

@@ -7,7 +7,10 @@ the same way everywhere.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +28,13 @@ from crawlq.settings import Settings
 from crawlq.spider import load_spider
 from crawlq.store import Store
 
-__all__ = ["MultiProcessCrawl", "SeedResult", "WorkerService", "seed"]
+__all__ = ["PARENT_CHECK_S", "MultiProcessCrawl", "SeedResult", "WorkerService", "seed"]
+
+logger = logging.getLogger(__name__)
+
+PARENT_CHECK_S = 0.5
+"""Seconds between two checks, in a worker started by another crawlq process, that its parent
+is still alive."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +85,10 @@ class WorkerService(WorkerHost):
         exit_when_done: Return once nothing is queued, delayed or in flight anywhere.
         page_budget: Pages this process stores at most (its share of a ``--max-pages``
             split between several processes), or None.
+        parent_pid: The process that started this one (``crawlq crawl`` or ``crawlq worker
+            --processes P``), or None. Once it is gone (even killed with SIGKILL, which it
+            cannot forward), this worker stops gracefully, as on SIGTERM: checked every
+            `PARENT_CHECK_S` seconds.
     """
 
     def __init__(
@@ -84,11 +97,37 @@ class WorkerService(WorkerHost):
         *,
         exit_when_done: bool = False,
         page_budget: int | None = None,
+        parent_pid: int | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
         self.exit_when_done = exit_when_done
         self.page_budget = page_budget
+        self.parent_pid = parent_pid
+        self._stop_asked: bool | None = None  # a stop before the worker exists: its force
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask the worker to stop (see `crawlq.engine.worker.Worker.stop`).
+
+        A stop that comes before the worker is assembled is applied as soon as it is.
+        """
+        self._stop_asked = force or bool(self._stop_asked)
+        super().stop(force=force)
+
+    def parent_gone(self) -> bool:
+        """True when this worker has a ``parent_pid`` and it is no longer its parent.
+
+        A dead parent's children are re-parented (to init or a subreaper), so this holds even
+        if the pid is reused by another process.
+        """
+        return self.parent_pid is not None and os.getppid() != self.parent_pid
+
+    async def _watch_parent(self) -> None:
+        """Stop gracefully once the parent is gone (it cannot forward a signal any more)."""
+        while not self.parent_gone():
+            await asyncio.sleep(PARENT_CHECK_S)
+        logger.warning("parent process %d is gone: stopping", self.parent_pid)
+        self.stop()
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Bind the job, then work.
@@ -99,6 +138,16 @@ class WorkerService(WorkerHost):
                 host on the web.
         """
         self._started = time.monotonic()
+        watch = None if self.parent_pid is None else asyncio.create_task(self._watch_parent())
+        try:
+            return await self._run(on_start)
+        finally:
+            if watch is not None:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
+
+    async def _run(self, on_start: Callable[[], None] | None) -> CrawlReport:
         async with open_backends(self.settings) as backends:
             s = self.settings = backends.settings
             spider_cls = load_spider(s.spider)
@@ -120,6 +169,8 @@ class WorkerService(WorkerHost):
             ) as worker:
                 self.worker = worker
                 self._frontier = backends.frontier
+                if self._stop_asked is not None:
+                    worker.stop(force=self._stop_asked)
                 if on_start is not None:
                     on_start()
                 try:
