@@ -27,9 +27,17 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from crawlq.errors import ConfigError
 
-__all__ = ["Settings", "parse_bytes"]
+__all__ = ["JOB_NAME_RULE", "Settings", "check_job_name", "parse_bytes"]
 
 _ENV_PREFIX = "CRAWLQ_"
+_JOB_NAME_MAX = 200
+_JOB_NAME_RE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{_JOB_NAME_MAX - 1}}}")
+JOB_NAME_RULE = (
+    f"1 to {_JOB_NAME_MAX} ASCII letters, digits and . _ : - starting with a letter or digit"
+)
+"""What a job name may be: it is spelled into Redis keys (inside the ``{…}`` hash tag and
+their SCAN pattern), log lines and worker command lines, so no braces, glob characters,
+spaces, control or non-ASCII characters, and no leading dash (it would read as an option)."""
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {
     "b": 1,
@@ -42,6 +50,18 @@ _SIZE_UNITS = {
     "gib": 1024**3,
     "tib": 1024**4,
 }
+
+
+def check_job_name(name: str) -> str:
+    """Return ``name`` if it is a valid job name (`JOB_NAME_RULE`).
+
+    Raises:
+        ConfigError: ``name`` breaks the rule; the error names the setting ``job``.
+    """
+    if not _JOB_NAME_RE.fullmatch(name):
+        shown = repr(name) if len(name) <= 60 else f"{name[:40]!r}... ({len(name)} characters)"
+        raise ConfigError("job", f"a job name must be {JOB_NAME_RULE}; got {shown}")
+    return name
 
 
 def parse_bytes(value: str | int) -> int:
@@ -213,6 +233,8 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(name, f"must not be negative, got {value}")
+        if self.job is not None:
+            check_job_name(self.job)
         for name in ("include", "exclude"):
             for pattern in getattr(self, name):
                 try:
@@ -285,6 +307,9 @@ def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     for name, value in values.items():
         if name not in _HINTS or name == "explicit":
             raise ConfigError(name, f"unknown setting (from {source})")
+        if name == "job" and isinstance(value, str):
+            out[name] = value  # verbatim: "" or "none" is a bad name, not "no job"
+            continue
         try:
             out[name] = _coerce(_HINTS[name], value, name)
         except (TypeError, ValueError) as exc:

@@ -14,6 +14,9 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
   outcome (page, filtered or dead letter).
 * **Politeness** (``acquire``): a host's next-allowed time and its held slots (each with a
   hold deadline, so that a killed worker's slot comes back) move in one step for all workers.
+* **Engine mark**: the first `CeleryState.admit` of each instance sets the field ``engine`` of
+  the job's ``job`` hash to ``celery`` (if unset), so that ``crawlq status`` reads the Celery
+  counters of the job (``pending``) instead of the native frontier's queues.
 
 This is the only module of the Celery engine that imports redis.
 """
@@ -37,8 +40,14 @@ from crawlq.frontier.base import HostPolicy
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.scripts import Script
 from crawlq.request import CrawlRequest
+from crawlq.settings import check_job_name
 
-__all__ = ["CeleryState", "Counts", "Grant"]
+__all__ = ["ENGINE_FIELD", "CeleryState", "Counts", "Grant"]
+
+ENGINE_FIELD = "engine"
+"""Field of the job's ``job`` hash naming the engine that runs it: ``celery`` when set
+(`CeleryState.admit`); ``crawlq.cli.status_cmd`` reads it (and spells it again: importing
+this package imports celery)."""
 
 _T = TypeVar("_T")
 _SCRIPTS = {name: Script(name, "crawlq.celery") for name in ("admit", "settle", "acquire")}
@@ -95,20 +104,23 @@ class CeleryState:
         self.clock: Clock = clock or SystemClock()
         self._token_prefix = secrets.token_hex(6)
         self._token_seq = 0
+        self._marked = False
 
     @classmethod
     async def open(cls, url: str, job: str) -> CeleryState:
         """Connect to the Redis at ``url`` (``redis://host:port/db``).
 
         Raises:
-            ConfigError: A bad URL or job name.
+            ConfigError: A bad URL (naming ``frontier``) or job name (naming ``job``; see
+                `crawlq.settings.JOB_NAME_RULE`).
             FrontierUnavailable: The server does not answer.
         """
+        check_job_name(job)
         try:
             client = Redis.from_url(url, decode_responses=False, health_check_interval=10)
             self = cls(client, job)
         except ValueError as exc:
-            raise ConfigError("frontier", f"bad Redis URL or job {url!r} {job!r}: {exc}") from exc
+            raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from exc
         try:
             await self._call(client.ping)
         except BaseException:
@@ -158,6 +170,9 @@ class CeleryState:
         if not entries:
             return []
         k = self.keys
+        if not self._marked:  # once per instance: the job is run by the Celery engine
+            await self._call(lambda: self.client.hsetnx(k.job_info, ENGINE_FIELD, "celery"))
+            self._marked = True
         args: list[Any] = ["run" if run else "push", self.clock.wall_ms()]
         for request, owner in entries:
             args += [request.fingerprint, owner, request.to_json()]

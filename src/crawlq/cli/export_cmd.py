@@ -11,6 +11,7 @@ from typing import Literal, TextIO, cast
 
 import click
 
+from crawlq.cli.output import exit_on_broken_pipe
 from crawlq.errors import CrawlqError
 from crawlq.export import export as export_records
 from crawlq.store import open_store
@@ -42,6 +43,11 @@ def export(
     """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE), or Parquet.
 
     Parquet needs -o FILE and the parquet extra (pip install 'crawlq[parquet]').
+
+    Exit status: 0 when every record was written; 1 when the store cannot be read or the
+    output written (one line says why); 2 for bad options; 141 when the reader of standard
+    output closed it early (as `| head` does): the export stops there, silently, with the
+    status a shell shows for a tool stopped by SIGPIPE.
     """
     if body and what != "pages":
         raise click.UsageError("--body applies to --what pages only")
@@ -68,10 +74,13 @@ def export(
                     out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
                 export_args = (cast(What, what), cast(Format, fmt), out, since_s, body)
                 rows = asyncio.run(_export(store, *export_args))
+                out.flush()  # a closed pipe shows here, not in the interpreter's final flush
     except CrawlqError as exc:
         click.echo(f"crawlq: cannot export: {exc}", err=True)
         sys.exit(1)
     except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and output is None:
+            exit_on_broken_pipe()  # the reader has what it wanted (`| head`): no message
         where = output or "standard output"
         click.echo(f"crawlq: cannot write {where}: {exc.strerror or exc}", err=True)
         sys.exit(1)

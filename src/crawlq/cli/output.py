@@ -7,9 +7,11 @@ status table to print): a crawl whose stderr is a file or a pipe starts without 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from crawlq.engine import CrawlReport, Progress
 
@@ -18,8 +20,10 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 __all__ = [
+    "EXIT_BROKEN_PIPE",
     "ProgressDisplay",
     "configure_logging",
+    "exit_on_broken_pipe",
     "print_summary",
     "status_table",
     "stderr_console",
@@ -28,6 +32,29 @@ __all__ = [
 ]
 
 _LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}
+
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+"""Exit status (141) of a command whose standard output was closed by its reader (``| head``):
+what a shell reports for a standard tool stopped by SIGPIPE, so ``set -o pipefail`` scripts
+treat crawlq like ``cat`` or ``grep``, and distinct from 0 (all written) and 1 (an error)."""
+
+
+def exit_on_broken_pipe() -> NoReturn:
+    """End the process quietly because the reader of standard output has gone away.
+
+    Follows the "Note on SIGPIPE" of Python's `signal` docs: standard output is pointed at
+    /dev/null so that the interpreter's final flush cannot fail again (and print a second
+    error), then the process exits with `EXIT_BROKEN_PIPE`. Nothing is written to stderr.
+
+    Raises:
+        SystemExit: Always, with `EXIT_BROKEN_PIPE`.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    sys.exit(EXIT_BROKEN_PIPE)
 
 
 def stderr_console() -> Console:
@@ -38,10 +65,19 @@ def stderr_console() -> Console:
 
 
 def stdout_console() -> Console:
-    """A rich console on stdout, for a command whose output is a table (``crawlq status``)."""
+    """A rich console on stdout, for a command whose output is a table (``crawlq status``).
+
+    When the reader of stdout goes away (``crawlq status --watch | head``), the command ends
+    quietly with `EXIT_BROKEN_PIPE`, like ``crawlq export`` (rich's own default is exit 1).
+    """
     from rich.console import Console
 
-    return Console()
+    class _StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            exit_on_broken_pipe()
+
+    return _StdoutConsole()
 
 
 def terminal_console() -> Console | None:
@@ -153,23 +189,28 @@ def status_table(report: Mapping[str, Any]) -> Table:
     """The ``crawlq status`` report as a table (see `crawlq.cli.status_cmd`)."""
     from rich.table import Table
 
-    table = Table(title=f"job {report['job']}", show_header=False, box=None)
+    celery = report.get("engine") == "celery"
+    title = f"job {report['job']}" + (" (Celery engine)" if celery else "")
+    table = Table(title=title, show_header=False, box=None)
     table.add_column(justify="right", style="bold")
     table.add_column()
     rate = report.get("pages_per_s")
     stored = report.get("stored")
+    if celery:  # URLs wait in the broker, not in Redis: one number for queued and running
+        rows: tuple[tuple[str, Any], ...] = (("pending (queued or running)", report["pending"]),)
+    else:
+        rows = (("queued", report["queued"]), ("in flight", report["in_flight"]))
     for name, value in (
-        ("queued", report["queued"]),
-        ("in flight", report["in_flight"]),
+        *rows,
         ("delayed (retries)", report["delayed"]),
         ("dead", report["dead"]),
         ("seen", report["seen"]),
         ("done", report["done"]),
         ("stored pages", "?" if stored is None else stored),
         ("pages/s (last minute)", "?" if rate is None else f"{rate:.1f}"),
-        ("live workers", len(report.get("workers", []))),
+        ("live workers", "? (celery inspect ping)" if celery else len(report.get("workers", []))),
     ):
         table.add_row(name, str(value))
-    for host in report.get("hosts", [])[:10]:
+    for host in (report.get("hosts") or [])[:10]:
         table.add_row(host["host"], f"{host['queued']} queued, {host['in_flight']} in flight")
     return table

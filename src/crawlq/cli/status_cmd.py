@@ -1,4 +1,12 @@
-"""``crawlq status``: what a job's frontier holds now — the queue length operators watch."""
+"""``crawlq status``: what a job's frontier holds now — the queue length operators watch.
+
+A job run by the Celery engine (``crawlq crawl --engine celery``, ``scrape.delay``) has no
+native queues: its URLs wait in the broker, and Redis holds what is admitted and not settled
+yet (the ``pending`` hash, see `crawlq.celery.state`). For such a job the report says
+``"engine": "celery"`` and gives ``pending``; ``queued``, ``in_flight``, ``pages_per_s`` and
+``workers`` are null (not known to Redis: ask ``celery inspect``); seen, done, dead, delayed
+(retries) and stored pages are the same counters as for a native job.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +20,9 @@ from typing import Any
 import click
 
 from crawlq.cli.output import status_table, stdout_console
-from crawlq.errors import CrawlqError
-from crawlq.frontier import open_frontier
+from crawlq.errors import ConfigError, CrawlqError, FrontierUnavailable
+from crawlq.frontier import Frontier, open_frontier
+from crawlq.settings import check_job_name
 from crawlq.store import open_store
 
 __all__ = ["status"]
@@ -29,8 +38,14 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
     """Show a job's queue, the numbers operators watch for backpressure.
 
     Queued, in flight, delayed retries, dead, seen, done, stored pages, pages/s over the last
-    minute, live workers (heartbeats) and the busiest hosts.
+    minute, live workers (heartbeats) and the busiest hosts. For a job of the Celery engine:
+    pending (queued in the broker or running), delayed retries, dead, seen, done and stored
+    pages ("engine": "celery" in --json, where queued, in_flight and workers are null).
     """
+    try:
+        check_job_name(job)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
     try:
         if watch and not as_json:
             asyncio.run(_watch(frontier, job, interval))
@@ -68,7 +83,19 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             "hosts": [
                 {"host": h.host, "queued": h.queued, "in_flight": h.in_flight} for h in stats.hosts
             ],
+            "engine": "native",
+            "pending": None,
         }
+        pending = await _celery_pending(frontier)
+        if pending is not None:
+            report.update(
+                engine="celery",
+                pending=pending,
+                queued=None,
+                in_flight=None,
+                pages_per_s=None,
+                workers=None,
+            )
     finally:
         await frontier.close()
     store_url = (settings or {}).get("store")
@@ -80,6 +107,33 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             finally:
                 await store.close()
     return report
+
+
+async def _celery_pending(frontier: Frontier) -> int | None:
+    """The pending URLs of a job run by the Celery engine, or None for a native job.
+
+    A job is the Celery engine's when its ``job`` hash says so (field ``engine``, written by
+    `crawlq.celery.state.CeleryState.admit`; this module does not import that package, which
+    imports celery) or, for a job started before that mark existed, when it has pending URLs.
+
+    Raises:
+        FrontierUnavailable: Redis does not answer.
+    """
+    client, keys = getattr(frontier, "client", None), getattr(frontier, "keys", None)
+    if client is None or keys is None:  # not the Redis frontier: no Celery engine there
+        return None
+    from redis.exceptions import RedisError
+
+    try:
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.hget(keys.job_info, "engine")
+            pipe.hlen(keys.pending)
+            engine, pending = await pipe.execute()
+    except (RedisError, OSError) as exc:
+        raise FrontierUnavailable(f"Redis unavailable for job {keys.job!r}: {exc}") from exc
+    if engine == b"celery" or pending:
+        return int(pending)
+    return None
 
 
 async def _watch(url: str, job: str, interval: float) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
-from crawlq.settings import Settings
+from crawlq.settings import Settings, check_job_name
 from crawlq.urls import host_key
 
 __all__ = ["JOB_FIELDS", "bind_job", "default_job_name"]
@@ -101,7 +101,9 @@ def default_job_name(seeds: Sequence[str]) -> str:
     """A job name derived from the seeds: the first seed's host and a hash of all of them.
 
     ``http://127.0.0.1:8000/index.html`` -> ``127.0.0.1-8000-<8 hex digits>``. The same
-    seeds always give the same name, so re-running a crawl command resumes its job.
+    seeds always give the same name, so re-running a crawl command resumes its job. The name
+    always satisfies `crawlq.settings.JOB_NAME_RULE`: other characters of the host become
+    ``-`` and it is cut to its first `_HOST_PART_MAX` characters.
 
     Raises:
         ConfigError: There are no seeds.
@@ -109,5 +111,10 @@ def default_job_name(seeds: Sequence[str]) -> str:
     if not seeds:
         raise ConfigError("job", "no seeds to derive a job name from: give --job NAME")
     host = re.sub(r"[^A-Za-z0-9.-]+", "-", host_key(seeds[0])).strip("-")
+    host = host[:_HOST_PART_MAX].rstrip("-").lstrip(".-") or "job"
     digest = hashlib.sha1("\n".join(sorted(seeds)).encode(), usedforsecurity=False).hexdigest()
-    return f"{host}-{digest[:8]}"
+    return check_job_name(f"{host}-{digest[:8]}")
+
+
+_HOST_PART_MAX = 191
+"""Most characters of the host in a derived job name: with ``-`` and 8 hex digits, 200."""
