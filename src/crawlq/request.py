@@ -9,7 +9,9 @@ pages near the seeds run before leaf pages.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +19,9 @@ from typing import Any
 from crawlq.urls import request_fingerprint, url_keys
 
 __all__ = ["CrawlRequest", "FetchResult", "Lease", "RawExchange"]
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP method is a token (RFC 9110 §9.1, §5.6.2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +43,8 @@ class CrawlRequest:
 
     Raises:
         InvalidURL: ``url`` is not an absolute http(s) URL.
+        ValueError: ``method`` is not an HTTP token, ``depth`` is negative, ``callback`` is
+            not a string, or ``meta`` or ``cb_kwargs`` is not a mapping (a JSON object).
     """
 
     url: str
@@ -54,6 +61,15 @@ class CrawlRequest:
     def __post_init__(self) -> None:
         if self.depth < 0:
             raise ValueError(f"depth must not be negative, got {self.depth} for {self.url!r}")
+        for name, value in (("meta", self.meta), ("cb_kwargs", self.cb_kwargs)):
+            if type(value) is not dict and not isinstance(value, Mapping):
+                raise ValueError(f"{name} must be a JSON object, got {value!r:.80}")
+        if self.method != "GET" and (
+            not isinstance(self.method, str) or not _TOKEN.fullmatch(self.method)
+        ):
+            raise ValueError(f"method must be an HTTP token, got {self.method!r:.40}")
+        if self.callback is not None and not isinstance(self.callback, str):
+            raise ValueError(f"callback must be a method name, got {self.callback!r:.40}")
         keys = url_keys(self.url)
         method = self.method
         if method == "GET" and not self.body:
@@ -94,17 +110,28 @@ class CrawlRequest:
         """Parse the output of `to_json` (or a hand-written object with at least ``url``).
 
         Raises:
-            ValueError: not a JSON object with a string ``url``.
+            ValueError: not a JSON object with a string ``url``, or a field of the wrong type
+                or form (``method`` not a token string, ``body_b64`` not base64, ``meta`` or
+                ``cb_kwargs`` not an object, ``priority`` or ``depth`` not an integer).
             InvalidURL: the URL cannot be crawled.
         """
         data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("url"), str):
             raise ValueError(f"not a crawl request object: {text!r:.200}")
+        method = data.get("method", "GET")
+        if not isinstance(method, str):
+            raise ValueError(f"method must be a string, got {method!r:.40}")
         body = data.get("body_b64")
+        if body is not None and not isinstance(body, str):
+            raise ValueError("body_b64 must be a base64 string")
+        try:
+            body_bytes = base64.b64decode(body, validate=True) if body else b""
+        except binascii.Error as exc:
+            raise ValueError(f"body_b64 is not base64: {exc}") from exc
         return cls(
             url=data["url"],
-            method=str(data.get("method", "GET")),
-            body=base64.b64decode(body) if body else b"",
+            method=method,
+            body=body_bytes,
             priority=int(data.get("priority", 0)),
             depth=int(data.get("depth", 0)),
             callback=data.get("callback"),

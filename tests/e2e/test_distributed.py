@@ -267,6 +267,48 @@ def test_worker_survives_a_redis_restart(tmp_path: Path, site_root: Path) -> Non
         server.cleanup()
 
 
+def test_crawl_with_processes_reports_a_crawl_that_rode_out_a_redis_restart(
+    tmp_path: Path, site_root: Path
+) -> None:
+    # The children ride out the outage; the parent, whose own connection the restart closed,
+    # must read the final counts again instead of failing a finished crawl ("cannot crawl").
+    server = RedisServer(appendonly=True)
+    server.start()
+    try:
+        root = generate_site(tmp_path / "site", n_pages=150)
+        with ServerThread(make_static_app(root)) as http:
+            store = tmp_path / "store.db"
+            proc = subprocess.Popen(
+                [
+                    sys.executable, "-m", "crawlq", "crawl", http.base_url + "/index.html",
+                    "--frontier", server.url, "--job", "r", "--store", str(store),
+                    "--delay", "0.01", "--host-concurrency", "2", "--processes", "2",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            try:
+                deadline = time.monotonic() + 60
+                while stored_count(store) < 30:
+                    assert time.monotonic() < deadline and proc.poll() is None
+                    time.sleep(0.02)
+                server.stop()
+                time.sleep(3)
+                server.start()
+                out, err = proc.communicate(timeout=120)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        assert proc.returncode == 0, err
+        assert "crawl finished" in out
+        assert max(stored_urls(store).values()) == 1
+        assert len(stored_urls(store)) == 150
+    finally:
+        server.cleanup()
+
+
 def test_bloom_dedup_job(redis_url: str, job: str, tmp_path: Path) -> None:
     root = generate_site(tmp_path / "site", n_pages=60)
     with ServerThread(make_static_app(root)) as server:

@@ -124,3 +124,46 @@ def test_children_of_a_sigkilled_parent_stop_gracefully_and_nothing_is_lost(
     final = _status(redis_url, job)
     assert (final["queued"], final["in_flight"], final["delayed"]) == (0, 0, 0)
     assert final["done"] == final["seen"] == PAGES
+
+
+@pytest.mark.timeout(180)
+def test_a_sigkilled_child_is_a_warning_when_the_others_finish_the_job(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    # The killed child's leases expire (visibility timeout 2 s) and the other child fetches
+    # them: the crawl is complete, so the command reports it (exit 0, summary) and warns,
+    # instead of "cannot crawl".
+    root = generate_site(tmp_path / "site", n_pages=40)
+    store = tmp_path / "store.db"
+    config = tmp_path / "crawlq.toml"
+    config.write_text("visibility_timeout_s = 2.0\n")
+    with ServerThread(make_static_app(root)) as server:
+        seed = server.base_url + "/index.html"
+        cmd = [sys.executable, "-m", "crawlq", "crawl", seed, "--frontier", redis_url]
+        cmd += ["--job", job, "--store", str(store), "--delay", "0.05", "--config", str(config)]
+        parent = subprocess.Popen(
+            [*cmd, "--processes", "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while stored_count(store) < 3:
+                assert parent.poll() is None
+                assert time.monotonic() < deadline, "no page stored"
+                time.sleep(0.05)
+            victim = _children(parent.pid)[0]
+            os.kill(victim, signal.SIGKILL)
+            out, err = parent.communicate(timeout=120)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(parent.pid, signal.SIGKILL)
+            parent.wait()
+    assert parent.returncode == 0, err
+    assert "crawl finished" in out
+    assert "worker processes exited with" in err and "the others finished the job" in err
+    urls = stored_urls(store)
+    assert len(urls) == 40
+    assert [u for u, n in urls.items() if n > 1] == []

@@ -131,6 +131,38 @@ async def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str) -> 
         await f.close()
 
 
+async def test_inbox_entries_with_fields_of_the_wrong_form_are_rejected_not_fatal(
+    redis_url: str, job: str
+) -> None:
+    # Each of these once got past the inbox and crashed the worker that drained it (or was
+    # fetched as an internal error); the valid entries around them must still be queued.
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    client = aioredis.Redis.from_url(redis_url)
+    bad = [
+        {"url": "http://a.test/1", "cb_kwargs": [1]},
+        {"url": "http://a.test/2", "meta": "notadict"},
+        {"url": "http://a.test/3", "meta": [1, 2]},
+        {"url": "http://a.test/4", "cb_kwargs": "s"},
+        {"url": "http://a.test/5", "method": "GET\r\nX: y"},
+        {"url": "http://a.test/6", "method": 5},
+        {"url": "http://a.test/7", "body_b64": "!!!"},
+        {"url": "http://a.test/8", "callback": 7},
+    ]
+    try:
+        inbox = Keyspace(job).inbox
+        await client.lpush(inbox, "http://a.test/ok1", *(json.dumps(b) for b in bad))
+        await client.lpush(inbox, json.dumps({"url": "http://a.test/ok2", "meta": {"k": 1}}))
+        leases = await f.lease(20, "w", 60)
+        assert sorted(le.request.url for le in leases) == ["http://a.test/ok1", "http://a.test/ok2"]
+        rejected = await f.rejected()
+        assert sorted(json.loads(r["entry"])["url"] for r in rejected) == [b["url"] for b in bad]
+        assert all(r["reason"] for r in rejected)
+        assert await client.llen(Keyspace(job).claim("w")) == 0
+    finally:
+        await client.aclose()
+        await f.close()
+
+
 async def test_inbox_claim_of_a_dead_worker_goes_back(redis_url: str, job: str) -> None:
     client = aioredis.Redis.from_url(redis_url)
     keys = Keyspace(job)

@@ -102,6 +102,24 @@ def test_crawl_request_normalises_and_round_trips() -> None:
         CrawlRequest("javascript:alert(1)")
 
 
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"meta": [1]}, "meta must be a JSON object"),
+        ({"cb_kwargs": "s"}, "cb_kwargs must be a JSON object"),
+        ({"method": "GET\r\nX: y"}, "method must be an HTTP token"),
+        ({"method": ""}, "method must be an HTTP token"),
+        ({"callback": 7}, "callback must be a method name"),
+    ],
+)
+def test_crawl_request_refuses_fields_that_could_not_be_sent_or_stored(
+    fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        CrawlRequest("http://h.test/", **fields)  # type: ignore[arg-type]
+    assert CrawlRequest("http://h.test/", method="PROPFIND").method == "PROPFIND"
+
+
 def _random_urls(count: int) -> list[str]:
     """URLs near the fast paths' edges: ports, dot segments, quotes, empty paths and queries."""
     rng = random.Random(20261129)

@@ -13,16 +13,18 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from crawlq.engine.backends import assembled_worker, open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.worker import WorkerCounters
-from crawlq.errors import ConfigError, CrawlqError
+from crawlq.errors import ConfigError, CrawlqError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
+from crawlq.retry import backoff_s
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
@@ -31,6 +33,12 @@ from crawlq.store import Store
 __all__ = ["PARENT_CHECK_S", "MultiProcessCrawl", "SeedResult", "WorkerService", "seed"]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+OUTAGE_TRIES = 8
+"""Tries (with backoff, about a minute in all) of a read of the final counts in a backend
+outage: the workers ride out an outage, so the command that waited for them should too."""
 
 PARENT_CHECK_S = 0.5
 """Seconds between two checks, in a worker started by another crawlq process, that its parent
@@ -273,12 +281,16 @@ class MultiProcessCrawl:
                 codes = await self.pool.wait(spent if limit is not None else None)
             finally:
                 self._frontier = self._store = None
-            store = await backends.store.counts()
-            frontier = await backends.frontier.stats()
+            store = await _riding_out(backends.store.counts)
+            frontier = await _riding_out(backends.frontier.stats)
             budget_left_work = limit is not None and frontier.pending > 0  # shares spent
+            failed = [c for c in codes if c not in (0, 1, -15)]
+            # A child killed mid-crawl loses nothing: its leases expire and the others
+            # finish them. The job is done when nothing is left, whatever the exit codes.
+            finished = all(c == 0 for c in codes) or (bool(failed) and frontier.pending == 0)
             if budget_spent or (limit is not None and store.pages >= limit):
                 stopped_by = "max_pages"
-            elif all(c == 0 for c in codes) and not self._stopped:
+            elif finished and not self._stopped:
                 stopped_by = "max_pages" if budget_left_work else "done"
             else:
                 stopped_by = "stopped"
@@ -291,6 +303,25 @@ class MultiProcessCrawl:
                 seeded=seeded.queued,
                 full_counters=False,
             )
-        if any(c not in (0, 1, -15) for c in codes):
-            raise CrawlqError(f"worker processes exited with {codes}")
+        if failed and stopped_by == "stopped":
+            raise CrawlqError(
+                f"worker processes exited with {codes} before the job was done; re-run the "
+                "same command to resume"
+            )
+        if failed:
+            logger.warning("worker processes exited with %s; the others finished the job", codes)
         return report
+
+
+async def _riding_out(read: Callable[[], Awaitable[_T]]) -> _T:
+    """``read()``, retried with backoff through a frontier or store outage (`OUTAGE_TRIES`)."""
+    for failures in range(1, OUTAGE_TRIES + 1):
+        try:
+            return await read()
+        except (FrontierUnavailable, StoreUnavailable) as exc:
+            if failures == OUTAGE_TRIES:
+                raise
+            delay = backoff_s(failures, 0.5, 15.0)
+            logger.warning("backend unavailable (%s); retrying in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
