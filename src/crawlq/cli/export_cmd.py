@@ -91,7 +91,7 @@ def export(
 async def _export(
     store_url: str, what: What, fmt: Format, out: TextIO, since: float | None, body: bool
 ) -> int:
-    store = await open_store(store_url)
+    store = await open_store(store_url, read_only=True)
     try:
         return await export_records(store, what, fmt, out, since=since, with_body=body)
     finally:
@@ -105,7 +105,7 @@ async def _export_parquet(
         from crawlq.export_parquet import export_parquet
     except ImportError as exc:
         raise click.ClickException(f"{_PARQUET_EXTRA} ({exc})") from None
-    store = await open_store(store_url)
+    store = await open_store(store_url, read_only=True)
     try:
         return await export_parquet(store, what, path, since=since, with_body=body)
     finally:

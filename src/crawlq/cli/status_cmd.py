@@ -101,7 +101,7 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
     store_url = (settings or {}).get("store")
     if isinstance(store_url, str) and ("://" in store_url or Path(store_url).is_file()):
         with contextlib.suppress(CrawlqError):
-            store = await open_store(store_url)
+            store = await open_store(store_url, read_only=True)
             try:
                 report["stored"] = (await store.counts()).pages
             finally:

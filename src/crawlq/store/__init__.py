@@ -13,7 +13,7 @@ __all__ = ["ResultBatch", "Store", "StoreCounts", "open_store"]
 _SQLITE_PREFIX = "sqlite:///"
 
 
-async def open_store(url: str) -> Store:
+async def open_store(url: str, *, read_only: bool = False) -> Store:
     """Open the result store that ``url`` names.
 
     Forms:
@@ -27,6 +27,9 @@ async def open_store(url: str) -> Store:
 
     Args:
         url: The ``store`` setting.
+        read_only: Only read (``crawlq export``, ``crawlq status``): create, migrate and
+            write nothing; the store must already exist. A store older than this crawlq is
+            read as it is.
 
     Returns:
         The open store; the caller closes it.
@@ -34,7 +37,9 @@ async def open_store(url: str) -> Store:
     Raises:
         ConfigError: The URL has an unknown form, an empty path, or names a backend that is
             not available; ``name`` is ``"store"``.
-        StoreError: The backend refused to open (see the backend's ``open``).
+        StoreError: The backend refused to open (see the backend's ``open``); with
+            ``read_only``, also when there is no store there: ``no crawlq store in URL (…)``,
+            without the password.
     """
     if url.startswith(("postgresql://", "postgres://")):
         try:
@@ -44,7 +49,7 @@ async def open_store(url: str) -> Store:
                 "store",
                 f"the PostgreSQL store needs psycopg 3: pip install 'crawlq[postgres]' ({exc})",
             ) from exc
-        return await PostgresStore.open(url)
+        return await PostgresStore.open(url, read_only=read_only)
     if url.startswith(_SQLITE_PREFIX):
         path = url[len(_SQLITE_PREFIX) :]
     elif "://" in url:
@@ -60,4 +65,4 @@ async def open_store(url: str) -> Store:
     # Backends are imported on demand, so a missing driver only matters to its users.
     from crawlq.store.sqlite import SqliteStore
 
-    return await SqliteStore.open(path)
+    return await SqliteStore.open(path, read_only=read_only)

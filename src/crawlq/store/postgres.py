@@ -8,7 +8,8 @@ the ``schema`` argument of `PostgresStore.open` names another), created on first
 schema's version is in its ``store_meta`` table. `MIGRATIONS` lists the steps from version 0
 (an empty schema) up to `SCHEMA_VERSION`; opening a store runs the missing steps in one
 transaction, under an advisory lock so that workers starting together migrate once, and
-refuses a schema whose version is newer than this code.
+refuses a schema whose version is newer than this code. Opened ``read_only`` (export, status),
+a store creates and migrates nothing: no tables is an error; an older schema is read as it is.
 
 Writes: each `PostgresStore.write` is one transaction, sent in one pipeline (one network
 round trip for the whole batch). It first upserts every fingerprint of the batch into
@@ -141,6 +142,7 @@ INSERT INTO filtered (fingerprint, url, reason, depth, at) VALUES (%s, %s, %s, %
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, reason = excluded.reason, depth = excluded.depth, at = excluded.at
 """
+_HAS_PAGES = "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'pages'"
 _DELETE = {
     table: f"DELETE FROM {table} WHERE fingerprint = ANY(%s)"
     for table in ("pages", "items", "dead_letters", "filtered")
@@ -167,11 +169,13 @@ class PostgresStore:
     method and the module docstring for how they are implemented.
     """
 
-    def __init__(self, target: _Target, max_connections: int, connect_timeout_s: float) -> None:
+    def __init__(self, target: _Target, size: int, timeout_s: float, read_only: bool) -> None:
         self._target = target
-        self._size = max_connections
-        self._connect_timeout_s = connect_timeout_s
-        self._slots = asyncio.Semaphore(max_connections)
+        self._read_only = read_only
+        self._version = SCHEMA_VERSION
+        self._size = size
+        self._connect_timeout_s = timeout_s
+        self._slots = asyncio.Semaphore(size)
         self._idle: list[_Conn] = []
         self._closed = False
 
@@ -183,6 +187,7 @@ class PostgresStore:
         schema: str | None = None,
         max_connections: int = 4,
         connect_timeout_s: float = 10.0,
+        read_only: bool = False,
     ) -> PostgresStore:
         """Connect to the store at ``url``, creating or migrating its tables when needed.
 
@@ -196,6 +201,9 @@ class PostgresStore:
                 beyond it wait for a free one.
             connect_timeout_s: Seconds to wait for a new connection (libpq counts whole
                 seconds, at least 2) unless the URL sets ``connect_timeout``.
+            read_only: Create and migrate nothing (``export``, ``status``): the store must
+                exist, sessions are read-only and `write` is refused; an older schema is read
+                as it is.
 
         Returns:
             The open store; close it with `close`.
@@ -207,13 +215,14 @@ class PostgresStore:
                 unknown host, wrong database or credentials); the message names the URL
                 without its password.
             StoreError: The schema is newer than this code (the message names the URL and
-                both versions), or it cannot be created or migrated.
+                both versions), or it cannot be created or migrated; with ``read_only``, there is
+                no store (``no crawlq store in URL (…)``) or it is too old to read unmigrated.
         """
         if not 1 <= max_connections <= 100:
             raise ConfigError("store", f"max_connections must be 1..100, got {max_connections}")
-        store = cls(_parse_target(url, schema), max_connections, connect_timeout_s)
+        store = cls(_parse_target(url, schema), max_connections, connect_timeout_s, read_only)
         try:
-            await store._run(store._ensure_schema)
+            await store._run(store._check_schema if read_only else store._ensure_schema)
         except BaseException:
             await store.close()
             raise
@@ -236,8 +245,10 @@ class PostgresStore:
             StoreUnavailable: The server cannot be reached. Nothing was written, unless the
                 connection broke during the commit itself; repeating the write is safe
                 either way.
-            StoreError: Any other PostgreSQL failure, or the store is closed.
+            StoreError: Any other PostgreSQL failure, the store is closed or read-only.
         """
+        if self._read_only:
+            raise StoreError(f"store {self._target.name} is open read-only")
         if len(batch) == 0:
             return
         rows = _BatchRows.of(batch.resolved())
@@ -262,7 +273,8 @@ class PostgresStore:
             StoreError: Any other PostgreSQL failure, or the store is closed.
         """
         body = "body" if with_body else "NULL::bytea"
-        select_ = f"SELECT {_PAGE_COLUMNS}, {body}, warc_file, warc_offset FROM pages"
+        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL::text, NULL::bigint"
+        select_ = f"SELECT {_PAGE_COLUMNS}, {body}, {warc} FROM pages"
         first = f"{select_} WHERE fetched_at >= %s" if since is not None else select_
         later = f"{select_} WHERE (fetched_at, fingerprint) > (%s, %s)"
         order = " ORDER BY fetched_at, fingerprint LIMIT %s"
@@ -384,10 +396,11 @@ class PostgresStore:
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL store {self._target.display}: {_oneline(exc)}"
             ) from exc
+        setup = sql.SQL("SET search_path TO {}").format(sql.Identifier(self._target.schema))
+        if self._read_only:
+            setup = sql.SQL("{}; SET default_transaction_read_only = on").format(setup)
         try:
-            await conn.execute(
-                sql.SQL("SET search_path TO {}").format(sql.Identifier(self._target.schema))
-            )
+            await conn.execute(setup)
         except psycopg.Error as exc:
             error = self._translate(exc, conn)
             await conn.close()
@@ -433,6 +446,22 @@ class PostgresStore:
 
     # Schema.
 
+    async def _check_schema(self, conn: _Conn) -> None:
+        """Read-only open: check that the store exists; create and migrate nothing.
+
+        Versions 1.. are read as they are (1 lacks the WARC columns: `pages` reads NULL). A
+        future step readers cannot bridge is refused here: "a crawl of this crawlq migrates it".
+        """
+        target = self._target
+        cur = await conn.execute(_HAS_PAGES, (target.schema,))
+        version = await _schema_version(conn, target) if await cur.fetchone() else -1
+        if version <= 0:  # no pages table (-1), or no store_meta (0): no store of crawlq's
+            missing = "store_meta" if version == 0 else "pages"
+            detail = f"schema {target.schema} has no {missing} table"
+            raise StoreError(f"no crawlq store in {target.display} ({detail})")
+        _check_not_newer(target, version, len(MIGRATIONS))
+        self._version = version
+
     async def _ensure_schema(self, conn: _Conn) -> None:
         target = self._target
         latest = len(MIGRATIONS)
@@ -449,11 +478,7 @@ class PostgresStore:
                     sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(target.schema))
                 )
             version = await _schema_version(conn, target)
-            if version > latest:
-                raise StoreError(
-                    f"PostgreSQL store {target.name} has schema version {version}, newer than "
-                    f"the {latest} this crawlq supports; upgrade crawlq or use another schema"
-                )
+            _check_not_newer(target, version, latest)
             for step in range(version, latest):
                 logger.info(
                     "store %s: migrating schema from version %d to %d", target.name, step, step + 1
@@ -465,6 +490,14 @@ class PostgresStore:
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (str(latest),),
                 )
+
+
+def _check_not_newer(target: _Target, version: int, latest: int) -> None:
+    if version > latest:
+        raise StoreError(
+            f"PostgreSQL store {target.name} has schema version {version}, newer than the"
+            f" {latest} this crawlq supports; upgrade crawlq or use another schema"
+        )
 
 
 def _has_input(conn: _Conn) -> bool:

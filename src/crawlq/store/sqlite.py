@@ -8,7 +8,9 @@ one short ``BEGIN IMMEDIATE`` transaction, so it takes the file's single write l
 and waits up to ``busy_timeout_s`` for the frontier's connection to release it, instead of
 failing on a lock upgrade.
 
-The DDL is ``schema.sql`` beside this module; ``store_meta`` records its version.
+The DDL is ``schema.sql`` beside this module; ``store_meta`` records its version. A store
+opened ``read_only`` (export, status) opens the file read-only and creates and migrates
+nothing: a file without the store's tables is an error, an older schema is read as it is.
 """
 
 from __future__ import annotations
@@ -97,16 +99,26 @@ class SqliteStore:
     """
 
     def __init__(
-        self, path: Path, conn: sqlite3.Connection, executor: ThreadPoolExecutor, busy_s: float
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        executor: ThreadPoolExecutor,
+        busy_s: float,
+        read_only: bool = False,
+        version: int = SCHEMA_VERSION,
     ) -> None:
         self._path = path
         self._conn = conn
+        self._read_only = read_only
+        self._version = version
         self._executor = executor
         self._busy_s = busy_s
         self._closed = False
 
     @classmethod
-    async def open(cls, path: str | Path, *, busy_timeout_s: float = 30.0) -> SqliteStore:
+    async def open(
+        cls, path: str | Path, *, busy_timeout_s: float = 30.0, read_only: bool = False
+    ) -> SqliteStore:
         """Open (or create) the store in the SQLite file at ``path``.
 
         Creates the file and the store's tables when missing, switches the file to WAL mode
@@ -117,13 +129,17 @@ class SqliteStore:
                 file.
             busy_timeout_s: Seconds a statement waits for another connection's write lock
                 before `StoreUnavailable` is raised.
+            read_only: Open the file read-only and create or migrate nothing (``export``,
+                ``status``): the file and its tables must exist, `write` is refused, and a
+                schema older than `SCHEMA_VERSION` is read as it is.
 
         Returns:
             The open store; close it with `close`.
 
         Raises:
             StoreError: The file cannot be opened (missing directory, not a database) or its
-                schema is newer than this code; the message names the file.
+                schema is newer than this code; with ``read_only``, the file is missing or
+                holds no store (``no crawlq store in PATH (…)``). The message names the file.
             StoreUnavailable: The file stayed locked for ``busy_timeout_s`` while the schema
                 was checked.
         """
@@ -131,11 +147,13 @@ class SqliteStore:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawlq-store")
         loop = asyncio.get_running_loop()
         try:
-            conn = await loop.run_in_executor(executor, _connect, path, busy_timeout_s)
+            conn, version = await loop.run_in_executor(
+                executor, _connect, path, busy_timeout_s, read_only
+            )
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        return cls(path, conn, executor, busy_timeout_s)
+        return cls(path, conn, executor, busy_timeout_s, read_only, version)
 
     @property
     def path(self) -> Path:
@@ -152,8 +170,10 @@ class SqliteStore:
         Raises:
             ValueError: An item's data is not a JSON-serialisable object.
             StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
-            StoreError: Any other SQLite failure, or the store is closed.
+            StoreError: Any other SQLite failure, the store is closed or read-only.
         """
+        if self._read_only:
+            raise StoreError(f"store {self._path} is open read-only")
         if len(batch) == 0:
             return
         await self._run(functools.partial(_write, batch.resolved()))
@@ -177,7 +197,8 @@ class SqliteStore:
             StoreError: Any other SQLite failure, or the store is closed.
         """
         body = "body" if with_body else "NULL"
-        select = f"SELECT {_PAGE_COLUMNS}, {body}, warc_file, warc_offset FROM pages"
+        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"  # read-only v1
+        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc} FROM pages"
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
         first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
         later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
@@ -284,13 +305,23 @@ def _translate(path: Path, busy_s: float, exc: sqlite3.Error) -> StoreError:
 # Everything below runs on the store thread.
 
 
-def _connect(path: Path, busy_s: float) -> sqlite3.Connection:
+def _connect(path: Path, busy_s: float, read_only: bool) -> tuple[sqlite3.Connection, int]:
+    """Open the file and check (or, unless ``read_only``, create or migrate) the schema.
+
+    Returns the connection and the schema version the store reads.
+    """
     try:
-        conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
+        if read_only:  # mode=ro: never creates the file
+            uri = f"{path.resolve().as_uri()}?mode=ro"
+            conn = sqlite3.connect(uri, timeout=busy_s, isolation_level=None, uri=True)
+        else:
+            conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open store {path}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_s * 1000)}")
+        if read_only:
+            return conn, _check_schema(conn, path)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             logger.warning("store %s: journal_mode is %s, not wal", path, mode)
@@ -304,7 +335,7 @@ def _connect(path: Path, busy_s: float) -> sqlite3.Connection:
                 error = StoreError(f"cannot open store {path}: {exc}")
             raise error from exc
         raise
-    return conn
+    return conn, SCHEMA_VERSION
 
 
 @functools.cache
@@ -322,6 +353,24 @@ def _schema_statements() -> tuple[str, ...]:
     if leftover:  # pragma: no cover - a broken schema.sql fails every test
         raise RuntimeError(f"schema.sql ends inside a statement: {leftover[0]!r}")
     return tuple(statements)
+
+
+def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
+    """Read-only open: the schema version of the store in ``path``; changes nothing.
+
+    Versions 1.. are read as they are (1 lacks the WARC columns: `SqliteStore.pages` reads
+    NULL). A future step readers cannot bridge is refused here: "a crawl of this crawlq
+    migrates it".
+    """
+    version = _schema_version(conn, path)
+    if version is None:
+        raise StoreError(f"no crawlq store in {path} (no store_meta table)")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"store {path} has schema version {version}, newer than the {SCHEMA_VERSION} "
+            "this crawlq supports; upgrade crawlq or use another file"
+        )
+    return version
 
 
 def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
