@@ -6,6 +6,11 @@ leases). Settling only after the store write returned is what makes a crash at a
 re-deliver a URL instead of losing it, and the store's upsert by fingerprint makes the
 re-delivery harmless. Held leases are renewed at a third of the visibility timeout, so a slow
 download is not handed to another worker.
+
+A finished request gives its host's politeness slot back with the worker's next lease call
+(`Frontier.lease`'s ``fetched``), not at the flush, so the host takes its next request while
+the page waits to be written; the worker holds at most ``concurrency + flush_batch`` leases,
+so a slow write stops new leases instead of piling up results in memory.
 """
 
 from __future__ import annotations
@@ -81,7 +86,8 @@ class Worker:
             or in flight (``--burst``); otherwise keep waiting for new work.
         page_budget: Most pages to store in this run (None: no limit); the CLI passes
             ``max_pages`` minus the pages stored by earlier runs.
-        flush_batch: Outcomes buffered before a flush.
+        flush_batch: Outcomes buffered before a flush; with the concurrency, also the bound
+            on leases held at once (fetching, or finished and waiting for their flush).
         flush_interval_s: Longest time, in seconds, an outcome waits for its flush while the
             worker is busy (an idle worker flushes at once).
         lease_wait_s: Seconds one blocking lease call waits for work before the loop checks
