@@ -23,6 +23,7 @@ from crawlq.settings import JOB_NAME_RULE
 from crawlq.store import ResultBatch
 from crawlq.store.sqlite import SqliteStore
 from tests.conftest import run_crawlq
+from tests.e2e.test_distributed import seed_one
 
 pytestmark = pytest.mark.e2e
 
@@ -112,10 +113,7 @@ def test_export_to_a_file_and_a_whole_pipe_still_succeed(big_store: Path, tmp_pa
 def test_status_watch_into_a_pipe_closed_early_stops_silently(
     redis_url: str, job: str, tmp_path: Path
 ) -> None:
-    run_crawlq(
-        "seed", "http://127.0.0.1:9/a", "--frontier", redis_url, "--job", job,
-        "--store", str(tmp_path / "s.db"),
-    )  # fmt: skip
+    seed_one(redis_url, job, tmp_path / "s.db")
     cmd = [sys.executable, "-m", "crawlq", "status", "--frontier", redis_url, "--job", job]
     code, err, got = read_then_close([*cmd, "--watch", "--interval", "0.2"], lines=2)
     assert f"job {job}".encode() in got
@@ -156,10 +154,7 @@ def _no_job_keys(redis_url: str, name: str) -> bool:
 def test_bad_job_names_are_refused_before_redis_is_touched(
     redis_url: str, tmp_path: Path, name: str
 ) -> None:
-    proc = run_crawlq(
-        "seed", "http://127.0.0.1:9/a", "--frontier", redis_url, "--job", name,
-        "--store", str(tmp_path / "s.db"), check=False,
-    )  # fmt: skip
+    proc = seed_one(redis_url, name, tmp_path / "s.db", check=False)
     _assert_one_usage_error(proc, "--job")
     assert _no_job_keys(redis_url, name)
     assert not (tmp_path / "s.db").exists()
@@ -206,10 +201,7 @@ def odd_good_job(redis_url: str) -> Iterator[str]:
 
 
 def test_a_good_job_name_works(redis_url: str, odd_good_job: str, tmp_path: Path) -> None:
-    seeded = run_crawlq(
-        "seed", "http://127.0.0.1:9/a", "--frontier", redis_url, "--job", odd_good_job,
-        "--store", str(tmp_path / "s.db"),
-    )  # fmt: skip
+    seeded = seed_one(redis_url, odd_good_job, tmp_path / "s.db")
     assert f"queued 1 new of 1 in job {odd_good_job}" in seeded.stdout
     status = run_crawlq("status", "--frontier", redis_url, "--job", odd_good_job, "--json")
     report = json.loads(status.stdout)

@@ -55,6 +55,16 @@ def stored_urls(store: Path) -> Counter[str]:
     return Counter(json.loads(line)["url"] for line in out.splitlines() if line)
 
 
+def seed_one(
+    frontier: str, job: str, store: Path, *, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Seed ``job`` with one URL nothing answers (port 9): a job to inspect, not to crawl."""
+    return run_crawlq(
+        "seed", "http://127.0.0.1:9/a", "--frontier", frontier, "--job", job,
+        "--store", str(store), check=check,
+    )  # fmt: skip
+
+
 def stored_count(store: Path) -> int:
     try:
         with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1) as db:
@@ -397,10 +407,7 @@ def test_a_store_that_cannot_open_is_not_pinned_to_the_new_job(
 def test_status_table_goes_to_stdout_and_watch_repeats_it_off_a_terminal(
     redis_url: str, job: str, tmp_path: Path
 ) -> None:
-    run_crawlq(
-        "seed", "http://127.0.0.1:9/a", "--frontier", redis_url, "--job", job,
-        "--store", str(tmp_path / "s.db"),
-    )  # fmt: skip
+    seed_one(redis_url, job, tmp_path / "s.db")
     table = run_crawlq("status", "--frontier", redis_url, "--job", job)
     assert f"job {job}" in table.stdout and "queued" in table.stdout
     watch = subprocess.Popen(
