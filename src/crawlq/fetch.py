@@ -46,14 +46,15 @@ from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
 from crawlq.urls import normalize, url_keys
 
-__all__ = ["Fetcher", "RedirectGuard"]
+__all__ = ["REDIRECT_STATUSES", "Fetcher", "RedirectGuard", "redirected_method"]
 
 logger = logging.getLogger(__name__)
 
 RedirectGuard = Callable[[str], str | None]
 """Called with each redirect target: None to follow it, or a reason string to stop there."""
 
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+"""Statuses whose ``Location`` is a redirect to follow (RFC 9110 §15.4)."""
 _NO_BODY_STATUSES = frozenset({204, 304})
 _CHUNK_BYTES = 64 * 1024
 _DNS_CACHE_TTL_S = 60
@@ -75,6 +76,7 @@ class _Hop:
     body: bytes
     next_url: str | None
     exchange: RawExchange | None = None
+    location: str | None = None  # a redirect not followed: its resolved target
 
 
 @dataclass(slots=True)
@@ -93,15 +95,30 @@ class _Attempt:
 
     def follow(self, status: int, next_url: str) -> None:
         """Move to ``next_url``, adjusting method, body and headers (module docstring)."""
-        method = self.method
-        if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
-            self.method, self.body = "GET", b""
+        method, keep_body = redirected_method(status, self.method)
+        if method != self.method or not keep_body:
+            self.method, self.body = method, b""
             self.headers = {k: v for k, v in self.headers.items() if k.lower() not in _BODY_HEADERS}
         if _origin(self.current) != _origin(next_url):
             drop = _CREDENTIAL_HEADERS
             self.headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
         self.redirects.append(self.current)
         self.current = next_url
+
+
+def redirected_method(status: int, method: str) -> tuple[str, bool]:
+    """The method of the request that follows a redirect, and whether it keeps the body.
+
+    303 switches to GET (RFC 9110 §15.4.4); so do 301 and 302 after a POST, as browsers do
+    (§15.4.2, §15.4.3, WHATWG Fetch "HTTP-redirect fetch"). 307 and 308 keep both.
+
+    Args:
+        status: The redirect status.
+        method: The method of the redirected request, upper case.
+    """
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        return "GET", False
+    return method, True
 
 
 class Fetcher:
@@ -196,6 +213,7 @@ class Fetcher:
         headers: Mapping[str, str] | None = None,
         redirect_guard: RedirectGuard | None = None,
         truncate_body_bytes: int | None = None,
+        follow_redirects: bool = True,
     ) -> FetchResult:
         """Fetch ``url``, following redirects, and return the complete response.
 
@@ -208,6 +226,9 @@ class Fetcher:
             redirect_guard: Called with each redirect target before it is followed: None
                 follows it; a string (the reason) stops, and the 3xx response itself is
                 returned so the caller can record it.
+            follow_redirects: False: return a redirect response as it is, with its resolved
+                target in ``FetchResult.location`` (the crawl queues each hop as a request of
+                its own, so that every request passes the same gate).
             truncate_body_bytes: Read at most this many body bytes and return them instead
                 of raising `BodyTooLarge` (for robots.txt, RFC 9309 §2.5). None: the cap
                 ``max_body_bytes`` applies and a larger body is an error.
@@ -243,7 +264,7 @@ class Fetcher:
             body=body,
             headers=dict(headers or {}),
             deadline_s=start_s + self._timeout_s,
-            guard=redirect_guard,
+            guard=redirect_guard if follow_redirects else _not_followed,
             truncate_body_bytes=truncate_body_bytes,
         )
         while (hop := await self._exchange(session, attempt)).next_url is not None:
@@ -260,6 +281,7 @@ class Fetcher:
             elapsed_s=time.perf_counter() - start_s,
             redirects=tuple(attempt.redirects),
             exchange=hop.exchange,
+            location=hop.location,
         )
 
     def _ensure_session(self) -> aiohttp.ClientSession:
@@ -307,19 +329,20 @@ class Fetcher:
                     retry_after_s = parse_retry_after(resp_headers.get("retry-after"), time.time())
                     raise RetryableStatus(url, status, retry_after_s)
                 location = resp_headers.get("location")
-                if status in _REDIRECT_STATUSES and location:
-                    next_url = _resolve_location(url, current, location)
-                    refusal = attempt.guard(next_url) if attempt.guard is not None else None
+                target = None
+                if status in REDIRECT_STATUSES and location:
+                    target = _resolve_location(url, current, location)
+                    refusal = attempt.guard(target) if attempt.guard is not None else None
                     if refusal is None:
                         if len(attempt.redirects) >= self._max_redirects:
                             raise TooManyRedirects(url, self._max_redirects)
-                        return _Hop(status, resp_headers, b"", next_url)
-                    logger.debug("not following %s -> %s: %s", current, next_url, refusal)
+                        return _Hop(status, resp_headers, b"", target)
+                    logger.debug("not following %s -> %s: %s", current, target, refusal)
                 has_body = method != "HEAD" and status not in _NO_BODY_STATUSES
                 limit = attempt.truncate_body_bytes
                 data = await self._read_body(resp, url, limit) if has_body else b""
                 exchange = _raw_exchange(attempt, resp) if self._record_exchanges else None
-                return _Hop(status, resp_headers, data, None, exchange)
+                return _Hop(status, resp_headers, data, None, exchange, target)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _classify(url, current if attempt.redirects else None, exc) from exc
 
@@ -344,6 +367,10 @@ class Fetcher:
                 break
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def _not_followed(_url: str) -> str:
+    return "not_followed"
 
 
 def _joined_headers(headers: Mapping[str, str]) -> dict[str, str]:

@@ -151,6 +151,8 @@ class Lease:
         worker_id: Who holds it.
         deadline_ms: Unix time in milliseconds when the lease returns to the queue unless it is
             renewed or settled (ack, retry, dead, release).
+        host_down: The request's host was declared unreachable by its circuit breaker
+            (`crawlq.politeness`): dead-letter it as ``host_unreachable`` without a request.
     """
 
     lease_id: str
@@ -158,6 +160,7 @@ class Lease:
     attempt: int
     worker_id: str
     deadline_ms: int
+    host_down: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +204,8 @@ class FetchResult:
         redirects: The URLs redirected through, in order, excluding ``final_url``.
         exchange: The request and the response head of the last hop as on the wire (for
             WARC records), or None when the fetcher did not record it.
+        location: For a redirect response that was not followed, its target resolved
+            against ``final_url`` and normalised; else None.
     """
 
     url: str
@@ -213,6 +218,7 @@ class FetchResult:
     elapsed_s: float
     redirects: tuple[str, ...] = ()
     exchange: RawExchange | None = None
+    location: str | None = None
 
     @property
     def content_type(self) -> str:

@@ -15,6 +15,7 @@ number carries its unit in its name (``_s`` seconds, ``_bytes`` bytes).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import re
@@ -135,7 +136,37 @@ class Settings:
     """Largest response body accepted, in bytes; a larger one is dead-lettered, not stored."""
 
     max_redirects: int = 10
-    """Redirects followed for one request before giving up."""
+    """Redirect hops followed from one request before giving up (each hop is queued as its
+    own request: see README "Redirects")."""
+
+    max_crawl_delay_s: float = 30.0
+    """Largest robots.txt ``Crawl-delay`` honoured, in seconds (a longer one is capped)."""
+
+    max_retry_after_s: float = 3600.0
+    """Largest ``Retry-After`` honoured, in seconds; a server asking for longer gets its host
+    paused this long and the URL dead-lettered as ``retry_after_too_long``."""
+
+    host_backoff_s: float = 1.0
+    """First pause, in seconds, of a host that answered 429/503 without ``Retry-After`` or
+    failed to connect; doubles with each such answer in a row."""
+
+    host_backoff_max_s: float = 300.0
+    """Longest pause, in seconds, of the host backoff without ``Retry-After``."""
+
+    breaker_failures: int = 10
+    """Connection failures in a row after which a host is parked (circuit breaker)."""
+
+    breaker_cooldown_s: float = 60.0
+    """Seconds a parked host waits before it is probed with one request."""
+
+    breaker_parks: int = 3
+    """Parks after which a host is declared unreachable: its URLs are dead-lettered as
+    ``host_unreachable``."""
+
+    hosts: tuple[tuple[str, float | None, int | None], ...] = ()
+    """Per-host politeness overrides as ``(host, delay_s, concurrency)`` (None keeps the
+    default); in a settings file ``[hosts."example.com"]`` with ``delay_s`` and
+    ``concurrency``. A host's override applies to its subdomains too."""
 
     visibility_timeout_s: float = 0.0
     """Seconds before an unacked, unrenewed lease returns to the queue; 0: 4 x ``timeout_s``."""
@@ -208,6 +239,8 @@ class Settings:
             "max_redirects",
             "celery_batch",
             "flush_max_items",
+            "breaker_failures",
+            "breaker_parks",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -226,6 +259,11 @@ class Settings:
             "max_body_bytes",
             "retry_max_delay_s",
             "warc_max_size_bytes",
+            "max_crawl_delay_s",
+            "max_retry_after_s",
+            "host_backoff_s",
+            "host_backoff_max_s",
+            "breaker_cooldown_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
@@ -307,6 +345,9 @@ def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     for name, value in values.items():
         if name not in _HINTS or name == "explicit":
             raise ConfigError(name, f"unknown setting (from {source})")
+        if name == "hosts":
+            out[name] = _coerce_hosts(value)
+            continue
         if name == "job" and isinstance(value, str):
             out[name] = value  # verbatim: "" or "none" is a bad name, not "no job"
             continue
@@ -315,6 +356,47 @@ def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         except (TypeError, ValueError) as exc:
             raise ConfigError(name, f"{exc} (from {source})") from exc
     return out
+
+
+def _coerce_hosts(value: Any) -> tuple[tuple[str, float | None, int | None], ...]:
+    """Per-host overrides from a TOML table, its JSON text, or the tuple form itself.
+
+    Raises:
+        TypeError: Not a table of host -> {delay_s, concurrency}, or a value out of range.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError as exc:
+            raise TypeError(
+                f"expected a JSON object of host -> {{delay_s, concurrency}}: {exc}"
+            ) from exc
+    if isinstance(value, list | tuple):  # the stored form: [[host, delay_s, concurrency], ...]
+        try:
+            value = {h: {"delay_s": d, "concurrency": c} for h, d, c in value}
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"expected [host, delay_s, concurrency] triples: {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a table of host -> {{delay_s, concurrency}}, got {value!r:.80}")
+    out = []
+    for host, table in value.items():
+        if not isinstance(host, str) or not host.strip() or not isinstance(table, Mapping):
+            raise TypeError(f"hosts.{host}: expected a table with delay_s and/or concurrency")
+        unknown = set(table) - {"delay_s", "concurrency"}
+        if unknown:
+            raise TypeError(f"hosts.{host}: unknown key {sorted(unknown)[0]!r}")
+        delay = table.get("delay_s")
+        conc = table.get("concurrency")
+        if delay is not None:
+            delay = _coerce(float, delay)
+            if not math.isfinite(delay) or delay < 0:
+                raise TypeError(f"hosts.{host}.delay_s must be a number >= 0, got {delay}")
+        if conc is not None:
+            conc = _coerce(int, conc)
+            if conc < 1:
+                raise TypeError(f"hosts.{host}.concurrency must be at least 1, got {conc}")
+        out.append((host.strip().lower(), delay, conc))
+    return tuple(sorted(out))
 
 
 def _coerce(hint: Any, value: Any, name: str = "") -> Any:

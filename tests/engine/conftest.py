@@ -29,8 +29,10 @@ FAST: dict[str, Any] = {
     "retry_delay_s": 0.05,
     "timeout_s": 5.0,
     "connect_timeout_s": 2.0,
+    "host_backoff_s": 0.05,
 }
-"""Settings every engine test starts from: no politeness delay, fast retries."""
+"""Settings every engine test starts from: no politeness delay, fast retries, short host
+backoff after a 429/503 or a connection failure."""
 
 
 @dataclass

@@ -98,13 +98,25 @@ async def test_404_is_a_page_fetched_once(db: Path, base: str, log: RequestLog) 
     assert r.report.counters.retries == 0
 
 
-async def test_redirect_loop_is_dead(db: Path, base: str, log: RequestLog) -> None:
-    url = f"{base}/redirect-loop/a"
-    r = await crawl(db, [url], max_redirects=4)
-    assert_nothing_lost(r, [url])
-    assert (r.dead[url].reason, r.dead[url].attempts) == ("too_many_redirects", 1)
-    # the first request and 4 followed redirects; the 5th Location is not followed
-    assert log.count("/redirect-loop/a") + log.count("/redirect-loop/b") == 5
+async def test_redirect_loop_ends_when_it_comes_back_to_a_seen_url(
+    db: Path, base: str, log: RequestLog
+) -> None:
+    a, b = f"{base}/redirect-loop/a", f"{base}/redirect-loop/b"
+    r = await crawl(db, [a])
+    assert_nothing_lost(r, [a, b])
+    assert (r.pages[a].status, r.pages[a].final_url) == (302, b)
+    assert (r.pages[b].status, r.pages[b].final_url) == (302, a)  # a was seen: not queued
+    assert (log.count("/redirect-loop/a"), log.count("/redirect-loop/b")) == (1, 1)
+
+
+async def test_too_many_redirects_is_dead(db: Path, base: str, log: RequestLog) -> None:
+    hops = [f"{base}/redirect/{n}" for n in (5, 4, 3)]
+    r = await crawl(db, hops[:1], max_redirects=2)
+    assert_nothing_lost(r, hops)
+    assert [r.pages[u].status for u in hops[:2]] == [302, 302]
+    assert (r.dead[hops[2]].reason, r.dead[hops[2]].attempts) == ("too_many_redirects", 1)
+    # the first request and 2 followed redirects; the 3rd Location is not followed
+    assert [log.count(f"/redirect/{n}") for n in (5, 4, 3, 2)] == [1, 1, 1, 0]
 
 
 async def test_dropped_connection_is_retried_then_dead(
@@ -152,33 +164,38 @@ async def test_body_over_the_cap_is_dead_and_fetched_once(
 # -- redirects -------------------------------------------------------------------------------
 
 
-async def test_redirect_chain_stored_under_the_original_url(
+async def test_each_redirect_hop_is_a_request_of_its_own(
     db: Path, base: str, log: RequestLog
 ) -> None:
-    url = f"{base}/redirect/3"
-    r = await crawl(db, [url])
-    assert_nothing_lost(r, [url])
-    page = r.pages[url]
-    assert (page.final_url, page.status, page.error) == (f"{base}/redirect/0", 200, None)
-    assert page.title == "Redirect target"
+    chain = [f"{base}/redirect/{n}" for n in (3, 2, 1, 0)]
+    r = await crawl(db, chain[:1], CollectsMeta)
+    assert_nothing_lost(r, chain)
+    for hop, target in itertools.pairwise(chain):
+        page = r.pages[hop]
+        assert (page.status, page.final_url, page.error, page.title) == (302, target, None, None)
+    end = r.pages[chain[-1]]
+    assert (end.status, end.final_url, end.error) == (200, chain[-1], None)
+    assert end.title == "Redirect target"
     assert [log.count(f"/redirect/{n}") for n in (3, 2, 1, 0)] == [1, 1, 1, 1]
+    (item,) = r.items  # the callback ran once, on the last hop, with the chain in its meta
+    assert item.data == {"redirect_urls": chain[:-1], "redirect_times": 3}
+
+
+class CollectsMeta(Spider):
+    def parse(self, response: Response) -> Iterator[Any]:
+        yield {k: response.meta[k] for k in ("redirect_urls", "redirect_times")}
 
 
 @pytest.mark.parametrize("order", ["chain_first", "target_first"])
-async def test_redirect_target_that_is_also_a_seed_is_stored_once(
+async def test_redirect_target_that_is_also_a_seed_is_fetched_once(
     db: Path, base: str, log: RequestLog, order: str
 ) -> None:
-    chain, target = f"{base}/redirect/3", f"{base}/redirect/0"
-    seeds = [chain, target] if order == "chain_first" else [target, chain]
+    chain = [f"{base}/redirect/{n}" for n in (3, 2, 1, 0)]
+    seeds = [chain[0], chain[-1]] if order == "chain_first" else [chain[-1], chain[0]]
     r = await crawl(db, seeds)
-    assert_nothing_lost(r, seeds)
-    # The target was seen on its own, so the chain may not store a second copy of it.
-    assert r.pages[target].error is None
-    assert r.pages[target].final_url == target
-    assert r.pages[chain].error == "redirect_to_seen_url"
-    assert r.pages[chain].final_url == target
-    parsed = [p for p in r.pages.values() if p.error is None]
-    assert [p.url for p in parsed] == [target]
+    assert_nothing_lost(r, chain)
+    assert r.pages[chain[-1]].error is None
+    assert [log.count(f"/redirect/{n}") for n in (3, 2, 1, 0)] == [1, 1, 1, 1]
 
 
 class FollowsTheRedirectTarget(Spider):
@@ -189,29 +206,25 @@ class FollowsTheRedirectTarget(Spider):
         yield response.follow("/status/200")
 
 
-async def test_claimed_redirect_target_is_not_fetched_again(
+async def test_a_link_to_a_redirect_target_already_fetched_is_not_fetched_again(
     db: Path, base: str, log: RequestLog
 ) -> None:
-    chain = f"{base}/redirect/3"
-    r = await crawl(db, [chain], FollowsTheRedirectTarget)
-    # /redirect/0 was claimed by the chain's fetch: a later link to it is a duplicate.
-    assert_nothing_lost(r, [chain, f"{base}/status/200"])
-    assert r.pages[chain].error is None
-    assert r.pages[chain].final_url == f"{base}/redirect/0"
+    chain = [f"{base}/redirect/{n}" for n in (3, 2, 1, 0)]
+    r = await crawl(db, chain[:1], FollowsTheRedirectTarget)
+    assert_nothing_lost(r, [*chain, f"{base}/status/200"])
     assert log.count("/redirect/0") == 1
     assert log.count("/status/200") == 1
-    assert r.report.frontier.seen == 3  # the chain, its claimed target, /status/200
 
 
-async def test_redirect_to_a_seen_url_is_recorded_not_parsed(
+async def test_redirect_to_a_seen_url_does_not_fetch_it_again(
     db: Path, base: str, log: RequestLog
 ) -> None:
     page1 = f"{base}/page/1"
     into_page1 = f"{base}/redirect-to?url=/page/1"
     r = await crawl(db, [page1, into_page1], max_depth=0)
     assert_nothing_lost(r, [page1, into_page1])
-    assert r.pages[into_page1].error == "redirect_to_seen_url"
-    assert r.pages[into_page1].final_url == page1
+    assert (r.pages[into_page1].status, r.pages[into_page1].final_url) == (302, page1)
+    assert log.count("/page/1") == 1
     assert r.report.counters.skipped == {"max_depth": 2}  # only page 1's own links
 
 
@@ -223,9 +236,20 @@ async def test_redirect_out_of_scope_is_recorded_not_followed(db: Path, base: st
         r = await crawl(db, [url])
     assert_nothing_lost(r, [url])
     page = r.pages[url]
-    assert (page.status, page.final_url, page.attempt) == (302, url, 1)
+    assert (page.status, page.final_url, page.attempt) == (302, target, 1)
     assert page.error == f"redirect_not_followed: {target}"
+    assert r.report.counters.skipped == {"offsite": 1}
     assert elsewhere.requests() == []  # the seeds' host is the only one in scope
+
+
+async def test_redirect_into_a_robots_disallowed_path_is_never_requested(
+    db: Path, base: str, log: RequestLog
+) -> None:
+    url = normalize(f"{base}/redirect-to?url=/private/secret")
+    r = await crawl(db, [url])
+    assert_nothing_lost(r, [url, f"{base}/private/secret"])
+    assert r.filtered[f"{base}/private/secret"].reason == "robots_txt"
+    assert log.count("/private/secret") == 0
 
 
 # -- spider failures -------------------------------------------------------------------------
@@ -294,8 +318,11 @@ async def test_fault_site_every_seed_ends_in_one_state(
         "/status/410": ("page", "http_410"),
         "/status/503": ("dead", "http_503"),
         "/status/429": ("dead", "http_429"),
-        "/redirect-loop/a": ("dead", "too_many_redirects"),
+        "/redirect-loop/a": ("page", None),
+        "/redirect-loop/b": ("page", None),
         "/redirect/2": ("page", None),
+        "/redirect/1": ("page", None),
+        "/redirect/0": ("page", None),
         "/drop": ("dead", "connection_reset"),
         "/partial": ("dead", "payload_error"),
         "/big/5000": ("dead", "body_too_large"),

@@ -15,6 +15,7 @@ from crawlq.clock import Clock, ManualClock
 from crawlq.frontier import Frontier, HostPolicy
 from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
+from crawlq.politeness import Politeness
 
 BACKENDS = ["sqlite", "redis"]
 
@@ -22,16 +23,20 @@ MakeFrontier = Callable[..., Awaitable[Frontier]]
 
 
 async def _open(
-    backend: str, request: pytest.FixtureRequest, tmp_path: Path, policy: HostPolicy, clock: Clock
+    backend: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    politeness: Politeness,
+    clock: Clock,
 ) -> Frontier:
     if backend == "sqlite":
         return await SqliteFrontier.open(
-            tmp_path / f"frontier-{id(clock)}.db", default_policy=policy, clock=clock
+            tmp_path / f"frontier-{id(clock)}.db", politeness=politeness, clock=clock
         )
     if backend == "redis":
         url = request.getfixturevalue("redis_url")
         job = f"test-{uuid.uuid4().hex[:12]}"
-        return await RedisFrontier.open(url, job, default_policy=policy, clock=clock, create=True)
+        return await RedisFrontier.open(url, job, politeness=politeness, clock=clock, create=True)
     raise AssertionError(backend)
 
 
@@ -41,14 +46,13 @@ async def make_frontier(
 ) -> AsyncIterator[MakeFrontier]:
     opened: list[Frontier] = []
 
-    async def make(policy: HostPolicy | None = None, clock: Clock | None = None) -> Frontier:
-        frontier = await _open(
-            request.param,
-            request,
-            tmp_path,
-            policy or HostPolicy(0.0, 1000),
-            clock or ManualClock(),
-        )
+    async def make(
+        policy: HostPolicy | None = None,
+        clock: Clock | None = None,
+        politeness: Politeness | None = None,
+    ) -> Frontier:
+        rules = politeness or Politeness(default=policy or HostPolicy(0.0, 1000))
+        frontier = await _open(request.param, request, tmp_path, rules, clock or ManualClock())
         opened.append(frontier)
         return frontier
 

@@ -7,6 +7,7 @@ import time
 
 from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
+from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest
 
 from .conftest import MakeFrontier
@@ -335,19 +336,104 @@ async def test_blocked_lease_times_out_empty(make_frontier: MakeFrontier) -> Non
     assert 0.15 <= time.monotonic() - start < 1.0
 
 
-async def test_claim_marks_redirect_target_seen_and_is_idempotent_for_its_owner(
+async def test_host_strike_pauses_the_host_for_every_worker(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    await f.push(reqs("a", "b", "c") + reqs("x", host="b.test"))
+    first = await f.lease(1, "w1", VT)
+    assert await f.host_strike("a.test", Strike.PUSHBACK, StrikePlan((3.0,))) == 1
+    await f.retry(first[0], 0.0, "http_429")
+    got = await f.lease(10, "w2", VT)
+    assert [le.request.host for le in got] == ["b.test"]  # the other host is not held back
+    clock.advance(2.999)
+    assert await f.lease(10, "w2", VT) == []
+    clock.advance(0.001)
+    assert sorted(le.request.url for le in await f.lease(10, "w2", VT)) == [
+        "http://a.test/a",
+        "http://a.test/b",
+        "http://a.test/c",
+    ]
+
+
+async def test_host_strikes_count_in_a_row_until_the_host_answers(
     make_frontier: MakeFrontier,
 ) -> None:
-    f = await make_frontier()
-    a, b, c = reqs("a", "b", "c")
-    await f.push([a, c])
-    assert await f.claim(a.fingerprint, [b]) == [True]
-    assert await f.claim(a.fingerprint, [b]) == [True]  # redelivered owner
-    assert await f.claim(c.fingerprint, [b]) == [False]  # someone else
-    assert await f.claim(a.fingerprint, [c]) == [False]  # seen on its own
-    assert await f.push([b]) == 0  # never fetched again
-    stats = await f.stats()
-    assert (stats.seen, stats.done, stats.queued) == (3, 1, 2)
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    await f.push(reqs("a", "b"))
+    plan = StrikePlan((1.0, 2.0, 4.0))
+    assert await f.host_strike("a.test", Strike.PUSHBACK, plan) == 1
+    assert await f.host_strike("a.test", Strike.PUSHBACK, plan) == 2
+    assert await f.host_strike("a.test", Strike.FAILURE, plan) == 1  # counted apart
+    clock.advance(1.999)
+    assert await f.lease(10, "w", VT) == []  # the pause only grows: 2 s after the 2nd
+    clock.advance(0.001)
+    leases = await f.lease(1, "w", VT)
+    await f.ack(leases)  # the host answered
+    assert await f.host_strike("a.test", Strike.PUSHBACK, plan) == 1
+    assert await f.host_strike("a.test", Strike.FAILURE, plan) == 1
+
+
+async def test_a_shorter_pause_keeps_a_later_next_allowed_time(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    await f.push(reqs("a"))
+    await f.host_strike("a.test", Strike.PUSHBACK, StrikePlan((5.0,)))
+    await f.host_strike("a.test", Strike.FAILURE, StrikePlan((1.0,)))
+    clock.advance(4.9)
+    assert await f.lease(10, "w", VT) == []
+    clock.advance(0.1)
+    assert len(await f.lease(10, "w", VT)) == 1
+
+
+async def test_a_probing_host_takes_one_request_at_a_time(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    await f.push(reqs("a", "b", "c", "d"))
+    await f.host_strike("a.test", Strike.FAILURE, StrikePlan((10.0,), probe_from=1))
+    await f.set_host_policy("a.test", HostPolicy(0.0, 50))  # keeps the breaker's flag
+    clock.advance(10.0)
+    probe = await f.lease(10, "w", VT)
+    assert len(probe) == 1
+    assert await f.lease(10, "w", VT) == []  # one at a time until it answers
+    await f.ack(probe)
+    assert len(await f.lease(10, "w", VT)) == 3  # answered: the breaker is closed
+
+
+async def test_a_down_host_is_drained_at_once_flagged(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(policy=HostPolicy(60.0, 1), clock=clock)
+    await f.push(reqs("a", "b", "c") + reqs("x", host="b.test"))
+    first = await f.lease(10, "w", VT)
+    assert len(first) == 2  # one per host
+    plan = StrikePlan((30.0,), probe_from=1, down_from=1)
+    await f.host_strike("a.test", Strike.FAILURE, plan)
+    await f.dead(next(le for le in first if le.request.host == "a.test"), "host_unreachable")
+    await f.ack([le for le in first if le.request.host == "b.test"])
+    drained = await f.lease(10, "w", VT)
+    assert sorted(le.request.url for le in drained) == ["http://a.test/b", "http://a.test/c"]
+    assert all(le.host_down for le in drained)
+    for lease in drained:
+        await f.dead(lease, "host_unreachable")
+    await f.push(reqs("later"))  # found later: handed out flagged too
+    (later,) = await f.lease(10, "w", VT)
+    assert later.host_down
+    await f.dead(later, "host_unreachable")
+    assert await f.revive_dead() == 4  # the operator says the site is back
+    clock.advance(60.0)
+    again = await f.lease(10, "w", VT)
+    assert len(again) == 1 and not again[0].host_down  # politeness as before
+
+
+async def test_per_host_overrides_apply_when_a_host_is_first_pushed(
+    make_frontier: MakeFrontier,
+) -> None:
+    rules = Politeness(default=HostPolicy(0.0, 100), overrides={"slow.test": HostPolicy(5.0, 1)})
+    f = await make_frontier(politeness=rules)
+    await f.push(reqs("a", "b", "c") + reqs("a", "b", "c", host="www.slow.test"))
+    leased = await f.lease(100, "w", VT)
+    hosts = sorted(le.request.host for le in leased)
+    assert hosts == ["a.test", "a.test", "a.test", "www.slow.test"]
 
 
 async def test_revive_dead_requeues_with_fresh_attempts(make_frontier: MakeFrontier) -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from crawlq.errors import FrontierError, FrontierLocked
 from crawlq.frontier import HostPolicy, open_frontier
-from crawlq.frontier.sqlite import SqliteFrontier
+from crawlq.frontier.sqlite import SCHEMA_VERSION, SqliteFrontier
+from crawlq.politeness import Strike, StrikePlan
 from crawlq.request import CrawlRequest
 
 POLICY = HostPolicy(0.0, 10)
@@ -116,15 +117,18 @@ async def test_version_1_file_is_upgraded_and_its_fetched_leases_recovered(
     with sqlite3.connect(path) as db:
         db.execute("UPDATE frontier_meta SET value='1' WHERE key='schema_version'")
         db.execute("DROP INDEX frontier_fetched")
+        for column in ("pushbacks", "failures", "flags"):  # added by version 3
+            db.execute(f"ALTER TABLE frontier_hosts DROP COLUMN {column}")
     f = await SqliteFrontier.open(path, default_policy=HostPolicy(0.0, 2))
     try:
         assert f.recovered == 2
         assert len(await f.lease(5, "w", 30.0)) == 2
+        assert await f.host_strike("a.test", Strike.FAILURE, StrikePlan((1.0,))) == 1
     finally:
         await f.close()
     with sqlite3.connect(path) as db:
         version = db.execute("SELECT value FROM frontier_meta WHERE key='schema_version'")
-        assert version.fetchone() == ("2",)
+        assert version.fetchone() == (str(SCHEMA_VERSION),)
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         assert "frontier_fetched" in names
 

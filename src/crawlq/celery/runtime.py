@@ -45,7 +45,7 @@ from crawlq.engine.job import bind_job
 from crawlq.engine.step import Deps, Kind, Outcome, process
 from crawlq.errors import ConfigError, FrontierError, InvalidURL
 from crawlq.fetch import Fetcher
-from crawlq.frontier.base import HostPolicy
+from crawlq.politeness import Politeness
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots import RobotsCache
@@ -152,7 +152,7 @@ class JobRuntime:
         self.store = store
         self.deps = deps
         self.fetcher = fetcher
-        self.policy = HostPolicy(settings.delay_s, settings.host_concurrency)
+        self.policy = deps.politeness.default
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
         self._host_scopes: dict[str, Deps] = {}
 
@@ -168,11 +168,11 @@ class JobRuntime:
         url = dedup_redis_url(base)
         state = await CeleryState.open(url, job)
         try:
-            frontier = state.frontier(HostPolicy(base.delay_s, base.host_concurrency))
+            frontier = state.frontier(Politeness.from_settings(base))
             settings = dataclasses.replace(base, job=job, frontier=url)
             settings = await bind_job(frontier, settings, create=True)
             unsupported(settings)
-            frontier.default_policy = HostPolicy(settings.delay_s, settings.host_concurrency)
+            frontier.politeness = Politeness.from_settings(settings)  # the job's rules
             store = await open_store(settings.store)
         except BaseException:
             await state.close()
@@ -183,7 +183,7 @@ class JobRuntime:
         domains = s.allowed_domains or tuple(spider.allowed_domains)
         scope = Scope(domains, s.include, s.exclude, s.max_depth)
         robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
-        deps = Deps(s, fetcher, robots, spider, scope, frontier)
+        deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness)
         return cls(settings, state, store, deps, fetcher)
 
     async def close(self) -> None:

@@ -36,9 +36,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import ConfigError, FrontierError, FrontierUnavailable
-from crawlq.frontier.base import HostPolicy
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.scripts import Script
+from crawlq.politeness import HostPolicy, Politeness
 from crawlq.request import CrawlRequest
 from crawlq.settings import check_job_name
 
@@ -128,13 +128,14 @@ class CeleryState:
             raise
         return self
 
-    def frontier(self, policy: HostPolicy) -> RedisFrontier:
+    def frontier(self, politeness: Politeness) -> RedisFrontier:
         """A `RedisFrontier` view of the job on the same connection.
 
         The engine uses it for what the two engines share beyond dedup: the job's stored
-        settings (`crawlq.engine.job.bind_job`) and redirect claims (`process`).
+        settings (`crawlq.engine.job.bind_job`) and host politeness (`process`: pauses,
+        Crawl-delay).
         """
-        return RedisFrontier(self.client, self.job, policy, self.clock)
+        return RedisFrontier(self.client, self.job, politeness, self.clock)
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
         try:

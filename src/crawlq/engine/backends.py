@@ -13,7 +13,8 @@ from crawlq.engine.step import Deps
 from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError
 from crawlq.fetch import Fetcher
-from crawlq.frontier import Frontier, HostPolicy, open_frontier
+from crawlq.frontier import Frontier, open_frontier
+from crawlq.politeness import Politeness
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
 from crawlq.settings import Settings
@@ -55,7 +56,7 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
             job's.
         FrontierLocked, FrontierUnavailable, StoreError: A backend cannot be opened.
     """
-    policy = HostPolicy(settings.delay_s, settings.host_concurrency)
+    rules = Politeness.from_settings(settings)
     if "://" not in settings.store:
         folder = Path(settings.store).parent
         if not folder.is_dir():
@@ -67,7 +68,7 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
                 f"the store {settings.store.split('@')[-1]} cannot hold the frontier: give "
                 "--frontier (a SQLite file path, or redis://…)",
             )
-        frontier = await open_frontier(settings.store, default_policy=policy)
+        frontier = await open_frontier(settings.store, politeness=rules)
     else:
         if not settings.job:
             raise ConfigError("job", "a shared frontier needs a job name (--job NAME)")
@@ -84,7 +85,7 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
                 "frontier", f"{url!r}: expected redis://host:port/DB or a SQLite file (*.db)"
             )
         frontier = await open_frontier(
-            url, job=settings.job, default_policy=policy, bloom=bloom, create=create
+            url, job=settings.job, politeness=rules, bloom=bloom, create=create
         )
     try:
         store: Store | None = None
@@ -101,7 +102,7 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
                 if store is not None:
                     await store.close()
                 raise
-            frontier.default_policy = HostPolicy(settings.delay_s, settings.host_concurrency)
+            frontier.politeness = Politeness.from_settings(settings)  # the job's rules
         if store is not None and opened != settings.store:  # another producer won the race
             await store.close()
             store = None
@@ -142,7 +143,8 @@ async def assembled_worker(
             stack.push_async_callback(warc.close)
         fetcher = await stack.enter_async_context(Fetcher.from_settings(s))
         robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
-        deps = Deps(s, fetcher, robots, spider, scope, backends.frontier, warc)
+        rules = backends.frontier.politeness
+        deps = Deps(s, fetcher, robots, spider, scope, backends.frontier, rules, warc)
         yield Worker(
             backends.frontier,
             backends.store,

@@ -39,6 +39,14 @@ JOB_FIELDS = (
     "max_depth",
     "max_body_bytes",
     "max_redirects",
+    "max_crawl_delay_s",
+    "max_retry_after_s",
+    "host_backoff_s",
+    "host_backoff_max_s",
+    "breaker_failures",
+    "breaker_cooldown_s",
+    "breaker_parks",
+    "hosts",
     "visibility_timeout_s",
     "store_body",
     "warc_dir",
@@ -50,7 +58,7 @@ JOB_FIELDS = (
 
 
 def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+    return [_jsonable(v) for v in value] if isinstance(value, tuple) else value
 
 
 async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = True) -> Settings:
@@ -94,6 +102,8 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
     for name in ("allowed_domains", "include", "exclude"):
         if name in adopted:
             adopted[name] = tuple(adopted[name])
+    if "hosts" in adopted:
+        adopted["hosts"] = tuple(tuple(entry) for entry in adopted["hosts"])
     return dataclasses.replace(settings, **adopted)
 
 

@@ -1,13 +1,24 @@
 """One leased URL through the pipeline: robots.txt, fetch, parse, and the decision.
 
-`process` is what both engines share. It performs no store or frontier writes of its own
-(except claiming a redirect target, which must happen before parsing); it returns an
-`Outcome` that the caller writes in batches: the store first, then the discovered links, then
-the lease is settled, so a crash at any point re-delivers the URL instead of losing it.
+`process` is what both engines share. It returns an `Outcome` that the caller writes in
+batches: the store first, then the discovered links, then the lease is settled, so a crash at
+any point re-delivers the URL instead of losing it. Its only frontier writes are host
+politeness (`crawlq.politeness`): a 429/503 or a connection failure pauses the host for every
+worker at once (`Frontier.host_strike`), and a robots.txt ``Crawl-delay`` raises the host's
+delay (`Frontier.set_host_policy`).
+
+Redirects are not followed inside a fetch: a 3xx is stored as a page of its own (its status,
+``final_url`` = the target) and the target is queued as a request of its own, with the
+original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists the chain,
+``meta["redirect_times"]`` counts it against ``max_redirects``). So every hop passes the same
+gate as any request: scope, dedup (a hop to a URL already seen is not fetched again),
+robots.txt, the private-address guard and its host's politeness slot. Scrapy's redirect
+middleware schedules hops the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -16,9 +27,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from crawlq.errors import FetchError, InvalidURL, StoreError
-from crawlq.fetch import Fetcher
+from crawlq.errors import FetchError, InvalidURL, RetryableStatus, StoreError
+from crawlq.fetch import Fetcher, redirected_method
 from crawlq.frontier import Frontier
+from crawlq.politeness import HOST_UNREACHABLE, Politeness, strike_of
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.retry import decide
@@ -26,7 +38,6 @@ from crawlq.robots import RobotsCache
 from crawlq.scope import FilterReason, Scope
 from crawlq.settings import Settings
 from crawlq.spider import Response, Spider, SpiderError, run_callback
-from crawlq.urls import canonicalize
 
 if TYPE_CHECKING:
     from crawlq.store.warc import WarcLocation, WarcWriter
@@ -92,7 +103,8 @@ class Deps:
         robots: robots.txt cache, or None when robots.txt is ignored.
         spider: The user's spider instance.
         scope: Which discovered links to follow.
-        frontier: Used only to claim redirect targets.
+        frontier: Where host politeness is written (pauses, Crawl-delay).
+        politeness: The job's host politeness rules.
         warc: Where each fetched page's request and response are archived, or None.
     """
 
@@ -102,6 +114,7 @@ class Deps:
     spider: Spider
     scope: Scope
     frontier: Frontier
+    politeness: Politeness
     warc: WarcWriter | None = None
 
 
@@ -115,6 +128,9 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
     """
     req = lease.request
     settings = deps.settings
+    if lease.host_down:
+        detail = f"{req.host} stopped answering: its circuit breaker gave up on it"
+        return _dead(lease, HOST_UNREACHABLE, detail)
     if lease.attempt > 1 + settings.max_retries + EXTRA_DELIVERIES:
         return _dead(lease, "lease_expired", f"delivered {lease.attempt - 1} times, never settled")
     try:
@@ -130,34 +146,13 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
                     reason=FilterReason.ROBOTS_TXT,
                 )
             if not cached:  # this lease's politeness slot went to robots.txt
+                await _apply_crawl_delay(req.host, deps)
                 return Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
         result = await deps.fetcher.fetch(
-            req.url,
-            method=req.method,
-            body=req.body,
-            redirect_guard=lambda url: _redirect_guard(url, req, deps.scope),
+            req.url, method=req.method, body=req.body, follow_redirects=False
         )
     except FetchError as exc:
-        decision = decide(
-            exc,
-            lease.attempt,
-            max_retries=settings.max_retries,
-            base_s=settings.retry_delay_s,
-            cap_s=settings.retry_max_delay_s,
-        )
-        if decision.retry:
-            logger.info(
-                "retry %s in %.2fs (attempt %d): %s",
-                req.url,
-                decision.delay_s,
-                lease.attempt,
-                decision.detail,
-            )
-            return Outcome(
-                lease, Kind.RETRY, retry_delay_s=decision.delay_s, reason=decision.reason
-            )
-        logger.warning("dead %s after %d attempts: %s", req.url, lease.attempt, decision.detail)
-        return _dead(lease, decision.reason, decision.detail)
+        return await _failed(lease, exc, deps)
     logger.info(
         "%s %s %d %dB %.3fs attempt=%d",
         req.method,
@@ -167,17 +162,106 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         result.elapsed_s,
         lease.attempt,
     )
+    if result.location is not None:
+        return _redirected(lease, result, result.location, deps)
     return await _parse(lease, result, deps)
 
 
-def _redirect_guard(url: str, req: CrawlRequest, scope: Scope) -> str | None:
-    """Stop a redirect that leaves the crawl's scope (the target's own depth is the same)."""
+async def _failed(lease: Lease, exc: FetchError, deps: Deps) -> Outcome:
+    """Retry or dead-letter a failed fetch; a pushback or connection failure pauses the host."""
+    req = lease.request
+    settings = deps.settings
+    strike = strike_of(exc)
+    if strike is not None:
+        retry_after_s = exc.retry_after_s if isinstance(exc, RetryableStatus) else None
+        plan = deps.politeness.plan(strike, retry_after_s)
+        count = await deps.frontier.host_strike(req.host, strike, plan)
+        pause_s = plan.pauses_s[min(count, len(plan.pauses_s)) - 1]
+        logger.warning(
+            "%s: %s %d in a row (%s); no request to it for %.1fs from any worker",
+            req.host,
+            strike,
+            count,
+            exc.reason,
+            pause_s,
+        )
+        dead_reason = deps.politeness.dead_reason(strike, count, retry_after_s)
+        if dead_reason is not None:
+            logger.warning("dead %s: %s (%s)", req.url, dead_reason, exc)
+            return _dead(lease, dead_reason, str(exc))
+    decision = decide(
+        exc,
+        lease.attempt,
+        max_retries=settings.max_retries,
+        base_s=settings.retry_delay_s,
+        cap_s=settings.retry_max_delay_s,
+    )
+    if decision.retry:
+        logger.info(
+            "retry %s in %.2fs (attempt %d): %s",
+            req.url,
+            decision.delay_s,
+            lease.attempt,
+            decision.detail,
+        )
+        return Outcome(lease, Kind.RETRY, retry_delay_s=decision.delay_s, reason=decision.reason)
+    logger.warning("dead %s after %d attempts: %s", req.url, lease.attempt, decision.detail)
+    return _dead(lease, decision.reason, decision.detail)
+
+
+async def _apply_crawl_delay(host: str, deps: Deps) -> None:
+    """Raise the host's delay to its robots.txt Crawl-delay, for every worker (politeness)."""
+    if deps.robots is None:
+        return
+    crawl_delay_s = deps.robots.crawl_delay_s(host)
+    if crawl_delay_s is None:
+        return
+    policy = deps.politeness.policy_for(host, crawl_delay_s)
+    if policy != (deps.politeness.configured(host) or deps.politeness.default):
+        logger.info(
+            "%s: robots.txt Crawl-delay %.2fs, delay now %.2fs",
+            host,
+            crawl_delay_s,
+            policy.delay_s,
+        )
+        await deps.frontier.set_host_policy(host, policy)
+
+
+def _redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) -> Outcome:
+    """Store the redirect as a page of its own and queue its target (module docstring)."""
+    req = lease.request
+    chain = req.meta.get("redirect_urls")
+    chain = list(chain) if isinstance(chain, list) else []
+    hops = len(chain) + 1
+    if hops > deps.settings.max_redirects:
+        detail = f"more than {deps.settings.max_redirects} redirects: {req.url} -> {location}"
+        return _dead(lease, "too_many_redirects", detail)
+    method, keep_body = redirected_method(result.status, req.method)
+    skipped: Counter[str] = Counter()
+    links: list[CrawlRequest] = []
+    error: str | None = None
     try:
-        target = CrawlRequest(url, depth=req.depth)
-    except InvalidURL as exc:
-        return f"redirect_invalid: {exc.reason}"
-    reason = scope.check(target)
-    return None if reason is None else f"redirect_{reason}"
+        target: CrawlRequest | None = CrawlRequest(
+            location,
+            method=method,
+            body=req.body if keep_body else b"",
+            priority=req.priority,
+            depth=req.depth,
+            callback=req.callback,
+            cb_kwargs=req.cb_kwargs,
+            meta={**req.meta, "redirect_urls": [*chain, req.url], "redirect_times": hops},
+        )
+    except (InvalidURL, ValueError) as exc:
+        target, error = None, f"redirect_invalid: {exc}"
+    if target is not None:
+        reason = deps.scope.check(target)
+        if reason is None:
+            links.append(target)
+        else:
+            skipped[reason] += 1
+            error = f"redirect_not_followed: {location}"
+    page = _page_record(lease, result, deps, final_url=location, title=None, error=error)
+    return Outcome(lease, Kind.PAGE, page=page, links=links, skipped=skipped)
 
 
 async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
@@ -190,16 +274,6 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         parse = False
     elif not 200 <= result.status < 300:
         error = f"http_{result.status}"
-    if (
-        parse
-        and result.final_url != req.url
-        and canonicalize(result.final_url) != canonicalize(req.url)
-    ):
-        target = CrawlRequest(result.final_url, depth=req.depth, priority=req.priority)
-        (owned,) = await deps.frontier.claim(req.fingerprint, [target])
-        if not owned:
-            error = "redirect_to_seen_url"
-            parse = False
     response = Response(req, result)
     items: list[ItemRecord] = []
     links: list[CrawlRequest] = []
@@ -227,27 +301,40 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
                     links.append(child)
                 else:
                     skipped[reason] += 1
-    fetched_at = time.time()
-    warc = None if deps.warc is None else await _archive(deps.warc, req, result, fetched_at)
-    page = PageRecord(
+    page = _page_record(lease, result, deps, final_url=result.final_url, title=title, error=error)
+    if deps.warc is not None:
+        warc = await _archive(deps.warc, req, result, page.fetched_at)
+        if warc is not None:
+            page = dataclasses.replace(page, warc_file=warc.file, warc_offset=warc.offset)
+    return Outcome(lease, Kind.PAGE, page=page, items=items, links=links, skipped=skipped)
+
+
+def _page_record(
+    lease: Lease,
+    result: FetchResult,
+    deps: Deps,
+    *,
+    final_url: str,
+    title: str | None,
+    error: str | None,
+) -> PageRecord:
+    req = lease.request
+    return PageRecord(
         fingerprint=req.fingerprint,
         url=req.url,
-        final_url=result.final_url,
+        final_url=final_url,
         status=result.status,
         content_type=result.content_type,
         depth=req.depth,
         title=title,
-        fetched_at=fetched_at,
+        fetched_at=time.time(),
         size_bytes=len(result.body),
         elapsed_s=result.elapsed_s,
         attempt=lease.attempt,
         error=error,
-        spider=spider.name,
+        spider=deps.spider.name,
         body=result.body if deps.settings.store_body else None,
-        warc_file=None if warc is None else warc.file,
-        warc_offset=None if warc is None else warc.offset,
     )
-    return Outcome(lease, Kind.PAGE, page=page, items=items, links=links, skipped=skipped)
 
 
 def _first_unserialisable(items: list[dict[str, Any]]) -> str | None:

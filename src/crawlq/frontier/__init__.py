@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError
 from crawlq.frontier.base import Frontier, FrontierStats, HostPolicy, HostStats
+from crawlq.politeness import Politeness
 
 if TYPE_CHECKING:
     from crawlq.frontier.redis import BloomDedup
@@ -19,6 +20,7 @@ async def open_frontier(
     *,
     job: str | None = None,
     default_policy: HostPolicy | None = None,
+    politeness: Politeness | None = None,
     clock: Clock | None = None,
     bloom: BloomDedup | None = None,
     create: bool = False,
@@ -29,7 +31,9 @@ async def open_frontier(
         url: A SQLite file path or ``sqlite:///path`` (the embedded default, one process), or
             ``redis://[:password@]host:port/db`` / ``rediss://…`` (shared by many workers).
         job: The job name; required for Redis, where several jobs share a server.
-        default_policy: Politeness of hosts without an override.
+        default_policy: Politeness of hosts without an override (shorthand for ``politeness``
+            with that default and nothing else).
+        politeness: The job's host politeness rules.
         clock: Source of "now" (tests).
         bloom: Redis only: Bloom-filter dedup instead of the exact seen set.
         create: Redis only: create the job if it does not exist (producers); workers and
@@ -51,7 +55,13 @@ async def open_frontier(
                 f"the Redis frontier needs redis-py: pip install 'crawlq[redis]' ({exc})",
             ) from exc
         return await RedisFrontier.open(
-            url, job, default_policy=default_policy, clock=clock, bloom=bloom, create=create
+            url,
+            job,
+            default_policy=default_policy,
+            politeness=politeness,
+            clock=clock,
+            bloom=bloom,
+            create=create,
         )
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     if "://" in path:
@@ -60,4 +70,6 @@ async def open_frontier(
         )
     from crawlq.frontier.sqlite import SqliteFrontier
 
-    return await SqliteFrontier.open(path, default_policy=default_policy, clock=clock)
+    return await SqliteFrontier.open(
+        path, default_policy=default_policy, politeness=politeness, clock=clock
+    )

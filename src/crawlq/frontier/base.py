@@ -21,6 +21,11 @@ push ─► queued ──lease──► leased ──ack──► done
   count in the same atomic step; the slot is freed when the worker reports the request done
   (``lease(fetched=...)``) or when the lease is settled (ack, retry, dead, release, expiry),
   whichever comes first. This holds for every worker at once (invariant 3).
+* **Pushback and failures.** `host_strike` counts a host's 429/503 answers and connection
+  failures in a row (any ack of one of its requests resets them) and pauses the host for
+  every worker; `crawlq.politeness` decides the numbers. A host whose breaker declared it
+  down has its queued requests leased at once, flagged ``Lease.host_down``, so that the
+  worker dead-letters them without a request.
 * **Time.** "Now" comes from the backend's `crawlq.clock.Clock` (Unix ms); in a cluster the
   workers' wall clocks are assumed to agree to well under the smallest host delay.
 * **Settling a lease that is no longer held** (it expired and went to someone else, or was
@@ -37,28 +42,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest, Lease
 
 __all__ = ["Frontier", "FrontierStats", "HostPolicy", "HostStats"]
-
-
-@dataclass(frozen=True, slots=True)
-class HostPolicy:
-    """Politeness for one host.
-
-    Attributes:
-        delay_s: Seconds between the starts of two requests to the host (>= 0).
-        concurrency: Leases on the host held at once, across all workers (>= 1).
-    """
-
-    delay_s: float = 1.0
-    concurrency: int = 1
-
-    def __post_init__(self) -> None:
-        if self.delay_s < 0:
-            raise ValueError(f"delay_s must not be negative, got {self.delay_s}")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +97,10 @@ class FrontierStats:
 class Frontier(Protocol):
     """The crawl frontier (see the module docstring for the semantics every method shares)."""
 
-    default_policy: HostPolicy
-    """Politeness of hosts without an override (`set_host_policy`); assignable, e.g. once the
-    job's settings are known."""
+    politeness: Politeness
+    """The job's host politeness rules (`crawlq.politeness`): the default policy, and the
+    per-host overrides written for each host when its first request is pushed. Assignable,
+    e.g. once the job's settings are known."""
 
     round_trips: int
     """Requests this client has made to its backend so far: Redis network round trips (a
@@ -127,25 +115,6 @@ class Frontier(Protocol):
 
         Returns:
             How many were new and queued.
-        """
-        ...
-
-    async def claim(self, owner: bytes, requests: Sequence[CrawlRequest]) -> list[bool]:
-        """Mark redirect targets of the request ``owner`` as seen and done, without queueing them.
-
-        When a fetch of A ends at another URL B, the worker stores B's content under A and
-        claims B, so that B is not fetched again when a link to it turns up. The claim is
-        idempotent for its owner: if A is delivered again (its worker died after claiming),
-        claiming B for A again still succeeds, so A's page is not lost.
-
-        Args:
-            owner: Fingerprint of the request whose fetch was redirected.
-            requests: The redirect targets.
-
-        Returns:
-            One bool per request: True when ``owner`` holds the claim (B was new, or already
-            claimed by ``owner``); False when B was seen otherwise (it is or was crawled on
-            its own, so A should not store a second copy).
         """
         ...
 
@@ -246,6 +215,25 @@ class Frontier(Protocol):
 
     async def set_host_policy(self, host: str, policy: HostPolicy) -> None:
         """Override the default politeness of one host (e.g. from robots.txt Crawl-delay)."""
+        ...
+
+    async def host_strike(self, host: str, strike: Strike, plan: StrikePlan) -> int:
+        """Count one strike of ``host`` and pause it, in one atomic step for every worker.
+
+        Increments the host's count of strikes of this kind in a row (an ack of any of its
+        requests resets both kinds, and its breaker flags), then moves its next-allowed time
+        to at least now + ``plan.pauses_s[count - 1]`` (the last entry repeats); a later
+        next-allowed time is kept. From ``plan.probe_from`` on the host takes one request at a
+        time; from ``plan.down_from`` on it is down (see the module docstring).
+
+        Args:
+            host: Politeness key.
+            strike: Pushback (429/503) or connection failure.
+            plan: The pause schedule (`crawlq.politeness.Politeness.plan`).
+
+        Returns:
+            The count of this kind in a row, this strike included.
+        """
         ...
 
     async def job_settings(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -27,7 +27,10 @@ CREATE TABLE IF NOT EXISTS frontier_hosts (
     inflight    INTEGER NOT NULL DEFAULT 0,
     next_at_ms  INTEGER NOT NULL DEFAULT 0,
     delay_ms    INTEGER,               -- NULL: the frontier's default policy
-    concurrency INTEGER
+    concurrency INTEGER,
+    pushbacks   INTEGER NOT NULL DEFAULT 0,  -- 429/503 answers in a row (schema version 3)
+    failures    INTEGER NOT NULL DEFAULT 0,  -- connection failures in a row
+    flags       TEXT NOT NULL DEFAULT ''     -- 'p' probing (one at a time), 'd' down
 ) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS frontier_hosts_ready ON frontier_hosts (next_at_ms) WHERE queued > 0;

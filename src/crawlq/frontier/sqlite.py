@@ -32,13 +32,26 @@ from typing import Any, TypeVar
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
 from crawlq.frontier.base import FrontierStats, HostPolicy, HostStats
+from crawlq.politeness import Politeness, Strike, StrikePlan
+from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
 
 __all__ = ["SqliteFrontier"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2  # 2: state 5 (leased, its host slot freed by `lease(fetched=...)`)
+SCHEMA_VERSION = 3
+# 2: state 5 (leased, its host slot freed by `lease(fetched=...)`)
+# 3: frontier_hosts.pushbacks, failures, flags (crawlq.politeness: host backoff and breaker)
+_HOST_COLUMNS_V3 = {
+    "pushbacks": "INTEGER NOT NULL DEFAULT 0",
+    "failures": "INTEGER NOT NULL DEFAULT 0",
+    "flags": "TEXT NOT NULL DEFAULT ''",
+}
+# A host's effective concurrency and delay: probing ('p') takes one request at a time; a down
+# host ('d') is drained at once (its requests are dead-lettered without a request).
+_CONC = "CASE flags WHEN 'p' THEN 1 WHEN 'd' THEN 1000000 ELSE coalesce(concurrency, ?) END"
+_DELAY = "CASE flags WHEN 'd' THEN 0 ELSE coalesce(delay_ms, ?) END"
 _QUEUED, _LEASED, _DELAYED, _DONE, _DEAD, _FETCHED = range(6)
 # _FETCHED rows are leased too (counted under _LEASED in ``_counts``): their request is done on
 # the wire, so they no longer hold one of their host's concurrency slots.
@@ -53,15 +66,15 @@ class SqliteFrontier:
 
     Args:
         path: The database file (created if missing).
-        default_policy: Politeness of hosts without an override.
+        politeness: The job's host politeness rules.
         clock: Source of "now" (tests pass a `crawlq.clock.ManualClock`).
     """
 
     def __init__(
-        self, path: str | Path, default_policy: HostPolicy, clock: Clock | None = None
+        self, path: str | Path, politeness: Politeness, clock: Clock | None = None
     ) -> None:
         self.path = Path(path)
-        self.default_policy = default_policy
+        self.politeness = politeness
         self.round_trips = 0
         self.clock: Clock = clock or SystemClock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawlq-frontier")
@@ -79,16 +92,20 @@ class SqliteFrontier:
         path: str | Path,
         *,
         default_policy: HostPolicy | None = None,
+        politeness: Politeness | None = None,
         clock: Clock | None = None,
     ) -> SqliteFrontier:
         """Open (or create) the frontier in ``path`` and take ownership of it.
+
+        ``politeness`` gives the job's rules; ``default_policy`` alone is a shorthand for
+        rules with that default and nothing else.
 
         Raises:
             FrontierLocked: Another live process owns the file.
             FrontierUnavailable: The file cannot be opened (missing directory, not a database).
             FrontierError: The file was written by a newer crawlq (schema version).
         """
-        self = cls(path, default_policy or HostPolicy(), clock)
+        self = cls(path, _rules(politeness, default_policy), clock)
         try:
             await self._run(self._open_sync)
         except BaseException:
@@ -150,6 +167,10 @@ class SqliteFrontier:
                 f"understands ({SCHEMA_VERSION}); upgrade crawlq"
             )
         elif int(row[0]) < SCHEMA_VERSION:  # the script above added what version 2 needs
+            have = {r[1] for r in conn.execute("PRAGMA table_info(frontier_hosts)")}
+            for name, ddl in _HOST_COLUMNS_V3.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE frontier_hosts ADD COLUMN {name} {ddl}")
             conn.execute(
                 "UPDATE frontier_meta SET value=? WHERE key='schema_version'",
                 (str(SCHEMA_VERSION),),
@@ -229,10 +250,16 @@ class SqliteFrontier:
                 )
                 added = conn.total_changes - before
                 if added:
+                    override = self.politeness.configured(host)
+                    delay_ms = None if override is None else round(override.delay_s * 1000)
+                    conc = None if override is None else override.concurrency
                     conn.execute(
-                        "INSERT INTO frontier_hosts(host, queued) VALUES (?, ?) "
-                        "ON CONFLICT(host) DO UPDATE SET queued=queued+excluded.queued",
-                        (host, added),
+                        "INSERT INTO frontier_hosts(host, queued, delay_ms, concurrency) "
+                        "VALUES (?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
+                        "queued=queued+excluded.queued, "
+                        "delay_ms=coalesce(delay_ms, excluded.delay_ms), "
+                        "concurrency=coalesce(concurrency, excluded.concurrency)",
+                        (host, added, delay_ms, conc),
                     )
                     total += added
             return total
@@ -240,36 +267,6 @@ class SqliteFrontier:
         total = self._tx(step)
         self._counts[_QUEUED] += total
         return total
-
-    async def claim(self, owner: bytes, requests: Sequence[CrawlRequest]) -> list[bool]:
-        """See `crawlq.frontier.base.Frontier.claim`."""
-        if not requests:
-            return []
-        return await self._run(self._claim_sync, owner, requests)
-
-    def _claim_sync(self, owner: bytes, requests: Sequence[CrawlRequest]) -> list[bool]:
-        mark = "claimed_by:" + owner.hex()
-
-        def step(conn: sqlite3.Connection) -> list[bool]:
-            owned = []
-            for req in requests:
-                self._seq += 1
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO frontier_requests(fp, seq, host, priority, state, "
-                    "reason, request) VALUES (?, ?, ?, ?, 3, ?, ?)",
-                    (req.fingerprint, self._seq, req.host, req.priority, mark, req.to_json()),
-                )
-                if cur.rowcount:
-                    self._counts[_DONE] += 1
-                    owned.append(True)
-                else:
-                    row = conn.execute(
-                        "SELECT reason FROM frontier_requests WHERE fp=?", (req.fingerprint,)
-                    ).fetchone()
-                    owned.append(row is not None and row[0] == mark)
-            return owned
-
-        return self._tx(step)
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -311,24 +308,27 @@ class SqliteFrontier:
         self, n: int, worker_id: str, vt_ms: int, fetched: Sequence[Lease]
     ) -> tuple[list[Lease], int | None]:
         now = self.clock.wall_ms()
-        default_delay_ms = round(self.default_policy.delay_s * 1000)
-        default_conc = self.default_policy.concurrency
+        default_delay_ms = round(self.politeness.default.delay_s * 1000)
+        default_conc = self.politeness.default.concurrency
 
         def step(conn: sqlite3.Connection) -> tuple[list[Lease], int | None]:
             if fetched:
                 self._free_slots(conn, fetched)
             self._promote_and_reap(conn, now)
             hosts = conn.execute(
-                "SELECT host, inflight, coalesce(delay_ms, ?), coalesce(concurrency, ?) "
+                f"SELECT host, inflight, {_DELAY}, {_CONC}, flags "
                 "FROM frontier_hosts WHERE queued > 0 AND next_at_ms <= ? "
-                "AND inflight < coalesce(concurrency, ?) ORDER BY next_at_ms LIMIT ?",
+                f"AND inflight < {_CONC} ORDER BY next_at_ms LIMIT ?",
                 (default_delay_ms, default_conc, now, default_conc, _MAX_READY_HOSTS),
             ).fetchall()
             candidates: list[tuple[int, int, bytes, str, str, int]] = []
             delays: dict[str, int] = {}
-            for host, inflight, delay_ms, conc in hosts:
+            down: set[str] = set()
+            for host, inflight, delay_ms, conc, flags in hosts:
                 take = min(n, conc - inflight if delay_ms == 0 else 1)
                 delays[host] = delay_ms
+                if flags == "d":
+                    down.add(host)
                 for fp, priority, seq, request, attempt in conn.execute(
                     "SELECT fp, priority, seq, request, attempt FROM frontier_requests "
                     "WHERE state=0 AND host=? ORDER BY priority DESC, seq LIMIT ?",
@@ -353,6 +353,7 @@ class SqliteFrontier:
                         attempt=attempt + 1,
                         worker_id=worker_id,
                         deadline_ms=deadline,
+                        host_down=host in down,
                     )
                 )
             conn.executemany(
@@ -438,8 +439,7 @@ class SqliteFrontier:
 
     def _next_wake_ms(self, conn: sqlite3.Connection, default_conc: int) -> int | None:
         (host_ms,) = conn.execute(
-            "SELECT min(next_at_ms) FROM frontier_hosts WHERE queued > 0 "
-            "AND inflight < coalesce(concurrency, ?)",
+            f"SELECT min(next_at_ms) FROM frontier_hosts WHERE queued > 0 AND inflight < {_CONC}",
             (default_conc,),
         ).fetchone()
         (retry_ms,) = conn.execute(
@@ -533,6 +533,8 @@ class SqliteFrontier:
             slots = Counter(host for was, host in held.values() if was == _LEASED)
             queued = settled if state == _QUEUED else Counter()
             self._adjust_hosts(conn, queued, Counter({h: -c for h, c in slots.items()}))
+            if state == _DONE:  # the hosts answered: forget their strikes, close breakers
+                self._host_answered(conn, settled)
             return settled.total()
 
         count = self._tx(step)
@@ -552,6 +554,7 @@ class SqliteFrontier:
                 )
             )
             self._adjust_hosts(conn, hosts, Counter())
+            self._host_answered(conn, hosts)  # revived hosts start afresh
             return hosts.total()
 
         revived: int = await self._run(self._tx, step)
@@ -576,6 +579,44 @@ class SqliteFrontier:
 
         await self._run(self._tx, step)
         self._wake()
+
+    @staticmethod
+    def _host_answered(conn: sqlite3.Connection, hosts: Counter[str]) -> None:
+        conn.executemany(
+            "UPDATE frontier_hosts SET pushbacks=0, failures=0, flags='' WHERE host=? "
+            "AND (pushbacks > 0 OR failures > 0 OR flags != '')",
+            [(host,) for host in hosts],
+        )
+
+    async def host_strike(self, host: str, strike: Strike, plan: StrikePlan) -> int:
+        """See `crawlq.frontier.base.Frontier.host_strike`."""
+        column = "pushbacks" if strike is Strike.PUSHBACK else "failures"
+        now = self.clock.wall_ms()
+
+        def step(conn: sqlite3.Connection) -> int:
+            conn.execute("INSERT OR IGNORE INTO frontier_hosts(host) VALUES (?)", (host,))
+            (count, flags) = conn.execute(
+                f"UPDATE frontier_hosts SET {column}={column}+1 WHERE host=? "
+                f"RETURNING {column}, flags",
+                (host,),
+            ).fetchone()
+            pause_ms = round(plan.pauses_s[min(count, len(plan.pauses_s)) - 1] * 1000)
+            if plan.down_from and count >= plan.down_from:
+                flags, until = "d", now  # drained at once, whatever its politeness
+            else:
+                if plan.probe_from and count >= plan.probe_from:
+                    flags = "p"
+                until = now + pause_ms
+            conn.execute(
+                "UPDATE frontier_hosts SET flags=?, next_at_ms=CASE WHEN ?='d' THEN ? "
+                "ELSE max(next_at_ms, ?) END WHERE host=?",
+                (flags, flags, until, until, host),
+            )
+            return int(count)
+
+        count: int = await self._run(self._tx, step)
+        self._wake()
+        return count
 
     async def job_settings(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:
         """See `crawlq.frontier.base.Frontier.job_settings`."""

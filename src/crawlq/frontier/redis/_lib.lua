@@ -1,14 +1,28 @@
 -- _lib.lua: helpers shared by the frontier scripts. scripts.py puts this text in front of
 -- every script before loading it; it touches only keys that the script passes in.
 
--- A host's politeness: its override in the policy hash ("delay_ms concurrency"), or the defaults.
+-- A host's politeness: its entry in the policy hash ("delay_ms concurrency" then optional
+-- flags: "p" probing, one request at a time; "d" down, its URLs are dead-lettered), or the
+-- defaults. Returns delay (ms), concurrency, flags ("" when none). A malformed entry (the
+-- hash is shared state) counts as no entry.
 local function host_policy(policy_key, host, default_delay, default_conc)
   local pol = redis.call("HGET", policy_key, host)
   if pol then
-    local d, c = string.match(pol, "^(%d+) (%d+)$")
-    return tonumber(d), tonumber(c)
+    local d, c, flags = string.match(pol, "^(%d+) (%d+) ?([pd]*)$")
+    if d then
+      local conc = tonumber(c)
+      if string.find(flags, "p", 1, true) then conc = 1 end
+      return tonumber(d), math.max(1, conc), flags
+    end
   end
-  return default_delay, default_conc
+  return default_delay, default_conc, ""
+end
+
+-- Write a host's policy entry, keeping the given flags.
+local function set_policy(policy_key, host, delay, conc, flags)
+  local value = delay .. " " .. conc
+  if flags ~= "" then value = value .. " " .. flags end
+  redis.call("HSET", policy_key, host, value)
 end
 
 -- Put back in `ready` every host given as {name, queue key} that has queued work and a free
@@ -21,7 +35,8 @@ local function make_ready(k, hosts, default_conc, most)
     local host, queue = h[1], h[2]
     local inflight = tonumber(redis.call("HGET", k.inflight, host) or "0")
     if inflight <= 0 then redis.call("HDEL", k.inflight, host) end
-    local _, conc = host_policy(k.policy, host, 0, default_conc)
+    local _, conc, flags = host_policy(k.policy, host, 0, default_conc)
+    if flags == "d" then conc = math.huge end
     if inflight < conc and redis.call("ZCARD", queue) > 0 then
       local at = redis.call("HGET", k.next, host) or "0"
       woken = woken + redis.call("ZADD", k.ready, "NX", at, host)
@@ -34,3 +49,13 @@ local function make_ready(k, hosts, default_conc, most)
   return woken
 end
 
+
+-- The host answered: forget its strikes in a row and drop its breaker flags.
+local function host_answered(strikes_key, policy_key, host)
+  redis.call("HDEL", strikes_key, "pushback\n" .. host, "failure\n" .. host)
+  local pol = redis.call("HGET", policy_key, host)
+  if pol then
+    local d, c, flags = string.match(pol, "^(%d+) (%d+) ?([pd]*)$")
+    if d and flags ~= "" then set_policy(policy_key, host, d, c, "") end
+  end
+end

@@ -43,6 +43,8 @@ from crawlq.errors import ConfigError, FrontierError, FrontierUnavailable, Inval
 from crawlq.frontier.base import FrontierStats, HostPolicy, HostStats
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
+from crawlq.politeness import Politeness, Strike, StrikePlan
+from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
 
 __all__ = ["BloomDedup", "RedisFrontier"]
@@ -114,7 +116,7 @@ class RedisFrontier:
     Args:
         client: A ``redis.asyncio.Redis`` with ``decode_responses=False``.
         job: The job name; all keys live under ``crawlq:{job}:``.
-        default_policy: Politeness of hosts without an override.
+        politeness: The job's host politeness rules.
         clock: Source of "now".
         bloom: Bloom-filter dedup settings, or None for the exact set.
     """
@@ -123,14 +125,14 @@ class RedisFrontier:
         self,
         client: Redis,
         job: str,
-        default_policy: HostPolicy,
+        politeness: Politeness,
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
     ) -> None:
         self.client = client
         self.keys = Keyspace(job)
         self.job = job
-        self.default_policy = default_policy
+        self.politeness = politeness
         self.round_trips = 0
         self.clock: Clock = clock or SystemClock()
         self.bloom = bloom
@@ -144,6 +146,7 @@ class RedisFrontier:
         job: str,
         *,
         default_policy: HostPolicy | None = None,
+        politeness: Politeness | None = None,
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
         create: bool = False,
@@ -170,7 +173,7 @@ class RedisFrontier:
             keys = Keyspace(job)
         except ValueError as exc:
             raise ConfigError("frontier", f"bad Redis URL or job {url!r} {job!r}: {exc}") from exc
-        self = cls(client, job, default_policy or HostPolicy(), clock, bloom)
+        self = cls(client, job, _rules(politeness, default_policy), clock, bloom)
         self.keys = keys
         try:
             wanted = (bloom.spec() if bloom else "set").encode()
@@ -215,7 +218,7 @@ class RedisFrontier:
         return self.keys.bloom, "bloom", self.bloom.hashes
 
     def _policy_args(self) -> tuple[int, int]:
-        return round(self.default_policy.delay_s * 1000), self.default_policy.concurrency
+        return round(self.politeness.default.delay_s * 1000), self.politeness.default.concurrency
 
     # -- push and claim -------------------------------------------------------------------
 
@@ -239,25 +242,17 @@ class RedisFrontier:
                 body += self.bloom.positions(req.fingerprint)
         ddelay, dconc = self._policy_args()
         args = [self.clock.wall_ms(), ddelay, dconc, mode, nbits, "1" if claim_of else "0"]
-        args += [len(hosts), *hosts, *body]
+        overrides: list[Any] = []
+        for host, hidx in hosts.items():
+            policy = self.politeness.configured(host)
+            if policy is not None:
+                overrides += [hidx, round(policy.delay_s * 1000), policy.concurrency]
+        args += [len(hosts), *hosts, len(overrides) // 3, *overrides, *body]
         keys = [
             seen_key, k.reqs, k.scores, k.stats, k.ready, k.inflight, k.next, k.policy,
             k.inbox, k.idle, k.claim(claim_of or "-"), *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         return int(await self._script("push", keys, args))
-
-    async def claim(self, owner: bytes, requests: Sequence[CrawlRequest]) -> list[bool]:
-        """See `crawlq.frontier.base.Frontier.claim`."""
-        if not requests:
-            return []
-        seen_key, mode, nbits = self._dedup_args()
-        args: list[Any] = [owner, mode, nbits]
-        for req in requests:
-            args.append(req.fingerprint)
-            if self.bloom is not None:
-                args += self.bloom.positions(req.fingerprint)
-        keys = [seen_key, self.keys.claims, self.keys.stats]
-        return [bool(x) for x in await self._script("claim", keys, args)]
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -356,8 +351,8 @@ class RedisFrontier:
         args = [now, n, vt_ms, worker_id, ddelay, dconc, len(hosts), *hosts, len(fetched), *done]
         flat = await self._script("lease", keys, args)
         leases = []
-        for i in range(0, len(flat), 4):
-            _, lease_id, attempt, value = flat[i : i + 4]
+        for i in range(0, len(flat), 5):
+            _, lease_id, attempt, value, down = flat[i : i + 5]
             _, _, text = value.partition(b"\n")
             leases.append(
                 Lease(
@@ -366,6 +361,7 @@ class RedisFrontier:
                     attempt=int(attempt),
                     worker_id=worker_id,
                     deadline_ms=now + vt_ms,
+                    host_down=down == b"1",
                 )
             )
         return leases
@@ -381,7 +377,7 @@ class RedisFrontier:
             source, k.owner, k.inflight, k.next, k.policy, k.ready, k.stats, k.scores,
             k.inbox, k.idle, *(k.queue(h) for h in hosts),
         ]  # fmt: skip
-        args = [now, mode, self.default_policy.concurrency, len(hosts), *hosts, *body]
+        args = [now, mode, self.politeness.default.concurrency, len(hosts), *hosts, *body]
         return int(await self._script("requeue", keys, args))
 
     async def _next_wake_ms(self) -> int | None:
@@ -561,10 +557,10 @@ class RedisFrontier:
             body.append(extra)
         keys = [
             k.leases, k.owner, k.inflight, k.next, k.policy, k.ready, k.stats, k.reqs,
-            k.scores, k.attempts, k.delayed, k.dead, k.rate, k.inbox, k.idle,
+            k.scores, k.attempts, k.delayed, k.dead, k.rate, k.inbox, k.idle, k.strikes,
             *(k.queue(h) for h in hosts),
         ]  # fmt: skip
-        args = [self.clock.wall_ms(), mode, self.default_policy.concurrency, len(hosts)]
+        args = [self.clock.wall_ms(), mode, self.politeness.default.concurrency, len(hosts)]
         return int(await self._script("settle", keys, [*args, *hosts, *body]))
 
     async def revive_dead(self) -> int:
@@ -587,9 +583,9 @@ class RedisFrontier:
                     body += [fp, hosts.setdefault(host, len(hosts) + 1)]
                 keys = [
                     k.dead, k.reqs, k.scores, k.attempts, k.stats, k.ready, k.inflight, k.next,
-                    k.policy, k.inbox, k.idle, *(k.queue(h) for h in hosts),
+                    k.policy, k.inbox, k.idle, k.strikes, *(k.queue(h) for h in hosts),
                 ]  # fmt: skip
-                args = [self.default_policy.concurrency, len(hosts), *hosts, *body]
+                args = [self.politeness.default.concurrency, len(hosts), *hosts, *body]
                 revived += int(await self._script("revive", keys, args))
             if cursor == 0:
                 return revived
@@ -598,8 +594,16 @@ class RedisFrontier:
 
     async def set_host_policy(self, host: str, policy: HostPolicy) -> None:
         """See `crawlq.frontier.base.Frontier.set_host_policy`."""
-        value = f"{round(policy.delay_s * 1000)} {policy.concurrency}"
-        await self._call(lambda: self.client.hset(self.keys.policy, host, value))
+        args = [host, round(policy.delay_s * 1000), policy.concurrency]
+        await self._script("policy", [self.keys.policy], args)
+
+    async def host_strike(self, host: str, strike: Strike, plan: StrikePlan) -> int:
+        """See `crawlq.frontier.base.Frontier.host_strike`."""
+        k = self.keys
+        ddelay, dconc = self._policy_args()
+        args: list[Any] = [self.clock.wall_ms(), host, str(strike), ddelay, dconc]
+        args += [plan.probe_from, plan.down_from, *(round(s * 1000) for s in plan.pauses_s)]
+        return int(await self._script("strike", [k.strikes, k.next, k.ready, k.policy], args))
 
     async def job_settings(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:
         """See `crawlq.frontier.base.Frontier.job_settings`."""

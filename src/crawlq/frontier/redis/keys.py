@@ -15,12 +15,13 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``ready`` | sorted set | hosts with queued work and a free slot, by next-allowed Unix ms |
 | ``inflight`` | hash | host -> slots taken: leases whose requests are not reported done |
 | ``next`` | hash | host -> next-allowed Unix ms |
-| ``policy`` | hash | host -> ``"delay_ms concurrency"`` override |
+| ``policy`` | hash | host -> ``"delay_ms concurrency[ flags]"``: override; flag ``p`` probing
+  (one request at a time), ``d`` down (its URLs are dead-lettered) |
+| ``strikes`` | hash | ``kind "\n" host`` -> pushbacks or connection failures in a row |
 | ``leases`` | sorted set | ``fingerprint + host`` -> lease deadline Unix ms |
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
 | ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
-| ``claims`` | hash | redirect target fingerprint -> claiming request's fingerprint |
 | ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq |
 | ``rate`` | hash | slot (second mod 120) -> ``"second count"`` of acks, for pages/s |
 | ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
@@ -64,11 +65,11 @@ class Keyspace:
         self.inflight = p + "inflight"
         self.next = p + "next"
         self.policy = p + "policy"
+        self.strikes = p + "strikes"
         self.leases = p + "leases"
         self.owner = p + "owner"
         self.delayed = p + "delayed"
         self.dead = p + "dead"
-        self.claims = p + "claims"
         self.stats = p + "stats"
         self.rate = p + "rate"
         self.inbox = p + "inbox"

@@ -12,7 +12,10 @@
 -- ARGV[5] default delay (ms)  ARGV[6] default concurrency  ARGV[7] H  ARGV[8..7+H] hosts
 -- ARGV[8+H] F, then F triples: fingerprint, lease id, host index of a lease whose request is
 -- done (its host is among the H candidates)
--- Returns: flat array fp, lease_id, attempt, value, ... (empty: nothing ready now).
+-- A host marked down (policy flag "d", see strike.lua) is drained: up to n of its requests are
+-- leased at once, whatever its politeness, flagged so that the worker dead-letters them.
+-- Returns: flat array fp, lease_id, attempt, value, down ("1" | "0"), ... (empty: nothing
+-- ready now).
 local now, n, vt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local worker, ddelay, dconc = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local nhosts = tonumber(ARGV[7])
@@ -39,7 +42,9 @@ for h = 1, nhosts do
   local host = ARGV[7 + h]
   local at = redis.call("ZSCORE", KEYS[1], host)
   if at and tonumber(at) <= now then
-    local delay, conc = host_policy(KEYS[8], host, ddelay, dconc)
+    local delay, conc, flags = host_policy(KEYS[8], host, ddelay, dconc)
+    local down = flags == "d"
+    if down then delay, conc = 0, math.huge end
     local inflight = tonumber(redis.call("HGET", KEYS[6], host) or "0")
     local free = conc - inflight
     local items = {}
@@ -51,7 +56,8 @@ for h = 1, nhosts do
     if #items == 0 then
       redis.call("ZREM", KEYS[1], host) -- full or empty: not ready (settle/push re-adds it)
     else
-      info[h] = {host = host, delay = delay, conc = conc, inflight = inflight, taken = 0}
+      info[h] = {host = host, delay = delay, conc = conc, inflight = inflight, taken = 0,
+                 down = down and "1" or "0"}
       for j = 1, #items, 2 do
         cands[#cands + 1] = {tonumber(items[j + 1]), items[j], h}
       end
@@ -73,6 +79,7 @@ for c = 1, math.min(n, #cands) do
   out[#out + 1] = lease_id
   out[#out + 1] = attempt
   out[#out + 1] = redis.call("HGET", KEYS[2], fp)
+  out[#out + 1] = info[h].down
   info[h].taken = info[h].taken + 1
   total = total + 1
 end

@@ -15,6 +15,8 @@
 -- ARGV[4] dedup mode "set" | "bloom"   ARGV[5] k = Bloom bit positions per request (0 for set)
 -- ARGV[6] "1" to delete KEYS[11] (the inbox entries are pushed), else "0"
 -- ARGV[7] H = number of hosts, ARGV[8..7+H] host names
+-- ARGV[8+H] O = number of per-host overrides, then O triples: host index, delay (ms),
+--   concurrency: written for hosts with no policy entry yet (crawlq.politeness overrides)
 -- then per request: fp, host index (1..H), priority (int), value, then k bit positions
 -- Returns: number of requests that were new and queued.
 local now = tonumber(ARGV[1])
@@ -23,7 +25,15 @@ local mode, k = ARGV[4], tonumber(ARGV[5])
 local nhosts = tonumber(ARGV[7])
 local PRIO = 8589934592 -- 2^33: score = -priority * 2^33 + push sequence
 local added, touched = 0, {}
-local i = 8 + nhosts
+local noverrides = tonumber(ARGV[8 + nhosts])
+for o = 0, noverrides - 1 do
+  local at = 9 + nhosts + 3 * o
+  local host = ARGV[7 + tonumber(ARGV[at])]
+  if redis.call("HEXISTS", KEYS[8], host) == 0 then
+    set_policy(KEYS[8], host, ARGV[at + 1], ARGV[at + 2], "")
+  end
+end
+local i = 9 + nhosts + 3 * noverrides
 while i <= #ARGV do
   local fp, hidx, prio, value = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
   local new

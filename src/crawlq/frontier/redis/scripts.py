@@ -61,11 +61,12 @@ SCRIPTS = {
         "lease",
         "settle",
         "requeue",
-        "claim",
         "renew",
         "drain_inbox",
         "recover_claims",
         "revive",
+        "strike",
+        "policy",
     )
 }
 """Every script, by name, parsed once per process."""

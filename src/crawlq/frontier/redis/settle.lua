@@ -8,10 +8,12 @@
 -- KEYS[9] scores hash fp -> queue score       KEYS[10] attempts hash fp -> deliveries
 -- KEYS[11] delayed zset fp..host -> due ms    KEYS[12] dead hash fp -> reason "\n" value
 -- KEYS[13] rate hash slot -> "second count"   KEYS[14] inbox list (wake-up tokens)
--- KEYS[15] idle zset worker -> waiting since  KEYS[16..15+H] q:{host} per host in ARGV
+-- KEYS[15] idle zset worker -> waiting since  KEYS[16] strikes hash kind "\n" host -> count
+-- KEYS[17..16+H] q:{host} per host in ARGV
 -- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release"
 -- ARGV[3] default concurrency  ARGV[4] H  ARGV[5..4+H] hosts
 -- then per lease: fp, lease_id, host index, extra (retry: due Unix ms; dead: reason; else "")
+-- An ack means the host answered: its strikes in a row and breaker flags are cleared.
 -- When this leaves the job drained (nothing leased, delayed or ready), idle workers get a
 -- wake-up token each, so one waiting on its own last leases sees the end at once.
 -- Returns: number of leases that were still held and are now settled.
@@ -38,7 +40,7 @@ while i <= #ARGV do
       redis.call("HDEL", KEYS[8], fp)
       redis.call("HDEL", KEYS[10], fp) -- the score stays: revive.lua requeues it in place
     else -- release: back to its place in the queue, this delivery not counted
-      redis.call("ZADD", KEYS[15 + h], redis.call("HGET", KEYS[9], fp), fp)
+      redis.call("ZADD", KEYS[16 + h], redis.call("HGET", KEYS[9], fp), fp)
       redis.call("HINCRBY", KEYS[10], fp, -1)
     end
     settled = settled + 1
@@ -62,9 +64,12 @@ if mode == "ack" then
   redis.call("HSET", KEYS[13], slot, sec .. " " .. count)
 end
 local hosts = {}
-for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[15 + h]} end
+for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[16 + h]} end
 local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
            inbox = KEYS[14], idle = KEYS[15]}
+if mode == "ack" then
+  for h in pairs(touched) do host_answered(KEYS[16], KEYS[5], ARGV[4 + h]) end
+end
 if make_ready(k, hosts, dconc) == 0 and redis.call("ZCARD", KEYS[1]) == 0
     and redis.call("ZCARD", KEYS[11]) == 0 and redis.call("ZCARD", KEYS[6]) == 0 then
   for _ = 1, math.min(redis.call("ZCARD", KEYS[15]), 64) do redis.call("LPUSH", KEYS[14], "") end

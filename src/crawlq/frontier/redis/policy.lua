@@ -1,0 +1,9 @@
+-- policy.lua: set a host's politeness (delay and concurrency), keeping its breaker flags.
+-- KEYS[1] policy hash host -> "delay_ms concurrency[ flags]"
+-- ARGV[1] host  ARGV[2] delay (ms)  ARGV[3] concurrency
+-- Returns: 1.
+local pol = redis.call("HGET", KEYS[1], ARGV[1])
+local flags = ""
+if pol then flags = string.match(pol, "^%d+ %d+ ?([pd]*)$") or "" end
+set_policy(KEYS[1], ARGV[1], ARGV[2], ARGV[3], flags)
+return 1

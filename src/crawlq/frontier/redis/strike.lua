@@ -1,0 +1,40 @@
+-- strike.lua: count one pushback (429/503) or connection failure of a host and pause it, for
+-- every worker at once (crawlq.politeness decides the numbers; this only applies them).
+-- KEYS[1] strikes hash  kind .. "\n" .. host -> strikes of that kind in a row (ack resets)
+-- KEYS[2] next    hash  host -> next-allowed Unix ms
+-- KEYS[3] ready   zset  host -> next-allowed Unix ms (hosts with work and a free slot)
+-- KEYS[4] policy  hash  host -> "delay_ms concurrency[ flags]"
+-- ARGV[1] now (Unix ms)  ARGV[2] host  ARGV[3] kind "pushback" | "failure"
+-- ARGV[4] default delay (ms)  ARGV[5] default concurrency
+-- ARGV[6] probe_from: from this count on, one request at a time until the host answers (0: never)
+-- ARGV[7] down_from: from this count on, the host is down: its URLs are dead-lettered (0: never)
+-- ARGV[8..] pause schedule (ms): after the k-th strike in a row the host waits ARGV[7 + k]
+--           (the last entry repeats)
+-- Returns: the strike count of this kind in a row, this one included.
+local now, host, kind = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local probe_from, down_from = tonumber(ARGV[6]), tonumber(ARGV[7])
+local count = redis.call("HINCRBY", KEYS[1], kind .. "\n" .. host, 1)
+local pause = tonumber(ARGV[7 + math.min(count, #ARGV - 7)])
+local until_ms = now + pause
+local nxt = tonumber(redis.call("HGET", KEYS[2], host) or "0") or 0
+if until_ms > nxt then
+  redis.call("HSET", KEYS[2], host, until_ms)
+  redis.call("ZADD", KEYS[3], "XX", until_ms, host) -- only if it is waiting there now
+end
+local flags = ""
+if probe_from > 0 and count >= probe_from then flags = "p" end
+if down_from > 0 and count >= down_from then flags = "d" end
+if flags ~= "" then
+  local pol = redis.call("HGET", KEYS[4], host)
+  local d, c = tonumber(ARGV[4]), tonumber(ARGV[5])
+  if pol then
+    local pd, pc = string.match(pol, "^(%d+) (%d+)")
+    if pd then d, c = tonumber(pd), tonumber(pc) end
+  end
+  set_policy(KEYS[4], host, d, c, flags)
+  if flags == "d" then -- drain it now: its URLs are dead-lettered without a request
+    redis.call("HSET", KEYS[2], host, now)
+    redis.call("ZADD", KEYS[3], "XX", now, host)
+  end
+end
+return count

@@ -1,0 +1,263 @@
+"""Host politeness: every rule that decides how hard crawlq may press one host.
+
+Both engines ask this module; the frontier backends only store the numbers it gives and
+enforce them atomically for every worker at once (ARCHITECTURE.md invariants 3 and 6). It is
+pure (no I/O) and imports only plain types, so the backends may use its value types.
+
+The rules, for one host (``host`` or ``host:port``, see `crawlq.urls.host_key`):
+
+* **Configured politeness**: ``delay_s`` between the starts of two requests and
+  ``host_concurrency`` requests at once, from the settings; a per-host override
+  (``[hosts."example.com"]`` in ``--config``) replaces them for that host and its subdomains.
+* **Crawl-delay** (robots.txt): not part of RFC 9309; one of the "other records" its §2.2.4
+  lets a crawler interpret. crawlq reads it as the seconds between two requests and *raises*
+  the host's delay to it (never lowers it), capped at ``max_crawl_delay_s``.
+* **Pushback**: a 429 or 503 response moves the host's next-allowed time for every worker:
+  to now + ``Retry-After`` (RFC 9110 §10.2.3) when the server sent one, capped at
+  ``max_retry_after_s`` (a longer one dead-letters that URL as ``retry_after_too_long`` and
+  pauses the host for the cap); without it, by an exponential backoff on the host's
+  consecutive pushbacks (``host_backoff_s``, doubling up to ``host_backoff_max_s``). Any
+  other response with a ``Retry-After`` (a 500 that sends one) pauses the host the same way.
+* **Connection failures** (timeouts, refused connections, DNS failures, resets) back the host
+  off the same way, counted separately. After ``breaker_failures`` in a row the host's
+  circuit breaker opens: the host is *parked* for ``breaker_cooldown_s`` and then *probed*
+  with one request at a time; each failed probe parks it again. After ``breaker_parks`` parks
+  the host is declared unreachable: its queued and delayed URLs are dead-lettered as
+  ``host_unreachable``. Any response from the host (a success or an HTTP error) resets both
+  counts and closes the breaker.
+
+Counts are consecutive events of one job on one host, kept by the frontier; the URL that
+failed still goes through its own retry policy (`crawlq.retry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from crawlq.errors import FetchError, RetryableStatus
+
+if TYPE_CHECKING:
+    from crawlq.settings import Settings
+
+__all__ = [
+    "HOST_UNREACHABLE",
+    "RETRY_AFTER_TOO_LONG",
+    "HostPolicy",
+    "Politeness",
+    "Strike",
+    "StrikePlan",
+    "rules_with_default",
+    "strike_of",
+]
+
+HOST_UNREACHABLE = "host_unreachable"
+"""Dead-letter reason of the URLs of a host whose circuit breaker gave up."""
+RETRY_AFTER_TOO_LONG = "retry_after_too_long"
+"""Dead-letter reason of a URL whose server asked for a wait over ``max_retry_after_s``."""
+
+_PUSHBACK_STATUSES = frozenset({429, 503})
+_CONNECTION_REASONS = frozenset({"timeout", "connect_error", "dns_error", "connection_reset"})
+_SCHEDULE_CAP = 32  # entries of a backoff schedule handed to the frontier
+
+
+@dataclass(frozen=True, slots=True)
+class HostPolicy:
+    """Politeness for one host.
+
+    Attributes:
+        delay_s: Seconds between the starts of two requests to the host (>= 0).
+        concurrency: Requests to the host at once, across all workers (>= 1).
+    """
+
+    delay_s: float = 1.0
+    concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        if self.delay_s < 0:
+            raise ValueError(f"delay_s must not be negative, got {self.delay_s}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+
+
+class Strike(StrEnum):
+    """What a host did that backs it off (the frontier counts each kind in a row)."""
+
+    PUSHBACK = "pushback"
+    """HTTP 429 or 503, or any retryable status with ``Retry-After``."""
+    FAILURE = "failure"
+    """No HTTP answer: timeout, refused connection, DNS failure, reset."""
+
+
+def strike_of(error: FetchError) -> Strike | None:
+    """Which strike a failed fetch counts against its host, or None (the URL's own problem).
+
+    Args:
+        error: The classified failure from `crawlq.fetch.Fetcher.fetch`.
+    """
+    if isinstance(error, RetryableStatus):
+        if error.status in _PUSHBACK_STATUSES or error.retry_after_s is not None:
+            return Strike.PUSHBACK
+        return None
+    if error.transient and error.reason in _CONNECTION_REASONS:
+        return Strike.FAILURE
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class StrikePlan:
+    """How the frontier pauses a host for a strike (`crawlq.frontier.base.Frontier.host_strike`).
+
+    Attributes:
+        pauses_s: After the host's ``k``-th strike of this kind in a row it gets no new
+            request for ``pauses_s[k-1]`` seconds (the last entry repeats).
+        probe_from: From this count on, one request at a time until the host answers (its
+            circuit breaker is open: parked, then probed); 0: never.
+        down_from: From this count on, the host is down: its queued URLs are handed out to be
+            dead-lettered as ``host_unreachable`` without a request; 0: never.
+    """
+
+    pauses_s: tuple[float, ...]
+    probe_from: int = 0
+    down_from: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.pauses_s or min(self.pauses_s) < 0:
+            raise ValueError(f"pauses_s must be non-empty and >= 0, got {self.pauses_s}")
+
+
+@dataclass(frozen=True, slots=True)
+class Politeness:
+    """A job's politeness rules (module docstring). Build with `from_settings`.
+
+    Attributes:
+        default: Politeness of hosts without an override.
+        overrides: Per-host politeness by bare host name (lower case; applies to subdomains).
+        max_crawl_delay_s: Largest robots.txt Crawl-delay honoured, in seconds.
+        max_retry_after_s: Largest Retry-After honoured, in seconds.
+        host_backoff_s: First backoff of a host after a pushback or failure, in seconds.
+        host_backoff_max_s: Largest backoff of a host without Retry-After, in seconds.
+        breaker_failures: Connection failures in a row that open the breaker (park the host).
+        breaker_cooldown_s: Seconds a parked host waits before it is probed.
+        breaker_parks: Parks after which the host is declared unreachable.
+    """
+
+    default: HostPolicy = field(default_factory=HostPolicy)
+    overrides: Mapping[str, HostPolicy] = field(default_factory=dict)
+    max_crawl_delay_s: float = 30.0
+    max_retry_after_s: float = 3600.0
+    host_backoff_s: float = 1.0
+    host_backoff_max_s: float = 300.0
+    breaker_failures: int = 10
+    breaker_cooldown_s: float = 60.0
+    breaker_parks: int = 3
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Politeness:
+        """The rules of ``settings`` (the one place both engines build host politeness)."""
+        s = settings
+        overrides = {
+            host.lower(): HostPolicy(
+                s.delay_s if delay_s is None else delay_s,
+                s.host_concurrency if concurrency is None else concurrency,
+            )
+            for host, delay_s, concurrency in s.hosts
+        }
+        return cls(
+            default=HostPolicy(s.delay_s, s.host_concurrency),
+            overrides=overrides,
+            max_crawl_delay_s=s.max_crawl_delay_s,
+            max_retry_after_s=s.max_retry_after_s,
+            host_backoff_s=s.host_backoff_s,
+            host_backoff_max_s=s.host_backoff_max_s,
+            breaker_failures=s.breaker_failures,
+            breaker_cooldown_s=s.breaker_cooldown_s,
+            breaker_parks=s.breaker_parks,
+        )
+
+    def configured(self, host: str) -> HostPolicy | None:
+        """The override for ``host`` (or a parent domain), or None: the default applies.
+
+        Args:
+            host: Politeness key, ``host`` or ``host:port``.
+        """
+        if not self.overrides:
+            return None
+        name = _bare(host)
+        while True:
+            policy = self.overrides.get(name)
+            if policy is not None:
+                return policy
+            dot = name.find(".")
+            if dot < 0:
+                return None
+            name = name[dot + 1 :]
+
+    def policy_for(self, host: str, crawl_delay_s: float | None = None) -> HostPolicy:
+        """The host's politeness: its override or the default, raised by its Crawl-delay.
+
+        Args:
+            host: Politeness key.
+            crawl_delay_s: The host's robots.txt ``Crawl-delay`` for our user agent, or None.
+        """
+        base = self.configured(host) or self.default
+        if crawl_delay_s is None or crawl_delay_s <= base.delay_s:
+            return base
+        return HostPolicy(min(crawl_delay_s, self.max_crawl_delay_s), base.concurrency)
+
+    def plan(self, strike: Strike, retry_after_s: float | None) -> StrikePlan:
+        """The pause schedule of a strike (module docstring).
+
+        Args:
+            strike: The kind of strike.
+            retry_after_s: The server's ``Retry-After`` in seconds, when it sent one.
+        """
+        if retry_after_s is not None:
+            return StrikePlan((min(max(0.0, retry_after_s), self.max_retry_after_s),))
+        if strike is Strike.PUSHBACK:
+            return StrikePlan(self._backoff_schedule(_SCHEDULE_CAP))
+        n = self.breaker_failures
+        pauses = (*self._backoff_schedule(n - 1), self.breaker_cooldown_s)
+        return StrikePlan(pauses, probe_from=n, down_from=n + self.breaker_parks)
+
+    def dead_reason(self, strike: Strike, count: int, retry_after_s: float | None) -> str | None:
+        """Why the URL that drew a strike is dead-lettered now instead of retried, or None.
+
+        Args:
+            strike: The kind of strike.
+            count: Strikes of this kind in a row on the host, this one included, as the
+                frontier counted them (`Frontier.host_strike`).
+            retry_after_s: The server's ``Retry-After`` in seconds, when it sent one.
+        """
+        if retry_after_s is not None and retry_after_s > self.max_retry_after_s:
+            return RETRY_AFTER_TOO_LONG
+        if strike is Strike.FAILURE and count >= self.breaker_failures + self.breaker_parks:
+            return HOST_UNREACHABLE
+        return None
+
+    def _backoff_schedule(self, entries: int) -> tuple[float, ...]:
+        out: list[float] = []
+        pause = self.host_backoff_s
+        while len(out) < min(entries, _SCHEDULE_CAP):
+            out.append(min(pause, self.host_backoff_max_s))
+            pause *= 2
+        return tuple(out)
+
+
+def rules_with_default(
+    politeness: Politeness | None, default_policy: HostPolicy | None
+) -> Politeness:
+    """``politeness``, or rules whose only content is ``default_policy`` (for backends' open)."""
+    if politeness is not None:
+        return politeness
+    return Politeness(default=default_policy or HostPolicy())
+
+
+def _bare(host: str) -> str:
+    """``"Example.com:8080"`` -> ``"example.com"``; ``"[::1]:80"`` -> ``"::1"``."""
+    host = host.lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
