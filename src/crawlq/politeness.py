@@ -59,7 +59,9 @@ RETRY_AFTER_TOO_LONG = "retry_after_too_long"
 """Dead-letter reason of a URL whose server asked for a wait over ``max_retry_after_s``."""
 
 _PUSHBACK_STATUSES = frozenset({429, 503})
-_CONNECTION_REASONS = frozenset({"timeout", "connect_error", "dns_error", "connection_reset"})
+_CONNECTION_REASONS = frozenset(
+    {"timeout", "connect_error", "dns_error", "connection_reset", "robots_unreachable"}
+)  # robots_unreachable: only when robots.txt was requested under this lease (strike_of)
 _SCHEDULE_CAP = 32  # entries of a backoff schedule handed to the frontier
 
 
@@ -91,12 +93,17 @@ class Strike(StrEnum):
     """No HTTP answer: timeout, refused connection, DNS failure, reset."""
 
 
-def strike_of(error: FetchError) -> Strike | None:
+def strike_of(error: FetchError, *, requested: bool = True) -> Strike | None:
     """Which strike a failed fetch counts against its host, or None (the URL's own problem).
 
     Args:
-        error: The classified failure from `crawlq.fetch.Fetcher.fetch`.
+        error: The classified failure from `crawlq.fetch.Fetcher.fetch` or
+            `crawlq.robots.RobotsCache.allowed` (``robots_unreachable``).
+        requested: False when no request was sent for this failure (a robots.txt failure
+            remembered from an earlier request): it counts no strike.
     """
+    if not requested:
+        return None
     if isinstance(error, RetryableStatus):
         if error.status in _PUSHBACK_STATUSES or error.retry_after_s is not None:
             return Strike.PUSHBACK

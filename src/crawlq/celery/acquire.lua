@@ -8,11 +8,14 @@
 -- ARGV[6] hold (ms): a slot not released by then is freed (its worker died)
 -- ARGV[7] token prefix: slot i is named prefix .. ":" .. i
 -- Returns: {granted, wait_ms}: granted slots (0..n); when 0, wait_ms until the window opens,
--- or -1 when the host's concurrency is used up (no way to know when a fetch ends).
+-- -1 when the host's concurrency is used up (no way to know when a fetch ends), or -2 when
+-- the host is down (its circuit breaker gave up: dead-letter its URLs without a request).
+-- A probing host (policy flag "p") takes one request at a time (see crawlq.politeness).
 local now, host, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local hold, prefix = tonumber(ARGV[6]), ARGV[7]
 redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)
-local delay, conc = host_policy(KEYS[3], host, tonumber(ARGV[4]), tonumber(ARGV[5]))
+local delay, conc, flags = host_policy(KEYS[3], host, tonumber(ARGV[4]), tonumber(ARGV[5]))
+if flags == "d" then return {0, -2} end
 local nxt = tonumber(redis.call("HGET", KEYS[1], host) or "0")
 if now < nxt then return {0, nxt - now} end
 local free = conc - redis.call("ZCARD", KEYS[2])

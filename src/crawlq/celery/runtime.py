@@ -152,7 +152,6 @@ class JobRuntime:
         self.store = store
         self.deps = deps
         self.fetcher = fetcher
-        self.policy = deps.politeness.default
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
         self._host_scopes: dict[str, Deps] = {}
 
@@ -243,6 +242,8 @@ class JobRuntime:
         running: dict[asyncio.Task[Outcome], Entry] = {}
         budget_end = time.monotonic() + self.settings.timeout_s
         hold_s = self.settings.timeout_s + SLOT_MARGIN_S  # one fetch at most per slot
+        rules = self.deps.politeness
+        policy = rules.configured(host) or rules.default  # Crawl-delay in Redis wins
 
         async def one(entry: Entry, token: str) -> Outcome:
             try:
@@ -262,7 +263,13 @@ class JobRuntime:
 
         while queue or running:
             if queue:
-                grant = await self.state.acquire(host, len(queue), self.policy, hold_s)
+                grant = await self.state.acquire(host, len(queue), policy, hold_s)
+                if grant.down:  # its circuit breaker gave up: dead letters, no request
+                    while queue:
+                        entry = queue.popleft()
+                        lease = Lease("down", entry.request, entry.attempt, self.worker_id, 0, True)
+                        outcomes.append((entry, await process(lease, self.deps)))
+                    continue
                 for token in grant.tokens:
                     entry = queue.popleft()
                     running[asyncio.create_task(one(entry, token))] = entry
@@ -313,11 +320,13 @@ class JobRuntime:
     ) -> None:
         done: list[bytes] = []
         dead: list[bytes] = []
+        answered: set[str] = set()
         retries: list[tuple[Entry, Outcome]] = []
         for entry, o in outcomes:
             fp = entry.request.fingerprint
             if o.kind is Kind.PAGE or o.kind is Kind.FILTERED:
                 done.append(fp)
+                answered.add(entry.request.host)
                 report.pages += o.kind is Kind.PAGE
                 report.filtered += o.kind is Kind.FILTERED
             elif o.kind is Kind.DEAD:
@@ -353,7 +362,7 @@ class JobRuntime:
                 publish(chunk, band, longest[band])
             await self.state.due([e.request.fingerprint for e in group], longest[band])
         report.rescheduled = len(later)
-        await self.state.settle(done, dead)
+        await self.state.settle(done, dead, sorted(answered))
 
     async def _enqueue_links(self, outcomes: list[tuple[Entry, Outcome]], publish: Publish) -> int:
         pairs: list[tuple[CrawlRequest, str]] = []

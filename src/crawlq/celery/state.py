@@ -62,10 +62,13 @@ class Grant:
             the host is not ready.
         wait_s: When nothing was granted: seconds until the host's window opens, or None
             when its concurrency is used up (the caller polls).
+        down: The host's circuit breaker gave up on it: dead-letter its URLs as
+            ``host_unreachable`` without a request (`crawlq.politeness`).
     """
 
     tokens: tuple[str, ...]
     wait_s: float | None
+    down: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,17 +184,26 @@ class CeleryState:
         flags = await self._script("admit", keys, args)
         return [bool(x) for x in flags]
 
-    async def settle(self, done: Sequence[bytes], dead: Sequence[bytes]) -> int:
+    async def settle(
+        self, done: Sequence[bytes], dead: Sequence[bytes], answered: Sequence[str] = ()
+    ) -> int:
         """Take URLs whose outcome is stored out of ``pending`` (idempotent).
+
+        Args:
+            done: Fingerprints stored as a page or filtered record.
+            dead: Fingerprints dead-lettered.
+            answered: Hosts that answered a request: their strikes in a row and breaker flags
+                are cleared, as an ack does in the native frontier.
 
         Returns:
             How many were still pending.
         """
-        if not done and not dead:
+        if not done and not dead and not answered:
             return 0
         k = self.keys
-        args = [len(done), *done, *dead]
-        return int(await self._script("settle", [k.pending, k.pending_at, k.stats], args))
+        args = [len(done), len(answered), *answered, *done, *dead]
+        keys = [k.pending, k.pending_at, k.stats, k.strikes, k.policy]
+        return int(await self._script("settle", keys, args))
 
     async def due(self, fingerprints: Sequence[bytes], delay_s: float) -> None:
         """Record that pending URLs were sent with a countdown: they run in ``delay_s`` s."""
@@ -246,6 +258,8 @@ class CeleryState:
         granted, wait_ms = await self._script("acquire", [k.next, k.slots(host), k.policy], args)
         if granted:
             return Grant(tuple(f"{prefix}:{i}" for i in range(1, int(granted) + 1)), None)
+        if int(wait_ms) == -2:
+            return Grant((), None, down=True)
         return Grant((), None if int(wait_ms) < 0 else int(wait_ms) / 1000)
 
     async def release(self, host: str, tokens: Sequence[str]) -> None:

@@ -133,6 +133,7 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         return _dead(lease, HOST_UNREACHABLE, detail)
     if lease.attempt > 1 + settings.max_retries + EXTRA_DELIVERIES:
         return _dead(lease, "lease_expired", f"delivered {lease.attempt - 1} times, never settled")
+    cached = True  # no robots.txt request under this lease (yet)
     try:
         if deps.robots is not None:
             cached = deps.robots.is_fresh(req.url)
@@ -152,7 +153,8 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
             req.url, method=req.method, body=req.body, follow_redirects=False
         )
     except FetchError as exc:
-        return await _failed(lease, exc, deps)
+        requested = not cached or exc.reason != "robots_unreachable"
+        return await _failed(lease, exc, deps, requested=requested)
     logger.info(
         "%s %s %d %dB %.3fs attempt=%d",
         req.method,
@@ -167,11 +169,14 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
     return await _parse(lease, result, deps)
 
 
-async def _failed(lease: Lease, exc: FetchError, deps: Deps) -> Outcome:
-    """Retry or dead-letter a failed fetch; a pushback or connection failure pauses the host."""
+async def _failed(lease: Lease, exc: FetchError, deps: Deps, *, requested: bool) -> Outcome:
+    """Retry or dead-letter a failed fetch; a pushback or connection failure pauses the host.
+
+    ``requested``: a request was sent for this failure (not a remembered robots.txt failure).
+    """
     req = lease.request
     settings = deps.settings
-    strike = strike_of(exc)
+    strike = strike_of(exc, requested=requested)
     if strike is not None:
         retry_after_s = exc.retry_after_s if isinstance(exc, RetryableStatus) else None
         plan = deps.politeness.plan(strike, retry_after_s)

@@ -10,6 +10,9 @@ pick distinct keys do not interfere):
 ``/flaky/{key}/{fails}``          500 for the first ``fails`` requests of ``key``, then 200
 ``/retry-after/{key}/{s}``        first request 429 with ``Retry-After: s``, then 200
 ``/retry-after-date/{key}/{s}``   the same with an HTTP-date ``s`` seconds ahead
+``/busy/{key}/{fails}``           the first ``fails`` requests of ``key`` get 503
+                                  (``?status=429`` picks the code, ``?retry_after=S`` adds
+                                  ``Retry-After: S``), then 200
 ``/redirect/{n}``                 chain of ``n`` 302 redirects ending at a 200 page
                                   (``?status=301`` picks the redirect code; ``?to=/path``
                                   makes the last hop go to ``/path`` instead)
@@ -117,6 +120,7 @@ def make_fault_app(log: RequestLog | None = None) -> web.Application:
             web.get(r"/flaky/{key}/{fails:\d+}", _flaky),
             web.get(r"/retry-after/{key}/{seconds:\d+}", _retry_after),
             web.get(r"/retry-after-date/{key}/{seconds:\d+}", _retry_after),
+            web.get(r"/busy/{key}/{fails:\d+}", _busy),
             web.get(r"/redirect/{n:\d+}", _redirect_chain),
             web.route("*", "/redirect-to", _redirect_to),
             web.get(r"/redirect-loop/{side:[ab]}", _redirect_loop),
@@ -192,6 +196,17 @@ async def _retry_after(request: web.Request) -> web.StreamResponse:
     else:
         value = str(seconds)
     return web.Response(status=429, text="slow down\n", headers={"Retry-After": value})
+
+
+async def _busy(request: web.Request) -> web.StreamResponse:
+    seen = _bump(request, "busy")
+    if seen > int(request.match_info["fails"]):
+        return _html_response("Not busy any more")
+    headers = {}
+    if "retry_after" in request.query:
+        headers["Retry-After"] = request.query["retry_after"]
+    status = int(request.query.get("status", "503"))
+    return web.Response(status=status, text="busy\n", headers=headers)
 
 
 def _redirect(location: str, status: int = 302) -> web.Response:
