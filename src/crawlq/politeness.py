@@ -26,6 +26,12 @@ The rules, for one host (``host`` or ``host:port``, see `crawlq.urls.host_key`):
   ``host_unreachable``. Any response from the host (a success or an HTTP error) resets both
   counts and closes the breaker.
 
+* **AutoThrottle** (``--autothrottle``, off by default), as Scrapy's: after each response a
+  worker moves the host's delay halfway towards ``latency / autothrottle_target_concurrency``
+  (an error response never lowers it), within [the host's configured delay raised by its
+  Crawl-delay, ``max_delay_s``], and writes it to the frontier, where every worker's leases
+  obey it (`AutoThrottle`).
+
 Counts are consecutive events of one job on one host, kept by the frontier; the URL that
 failed still goes through its own retry policy (`crawlq.retry`).
 """
@@ -45,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HOST_UNREACHABLE",
     "RETRY_AFTER_TOO_LONG",
+    "AutoThrottle",
     "HostPolicy",
     "Politeness",
     "Strike",
@@ -149,6 +156,10 @@ class Politeness:
         breaker_failures: Connection failures in a row that open the breaker (park the host).
         breaker_cooldown_s: Seconds a parked host waits before it is probed.
         breaker_parks: Parks after which the host is declared unreachable.
+        autothrottle: Adapt each host's delay to its latency (`AutoThrottle`).
+        max_delay_s: Largest delay AutoThrottle sets, in seconds.
+        autothrottle_target_concurrency: Requests AutoThrottle aims to have in flight to one
+            host on average (Scrapy's ``AUTOTHROTTLE_TARGET_CONCURRENCY``).
     """
 
     default: HostPolicy = field(default_factory=HostPolicy)
@@ -160,6 +171,9 @@ class Politeness:
     breaker_failures: int = 10
     breaker_cooldown_s: float = 60.0
     breaker_parks: int = 3
+    autothrottle: bool = False
+    max_delay_s: float = 60.0
+    autothrottle_target_concurrency: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Politeness:
@@ -182,6 +196,9 @@ class Politeness:
             breaker_failures=s.breaker_failures,
             breaker_cooldown_s=s.breaker_cooldown_s,
             breaker_parks=s.breaker_parks,
+            autothrottle=s.autothrottle,
+            max_delay_s=s.max_delay_s,
+            autothrottle_target_concurrency=s.autothrottle_target_concurrency,
         )
 
     def configured(self, host: str) -> HostPolicy | None:
@@ -251,6 +268,58 @@ class Politeness:
             out.append(min(pause, self.host_backoff_max_s))
             pause *= 2
         return tuple(out)
+
+
+class AutoThrottle:
+    """One worker's AutoThrottle state (module docstring): when to write a host's new delay.
+
+    Pure state, no I/O: the caller writes the policy `observe` returns to the frontier.
+
+    Args:
+        rules: The job's politeness rules (``autothrottle`` on).
+        min_change: Relative change of a host's delay below which nothing is written (0.1:
+            10 %), so that a steady host costs no frontier write per response.
+        max_hosts: Hosts remembered; the oldest is forgotten beyond it.
+    """
+
+    def __init__(self, rules: Politeness, min_change: float = 0.1, max_hosts: int = 10_000) -> None:
+        self.rules = rules
+        self._min_change = min_change
+        self._max_hosts = max_hosts
+        self._delay_s: dict[str, float] = {}  # host -> delay this worker last computed
+        self._written_s: dict[str, float] = {}  # host -> delay this worker last wrote
+
+    def observe(
+        self, host: str, latency_s: float, *, ok: bool, floor: HostPolicy
+    ) -> HostPolicy | None:
+        """Take one response's latency into the host's delay.
+
+        Args:
+            host: Politeness key.
+            latency_s: Seconds from sending the request to the end of the response.
+            ok: A 2xx or 3xx answer; other answers may raise the delay, never lower it.
+            floor: The host's policy without AutoThrottle (configured delay raised by its
+                Crawl-delay): the lower bound of the delay, and its concurrency.
+
+        Returns:
+            The policy to write for the host now, or None (no change worth a write).
+        """
+        current = self._delay_s.get(host, floor.delay_s)
+        target = max(0.0, latency_s) / self.rules.autothrottle_target_concurrency
+        new = (current + target) / 2
+        if not ok:
+            new = max(new, current)
+        new = min(max(new, floor.delay_s), max(floor.delay_s, self.rules.max_delay_s))
+        if host not in self._delay_s and len(self._delay_s) >= self._max_hosts:
+            oldest = next(iter(self._delay_s))
+            self._delay_s.pop(oldest)
+            self._written_s.pop(oldest, None)
+        self._delay_s[host] = new
+        written = self._written_s.get(host, floor.delay_s)
+        if abs(new - written) <= self._min_change * max(written, 0.01):
+            return None
+        self._written_s[host] = new
+        return HostPolicy(new, floor.concurrency)
 
 
 def rules_with_default(

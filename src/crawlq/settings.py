@@ -163,6 +163,16 @@ class Settings:
     """Parks after which a host is declared unreachable: its URLs are dead-lettered as
     ``host_unreachable``."""
 
+    autothrottle: bool = False
+    """Adapt each host's delay to its response latency (Scrapy's AutoThrottle, shared by all
+    workers through the frontier), between ``delay_s`` and ``max_delay_s``."""
+
+    max_delay_s: float = 60.0
+    """Largest per-host delay AutoThrottle sets, in seconds."""
+
+    autothrottle_target_concurrency: float = 1.0
+    """Requests AutoThrottle aims to have in flight to one host on average."""
+
     hosts: tuple[tuple[str, float | None, int | None], ...] = ()
     """Per-host politeness overrides as ``(host, delay_s, concurrency)`` (None keeps the
     default); in a settings file ``[hosts."example.com"]`` with ``delay_s`` and
@@ -264,6 +274,8 @@ class Settings:
             "host_backoff_s",
             "host_backoff_max_s",
             "breaker_cooldown_s",
+            "max_delay_s",
+            "autothrottle_target_concurrency",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
@@ -345,13 +357,13 @@ def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     for name, value in values.items():
         if name not in _HINTS or name == "explicit":
             raise ConfigError(name, f"unknown setting (from {source})")
-        if name == "hosts":
-            out[name] = _coerce_hosts(value)
-            continue
         if name == "job" and isinstance(value, str):
             out[name] = value  # verbatim: "" or "none" is a bad name, not "no job"
             continue
         try:
+            if name == "hosts":
+                out[name] = _coerce_hosts(value)
+                continue
             out[name] = _coerce(_HINTS[name], value, name)
         except (TypeError, ValueError) as exc:
             raise ConfigError(name, f"{exc} (from {source})") from exc

@@ -8,11 +8,15 @@ only slack is the millisecond rounding of the frontier's clock (`JITTER_S`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from crawlq.testing import FaultState, RequestLog, make_fault_app
@@ -140,3 +144,46 @@ async def test_redirect_hops_from_six_hosts_wait_for_their_target_host(
     starts = sorted(req.start_s for req in hits)
     assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.5 - JITTER_S
     assert target_log.max_concurrency(target_host) == 1
+
+
+async def test_autothrottle_delay_rises_with_latency_and_falls_again(
+    db: Path, tmp_path: Path
+) -> None:
+    latencies = [0.01] * 8 + [0.4] * 8 + [0.01] * 10
+    served: list[int] = []
+
+    async def page(request: web.Request) -> web.Response:
+        served.append(1)
+        await asyncio.sleep(latencies[min(len(served), len(latencies)) - 1])
+        return web.Response(text="<title>t</title>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/p/{n}", page)
+    seen: list[float] = []
+
+    async def watch(host: str) -> None:
+        while True:
+            await asyncio.sleep(0.02)
+            with contextlib.suppress(sqlite3.Error):
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1) as conn:
+                    row = conn.execute(
+                        "SELECT delay_ms FROM frontier_hosts WHERE host=?", (host,)
+                    ).fetchone()
+                if row is not None and row[0] is not None:
+                    seen.append(row[0] / 1000)
+
+    async with TestServer(app, host="127.0.0.1") as server:
+        base = str(server.make_url("")).rstrip("/")
+        watcher = asyncio.create_task(watch(base.split("//", 1)[1]))
+        seeds = [f"{base}/p/{i}" for i in range(len(latencies))]
+        try:
+            r = await crawl(
+                db, seeds, obey_robots=False, delay_s=0.0, host_concurrency=1,
+                autothrottle=True, max_delay_s=0.3,
+            )  # fmt: skip
+        finally:
+            watcher.cancel()
+    assert len(r.pages) == len(latencies)
+    assert seen, "autothrottle never wrote a delay"
+    assert 0.15 <= max(seen) <= 0.3  # rose towards the 0.4 s latency, capped at max_delay_s
+    assert seen[-1] < max(seen) / 2  # and fell again once the server was fast

@@ -95,6 +95,18 @@ def job_options(f: F) -> F:
                 metavar="SIZE",
                 help="Start a new WARC file at this size (1GB, 500MiB, bytes) [1GB].",
             ),
+            click.option(
+                "--autothrottle",
+                is_flag=True,
+                default=None,
+                help="Adapt each host's delay to its latency, between --delay and --max-delay.",
+            ),
+            click.option(
+                "--max-delay",
+                type=float,
+                default=None,
+                help="Largest per-host delay --autothrottle sets, s [60].",
+            ),
             click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         ],
     )
@@ -149,7 +161,12 @@ def output_options(f: F) -> F:
     )
 
 
-_RENAMED = {"delay": "delay_s", "timeout": "timeout_s", "retry_delay": "retry_delay_s"}
+_RENAMED = {
+    "delay": "delay_s",
+    "timeout": "timeout_s",
+    "retry_delay": "retry_delay_s",
+    "max_delay": "max_delay_s",
+}
 _NOT_SETTINGS = {"ignore_robots", "allow_domain", "config", "processes", "quiet", "verbose"}
 
 
@@ -207,5 +224,6 @@ def _flag_of(setting: str, cli: dict[str, Any]) -> str | None:
 _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
-    "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes",
+    "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
+    "max_delay",
 }  # fmt: skip

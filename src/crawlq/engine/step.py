@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from crawlq.errors import FetchError, InvalidURL, RetryableStatus, StoreError
 from crawlq.fetch import Fetcher, redirected_method
 from crawlq.frontier import Frontier
-from crawlq.politeness import HOST_UNREACHABLE, Politeness, strike_of
+from crawlq.politeness import HOST_UNREACHABLE, AutoThrottle, Politeness, strike_of
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.retry import decide
@@ -106,6 +106,7 @@ class Deps:
         frontier: Where host politeness is written (pauses, Crawl-delay).
         politeness: The job's host politeness rules.
         warc: Where each fetched page's request and response are archived, or None.
+        throttle: This worker's AutoThrottle state, when the job turns it on.
     """
 
     settings: Settings
@@ -116,6 +117,11 @@ class Deps:
     frontier: Frontier
     politeness: Politeness
     warc: WarcWriter | None = None
+    throttle: AutoThrottle | None = None
+
+    def __post_init__(self) -> None:
+        if self.throttle is None and self.politeness.autothrottle:
+            self.throttle = AutoThrottle(self.politeness)
 
 
 async def process(lease: Lease, deps: Deps) -> Outcome:
@@ -164,6 +170,8 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         result.elapsed_s,
         lease.attempt,
     )
+    if deps.throttle is not None:
+        await _throttle(req.host, result, deps.throttle, deps)
     if result.location is not None:
         return _redirected(lease, result, result.location, deps)
     return await _parse(lease, result, deps)
@@ -229,6 +237,17 @@ async def _apply_crawl_delay(host: str, deps: Deps) -> None:
             crawl_delay_s,
             policy.delay_s,
         )
+        await deps.frontier.set_host_policy(host, policy)
+
+
+async def _throttle(host: str, result: FetchResult, throttle: AutoThrottle, deps: Deps) -> None:
+    """Feed the response's latency to AutoThrottle; write the host's new delay if it moved."""
+    crawl_delay_s = None if deps.robots is None else deps.robots.crawl_delay_s(host)
+    floor = deps.politeness.policy_for(host, crawl_delay_s)
+    ok = result.status < 400
+    policy = throttle.observe(host, result.elapsed_s, ok=ok, floor=floor)
+    if policy is not None:
+        logger.debug("%s: autothrottle delay %.3fs", host, policy.delay_s)
         await deps.frontier.set_host_policy(host, policy)
 
 
