@@ -213,4 +213,11 @@ def status_table(report: Mapping[str, Any]) -> Table:
         table.add_row(name, str(value))
     for host in (report.get("hosts") or [])[:10]:
         table.add_row(host["host"], f"{host['queued']} queued, {host['in_flight']} in flight")
+    for b in (report.get("backoff") or [])[:10]:
+        what = "down (its URLs are dead-lettered)" if b["state"] == "down" else b["state"]
+        table.add_row(
+            b["host"],
+            f"{what} until {b['until']}: {b['pushbacks']} 429/503, "
+            f"{b['failures']} connection failures in a row",
+        )
     return table

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,16 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             "hosts": [
                 {"host": h.host, "queued": h.queued, "in_flight": h.in_flight} for h in stats.hosts
             ],
+            "backoff": [
+                {
+                    "host": b.host,
+                    "state": b.state,
+                    "pushbacks": b.pushbacks,
+                    "failures": b.failures,
+                    "until": _iso(b.next_at_ms),
+                }
+                for b in stats.backoff
+            ],
             "engine": "native",
             "pending": None,
         }
@@ -107,6 +118,11 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             finally:
                 await store.close()
     return report
+
+
+def _iso(ms: int) -> str:
+    """Unix ms as an ISO 8601 UTC time to the second."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def _celery_pending(frontier: Frontier) -> int | None:

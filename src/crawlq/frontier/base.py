@@ -45,7 +45,7 @@ from typing import Any, Protocol
 from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest, Lease
 
-__all__ = ["Frontier", "FrontierStats", "HostPolicy", "HostStats"]
+__all__ = ["Frontier", "FrontierStats", "HostBackoff", "HostPolicy", "HostStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,26 @@ class HostStats:
 
 
 @dataclass(frozen=True, slots=True)
+class HostBackoff:
+    """A host that pushed back or failed (`Frontier.host_strike`) and has not answered since.
+
+    Attributes:
+        host: Politeness key.
+        pushbacks: 429/503 answers in a row.
+        failures: Connection failures in a row.
+        state: ``backoff`` (paused), ``parked`` (its circuit breaker is open: probed one
+            request at a time) or ``down`` (its URLs are dead-lettered as ``host_unreachable``).
+        next_at_ms: Unix ms before which no new request starts on the host.
+    """
+
+    host: str
+    pushbacks: int
+    failures: int
+    state: str
+    next_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class FrontierStats:
     """Counts over the whole crawl: what operators watch for backpressure.
 
@@ -78,6 +98,7 @@ class FrontierStats:
         dead: Dead-lettered.
         seen: Distinct fingerprints ever pushed (= the sum of the five above).
         hosts: The busiest hosts by queue length (at most 20).
+        backoff: Hosts in backoff (at most 20), the latest next-allowed time first.
     """
 
     queued: int
@@ -87,6 +108,7 @@ class FrontierStats:
     dead: int
     seen: int
     hosts: tuple[HostStats, ...] = field(default=())
+    backoff: tuple[HostBackoff, ...] = field(default=())
 
     @property
     def pending(self) -> int:
@@ -258,3 +280,8 @@ class Frontier(Protocol):
     async def close(self) -> None:
         """Release resources; leases still held expire normally."""
         ...
+
+
+def backoff_state(flags: str) -> str:
+    """The `HostBackoff.state` of a host's breaker flags (``""``, ``"p"`` or ``"d"``)."""
+    return {"p": "parked", "d": "down"}.get(flags, "backoff")

@@ -31,7 +31,13 @@ from typing import Any, TypeVar
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
-from crawlq.frontier.base import FrontierStats, HostPolicy, HostStats
+from crawlq.frontier.base import (
+    FrontierStats,
+    HostBackoff,
+    HostPolicy,
+    HostStats,
+    backoff_state,
+)
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
@@ -636,16 +642,21 @@ class SqliteFrontier:
 
     async def stats(self) -> FrontierStats:
         """See `crawlq.frontier.base.Frontier.stats`."""
-        rows = await self._run(
-            lambda: (
-                self._db()
-                .execute(
-                    "SELECT host, queued, inflight, next_at_ms FROM frontier_hosts "
-                    "WHERE queued > 0 OR inflight > 0 ORDER BY queued DESC, inflight DESC LIMIT 20"
-                )
-                .fetchall()
-            )
-        )
+
+        def read() -> tuple[list[Any], list[Any]]:
+            db = self._db()
+            hosts = db.execute(
+                "SELECT host, queued, inflight, next_at_ms FROM frontier_hosts "
+                "WHERE queued > 0 OR inflight > 0 ORDER BY queued DESC, inflight DESC LIMIT 20"
+            ).fetchall()
+            backoff = db.execute(
+                "SELECT host, pushbacks, failures, flags, next_at_ms FROM frontier_hosts "
+                "WHERE pushbacks > 0 OR failures > 0 OR flags != '' "
+                "ORDER BY next_at_ms DESC LIMIT 20"
+            ).fetchall()
+            return hosts, backoff
+
+        rows, troubled = await self._run(read)
         c = self._counts
         return FrontierStats(
             queued=c[_QUEUED],
@@ -655,6 +666,10 @@ class SqliteFrontier:
             dead=c[_DEAD],
             seen=c.total(),
             hosts=tuple(HostStats(*row) for row in rows),
+            backoff=tuple(
+                HostBackoff(host, pushbacks, failures, backoff_state(flags), next_at)
+                for host, pushbacks, failures, flags, next_at in troubled
+            ),
         )
 
     async def close(self) -> None:

@@ -40,7 +40,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import ConfigError, FrontierError, FrontierUnavailable, InvalidURL
-from crawlq.frontier.base import FrontierStats, HostPolicy, HostStats
+from crawlq.frontier.base import (
+    FrontierStats,
+    HostBackoff,
+    HostPolicy,
+    HostStats,
+    backoff_state,
+)
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.politeness import Politeness, Strike, StrikePlan
@@ -653,6 +659,7 @@ class RedisFrontier:
             for i, host in enumerate(hosts)
         ]
         per_host.sort(key=lambda h: (-h.queued, -h.in_flight))
+        backoff = await self.backoff_hosts()
         return FrontierStats(
             queued=c.get("queued", 0),
             in_flight=c.get("inflight", 0),
@@ -661,7 +668,40 @@ class RedisFrontier:
             dead=c.get("dead", 0),
             seen=c.get("seen", 0),
             hosts=tuple(h for h in per_host[:20] if h.queued or h.in_flight),
+            backoff=backoff,
         )
+
+    async def backoff_hosts(self, limit: int = 20) -> tuple[HostBackoff, ...]:
+        """Hosts in backoff (`FrontierStats.backoff`), also for a Celery-engine job."""
+        k = self.keys
+        strikes = await self._call(lambda: self.client.hgetall(k.strikes))
+        counts: dict[str, list[int]] = {}
+        for field_name, value in strikes.items():
+            kind, _, host = _text(field_name).partition("\n")
+            with contextlib.suppress(ValueError):
+                pair = counts.setdefault(host, [0, 0])
+                pair[0 if kind == "pushback" else 1] = int(value)
+        hosts = [h for h, (p, f) in counts.items() if p > 0 or f > 0]
+        if not hosts:
+            return ()
+
+        async def read() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.hmget(k.next, hosts)
+                pipe.hmget(k.policy, hosts)
+                return await pipe.execute()
+
+        nexts, policies = await self._call(read)
+        out = []
+        for host, nxt, policy in zip(hosts, nexts, policies, strict=True):
+            flags = _text(policy or b"").partition(" ")[2].partition(" ")[2]
+            with contextlib.suppress(ValueError):
+                pushbacks, failures = counts[host]
+                out.append(
+                    HostBackoff(host, pushbacks, failures, backoff_state(flags), int(nxt or 0))
+                )
+        out.sort(key=lambda b: -b.next_at_ms)
+        return tuple(out[:limit])
 
     async def pages_per_s(self, window_s: int = 60) -> float:
         """Acks per second over the last ``window_s`` seconds (at most 119), all workers."""
@@ -704,3 +744,8 @@ class RedisFrontier:
         """Close the connection pool; leases still held expire normally."""
         with contextlib.suppress(RedisError, OSError, asyncio.CancelledError):
             await self.client.aclose()
+
+
+def _text(value: bytes | str) -> str:
+    """A reply from a Redis of ``decode_responses=False`` as text (shared state: lenient)."""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
