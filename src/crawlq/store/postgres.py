@@ -53,6 +53,7 @@ from psycopg.rows import TupleRow
 
 from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.secrecy import redact
 from crawlq.store.base import (
     ResultBatch,
     StoreCounts,
@@ -541,7 +542,7 @@ def _search_path_schema(options: str) -> str | None:
 
 
 def _redact(url: str) -> str:
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", url)
+    return redact(url)
 
 
 def _oneline(exc: BaseException) -> str:
