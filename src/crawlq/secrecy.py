@@ -17,7 +17,15 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["MASK", "PRIVATE_MODE", "create_private", "has_password", "redact", "without_password"]
+__all__ = [
+    "MASK",
+    "PRIVATE_MODE",
+    "create_private",
+    "has_password",
+    "quote_userinfo",
+    "redact",
+    "without_password",
+]
 
 MASK = "***"
 """What a redacted password reads as."""
@@ -89,6 +97,20 @@ def without_password(url: str) -> str:
             kept = [p for p in query.split("&") if p.split("=", 1)[0].lower() != "password"]
             url = head + ("?" + "&".join(kept) if kept else "") + hash_mark + fragment
     return url
+
+
+def quote_userinfo(url: str) -> str:
+    """``url`` with any ``@`` of its userinfo percent-encoded (the last ``@`` is the separator).
+
+    ``postgresql://me:p@ss@db/x`` -> ``postgresql://me:p%40ss@db/x``, which every parser
+    reads as the user meant (libpq would otherwise take ``ss@db`` for the host, and show it).
+    """
+    match = _AUTHORITY.match(url)
+    if match is None or match["authority"].count("@") < 2:
+        return url
+    userinfo, _, hostport = match["authority"].rpartition("@")
+    quoted = userinfo.replace("@", "%40")
+    return f"{match['scheme']}{quoted}@{hostport}{url[match.end() :]}"
 
 
 def create_private(path: str | os.PathLike[str], mode: int = PRIVATE_MODE) -> bool:

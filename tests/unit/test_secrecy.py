@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from crawlq.errors import ConfigError, FrontierUnavailable, InvalidURL
-from crawlq.secrecy import create_private, has_password, redact, without_password
+from crawlq.secrecy import (
+    create_private,
+    has_password,
+    quote_userinfo,
+    redact,
+    without_password,
+)
 from crawlq.settings import Settings, check_store
 
 
@@ -130,3 +136,17 @@ def test_create_private_honours_a_stricter_umask(tmp_path: Path) -> None:
     assert not create_private(tmp_path / "c")  # an existing file is left as it is
     assert (tmp_path / "c").read_text() == "mine"
     assert stat.S_IMODE((tmp_path / "c").stat().st_mode) == 0o644
+
+
+def test_quote_userinfo_takes_the_last_at_as_the_separator() -> None:
+    assert quote_userinfo("postgresql://me:p@ss@db/x") == "postgresql://me:p%40ss@db/x"
+    assert quote_userinfo("postgresql://me:pass@db/x?a=b@c") == "postgresql://me:pass@db/x?a=b@c"
+    assert quote_userinfo("/a@b/c.db") == "/a@b/c.db"
+
+
+def test_worker_children_get_no_frontier_or_store_on_their_command_line() -> None:
+    from crawlq.cli.worker_cmd import _without_options
+
+    argv = ["--frontier", "redis://:pw@h/0", "--job", "j", "--store=postgresql://u:pw@h/d",
+            "--processes", "4", "--processes=2", "-q"]  # fmt: skip
+    assert _without_options(argv, ("--processes", "--frontier", "--store")) == ["--job", "j", "-q"]

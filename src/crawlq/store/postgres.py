@@ -53,7 +53,7 @@ from psycopg.rows import TupleRow
 
 from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.secrecy import redact
+from crawlq.secrecy import quote_userinfo, redact
 from crawlq.store.base import (
     ResultBatch,
     StoreCounts,
@@ -516,6 +516,7 @@ def _has_input(conn: _Conn) -> bool:
 
 
 def _parse_target(url: str, schema: str | None) -> _Target:
+    url = quote_userinfo(url)  # an unescaped @ in the password: the last @ ends it
     try:
         params = conninfo_to_dict(url)
     except psycopg.Error as exc:
