@@ -128,15 +128,24 @@ async def pg_schema(url: str) -> AsyncIterator[str]:
 
 
 def run_crawlq(
-    *args: str, timeout: float = 120, check: bool = True
+    *args: str,
+    timeout: float = 120,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m crawlq ARGS`` and return the finished process (text output)."""
+    """Run ``python -m crawlq ARGS`` and return the finished process (text output).
+
+    ``env`` is added to this process's environment; ``cwd`` is the working directory.
+    """
     proc = subprocess.run(
         [sys.executable, "-m", "crawlq", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        env=None if env is None else {**os.environ, **env},
+        cwd=cwd,
     )
     if check and proc.returncode != 0:
         raise AssertionError(

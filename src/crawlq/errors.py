@@ -19,10 +19,13 @@ CrawlqError
         └── TooManyRedirects redirect chain longer than the limit, or a loop
 ```
 
-Each error carries the offending input (URL, setting name, lease id) so its message names it.
+Each error carries the offending input (URL, setting name, lease id) so its message names it,
+with any password redacted (`crawlq.secrecy.redact`).
 """
 
 from __future__ import annotations
+
+from crawlq.secrecy import redact
 
 __all__ = [
     "BodyTooLarge",
@@ -45,7 +48,15 @@ __all__ = [
 
 
 class CrawlqError(Exception):
-    """Root of every error crawlq raises."""
+    """Root of every error crawlq raises.
+
+    Its message never carries a password: text arguments go through `crawlq.secrecy.redact`,
+    so a frontier, broker or store URL (or a driver's message echoing one) shows as
+    ``redis://:***@host``, whichever path reports it.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(CrawlqError, ValueError):

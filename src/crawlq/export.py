@@ -18,6 +18,12 @@ record. None is an empty cell, strings are written as they are, and any other va
 (``true``, ``1.5``, ``[1, 2]``). Item columns are the union of the keys of the first 1000
 items, in first-seen order, then ``_url``, ``_spider`` and ``_extra``: a JSON object holding a
 later item's keys that have no column (empty when there are none).
+
+CSV cells are neutralised against formula injection (OWASP "CSV injection") unless
+``escape_formulas`` is false: a text cell (header names included) that starts with ``=``,
+``+``, ``-``, ``@``, a tab or a carriage return, and is not a plain number, gets a ``'``
+prefix, so a spreadsheet shows it as text instead of evaluating ``=cmd|' /C calc'!A0``.
+JSON Lines and Parquet keep every value as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import base64
 import csv
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TextIO, TypeVar
@@ -40,6 +47,7 @@ __all__ = [
     "filtered_row",
     "iso_utc",
     "mapped",
+    "neutralise",
     "page_row",
 ]
 
@@ -51,6 +59,9 @@ _ITEM_SAMPLE = 1000
 _ITEM_META = ("_url", "_spider")
 _EXTRA = "_extra"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a CSV cell as a formula (OWASP)."""
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 PAGE_COLUMNS = (
     "url",
@@ -93,6 +104,7 @@ async def export(
     *,
     since: float | None = None,
     with_body: bool = False,
+    escape_formulas: bool = True,
 ) -> int:
     """Write every record of one kind from ``store`` to ``out``, streaming.
 
@@ -108,6 +120,8 @@ async def export(
         since: Only records from this Unix time on, in seconds (``fetched_at`` of pages,
             ``created_at`` of items, ``at`` of dead and filtered records); None: all.
         with_body: Pages only: add each page's stored body as ``body_b64``.
+        escape_formulas: CSV only: prefix with ``'`` the text cells a spreadsheet would
+            evaluate as a formula (see the module docstring); False writes them raw.
 
     Returns:
         The number of records written (the CSV header not counted).
@@ -120,7 +134,7 @@ async def export(
     if fmt not in ("jsonl", "csv"):
         raise ValueError(f"unknown export format {fmt!r}: use jsonl or csv")
     if what == "items":
-        return await _export_items(store.items(since=since), fmt, out)
+        return await _export_items(store.items(since=since), fmt, out, escape_formulas)
     columns: tuple[str, ...]
     rows: AsyncIterator[dict[str, Any]]
     if what == "pages":
@@ -141,7 +155,7 @@ async def export(
             _write_json(out, row)
             written += 1
         return written
-    writer = csv.writer(out)
+    writer = _CsvWriter(out, escape_formulas)
     writer.writerow(columns)
     async for row in rows:
         writer.writerow(_cells(row[c] for c in columns))
@@ -149,7 +163,9 @@ async def export(
     return written
 
 
-async def _export_items(items: AsyncIterator[ItemRecord], fmt: str, out: TextIO) -> int:
+async def _export_items(
+    items: AsyncIterator[ItemRecord], fmt: str, out: TextIO, escape_formulas: bool = True
+) -> int:
     written = 0
     if fmt == "jsonl":
         async for item in items:
@@ -165,7 +181,7 @@ async def _export_items(items: AsyncIterator[ItemRecord], fmt: str, out: TextIO)
     reserved = {*_ITEM_META, _EXTRA}
     keys = dict.fromkeys(k for item in sample for k in item.data if k not in reserved)
     columns = list(keys)
-    writer = csv.writer(out)
+    writer = _CsvWriter(out, escape_formulas)
     writer.writerow([*columns, *_ITEM_META, _EXTRA])
 
     def row(item: ItemRecord) -> list[str]:
@@ -256,6 +272,28 @@ def _json(value: Any) -> str:
 def _write_json(out: TextIO, row: dict[str, Any]) -> None:
     out.write(_json(row))
     out.write("\n")
+
+
+def neutralise(cell: str) -> str:
+    """``cell`` with a ``'`` prefix when a spreadsheet would evaluate it as a formula.
+
+    Text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, except plain
+    numbers such as ``-1.5``, which a spreadsheet reads as the number they are.
+    """
+    if cell.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+class _CsvWriter:
+    """``csv.writer`` whose rows are neutralised (`neutralise`) when ``escape`` is set."""
+
+    def __init__(self, out: TextIO, escape: bool) -> None:
+        self._writer = csv.writer(out)
+        self._escape = escape
+
+    def writerow(self, row: Iterable[str]) -> None:
+        self._writer.writerow([neutralise(c) for c in row] if self._escape else list(row))
 
 
 def _cells(values: Iterable[Any]) -> list[str]:

@@ -28,7 +28,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from crawlq.errors import ConfigError
 
-__all__ = ["JOB_NAME_RULE", "Settings", "check_job_name", "parse_bytes"]
+__all__ = ["JOB_NAME_RULE", "Settings", "check_job_name", "check_store", "parse_bytes"]
 
 _ENV_PREFIX = "CRAWLQ_"
 _JOB_NAME_MAX = 200
@@ -65,6 +65,46 @@ def check_job_name(name: str) -> str:
     return name
 
 
+_STORE_SCHEMES = ("sqlite:///", "postgresql://", "postgres://")
+_LIBPQ_KEYS = (
+    "host|hostaddr|port|dbname|user|password|passfile|service|options|sslmode|sslcert|sslkey"
+    "|sslrootcert|sslpassword|connect_timeout|application_name|target_session_attrs"
+    "|channel_binding|gssencmode|krbsrvname|requirepeer|client_encoding|keepalives"
+)
+_KEY_VALUE = re.compile(rf"(?i)(?:^|\s)(?:{_LIBPQ_KEYS})\s*=")
+"""A libpq ``key=value`` connection string: a word of it starts with a libpq keyword and
+``=`` (a file name such as ``crawl=1.db`` is still a path)."""
+
+
+def check_store(store: str) -> str:
+    """Return ``store`` if it names a store: a path, ``sqlite:///PATH`` or ``postgresql://…``.
+
+    ``postgres://…`` is accepted too. Anything else is refused rather than taken for a file
+    name: a libpq ``key=value`` string (``host=db password=x dbname=y``) would otherwise
+    become a SQLite file named after the password. The message never repeats the password.
+
+    Raises:
+        ConfigError: Neither a path nor a supported URL; the error names ``store``.
+    """
+    if store.startswith(_STORE_SCHEMES):
+        return store
+    if "://" in store or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", store):
+        raise ConfigError(
+            "store",
+            f"unsupported store URL {store!r}: use a file path, sqlite:///PATH or postgresql://…",
+        )
+    if _KEY_VALUE.search(store):
+        raise ConfigError(
+            "store",
+            "a key=value connection string is neither a file path nor a URL: give "
+            "postgresql://USER@HOST:PORT/DB (a password goes after USER and a colon) or a "
+            "SQLite file path",
+        )
+    if not store.strip():
+        raise ConfigError("store", f"no file path in store URL {store!r}")
+    return store
+
+
 def parse_bytes(value: str | int) -> int:
     """Parse a byte size: an int, or a string such as ``"10MiB"``, ``"500 kB"``, ``"2048"``.
 
@@ -85,7 +125,9 @@ class Settings:
     """Everything that shapes a crawl. Build with `Settings.build`; fields are read-only."""
 
     store: str = "crawlq.db"
-    """Where frontier and results live: a SQLite file path (the embedded default)."""
+    """Where results (and the embedded frontier) live: a SQLite file path (the embedded
+    default), ``sqlite:///PATH`` or ``postgresql://user[:password]@host:port/db``; anything
+    else (a libpq ``key=value`` string, another scheme) is refused (`check_store`)."""
 
     max_pages: int | None = None
     """Stop leasing new work after this many pages are stored (None: no limit)."""
@@ -285,6 +327,7 @@ class Settings:
                 raise ConfigError(name, f"must not be negative, got {value}")
         if self.job is not None:
             check_job_name(self.job)
+        check_store(self.store)
         for name in ("include", "exclude"):
             for pattern in getattr(self, name):
                 try:

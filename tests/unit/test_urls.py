@@ -162,3 +162,26 @@ def test_url_keys_agree_with_the_functions_they_cache() -> None:
         keys = urls_module.url_keys(url)
         get_fp = fingerprint("GET", expected)
         assert keys == (expected, canonicalize(expected), host_key(expected), get_fp), url
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://user:secret@h.test/a", "http://h.test/a"),
+        ("HTTP://User:Secret@H.test:80/a#f", "http://h.test/a"),
+        ("https://user:p@ss@h.test:8443/a?q=1", "https://h.test:8443/a?q=1"),  # unescaped @
+        ("http://user@h.test/", "http://h.test/"),
+        ("http://:secret@h.test/", "http://h.test/"),
+        ("http://h.test/a@b", "http://h.test/a@b"),  # an @ in the path is no userinfo
+    ],
+)
+def test_normalize_strips_credentials(url: str, expected: str) -> None:
+    """Issue 12.9: credentials in a URL are never fetched (Basic auth), stored or logged."""
+    assert normalize(url) == expected
+    keys = urls_module.url_keys(url)
+    assert keys.url == expected
+    assert "secret" not in keys.canonical and "user" not in keys.canonical.lower()
+    assert keys.get_fingerprint == urls_module.url_keys(expected).get_fingerprint
+    request = CrawlRequest(url)
+    assert request.url == expected
+    assert request.fingerprint == CrawlRequest(expected).fingerprint

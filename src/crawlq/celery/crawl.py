@@ -43,6 +43,7 @@ from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest
+from crawlq.secrecy import has_password
 from crawlq.settings import Settings
 from crawlq.store import Store
 
@@ -263,6 +264,8 @@ class CeleryCrawl:
             "CRAWLQ_FRONTIER": settings.frontier or "",
             "CRAWLQ_CELERY_QUEUE": settings.celery_queue,
         }
+        if has_password(settings.store):  # the job keeps none: the worker needs this one
+            env["CRAWLQ_STORE"] = settings.store
         cmd = [
             sys.executable, "-m", "celery", "-A", "crawlq.celery", "worker",
             "--concurrency", str(self.processes), "--loglevel", self.loglevel,

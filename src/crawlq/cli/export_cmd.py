@@ -12,8 +12,10 @@ from typing import Literal, TextIO, cast
 import click
 
 from crawlq.cli.output import exit_on_broken_pipe
-from crawlq.errors import CrawlqError
+from crawlq.errors import ConfigError, CrawlqError
 from crawlq.export import export as export_records
+from crawlq.secrecy import redact
+from crawlq.settings import check_store
 from crawlq.store import open_store
 
 __all__ = ["export"]
@@ -37,12 +39,28 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 @click.option(
     "--body", is_flag=True, help="Pages: include the stored bodies (crawled with --store-body)."
 )
+@click.option(
+    "--csv-raw",
+    is_flag=True,
+    help="CSV: write cells starting with = + - @ tab or CR as they are (no ' prefix).",
+)
 def export(
-    store: str, what: str, fmt: str, output: str | None, since: str | None, body: bool
+    store: str,
+    what: str,
+    fmt: str,
+    output: str | None,
+    since: str | None,
+    body: bool,
+    csv_raw: bool,
 ) -> None:
     """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE), or Parquet.
 
     Parquet needs -o FILE and the parquet extra (pip install 'crawlq[parquet]').
+
+    CSV cells that a spreadsheet would run as a formula (text starting with =, +, -, @, a
+    tab or a carriage return, other than plain numbers) get a ' prefix, so that a page
+    title such as =cmd|'/C calc'!A0 stays text (OWASP CSV injection); --csv-raw turns this
+    off. JSON Lines and Parquet are written as they are.
 
     Exit status: 0 when every record was written; 1 when the store cannot be read or the
     output written (one line says why); 2 for bad options; 141 when the reader of standard
@@ -61,6 +79,10 @@ def export(
             raise click.BadParameter(
                 f"not an ISO 8601 time: {since!r}", param_hint="--since"
             ) from None
+    try:
+        check_store(store)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).removeprefix("store: "), param_hint="--store") from None
     if "://" not in store and not Path(store).is_file():
         raise click.BadParameter(f"no such store file: {store}", param_hint="--store")
     try:
@@ -72,11 +94,11 @@ def export(
                 out: TextIO = sys.stdout
                 if output is not None:
                     out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
-                export_args = (cast(What, what), cast(Format, fmt), out, since_s, body)
+                export_args = (cast(What, what), cast(Format, fmt), out, since_s, body, csv_raw)
                 rows = asyncio.run(_export(store, *export_args))
                 out.flush()  # a closed pipe shows here, not in the interpreter's final flush
     except CrawlqError as exc:
-        click.echo(f"crawlq: cannot export: {exc}", err=True)
+        click.echo(redact(f"crawlq: cannot export: {exc}"), err=True)
         sys.exit(1)
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and output is None:
@@ -89,11 +111,19 @@ def export(
 
 
 async def _export(
-    store_url: str, what: What, fmt: Format, out: TextIO, since: float | None, body: bool
+    store_url: str,
+    what: What,
+    fmt: Format,
+    out: TextIO,
+    since: float | None,
+    body: bool,
+    csv_raw: bool,
 ) -> int:
     store = await open_store(store_url, read_only=True)
     try:
-        return await export_records(store, what, fmt, out, since=since, with_body=body)
+        return await export_records(
+            store, what, fmt, out, since=since, with_body=body, escape_formulas=not csv_raw
+        )
     finally:
         await store.close()
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from crawlq.engine import CrawlReport, Progress
+from crawlq.secrecy import redact
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_BROKEN_PIPE",
     "ProgressDisplay",
+    "RedactingFormatter",
     "configure_logging",
     "exit_on_broken_pipe",
     "print_summary",
@@ -85,6 +87,14 @@ def terminal_console() -> Console | None:
     return stderr_console() if sys.stderr.isatty() else None
 
 
+class RedactingFormatter(logging.Formatter):
+    """A formatter whose lines (tracebacks included) never show a password (`redact`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted record, passwords redacted."""
+        return redact(super().format(record))
+
+
 def configure_logging(verbosity: int, console: Console | None) -> None:
     """Send crawlq's log records to stderr at a level chosen by ``verbosity``.
 
@@ -98,10 +108,10 @@ def configure_logging(verbosity: int, console: Console | None) -> None:
         handler: logging.Handler = RichHandler(
             console=console, show_path=False, rich_tracebacks=False, markup=False
         )
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setFormatter(RedactingFormatter("%(message)s"))
     else:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("crawlq")
     root.handlers[:] = [handler]
     root.setLevel(level)

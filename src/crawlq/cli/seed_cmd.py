@@ -13,6 +13,7 @@ from crawlq.engine.service import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.request import CrawlRequest
 from crawlq.scope import MAX_URL_LENGTH
+from crawlq.secrecy import redact
 
 __all__ = ["seed"]
 
@@ -62,5 +63,5 @@ def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any)
     except CrawlqError as exc:
         click.echo(f"crawlq: cannot seed: {exc}", err=True)
         sys.exit(1)
-    where = f"job {result.settings.job}" if result.settings.job else result.settings.store
+    where = f"job {result.settings.job}" if result.settings.job else redact(result.settings.store)
     click.echo(f"queued {result.queued} new of {result.given} in {where}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ import click
 from crawlq.cli.output import status_table, stdout_console
 from crawlq.errors import ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import Frontier, open_frontier
+from crawlq.secrecy import without_password
 from crawlq.settings import check_job_name
 from crawlq.store import open_store
 
@@ -42,6 +44,9 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
     minute, live workers (heartbeats) and the busiest hosts. For a job of the Celery engine:
     pending (queued in the broker or running), delayed retries, dead, seen, done and stored
     pages ("engine": "celery" in --json, where queued, in_flight and workers are null).
+
+    Stored pages are counted in the job's store; a job keeps its store URL without the
+    password, which CRAWLQ_STORE (the same URL with it) supplies.
     """
     try:
         check_job_name(job)
@@ -110,6 +115,9 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
     finally:
         await frontier.close()
     store_url = (settings or {}).get("store")
+    own = os.environ.get("CRAWLQ_STORE")  # the job keeps no password: this one may have it
+    if isinstance(store_url, str) and own and without_password(own) == without_password(store_url):
+        store_url = own
     if isinstance(store_url, str) and ("://" in store_url or Path(store_url).is_file()):
         with contextlib.suppress(CrawlqError):
             store = await open_store(store_url, read_only=True)

@@ -69,7 +69,10 @@ def worker(
         raise click.UsageError(f"processes: must be at least 1, got {processes}")
     settings = build_settings(options)
     if processes > 1:
-        sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes))
+        env = {"CRAWLQ_FRONTIER": settings.frontier or ""}
+        if "store" in settings.explicit:
+            env["CRAWLQ_STORE"] = settings.store
+        sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes, env))
     service = WorkerService(
         settings, exit_when_done=exit_when_done, page_budget=page_budget, parent_pid=parent_pid
     )
@@ -78,13 +81,18 @@ def worker(
         print_summary(report, sys.stdout)
 
 
-def _supervise(argv: list[str], processes: int) -> int:
-    """Run ``processes`` copies of this worker command with ``--processes 1``."""
-    args = [a for a in argv if not a.startswith("--processes")]
-    if "--processes" in argv:
-        i = argv.index("--processes")
-        args = argv[:i] + argv[i + 2 :]
-    pool = WorkerProcesses([*args, "--processes", "1"], processes)
+_PASSED_IN_ENV = ("--frontier", "--store")
+"""Options whose value may hold a password: children get them in their environment."""
+
+
+def _supervise(argv: list[str], processes: int, env: dict[str, str]) -> int:
+    """Run ``processes`` copies of this worker command with ``--processes 1``.
+
+    The frontier and store URLs go to the children in ``env`` (``CRAWLQ_FRONTIER``,
+    ``CRAWLQ_STORE``), not on their command lines, which every local user can read.
+    """
+    args = _without_options(argv, ("--processes", *_PASSED_IN_ENV))
+    pool = WorkerProcesses([*args, "--processes", "1"], processes, env)
 
     async def run() -> list[int]:
         import signal
@@ -97,3 +105,17 @@ def _supervise(argv: list[str], processes: int) -> int:
 
     codes = asyncio.run(run())
     return max((c for c in codes if c >= 0), default=1)
+
+
+def _without_options(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """``argv`` without the options ``names`` and their values (``--x V`` or ``--x=V``)."""
+    args: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not arg.startswith(tuple(f"{name}=" for name in names)):
+            args.append(arg)
+    return args

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from crawlq.engine.job import bind_job
 from crawlq.engine.step import Deps
 from crawlq.engine.worker import Worker
-from crawlq.errors import ConfigError
+from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, open_frontier
 from crawlq.politeness import Politeness
@@ -57,6 +57,7 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
         FrontierLocked, FrontierUnavailable, StoreError: A backend cannot be opened.
     """
     rules = Politeness.from_settings(settings)
+    given = settings.explicit
     if "://" not in settings.store:
         folder = Path(settings.store).parent
         if not folder.is_dir():
@@ -107,13 +108,30 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
             await store.close()
             store = None
         if store is None:
-            store = await open_store(settings.store)
+            store = await _open_job_store(settings, given=opened if "store" in given else None)
         try:
             yield Backends(frontier, store, settings)
         finally:
             await store.close()
     finally:
         await frontier.close()
+
+
+async def _open_job_store(settings: Settings, *, given: str | None) -> Store:
+    """Open the store in force; a store URL adopted from a job that fails says what to do.
+
+    A shared job keeps its store URL without the password (`crawlq.engine.job`), so a worker
+    given no ``--store`` of its own may be refused by the database.
+    """
+    try:
+        return await open_store(settings.store)
+    except StoreError as exc:
+        if given is not None or settings.frontier is None or "://" not in settings.store:
+            raise
+        raise type(exc)(
+            f"{exc} (the job keeps its store URL without a password: give this worker "
+            "--store with the credentials, or CRAWLQ_STORE, or PGPASSWORD)"
+        ) from exc
 
 
 @contextlib.asynccontextmanager

@@ -6,6 +6,12 @@ later adopts them and needs only ``--frontier`` and ``--job``. A value given exp
 the command line, in the environment or a settings file) that differs from the job's is an
 error naming the setting, never a silent override. Per-process settings (``concurrency``,
 ``lease_batch``, ``max_pages``) stay the worker's own.
+
+Secrets stay with the processes: the job stores its ``store`` URL without its password
+(`crawlq.secrecy.without_password`; anyone who can read the job's Redis keys could read it
+there). A worker supplies the password itself, with ``--store`` or ``CRAWLQ_STORE`` (a URL
+equal to the job's once its password is removed is the job's store, not a conflict), or
+through the driver's own means (``PGPASSWORD``, ``~/.pgpass``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
+from crawlq.secrecy import without_password
 from crawlq.settings import Settings, check_job_name
 from crawlq.urls import host_key
 
@@ -82,6 +89,7 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
             message names the setting, the job's value and the given one.
     """
     proposed = {name: _jsonable(getattr(settings, name)) for name in JOB_FIELDS}
+    proposed["store"] = without_password(settings.store)  # never kept in shared state
     stored = await frontier.job_settings(proposed if create else None)
     if stored is None:
         raise ConfigError(
@@ -92,7 +100,7 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
     conflicts = [
         f"{name}={stored[name]!r} (given {proposed[name]!r})"
         for name in JOB_FIELDS
-        if name in settings.explicit and name in stored and stored[name] != proposed[name]
+        if name in settings.explicit and name in stored and not _same(name, stored, proposed)
     ]
     if conflicts:
         raise ConfigError(
@@ -107,7 +115,20 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
             adopted[name] = tuple(adopted[name])
     if "hosts" in adopted:
         adopted["hosts"] = tuple(tuple(entry) for entry in adopted["hosts"])
+    if "store" in settings.explicit:  # the same store: keep the password this worker gave
+        adopted.pop("store", None)
     return dataclasses.replace(settings, **adopted)
+
+
+def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:
+    """Whether the job's value of ``name`` and this process's agree.
+
+    A store's password, or the lack of one, does not count: jobs store none (and jobs
+    seeded by an older crawlq may hold one).
+    """
+    if name == "store" and isinstance(stored[name], str):
+        return without_password(stored[name]) == without_password(proposed[name])
+    return bool(stored[name] == proposed[name])
 
 
 def default_job_name(seeds: Sequence[str]) -> str:

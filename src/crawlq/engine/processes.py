@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 __all__ = ["WorkerProcesses"]
 
@@ -23,23 +23,32 @@ class WorkerProcesses:
     Each child is told this process's pid (the hidden ``--parent-pid``) and stops gracefully
     by itself when this process is gone, even killed with SIGKILL.
 
+    Secrets never go on a child's command line (``/proc/PID/cmdline`` is readable by every
+    user of the machine): a frontier or store URL travels in ``env`` (``CRAWLQ_FRONTIER``,
+    ``CRAWLQ_STORE``), which only the child's owner can read.
+
     Args:
-        args: Arguments after ``crawlq worker`` (``--frontier``, ``--job``, ...).
+        args: Arguments after ``crawlq worker`` (``--job``, ...): no secrets.
         count: Number of processes, at least 1.
+        env: Variables to set in the children's environment, on top of this process's.
     """
 
-    def __init__(self, args: Sequence[str], count: int) -> None:
+    def __init__(
+        self, args: Sequence[str], count: int, env: Mapping[str, str] | None = None
+    ) -> None:
         if count < 1:
             raise ValueError(f"count must be at least 1, got {count}")
         self.args = [
             sys.executable, "-m", "crawlq", "worker", *args, "--parent-pid", str(os.getpid())
         ]  # fmt: skip
         self.count = count
+        self.env = dict(env or {})
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> None:
         """Start the processes (their output goes to this process's stderr)."""
-        self.procs = [subprocess.Popen(self.args) for _ in range(self.count)]
+        env = {**os.environ, **self.env}
+        self.procs = [subprocess.Popen(self.args, env=env) for _ in range(self.count)]
         logger.info("started %d worker processes: %s", self.count, [p.pid for p in self.procs])
 
     def stop(self, *, force: bool = False) -> None:

@@ -225,10 +225,10 @@ class MultiProcessCrawl:
         self.requests = list(requests)
         self.retry_dead = retry_dead
         self.pool = WorkerProcesses(
-            ["--frontier", settings.frontier, "--job", settings.job, "--exit-when-done",
-             "--processes", "1", *worker_args],
+            ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],
             processes,
-        )  # fmt: skip
+            {"CRAWLQ_FRONTIER": settings.frontier},  # not argv: it may hold a password
+        )
         self._frontier: Frontier | None = None
         self._store: Store | None = None
         self._pages_before = 0
@@ -276,6 +276,9 @@ class MultiProcessCrawl:
                 # once the store holds `limit` pages, whoever stored them).
                 share = -(-max(0, limit - self._pages_before) // self.pool.count)
                 self.pool.args += ["--page-budget", str(share)]
+            # The job keeps no store password: the children get this process's store URL
+            # (equal to the job's but for the password) through their environment.
+            self.pool.env["CRAWLQ_STORE"] = backends.settings.store
             self.pool.start()
             try:
                 codes = await self.pool.wait(spent if limit is not None else None)

@@ -41,6 +41,7 @@ from crawlq.frontier.base import (
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
+from crawlq.secrecy import PRIVATE_MODE, create_private
 
 __all__ = ["SqliteFrontier"]
 
@@ -139,7 +140,7 @@ class SqliteFrontier:
         # The lock belongs to the file, not to the name: a symlink must find the same lock.
         lock_path = f"{os.path.realpath(self.path)}.lock"
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_MODE)
         except OSError as exc:
             raise FrontierUnavailable(f"cannot open {lock_path}: {exc.strerror}") from exc
         try:
@@ -152,6 +153,8 @@ class SqliteFrontier:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
         try:
+            with contextlib.suppress(OSError):  # a missing directory: sqlite3 says so below
+                create_private(self.path)  # 0600, and so its -wal and -shm files
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

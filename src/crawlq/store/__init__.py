@@ -6,6 +6,7 @@ This is the only module that knows every backend; each is imported when it is as
 from __future__ import annotations
 
 from crawlq.errors import ConfigError
+from crawlq.settings import check_store
 from crawlq.store.base import ResultBatch, Store, StoreCounts
 
 __all__ = ["ResultBatch", "Store", "StoreCounts", "open_store"]
@@ -35,12 +36,14 @@ async def open_store(url: str, *, read_only: bool = False) -> Store:
         The open store; the caller closes it.
 
     Raises:
-        ConfigError: The URL has an unknown form, an empty path, or names a backend that is
-            not available; ``name`` is ``"store"``.
+        ConfigError: The URL has an unknown form (`crawlq.settings.check_store`: a libpq
+            ``key=value`` string is refused, not taken for a file name), an empty path, or
+            names a backend that is not available; ``name`` is ``"store"``.
         StoreError: The backend refused to open (see the backend's ``open``); with
             ``read_only``, also when there is no store there: ``no crawlq store in URL (…)``,
             without the password.
     """
+    check_store(url)
     if url.startswith(("postgresql://", "postgres://")):
         try:
             from crawlq.store.postgres import PostgresStore
@@ -50,15 +53,7 @@ async def open_store(url: str, *, read_only: bool = False) -> Store:
                 f"the PostgreSQL store needs psycopg 3: pip install 'crawlq[postgres]' ({exc})",
             ) from exc
         return await PostgresStore.open(url, read_only=read_only)
-    if url.startswith(_SQLITE_PREFIX):
-        path = url[len(_SQLITE_PREFIX) :]
-    elif "://" in url:
-        raise ConfigError(
-            "store",
-            f"unsupported store URL {url!r}: use a file path, sqlite:///PATH or postgresql://…",
-        )
-    else:
-        path = url
+    path = url.removeprefix(_SQLITE_PREFIX)
     if not path.strip():
         raise ConfigError("store", f"no file path in store URL {url!r}")
 

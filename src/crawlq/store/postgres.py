@@ -53,6 +53,7 @@ from psycopg.rows import TupleRow
 
 from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.secrecy import quote_userinfo, redact
 from crawlq.store.base import (
     ResultBatch,
     StoreCounts,
@@ -515,6 +516,7 @@ def _has_input(conn: _Conn) -> bool:
 
 
 def _parse_target(url: str, schema: str | None) -> _Target:
+    url = quote_userinfo(url)  # an unescaped @ in the password: the last @ ends it
     try:
         params = conninfo_to_dict(url)
     except psycopg.Error as exc:
@@ -541,7 +543,7 @@ def _search_path_schema(options: str) -> str | None:
 
 
 def _redact(url: str) -> str:
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", url)
+    return redact(url)
 
 
 def _oneline(exc: BaseException) -> str:

@@ -11,11 +11,15 @@ failing on a lock upgrade.
 The DDL is ``schema.sql`` beside this module; ``store_meta`` records its version. A store
 opened ``read_only`` (export, status) opens the file read-only and creates and migrates
 nothing: a file without the store's tables is an error, an older schema is read as it is.
+
+A new file is created with mode ``0600`` (owner only; a stricter umask wins): it may hold
+page bodies (``--store-body``). SQLite gives its ``-wal`` and ``-shm`` files the same mode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -28,6 +32,7 @@ from typing import Any, TypeVar
 
 from crawlq.errors import StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.secrecy import create_private
 from crawlq.store.base import (
     ResultBatch,
     StoreCounts,
@@ -315,6 +320,8 @@ def _connect(path: Path, busy_s: float, read_only: bool) -> tuple[sqlite3.Connec
             uri = f"{path.resolve().as_uri()}?mode=ro"
             conn = sqlite3.connect(uri, timeout=busy_s, isolation_level=None, uri=True)
         else:
+            with contextlib.suppress(OSError):  # a missing directory: sqlite3 says so below
+                create_private(path)  # 0600 (less by the umask), and so its -wal and -shm
             conn = sqlite3.connect(path, timeout=busy_s, isolation_level=None)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open store {path}: {exc}") from exc

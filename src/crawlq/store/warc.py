@@ -20,7 +20,8 @@ Files. Names are ``crawlq-<UTC time>-<host>-<pid>-<serial>.warc.gz``, so workers
 machines, and processes on one machine, never pick the same name; a file is written as
 ``<name>.open`` and renamed to ``<name>`` when it is closed: when it reaches
 ``max_size_bytes`` (it may exceed it by one exchange) and when the writer closes. Every file
-is created new (never appended to). Each exchange is flushed to the operating system before
+is created new (never appended to), with mode ``0600`` (owner only; a stricter umask wins):
+archives hold page bodies. Each exchange is flushed to the operating system before
 `WarcWriter.write` returns, and the store only records a page after that, so every
 ``(warc_file, warc_offset)`` in the store names a complete record.
 
@@ -54,6 +55,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawlq.errors import StoreError
 from crawlq.request import FetchResult, RawExchange
+from crawlq.secrecy import PRIVATE_MODE
 
 __all__ = ["DEFAULT_MAX_SIZE_BYTES", "WarcLocation", "WarcWriter", "repair_open_files"]
 
@@ -202,7 +204,7 @@ class WarcWriter:
             stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")
             name = f"crawlq-{stamp}-{self._host}-{self._pid}-{self._serial:05d}{_SUFFIX}"
             try:
-                fh = open(self._dir / (name + _OPEN), "xb")  # noqa: SIM115 - kept open
+                fh = open(self._dir / (name + _OPEN), "xb", opener=_private)  # noqa: SIM115
             except FileExistsError:  # pragma: no cover - same microsecond and pid
                 continue
             break
@@ -306,6 +308,11 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _private(path: str, flags: int) -> int:
+    """`open`'s opener for a new WARC file: mode ``0600``, less by the umask."""
+    return os.open(path, flags, PRIVATE_MODE)
 
 
 def repair_open_files(directory: str | os.PathLike[str]) -> list[str]:
