@@ -173,7 +173,7 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
     if deps.throttle is not None:
         await _throttle(req.host, result, deps.throttle, deps)
     if result.location is not None:
-        return _redirected(lease, result, result.location, deps)
+        return await _redirected(lease, result, result.location, deps)
     return await _parse(lease, result, deps)
 
 
@@ -251,7 +251,7 @@ async def _throttle(host: str, result: FetchResult, throttle: AutoThrottle, deps
         await deps.frontier.set_host_policy(host, policy)
 
 
-def _redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) -> Outcome:
+async def _redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) -> Outcome:
     """Store the redirect as a page of its own and queue its target (module docstring)."""
     req = lease.request
     chain = req.meta.get("redirect_urls")
@@ -284,7 +284,7 @@ def _redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) ->
         else:
             skipped[reason] += 1
             error = f"redirect_not_followed: {location}"
-    page = _page_record(lease, result, deps, final_url=location, title=None, error=error)
+    page = await _page_record(lease, result, deps, final_url=location, title=None, error=error)
     return Outcome(lease, Kind.PAGE, page=page, links=links, skipped=skipped)
 
 
@@ -325,15 +325,13 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
                     links.append(child)
                 else:
                     skipped[reason] += 1
-    page = _page_record(lease, result, deps, final_url=result.final_url, title=title, error=error)
-    if deps.warc is not None:
-        warc = await _archive(deps.warc, req, result, page.fetched_at)
-        if warc is not None:
-            page = dataclasses.replace(page, warc_file=warc.file, warc_offset=warc.offset)
+    page = await _page_record(
+        lease, result, deps, final_url=result.final_url, title=title, error=error
+    )
     return Outcome(lease, Kind.PAGE, page=page, items=items, links=links, skipped=skipped)
 
 
-def _page_record(
+async def _page_record(
     lease: Lease,
     result: FetchResult,
     deps: Deps,
@@ -342,8 +340,9 @@ def _page_record(
     title: str | None,
     error: str | None,
 ) -> PageRecord:
+    """The page record of a response, archived first when the crawl writes WARC files."""
     req = lease.request
-    return PageRecord(
+    page = PageRecord(
         fingerprint=req.fingerprint,
         url=req.url,
         final_url=final_url,
@@ -359,6 +358,11 @@ def _page_record(
         spider=deps.spider.name,
         body=result.body if deps.settings.store_body else None,
     )
+    if deps.warc is not None:
+        warc = await _archive(deps.warc, req, result, page.fetched_at)
+        if warc is not None:
+            page = dataclasses.replace(page, warc_file=warc.file, warc_offset=warc.offset)
+    return page
 
 
 def _first_unserialisable(items: list[dict[str, Any]]) -> str | None:
