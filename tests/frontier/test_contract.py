@@ -364,3 +364,55 @@ async def test_revive_dead_requeues_with_fresh_attempts(make_frontier: MakeFront
     assert sorted(le.request.url for le in again) == sorted(le.request.url for le in leases[:2])
     assert [le.attempt for le in again] == [1, 1]
     assert await f.revive_dead() == 0
+
+
+# -- robots.txt records: one copy per origin per job ----------------------------------------
+
+
+async def test_robots_record_round_trip_and_replace(make_frontier: MakeFrontier) -> None:
+    from crawlq.robots_record import RobotsRecord
+
+    f = await make_frontier()
+    assert await f.robots_get("http://a.test") is None
+    body = "User-agent: *\nDisallow: /é/\n" + "# " + "x" * (500 * 1024) + "\n"
+    first = RobotsRecord("parsed", 1_700_000_000_000, 1_700_086_400_000, body=body)
+    await f.robots_put("http://a.test", first)
+    assert await f.robots_get("http://a.test") == first
+    assert await f.robots_get("https://a.test") is None  # origins are separate (RFC 9309 §2.3)
+    assert await f.robots_get("http://a.test:8080") is None
+    second = RobotsRecord("unreachable", 5, 6, detail="http_503")
+    await f.robots_put("http://a.test", second)
+    assert await f.robots_get("http://a.test") == second
+
+
+async def test_robots_claim_is_single_flight_until_put_or_expiry(
+    make_frontier: MakeFrontier,
+) -> None:
+    from crawlq.robots_record import RobotsRecord
+
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    origin = "http://a.test"
+    claims = await asyncio.gather(*(f.robots_claim(origin, f"w{i}", 30.0) for i in range(8)))
+    assert sorted(claims) == [False] * 7 + [True]
+    winner = f"w{claims.index(True)}"
+    assert await f.robots_claim(origin, winner, 30.0)  # the holder may extend it
+    assert not await f.robots_claim(origin, "late", 30.0)
+    assert await f.robots_claim("http://b.test", "late", 30.0)  # per origin
+    record = RobotsRecord("unavailable", clock.wall_ms(), clock.wall_ms() + 1000)
+    await f.robots_put(origin, record)  # ends the claim
+    assert await f.robots_claim(origin, "late", 30.0)
+    assert not await f.robots_claim(origin, winner, 30.0)
+    assert await f.robots_get(origin) == record  # a claim leaves the record in place
+    clock.advance(29.9)
+    assert not await f.robots_claim(origin, winner, 30.0)
+    clock.advance(0.2)  # the claimer died: its claim lapses
+    assert await f.robots_claim(origin, winner, 30.0)
+
+
+async def test_robots_claim_rejects_a_non_positive_ttl(make_frontier: MakeFrontier) -> None:
+    import pytest
+
+    f = await make_frontier()
+    with pytest.raises(ValueError, match="ttl_s"):
+        await f.robots_claim("http://a.test", "w", 0)

@@ -23,6 +23,11 @@ push ─► queued ──lease──► leased ──ack──► done
   whichever comes first. This holds for every worker at once (invariant 3).
 * **Time.** "Now" comes from the backend's `crawlq.clock.Clock` (Unix ms); in a cluster the
   workers' wall clocks are assumed to agree to well under the smallest host delay.
+* **robots.txt.** The job keeps one copy of each origin's robots.txt (`RobotsRecord`), so that
+  it is fetched once per origin per job, not once per worker: a worker reads it
+  (`robots_get`); the first one to need a missing or expired copy claims the fetch
+  (`robots_claim`), fetches, and stores the result (`robots_put`), while the others wait for it
+  and read it again. The frontier keeps the record as given; the worker decides what it means.
 * **Settling a lease that is no longer held** (it expired and went to someone else, or was
   already settled) changes nothing and is reported through the return value, never raised:
   the store's idempotent writes absorb the duplicate fetch.
@@ -38,8 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from crawlq.request import CrawlRequest, Lease
+from crawlq.robots_record import RobotsRecord
 
-__all__ = ["Frontier", "FrontierStats", "HostPolicy", "HostStats"]
+__all__ = ["Frontier", "FrontierStats", "HostPolicy", "HostStats", "RobotsRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +266,50 @@ class Frontier(Protocol):
 
         Returns:
             The stored settings (``proposed`` if they were just stored), or None.
+        """
+        ...
+
+    async def robots_get(self, origin: str) -> RobotsRecord | None:
+        """The job's stored robots.txt record of ``origin``, expired or not.
+
+        A stored value that does not decode (corrupt, or larger than
+        `crawlq.robots_record.MAX_RECORD_BYTES`: shared state is untrusted, invariant 7) is
+        logged once and reported as missing, so the caller fetches robots.txt again and its
+        `robots_put` replaces it.
+
+        Args:
+            origin: ``scheme://host[:port]`` (RFC 9309 §2.3: one robots.txt per origin).
+
+        Returns:
+            The record, or None when there is none (or none that can be read).
+        """
+        ...
+
+    async def robots_claim(self, origin: str, holder: str, ttl_s: float) -> bool:
+        """Claim the fetch of ``origin``'s robots.txt for ``holder``, atomically for all workers.
+
+        The single-flight step across processes: of the workers that find the record missing
+        or expired, the one that gets True fetches robots.txt and calls `robots_put`; the
+        others get False and read the record again a little later (or give their lease back).
+        A claim that is not followed by `robots_put` within ``ttl_s`` (its worker died)
+        lapses, and the next caller gets it. Claiming again while holding the claim succeeds
+        and extends it.
+
+        Args:
+            origin: ``scheme://host[:port]``.
+            holder: Stable id of the claimer (worker id and process).
+            ttl_s: Seconds the claim is held at most (> 0): longer than one fetch may take.
+
+        Returns:
+            True when ``holder`` holds the claim now.
+        """
+        ...
+
+    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
+        """Store ``origin``'s robots.txt record for every worker and end any claim on it.
+
+        Replaces the stored record; in one atomic step with ending the claim, so a worker
+        that sees no claim sees the record.
         """
         ...
 

@@ -33,12 +33,15 @@ from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
 from crawlq.frontier.base import FrontierStats, HostPolicy, HostStats
 from crawlq.request import CrawlRequest, Lease
+from crawlq.robots_record import RobotsRecord
 
 __all__ = ["SqliteFrontier"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2  # 2: state 5 (leased, its host slot freed by `lease(fetched=...)`)
+SCHEMA_VERSION = 3
+"""2: state 5 (leased, its host slot freed by `lease(fetched=...)`); 3: ``frontier_robots``.
+Both migrations are ``CREATE ... IF NOT EXISTS`` in ``schema.sql``, run at every open."""
 _QUEUED, _LEASED, _DELAYED, _DONE, _DEAD, _FETCHED = range(6)
 # _FETCHED rows are leased too (counted under _LEASED in ``_counts``): their request is done on
 # the wire, so they no longer hold one of their host's concurrency slots.
@@ -72,6 +75,7 @@ class SqliteFrontier:
         self._wakeup: asyncio.Event | None = None
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
+        self._robots_warned: set[str] = set()
 
     @classmethod
     async def open(
@@ -149,7 +153,7 @@ class SqliteFrontier:
                 f"{self.path} has frontier schema version {row[0]}, newer than this crawlq "
                 f"understands ({SCHEMA_VERSION}); upgrade crawlq"
             )
-        elif int(row[0]) < SCHEMA_VERSION:  # the script above added what version 2 needs
+        elif int(row[0]) < SCHEMA_VERSION:  # the script above added what versions 2-3 need
             conn.execute(
                 "UPDATE frontier_meta SET value=? WHERE key='schema_version'",
                 (str(SCHEMA_VERSION),),
@@ -592,6 +596,62 @@ class SqliteFrontier:
             return None if row is None else dict(json.loads(row[0]))
 
         return await self._run(self._tx, step)
+
+    # -- robots.txt -----------------------------------------------------------------------
+
+    async def robots_get(self, origin: str) -> RobotsRecord | None:
+        """See `crawlq.frontier.base.Frontier.robots_get`."""
+        row = await self._run(
+            lambda: (
+                self._db()
+                .execute("SELECT record FROM frontier_robots WHERE origin=?", (origin,))
+                .fetchone()
+            )
+        )
+        if row is None or row[0] is None:
+            return None
+        try:
+            return RobotsRecord.from_bytes(bytes(row[0]))
+        except (ValueError, TypeError) as exc:
+            if origin not in self._robots_warned:
+                self._robots_warned.add(origin)
+                logger.warning("unreadable robots.txt record of %s, refetching: %s", origin, exc)
+            return None
+
+    async def robots_claim(self, origin: str, holder: str, ttl_s: float) -> bool:
+        """See `crawlq.frontier.base.Frontier.robots_claim`."""
+        if ttl_s <= 0:
+            raise ValueError(f"ttl_s must be positive, got {ttl_s}")
+        now = self.clock.wall_ms()
+        until = now + max(1, round(ttl_s * 1000))
+
+        def step(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "INSERT INTO frontier_robots(origin, claim_holder, claim_until_ms) "
+                "VALUES (?, ?, ?) ON CONFLICT(origin) DO UPDATE SET "
+                "claim_holder=excluded.claim_holder, claim_until_ms=excluded.claim_until_ms "
+                "WHERE claim_holder IS NULL OR claim_holder=excluded.claim_holder "
+                "OR claim_until_ms <= ?",
+                (origin, holder, until, now),
+            )
+            return cur.rowcount == 1
+
+        return await self._run(self._tx, step)
+
+    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
+        """See `crawlq.frontier.base.Frontier.robots_put`."""
+        data = record.to_bytes()
+
+        def step(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO frontier_robots(origin, record) VALUES (?, ?) "
+                "ON CONFLICT(origin) DO UPDATE SET record=excluded.record, "
+                "claim_holder=NULL, claim_until_ms=NULL",
+                (origin, data),
+            )
+
+        await self._run(self._tx, step)
+        self._robots_warned.discard(origin)
 
     async def stats(self) -> FrontierStats:
         """See `crawlq.frontier.base.Frontier.stats`."""

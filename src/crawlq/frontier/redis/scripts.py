@@ -66,6 +66,9 @@ SCRIPTS = {
         "drain_inbox",
         "recover_claims",
         "revive",
+        "robots_get",
+        "robots_claim",
+        "robots_put",
     )
 }
 """Every script, by name, parsed once per process."""
