@@ -9,6 +9,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from crawlq.clock import ManualClock
 from crawlq.errors import PermanentFetchError, TransientFetchError
 from crawlq.fetch import Fetcher
 from crawlq.robots import RobotsCache
@@ -16,14 +17,6 @@ from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
 from crawlq.urls import host_key
 
 UA = "crawlq-test/1.0 (+https://example.invalid/bot)"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now_s = 1000.0
-
-    def __call__(self) -> float:
-        return self.now_s
 
 
 @pytest.fixture
@@ -54,12 +47,12 @@ async def fetcher() -> AsyncIterator[Fetcher]:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def robots(fetcher: Fetcher, clock: FakeClock) -> RobotsCache:
+def robots(fetcher: Fetcher, clock: ManualClock) -> RobotsCache:
     return RobotsCache(fetcher, UA, ttl_s=3600, failure_ttl_s=5, clock=clock)
 
 
@@ -95,7 +88,7 @@ async def test_unreachable_raises_transient(
     base: str,
     state: FaultState,
     log: RequestLog,
-    clock: FakeClock,
+    clock: ManualClock,
     status: int,
 ) -> None:
     state.robots_status = status
@@ -106,7 +99,7 @@ async def test_unreachable_raises_transient(
         assert info.value.url == f"{base}/page/1"
     assert log.count("/robots.txt") == 1  # the failure is cached for failure_ttl_s
     state.robots_status = 200
-    clock.now_s += 6
+    clock.advance(6)
     assert await robots.allowed(f"{base}/page/1")
     assert not await robots.allowed(f"{base}/private/x")
     assert log.count("/robots.txt") == 2
@@ -152,23 +145,23 @@ async def test_cancelled_caller_does_not_cancel_the_shared_fetch(
 
 
 async def test_cached_for_ttl(
-    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: FakeClock
+    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: ManualClock
 ) -> None:
     assert not await robots.allowed(f"{base}/private/x")
     state.robots_txt = "User-agent: *\nDisallow:\n"
-    clock.now_s += 3599
+    clock.advance(3599)
     assert not await robots.allowed(f"{base}/private/x")
     assert log.count("/robots.txt") == 1
-    clock.now_s += 2
+    clock.advance(2)
     assert await robots.allowed(f"{base}/private/x")
     assert log.count("/robots.txt") == 2
 
 
 async def test_stale_copy_used_while_unreachable(
-    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: FakeClock
+    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: ManualClock
 ) -> None:
     assert not await robots.allowed(f"{base}/private/x")
-    clock.now_s += 4000
+    clock.advance(4000)
     state.robots_status = 503
     assert not await robots.allowed(f"{base}/private/x")  # RFC 9309 §2.4
     assert await robots.allowed(f"{base}/page/1")

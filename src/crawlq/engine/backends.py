@@ -141,7 +141,7 @@ async def assembled_worker(
         if warc is not None:
             stack.push_async_callback(warc.close)
         fetcher = await stack.enter_async_context(Fetcher.from_settings(s))
-        robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
+        robots = RobotsCache.from_settings(fetcher, s, backends.frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, backends.frontier, warc)
         yield Worker(
             backends.frontier,

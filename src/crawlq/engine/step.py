@@ -119,8 +119,8 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         return _dead(lease, "lease_expired", f"delivered {lease.attempt - 1} times, never settled")
     try:
         if deps.robots is not None:
-            cached = deps.robots.is_fresh(req.url)
-            if not await deps.robots.allowed(req.url):
+            robots = await deps.robots.check(req.url)
+            if not robots.allowed:
                 return Outcome(
                     lease,
                     Kind.FILTERED,
@@ -129,7 +129,7 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
                     ),
                     reason=FilterReason.ROBOTS_TXT,
                 )
-            if not cached:  # this lease's politeness slot went to robots.txt
+            if robots.fetched:  # this lease's politeness slot went to robots.txt
                 return Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
         result = await deps.fetcher.fetch(
             req.url,
