@@ -316,6 +316,12 @@ class RobotsCache:
             if record is not None and record.status != "unreachable":
                 earlier = record  # §2.4: the last good copy, kept while unreachable
             if await self._shared.robots_claim(origin, self._holder, self._claim_ttl_s):
+                # Read again under the claim: the previous holder may have stored its record
+                # (ending its claim) between our read and our claim.
+                record = await self._shared.robots_get(origin)
+                if record is not None and self._usable(record):
+                    await self._shared.robots_put(origin, record)  # ends our claim
+                    return record, False
                 fresh = await self._fetch(origin, earlier)
                 await self._shared.robots_put(origin, fresh)
                 return fresh, True
