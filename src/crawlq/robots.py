@@ -30,9 +30,10 @@ The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
 Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.base.Frontier`)
 robots.txt is fetched once per origin per job, not once per worker: the record (status class,
 text, fetch time and expiry) lives in the frontier, the first worker that needs a missing or
-expired one claims the fetch (`RobotsStore.robots_claim`) and stores the result, and the
-others wait for it and read it. Each process keeps the records it has used in an LRU, each
-valid until the shared record's expiry, so the hot path does not ask the backend per URL.
+expired one claims the fetch (`RobotsStore.robots_claim`, which reads and claims in one
+round trip) and stores the result, and the others wait for it and read it. Each process
+keeps the records it has used in an LRU, each valid until the shared record's expiry, so
+the hot path does not ask the backend per URL.
 A stored record that cannot be read is treated as missing and fetched again.
 
 Concurrent callers in one process asking about one origin share a single load (single-flight).
@@ -60,7 +61,7 @@ from crawlq.errors import (
     TransientFetchError,
 )
 from crawlq.fetch import Fetcher
-from crawlq.robots_record import RobotsRecord
+from crawlq.robots_record import MAX_TTL_MS, RobotsRecord
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
 
@@ -68,9 +69,8 @@ __all__ = ["MAX_TTL_S", "RobotsCache", "RobotsStore", "RobotsVerdict"]
 
 logger = logging.getLogger(__name__)
 
-MAX_TTL_S = 24 * 3600.0
+MAX_TTL_S = MAX_TTL_MS / 1000
 """RFC 9309 §2.4: do not use a cached robots.txt for more than 24 hours."""
-_MAX_TTL_MS = round(MAX_TTL_S * 1000)
 _MAX_ROBOTS_BYTES = 500 * 1024  # §2.5: parse at least, and here at most, 500 KiB
 _MAX_ROBOTS_REDIRECTS = 5  # §2.3.1.2: follow at least five consecutive redirects
 CLAIM_MARGIN_S = 10.0
@@ -87,8 +87,10 @@ class RobotsStore(Protocol):
         """The stored record of ``origin`` (expired or not), or None."""
         ...
 
-    async def robots_claim(self, origin: str, holder: str, ttl_s: float) -> bool:
-        """Claim the fetch of ``origin``'s robots.txt for ``ttl_s`` seconds; True if held."""
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
+        """The stored record, and the claim on its fetch unless it is fresh."""
         ...
 
     async def robots_put(self, origin: str, record: RobotsRecord) -> None:
@@ -231,6 +233,12 @@ class RobotsCache:
         The hook for politeness: ``fetched`` is True once per origin per job and TTL (on the
         worker that sent the request), the moment to apply a new ``Crawl-delay``.
 
+        Args:
+            url: Absolute http(s) URL.
+
+        Returns:
+            The verdict: allowed, fetched by this call, and the origin's Crawl-delay (s).
+
         Raises:
             TransientFetchError: As `allowed`.
             PermanentFetchError: As `allowed`.
@@ -298,49 +306,36 @@ class RobotsCache:
         if self._shared is None:
             record, fetched = await self._fetch(origin, earlier), True
         else:
-            record, fetched = await self._load_shared(origin, earlier)
+            record, fetched = await self._load_shared(self._shared, origin, earlier)
         entry = self._remember(origin, record)
         return entry, fetched
 
     async def _load_shared(
-        self, origin: str, earlier: RobotsRecord | None
+        self, shared: RobotsStore, origin: str, earlier: RobotsRecord | None
     ) -> tuple[RobotsRecord, bool]:
-        """Read the job's record; if missing or expired, fetch it or wait for whoever does."""
-        assert self._shared is not None
+        """Read the job's record; if missing or expired, fetch it or wait for whoever does.
+
+        One round trip when the record is fresh or this worker gets the claim.
+        """
         waited_s = 0.0
         pause_s = self._poll_s
         while True:
-            record = await self._shared.robots_get(origin)
-            if record is not None and self._usable(record):
-                return record, False
+            record, claimed = await shared.robots_claim(origin, self._holder, self._claim_ttl_s)
             if record is not None and record.status != "unreachable":
                 earlier = record  # §2.4: the last good copy, kept while unreachable
-            if await self._shared.robots_claim(origin, self._holder, self._claim_ttl_s):
-                # Read again under the claim: the previous holder may have stored its record
-                # (ending its claim) between our read and our claim.
-                record = await self._shared.robots_get(origin)
-                if record is not None and self._usable(record):
-                    await self._shared.robots_put(origin, record)  # ends our claim
-                    return record, False
+            if claimed:
                 fresh = await self._fetch(origin, earlier)
-                await self._shared.robots_put(origin, fresh)
+                await shared.robots_put(origin, fresh)
                 return fresh, True
+            now = self._clock.wall_ms()
+            if record is not None and record.fresh_at(now):
+                return record, False
             if waited_s >= 1.5 * self._claim_ttl_s:
-                now = self._clock.wall_ms()
                 detail = f"another worker's fetch of robots.txt took over {waited_s:.0f} s"
                 return RobotsRecord("unreachable", now, now, detail=detail), False
-            await asyncio.sleep(pause_s)
+            await asyncio.sleep(pause_s)  # another worker is fetching it
             waited_s += pause_s
             pause_s = min(2 * pause_s, 0.5)
-
-    def _usable(self, record: RobotsRecord) -> bool:
-        """Whether a shared record may be used now.
-
-        Not expired, and not valid for longer than RFC 9309 §2.4 allows from now (a record
-        claiming more was not written by a crawlq worker).
-        """
-        left_ms = record.expires_at_ms - self._clock.wall_ms()
-        return 0 < left_ms <= _MAX_TTL_MS
 
     def _remember(self, origin: str, record: RobotsRecord) -> _Entry:
         if record.status == "parsed":

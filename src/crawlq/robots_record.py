@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal, cast
 
-__all__ = ["MAX_RECORD_BYTES", "ROBOTS_STATUSES", "RobotsRecord", "RobotsStatus"]
+__all__ = ["MAX_RECORD_BYTES", "MAX_TTL_MS", "ROBOTS_STATUSES", "RobotsRecord", "RobotsStatus"]
 
 RobotsStatus = Literal["parsed", "unavailable", "unreachable"]
 """What fetching robots.txt gave (RFC 9309 §2.3.1): ``parsed`` (2xx, the body holds the
@@ -29,6 +29,9 @@ ROBOTS_STATUSES: tuple[RobotsStatus, ...] = ("parsed", "unavailable", "unreachab
 MAX_RECORD_BYTES = 2 * 1024 * 1024
 """Largest encoded record accepted, in bytes. A body is cut at 500 KiB before decoding
 (RFC 9309 §2.5); as UTF-8 text it is at most 1.5 times that (a UTF-16 body), plus the header."""
+
+MAX_TTL_MS = 24 * 3600 * 1000
+"""RFC 9309 §2.4: a cached robots.txt is not used for more than 24 hours (in ms)."""
 
 _MAX_HEADER_BYTES = 8 * 1024
 _VERSION = 1
@@ -61,6 +64,14 @@ class RobotsRecord:
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+
+    def fresh_at(self, now_ms: int) -> bool:
+        """Whether the record may be used at ``now_ms`` (Unix ms) instead of fetching again.
+
+        Not expired, and not valid for longer than RFC 9309 §2.4 allows from now (24 hours;
+        a record claiming more was not written by a crawlq worker).
+        """
+        return 0 < self.expires_at_ms - now_ms <= MAX_TTL_MS
 
     def to_bytes(self) -> bytes:
         """The encoded record (module docstring).

@@ -393,21 +393,39 @@ async def test_robots_claim_is_single_flight_until_put_or_expiry(
     clock = ManualClock()
     f = await make_frontier(clock=clock)
     origin = "http://a.test"
-    claims = await asyncio.gather(*(f.robots_claim(origin, f"w{i}", 30.0) for i in range(8)))
-    assert sorted(claims) == [False] * 7 + [True]
-    winner = f"w{claims.index(True)}"
-    assert await f.robots_claim(origin, winner, 30.0)  # the holder may extend it
-    assert not await f.robots_claim(origin, "late", 30.0)
-    assert await f.robots_claim("http://b.test", "late", 30.0)  # per origin
-    record = RobotsRecord("unavailable", clock.wall_ms(), clock.wall_ms() + 1000)
+    got = await asyncio.gather(*(f.robots_claim(origin, f"w{i}", 30.0) for i in range(8)))
+    assert sorted(claimed for _, claimed in got) == [False] * 7 + [True]
+    assert all(record is None for record, _ in got)
+    winner = f"w{[claimed for _, claimed in got].index(True)}"
+    assert await f.robots_claim(origin, winner, 30.0) == (None, True)  # the holder extends it
+    assert await f.robots_claim(origin, "late", 30.0) == (None, False)
+    assert await f.robots_claim("http://b.test", "late", 30.0) == (None, True)  # per origin
+    now = clock.wall_ms()
+    record = RobotsRecord("unavailable", now, now + 60_000, detail="status 404")
     await f.robots_put(origin, record)  # ends the claim
-    assert await f.robots_claim(origin, "late", 30.0)
-    assert not await f.robots_claim(origin, winner, 30.0)
-    assert await f.robots_get(origin) == record  # a claim leaves the record in place
+    # fresh: everyone reads it, nobody claims
+    assert await f.robots_claim(origin, "late", 30.0) == (record, False)
+    assert await f.robots_get(origin) == record
+    clock.advance(60)  # expired: the first to ask claims, and gets the stale copy
+    assert await f.robots_claim(origin, "late", 30.0) == (record, True)
+    assert await f.robots_claim(origin, winner, 30.0) == (record, False)
     clock.advance(29.9)
-    assert not await f.robots_claim(origin, winner, 30.0)
+    assert await f.robots_claim(origin, winner, 30.0) == (record, False)
     clock.advance(0.2)  # the claimer died: its claim lapses
-    assert await f.robots_claim(origin, winner, 30.0)
+    assert await f.robots_claim(origin, winner, 30.0) == (record, True)
+
+
+async def test_robots_claim_distrusts_a_record_valid_beyond_24_hours(
+    make_frontier: MakeFrontier,
+) -> None:
+    from crawlq.robots_record import RobotsRecord
+
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    now = clock.wall_ms()
+    forever = RobotsRecord("parsed", now, now + 25 * 3600 * 1000, body="User-agent: *\n")
+    await f.robots_put("http://a.test", forever)
+    assert await f.robots_claim("http://a.test", "w", 30.0) == (forever, True)
 
 
 async def test_robots_claim_rejects_a_non_positive_ttl(make_frontier: MakeFrontier) -> None:

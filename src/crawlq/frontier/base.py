@@ -24,10 +24,10 @@ push ─► queued ──lease──► leased ──ack──► done
 * **Time.** "Now" comes from the backend's `crawlq.clock.Clock` (Unix ms); in a cluster the
   workers' wall clocks are assumed to agree to well under the smallest host delay.
 * **robots.txt.** The job keeps one copy of each origin's robots.txt (`RobotsRecord`), so that
-  it is fetched once per origin per job, not once per worker: a worker reads it
-  (`robots_get`); the first one to need a missing or expired copy claims the fetch
-  (`robots_claim`), fetches, and stores the result (`robots_put`), while the others wait for it
-  and read it again. The frontier keeps the record as given; the worker decides what it means.
+  it is fetched once per origin per job, not once per worker: a worker reads it and, if it is
+  missing or expired, claims its fetch in the same step (`robots_claim`); the claimer fetches
+  and stores the result (`robots_put`), while the others wait for it and ask again
+  (`robots_get` only reads). Beyond its expiry, what a record means is the worker's business.
 * **Settling a lease that is no longer held** (it expired and went to someone else, or was
   already settled) changes nothing and is reported through the return value, never raised:
   the store's idempotent writes absorb the duplicate fetch.
@@ -285,23 +285,30 @@ class Frontier(Protocol):
         """
         ...
 
-    async def robots_claim(self, origin: str, holder: str, ttl_s: float) -> bool:
-        """Claim the fetch of ``origin``'s robots.txt for ``holder``, atomically for all workers.
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
+        """Read ``origin``'s record and, unless it is fresh, claim its fetch: one atomic step.
 
-        The single-flight step across processes: of the workers that find the record missing
-        or expired, the one that gets True fetches robots.txt and calls `robots_put`; the
-        others get False and read the record again a little later (or give their lease back).
-        A claim that is not followed by `robots_put` within ``ttl_s`` (its worker died)
-        lapses, and the next caller gets it. Claiming again while holding the claim succeeds
-        and extends it.
+        The single-flight step across processes, and the one round trip of a worker that does
+        not have the origin in memory: a fresh record (`RobotsRecord.fresh_at` the backend's
+        now) comes back unclaimed; otherwise (missing, unreadable, expired) the caller gets
+        the claim unless another worker's live claim holds it. The claimer fetches robots.txt
+        and calls `robots_put`; the others call again a little later (or give their lease
+        back). A claim not followed by `robots_put` within ``ttl_s`` (its worker died) lapses,
+        and the next caller gets it. Claiming again while holding the claim extends it.
 
         Args:
             origin: ``scheme://host[:port]``.
             holder: Stable id of the claimer (worker id and process).
             ttl_s: Seconds the claim is held at most (> 0): longer than one fetch may take.
+            force: Claim even when the stored record looks fresh: the caller could not read
+                it (the record is reported as None then).
 
         Returns:
-            True when ``holder`` holds the claim now.
+            ``(record, claimed)``: the stored record (None when missing or unreadable; stale
+            ones too, as the earlier copy RFC 9309 §2.4 lets a crawler keep while robots.txt
+            is unreachable), and whether ``holder`` holds the claim now.
         """
         ...
 

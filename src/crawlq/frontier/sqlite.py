@@ -608,33 +608,50 @@ class SqliteFrontier:
                 .fetchone()
             )
         )
-        if row is None or row[0] is None:
+        return None if row is None else self._robots_record(origin, row[0])
+
+    def _robots_record(self, origin: str, data: Any) -> RobotsRecord | None:
+        if data is None:
             return None
         try:
-            return RobotsRecord.from_bytes(bytes(row[0]))
+            return RobotsRecord.from_bytes(bytes(data))
         except (ValueError, TypeError) as exc:
             if origin not in self._robots_warned:
                 self._robots_warned.add(origin)
                 logger.warning("unreadable robots.txt record of %s, refetching: %s", origin, exc)
             return None
 
-    async def robots_claim(self, origin: str, holder: str, ttl_s: float) -> bool:
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
         """See `crawlq.frontier.base.Frontier.robots_claim`."""
         if ttl_s <= 0:
             raise ValueError(f"ttl_s must be positive, got {ttl_s}")
         now = self.clock.wall_ms()
         until = now + max(1, round(ttl_s * 1000))
 
-        def step(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                "INSERT INTO frontier_robots(origin, claim_holder, claim_until_ms) "
-                "VALUES (?, ?, ?) ON CONFLICT(origin) DO UPDATE SET "
-                "claim_holder=excluded.claim_holder, claim_until_ms=excluded.claim_until_ms "
-                "WHERE claim_holder IS NULL OR claim_holder=excluded.claim_holder "
-                "OR claim_until_ms <= ?",
-                (origin, holder, until, now),
+        def step(conn: sqlite3.Connection) -> tuple[RobotsRecord | None, bool]:
+            row = conn.execute(
+                "SELECT record, claim_holder, claim_until_ms FROM frontier_robots WHERE origin=?",
+                (origin,),
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO frontier_robots(origin, claim_holder, claim_until_ms) "
+                    "VALUES (?, ?, ?)",
+                    (origin, holder, until),
+                )
+                return None, True
+            record = self._robots_record(origin, row[0])
+            if record is not None and record.fresh_at(now) and not force:
+                return record, False
+            if row[1] is not None and row[1] != holder and (row[2] or 0) > now:
+                return record, False
+            conn.execute(
+                "UPDATE frontier_robots SET claim_holder=?, claim_until_ms=? WHERE origin=?",
+                (holder, until, origin),
             )
-            return cur.rowcount == 1
+            return record, True
 
         return await self._run(self._tx, step)
 

@@ -44,7 +44,7 @@ from crawlq.frontier.base import FrontierStats, HostPolicy, HostStats
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.request import CrawlRequest, Lease
-from crawlq.robots_record import MAX_RECORD_BYTES, RobotsRecord
+from crawlq.robots_record import MAX_RECORD_BYTES, MAX_TTL_MS, RobotsRecord
 
 __all__ = ["BloomDedup", "RedisFrontier"]
 
@@ -620,6 +620,10 @@ class RedisFrontier:
         A value larger than `crawlq.robots_record.MAX_RECORD_BYTES` is not transferred.
         """
         got = await self._script("robots_get", [self.keys.robots], [origin, MAX_RECORD_BYTES])
+        return self._robots_record(origin, got)
+
+    def _robots_record(self, origin: str, got: Any) -> RobotsRecord | None:
+        """Decode a stored record (None, bytes, or the length of one too large to send)."""
         if got is None:
             return None
         try:
@@ -638,12 +642,29 @@ class RedisFrontier:
                 )
             return None
 
-    async def robots_claim(self, origin: str, holder: str, ttl_s: float) -> bool:
-        """See `crawlq.frontier.base.Frontier.robots_claim`."""
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
+        """See `crawlq.frontier.base.Frontier.robots_claim`.
+
+        Freshness is judged in the script from the record's header (``expires_at_ms``); a
+        record that looks fresh there but does not decode here is claimed again with
+        ``force``, so a corrupt record cannot block its origin until its claimed expiry.
+        """
         if ttl_s <= 0:
             raise ValueError(f"ttl_s must be positive, got {ttl_s}")
-        args = [origin, holder, self.clock.wall_ms(), max(1, round(ttl_s * 1000))]
-        return bool(await self._script("robots_claim", [self.keys.robots_claims], args))
+        keys = [self.keys.robots, self.keys.robots_claims]
+        claim_ms = max(1, round(ttl_s * 1000))
+        while True:
+            args = [
+                origin, holder, self.clock.wall_ms(), claim_ms, MAX_RECORD_BYTES, MAX_TTL_MS,
+                "1" if force else "0",
+            ]  # fmt: skip
+            got, claimed = await self._script("robots_claim", keys, args)
+            record = self._robots_record(origin, got)
+            if claimed or force or got is None or record is not None:
+                return record, bool(claimed)
+            force = True  # "fresh" by its header, unreadable here: claim it to refetch
 
     async def robots_put(self, origin: str, record: RobotsRecord) -> None:
         """See `crawlq.frontier.base.Frontier.robots_put`."""
