@@ -13,7 +13,8 @@ CrawlqError
 │   └── StoreUnavailable     store backend cannot be reached (store backends)
 └── FetchError               a fetch failed; ``transient`` says whether to retry (Fetcher)
     ├── TransientFetchError  timeout, reset, DNS failure: retry with backoff
-    │   └── RetryableStatus  HTTP 408/429/5xx; carries ``retry_after_s``
+    │   ├── RetryableStatus  HTTP 408/429/5xx; carries ``retry_after_s``
+    │   └── RobotsUnreachable  robots.txt cannot be fetched; the page waits (RobotsCache)
     └── PermanentFetchError  never retried, recorded as dead
         ├── BodyTooLarge     body over ``max_body_bytes``
         └── TooManyRedirects redirect chain longer than the limit, or a loop
@@ -40,6 +41,7 @@ __all__ = [
     "LeaseLost",
     "PermanentFetchError",
     "RetryableStatus",
+    "RobotsUnreachable",
     "StoreError",
     "StoreUnavailable",
     "TooManyRedirects",
@@ -161,6 +163,19 @@ class RetryableStatus(TransientFetchError):
         super().__init__(url, f"http_{status}")
         self.status = status
         self.retry_after_s = retry_after_s
+
+
+class RobotsUnreachable(TransientFetchError):
+    """robots.txt could not be fetched (5xx, 408/429, network failure): the page waits.
+
+    Raised by `crawlq.robots.RobotsCache`. ``requested`` is False when no request was sent for
+    this error (a failure remembered from an earlier request): it counts no strike against the
+    host (`crawlq.politeness.strike_of`).
+    """
+
+    def __init__(self, url: str, detail: str, *, requested: bool) -> None:
+        super().__init__(url, "robots_unreachable", detail)
+        self.requested = requested
 
 
 class PermanentFetchError(FetchError):

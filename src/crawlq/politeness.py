@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from crawlq.errors import FetchError, RetryableStatus
+from crawlq.errors import FetchError, RetryableStatus, RobotsUnreachable
 
 if TYPE_CHECKING:
     from crawlq.settings import Settings
@@ -68,7 +68,7 @@ RETRY_AFTER_TOO_LONG = "retry_after_too_long"
 _PUSHBACK_STATUSES = frozenset({429, 503})
 _CONNECTION_REASONS = frozenset(
     {"timeout", "connect_error", "dns_error", "connection_reset", "robots_unreachable"}
-)  # robots_unreachable: only when robots.txt was requested under this lease (strike_of)
+)  # robots_unreachable: only when this caller requested robots.txt (RobotsUnreachable)
 _SCHEDULE_CAP = 32  # entries of a backoff schedule handed to the frontier
 
 
@@ -100,16 +100,17 @@ class Strike(StrEnum):
     """No HTTP answer: timeout, refused connection, DNS failure, reset."""
 
 
-def strike_of(error: FetchError, *, requested: bool = True) -> Strike | None:
+def strike_of(error: FetchError) -> Strike | None:
     """Which strike a failed fetch counts against its host, or None (the URL's own problem).
+
+    A robots.txt failure remembered from an earlier request (`RobotsUnreachable` with
+    ``requested`` False) counts none: no request was sent for it.
 
     Args:
         error: The classified failure from `crawlq.fetch.Fetcher.fetch` or
-            `crawlq.robots.RobotsCache.allowed` (``robots_unreachable``).
-        requested: False when no request was sent for this failure (a robots.txt failure
-            remembered from an earlier request): it counts no strike.
+            `crawlq.robots.RobotsCache`.
     """
-    if not requested:
+    if isinstance(error, RobotsUnreachable) and not error.requested:
         return None
     if isinstance(error, RetryableStatus):
         if error.status in _PUSHBACK_STATUSES or error.retry_after_s is not None:

@@ -165,6 +165,10 @@ class Settings:
     obey_robots: bool = True
     """Fetch robots.txt per host and skip disallowed URLs (RFC 9309)."""
 
+    robots_ttl_s: float = 86400.0
+    """Seconds a fetched robots.txt is used before it is fetched again, by every worker of
+    the job (one fetch per origin per job); at most 86400 (RFC 9309 §2.4: 24 hours)."""
+
     allowed_domains: tuple[str, ...] = ()
     """Hosts (and their subdomains) whose links are followed; empty: the seeds' hosts."""
 
@@ -321,6 +325,10 @@ class Settings:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
+        if not 0 < self.robots_ttl_s <= 86400:
+            raise ConfigError(
+                "robots_ttl_s", f"must be in (0, 86400] (RFC 9309 §2.4), got {self.robots_ttl_s}"
+            )
         for name in ("max_pages", "max_depth"):
             value = getattr(self, name)
             if value is not None and value < 0:

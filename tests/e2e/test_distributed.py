@@ -6,6 +6,7 @@ Every test uses its own job name and deletes the job's keys afterwards. Workers 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -16,10 +17,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 import redis
+from aiohttp import web
 
 from crawlq.frontier.redis import Keyspace
 from crawlq.testing.log import RequestLog
@@ -141,6 +144,52 @@ def test_four_hosts_are_crawled_in_parallel(redis_url: str, job: str, tmp_path: 
         assert min(b - a for a, b in itertools.pairwise(host_requests)) >= 0.3 - JITTER_S
     # One host alone needs 12 * 0.3 s; four in sequence would need 4 times that.
     assert elapsed < 2 * 13 * 0.3 + 4
+
+
+@web.middleware
+async def slow_robots_txt(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Answer /robots.txt after 2 s: every worker process asks for it before it is stored."""
+    if request.path == "/robots.txt":
+        await asyncio.sleep(2.0)
+    return await handler(request)
+
+
+@pytest.mark.parametrize("host_concurrency", ["1", "6"])
+def test_robots_txt_is_fetched_once_per_job_by_three_worker_processes(
+    redis_url: str, job: str, tmp_path: Path, host_concurrency: str
+) -> None:
+    root = generate_site(tmp_path / "site", n_pages=60)
+    # With a BOM, and disallowing sub/: a lost first group would show as /sub/ requests.
+    (root / "robots.txt").write_bytes(b"\xef\xbb\xbfUser-agent: *\nDisallow: /sub/\n")
+    pages = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html"))
+    log = RequestLog()
+    app = make_static_app(root, log=log)
+    app.middlewares.append(slow_robots_txt)
+    with ServerThread(app) as server:
+        store = tmp_path / "store.db"
+        # Every page is a seed: all three workers lease many URLs of the host at once.
+        seeds = [f"{server.base_url}/{page}" for page in pages]
+        run_crawlq(
+            "seed", *seeds, "--frontier", redis_url, "--job", job, "--store", str(store),
+            "--delay", "0", "--host-concurrency", host_concurrency, "--max-depth", "0",
+        )  # fmt: skip
+        # Two requests at once per worker: with 6 per host, each worker holds some at once.
+        procs = [
+            worker_proc(redis_url, job, "--exit-when-done", "--concurrency", "2") for _ in range(3)
+        ]
+        assert wait_all(procs, 90) == [0, 0, 0]
+        requests = log.requests(host=f"127.0.0.1:{server.port}")
+    allowed = [p for p in pages if not p.startswith("sub/")]
+    assert [r.path for r in requests].count("/robots.txt") == 1
+    fetched = Counter(r.path for r in requests if r.path != "/robots.txt")
+    assert fetched == Counter(f"/{p}" for p in allowed)  # each allowed page once, no /sub/
+    assert sum(stored_urls(store).values()) == len(allowed)
+    out = run_crawlq("export", "--store", str(store), "--what", "filtered").stdout
+    filtered = [json.loads(line) for line in out.splitlines() if line]
+    assert {f["reason"] for f in filtered} == {"robots_txt"}
+    assert len(filtered) == len(pages) - len(allowed)
 
 
 @pytest.mark.timeout(300)

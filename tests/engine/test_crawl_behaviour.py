@@ -114,6 +114,17 @@ async def test_robots_disallowed_urls_are_filtered_and_never_requested(
     assert r.report.counters.filtered == {"robots_txt": 2}
 
 
+async def test_robots_with_a_utf8_bom_keeps_its_first_group(
+    db: Path, base: str, log: RequestLog, state: FaultState
+) -> None:
+    # The BOM used to glue onto "User-agent", losing the group: /page/3 was fetched.
+    state.robots_txt = "\ufeffUser-agent: *\nDisallow: /page/3\n"
+    r = await crawl(db, [f"{base}/page/1"], max_depth=2, concurrency=4, host_concurrency=4)
+    assert set(r.filtered) == pages(base, 3)
+    assert log.count("/page/3") == 0
+    assert log.count("/robots.txt") == 1
+
+
 async def test_ignore_robots_fetches_disallowed_urls(
     db: Path, base: str, log: RequestLog, state: FaultState
 ) -> None:

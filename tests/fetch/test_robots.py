@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 from collections.abc import AsyncIterator
 
 import pytest
+import redis.asyncio as aioredis
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from protego import Protego
 
+from crawlq.clock import ManualClock
 from crawlq.errors import PermanentFetchError, TransientFetchError
 from crawlq.fetch import Fetcher
-from crawlq.robots import RobotsCache
+from crawlq.frontier.redis import Keyspace, RedisFrontier
+from crawlq.robots import RobotsCache, _robots_text
+from crawlq.robots_record import RobotsRecord
 from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
 from crawlq.urls import host_key
 
 UA = "crawlq-test/1.0 (+https://example.invalid/bot)"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now_s = 1000.0
-
-    def __call__(self) -> float:
-        return self.now_s
 
 
 @pytest.fixture
@@ -54,12 +52,12 @@ async def fetcher() -> AsyncIterator[Fetcher]:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def robots(fetcher: Fetcher, clock: FakeClock) -> RobotsCache:
+def robots(fetcher: Fetcher, clock: ManualClock) -> RobotsCache:
     return RobotsCache(fetcher, UA, ttl_s=3600, failure_ttl_s=5, clock=clock)
 
 
@@ -95,7 +93,7 @@ async def test_unreachable_raises_transient(
     base: str,
     state: FaultState,
     log: RequestLog,
-    clock: FakeClock,
+    clock: ManualClock,
     status: int,
 ) -> None:
     state.robots_status = status
@@ -106,7 +104,7 @@ async def test_unreachable_raises_transient(
         assert info.value.url == f"{base}/page/1"
     assert log.count("/robots.txt") == 1  # the failure is cached for failure_ttl_s
     state.robots_status = 200
-    clock.now_s += 6
+    clock.advance(6)
     assert await robots.allowed(f"{base}/page/1")
     assert not await robots.allowed(f"{base}/private/x")
     assert log.count("/robots.txt") == 2
@@ -152,23 +150,23 @@ async def test_cancelled_caller_does_not_cancel_the_shared_fetch(
 
 
 async def test_cached_for_ttl(
-    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: FakeClock
+    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: ManualClock
 ) -> None:
     assert not await robots.allowed(f"{base}/private/x")
     state.robots_txt = "User-agent: *\nDisallow:\n"
-    clock.now_s += 3599
+    clock.advance(3599)
     assert not await robots.allowed(f"{base}/private/x")
     assert log.count("/robots.txt") == 1
-    clock.now_s += 2
+    clock.advance(2)
     assert await robots.allowed(f"{base}/private/x")
     assert log.count("/robots.txt") == 2
 
 
 async def test_stale_copy_used_while_unreachable(
-    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: FakeClock
+    robots: RobotsCache, base: str, state: FaultState, log: RequestLog, clock: ManualClock
 ) -> None:
     assert not await robots.allowed(f"{base}/private/x")
-    clock.now_s += 4000
+    clock.advance(4000)
     state.robots_status = 503
     assert not await robots.allowed(f"{base}/private/x")  # RFC 9309 §2.4
     assert await robots.allowed(f"{base}/page/1")
@@ -227,3 +225,181 @@ async def test_rejects_ttl_over_24_hours(fetcher: Fetcher) -> None:
         RobotsCache(fetcher, UA, ttl_s=86401)
     with pytest.raises(ValueError):
         RobotsCache(fetcher, "/1.0")
+
+
+# -- encodings (RFC 9309 §2.3: UTF-8) -------------------------------------------------------
+
+
+async def test_utf8_bom_does_not_hide_the_first_group(
+    robots: RobotsCache, base: str, state: FaultState
+) -> None:
+    state.robots_txt = "\ufeffUser-agent: *\nDisallow: /private/\n"
+    assert not await robots.allowed(f"{base}/private/x")
+    assert await robots.allowed(f"{base}/page/1")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        codecs.BOM_UTF8 + b"User-agent: *\r\nDisallow: /private/\r\n",
+        codecs.BOM_UTF16_LE + "User-agent: *\nDisallow: /private/\n".encode("utf-16-le"),
+        codecs.BOM_UTF16_BE + "User-agent: *\nDisallow: /private/\n".encode("utf-16-be"),
+        b"# caf\xe9 (latin-1, not UTF-8)\nUser-agent: *\nDisallow: /private/\n",
+    ],
+    ids=["utf8-bom", "utf16le-bom", "utf16be-bom", "latin1"],
+)
+def test_robots_text_decodes_boms_and_falls_back_to_latin1(body: bytes) -> None:
+    text = _robots_text(body)
+    assert not text.startswith("\ufeff")
+    rules = Protego.parse(text)
+    assert not rules.can_fetch("http://a.test/private/x", "crawlq")
+    assert rules.can_fetch("http://a.test/page", "crawlq")
+
+
+def test_robots_text_keeps_non_ascii_utf8_paths() -> None:
+    text = _robots_text("User-agent: *\nDisallow: /café/\n".encode())
+    assert "/café/" in text
+
+
+# -- the job's shared copy (the frontier's robots_* methods) --------------------------------
+
+
+@pytest.fixture
+async def shared(redis_url: str, job: str, clock: ManualClock) -> AsyncIterator[RedisFrontier]:
+    f = await RedisFrontier.open(redis_url, job, clock=clock, create=True)
+    yield f
+    await f.close()
+
+
+def worker_cache(fetcher: Fetcher, shared: RedisFrontier, clock: ManualClock) -> RobotsCache:
+    """One worker's cache: its own LRU, the job's shared records."""
+    return RobotsCache(fetcher, UA, ttl_s=3600, failure_ttl_s=5, clock=clock, shared=shared)
+
+
+async def test_workers_share_one_fetch(
+    fetcher: Fetcher, shared: RedisFrontier, clock: ManualClock, base: str, log: RequestLog
+) -> None:
+    caches = [worker_cache(fetcher, shared, clock) for _ in range(5)]
+    urls = [f"{base}/page/{n}" for n in range(4)] + [f"{base}/private/{n}" for n in range(4)]
+    verdicts = await asyncio.gather(*(c.check(u) for c in caches for u in urls))
+    assert [v.allowed for v in verdicts] == ([True] * 4 + [False] * 4) * 5
+    assert log.count("/robots.txt") == 1
+    assert sum(v.fetched for v in verdicts) == 1  # only that caller's slot went to it
+    trips = shared.round_trips
+    assert await caches[0].allowed(f"{base}/page/9")  # from the local LRU: no backend call
+    assert shared.round_trips == trips
+
+
+async def test_crawl_delay_from_the_shared_copy(
+    fetcher: Fetcher, shared: RedisFrontier, clock: ManualClock, base: str, state: FaultState
+) -> None:
+    state.robots_txt = "User-agent: *\nCrawl-delay: 2.5\n"
+    first, second = (worker_cache(fetcher, shared, clock) for _ in range(2))
+    assert (await first.check(f"{base}/a")).crawl_delay_s == 2.5
+    verdict = await second.check(f"{base}/b")
+    assert (verdict.fetched, verdict.crawl_delay_s) == (False, 2.5)
+    assert second.crawl_delay_s(host_key(base + "/")) == 2.5
+
+
+async def test_shared_copy_is_refreshed_after_the_ttl(
+    fetcher: Fetcher,
+    shared: RedisFrontier,
+    clock: ManualClock,
+    base: str,
+    log: RequestLog,
+    state: FaultState,
+) -> None:
+    first, second = (worker_cache(fetcher, shared, clock) for _ in range(2))
+    assert not await first.allowed(f"{base}/private/x")
+    state.robots_txt = "User-agent: *\nDisallow:\n"
+    clock.advance(3599)
+    assert not await second.allowed(f"{base}/private/x")  # read, not fetched
+    assert log.count("/robots.txt") == 1
+    clock.advance(2)
+    assert (await second.check(f"{base}/private/x")).fetched
+    assert await first.allowed(f"{base}/private/x")  # the refreshed shared copy
+    assert log.count("/robots.txt") == 2
+
+
+async def test_shared_failure_keeps_the_earlier_copy(
+    fetcher: Fetcher,
+    shared: RedisFrontier,
+    clock: ManualClock,
+    base: str,
+    log: RequestLog,
+    state: FaultState,
+) -> None:
+    first, second = (worker_cache(fetcher, shared, clock) for _ in range(2))
+    assert not await first.allowed(f"{base}/private/x")
+    clock.advance(4000)
+    state.robots_status = 503
+    assert not await second.allowed(f"{base}/private/x")  # RFC 9309 §2.4
+    assert not await first.allowed(f"{base}/private/x")
+    assert log.count("/robots.txt") == 2
+    clock.advance(6)  # the failure is remembered for failure_ttl_s only
+    state.robots_status = 200
+    state.robots_txt = "User-agent: *\nDisallow:\n"
+    assert await first.allowed(f"{base}/private/x")
+    assert log.count("/robots.txt") == 3
+
+
+async def test_shared_unreachable_is_shared_for_the_failure_ttl(
+    fetcher: Fetcher,
+    shared: RedisFrontier,
+    clock: ManualClock,
+    base: str,
+    log: RequestLog,
+    state: FaultState,
+) -> None:
+    state.robots_status = 503
+    for cache in (worker_cache(fetcher, shared, clock) for _ in range(3)):
+        with pytest.raises(TransientFetchError, match="robots_unreachable"):
+            await cache.allowed(f"{base}/page/1")
+    assert log.count("/robots.txt") == 1
+
+
+async def test_corrupt_shared_record_is_refetched(
+    fetcher: Fetcher,
+    shared: RedisFrontier,
+    clock: ManualClock,
+    base: str,
+    log: RequestLog,
+    redis_url: str,
+    job: str,
+) -> None:
+    origin = base.lower()
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.hset(Keyspace(job).robots, origin, b"\x00garbage")
+    finally:
+        await client.aclose()
+    cache = worker_cache(fetcher, shared, clock)
+    assert not await cache.allowed(f"{base}/private/x")
+    assert log.count("/robots.txt") == 1
+    record = await shared.robots_get(origin)
+    assert record is not None and record.status == "parsed"
+
+
+async def test_record_valid_beyond_24_hours_is_not_trusted(
+    fetcher: Fetcher, shared: RedisFrontier, clock: ManualClock, base: str, log: RequestLog
+) -> None:
+    now = clock.wall_ms()
+    forever = RobotsRecord("parsed", now, now + 10 * 86_400_000, body="User-agent: *\n")
+    await shared.robots_put(base.lower(), forever)
+    assert not await worker_cache(fetcher, shared, clock).allowed(f"{base}/private/x")
+    assert log.count("/robots.txt") == 1
+
+
+async def test_waiting_for_a_dead_claimer_gives_up_then_claims(
+    fetcher: Fetcher, shared: RedisFrontier, clock: ManualClock, base: str, log: RequestLog
+) -> None:
+    origin = base.lower()
+    assert await shared.robots_claim(origin, "killed-worker", 30.0)
+    # this worker waits 1.5 * its own claim_ttl_s for another's fetch, then gives up
+    cache = RobotsCache(fetcher, UA, clock=clock, shared=shared, claim_ttl_s=0.05, poll_s=0.01)
+    with pytest.raises(TransientFetchError, match="robots_unreachable"):
+        await cache.allowed(f"{base}/page/1")
+    assert log.count("/robots.txt") == 0
+    clock.advance(31)  # the dead worker's claim lapses
+    assert (await cache.check(f"{base}/page/1")).fetched
+    assert log.count("/robots.txt") == 1

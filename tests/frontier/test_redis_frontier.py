@@ -220,3 +220,37 @@ async def test_restart_with_appendonly_loses_nothing() -> None:
         await f.close()
     finally:
         server.cleanup()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"garbage",
+        b'{"v":1,"status":"parsed","fetched_at_ms":"soon","expires_at_ms":1}\nUser-agent: *',
+        b'{"v":1,"status":"evil","fetched_at_ms":1,"expires_at_ms":2}\n',
+        # fresh by its header (the script's view), unreadable here: still claimed
+        b'{"v":1,"status":"evil","fetched_at_ms":1,"expires_at_ms":%d}\n'
+        % (int(time.time() * 1000) + 3_600_000),
+        b'{"v":1,"status":"parsed","fetched_at_ms":1,"expires_at_ms":2}\n\xff\xfe',
+        b"\n" * (3 * 1024 * 1024),  # larger than any record: not even transferred
+    ],
+)
+async def test_unreadable_robots_record_is_missing_and_logged_once(
+    redis_url: str, job: str, garbage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    from crawlq.robots_record import RobotsRecord
+
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.hset(Keyspace(job).robots, "http://a.test", garbage)
+        with caplog.at_level("WARNING", logger="crawlq.frontier.redis.backend"):
+            assert await f.robots_get("http://a.test") is None
+            assert await f.robots_claim("http://a.test", "w", 30.0) == (None, True)
+        assert len([r for r in caplog.records if "http://a.test" in r.getMessage()]) == 1
+        record = RobotsRecord("parsed", 1, 2, body="User-agent: *\n")
+        await f.robots_put("http://a.test", record)  # the refetch replaces it
+        assert await f.robots_get("http://a.test") == record
+    finally:
+        await client.aclose()
+        await f.close()

@@ -14,6 +14,7 @@ from crawlq.frontier import HostPolicy, open_frontier
 from crawlq.frontier.sqlite import SCHEMA_VERSION, SqliteFrontier
 from crawlq.politeness import Strike, StrikePlan
 from crawlq.request import CrawlRequest
+from crawlq.robots_record import RobotsRecord
 
 POLICY = HostPolicy(0.0, 10)
 
@@ -131,6 +132,30 @@ async def test_version_1_file_is_upgraded_and_its_fetched_leases_recovered(
         assert version.fetchone() == (str(SCHEMA_VERSION),)
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         assert "frontier_fetched" in names
+
+
+async def test_version_2_file_gains_the_robots_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    await f.push([CrawlRequest("http://a.test/1")])
+    await f.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE frontier_meta SET value='2' WHERE key='schema_version'")
+        db.execute("DROP TABLE frontier_robots")
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    try:
+        assert await f.robots_get("http://a.test") is None
+        record = RobotsRecord("parsed", 1, 2, body="User-agent: *\nDisallow: /x\n")
+        await f.robots_put("http://a.test", record)
+        assert await f.robots_get("http://a.test") == record
+        assert (await f.stats()).queued == 1
+    finally:
+        await f.close()
+    with sqlite3.connect(path) as db:
+        version = db.execute("SELECT value FROM frontier_meta WHERE key='schema_version'")
+        assert version.fetchone() == ("3",) == (str(SCHEMA_VERSION),)
 
 
 async def test_open_frontier_dispatch(tmp_path: Path) -> None:

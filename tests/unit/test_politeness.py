@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlq.errors import RetryableStatus, TransientFetchError
+from crawlq.errors import RetryableStatus, RobotsUnreachable, TransientFetchError
 from crawlq.politeness import (
     HOST_UNREACHABLE,
     RETRY_AFTER_TOO_LONG,
@@ -26,9 +26,9 @@ def test_strike_kinds() -> None:
     assert strike_of(TransientFetchError(url, "connect_error", "refused")) is Strike.FAILURE
     assert strike_of(TransientFetchError(url, "timeout", "slow")) is Strike.FAILURE
     assert strike_of(TransientFetchError(url, "payload_error", "cut")) is None
-    robots = TransientFetchError(url, "robots_unreachable", "503")
-    assert strike_of(robots) is Strike.FAILURE
-    assert strike_of(robots, requested=False) is None  # a remembered failure: no request
+    assert strike_of(RobotsUnreachable(url, "503", requested=True)) is Strike.FAILURE
+    remembered = RobotsUnreachable(url, "503", requested=False)
+    assert strike_of(remembered) is None  # no request was sent for it
 
 
 def test_retry_after_is_the_pause_up_to_its_cap() -> None:

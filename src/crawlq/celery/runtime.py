@@ -181,7 +181,7 @@ class JobRuntime:
         spider = load_spider(s.spider)()
         domains = s.allowed_domains or tuple(spider.allowed_domains)
         scope = Scope(domains, s.include, s.exclude, s.max_depth)
-        robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
+        robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness)
         return cls(settings, state, store, deps, fetcher)
 

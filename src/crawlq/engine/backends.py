@@ -160,9 +160,9 @@ async def assembled_worker(
         if warc is not None:
             stack.push_async_callback(warc.close)
         fetcher = await stack.enter_async_context(Fetcher.from_settings(s))
-        robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
-        rules = backends.frontier.politeness
-        deps = Deps(s, fetcher, robots, spider, scope, backends.frontier, rules, warc)
+        frontier = backends.frontier
+        robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
+        deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness, warc)
         yield Worker(
             backends.frontier,
             backends.store,

@@ -40,6 +40,7 @@ JOB_FIELDS = (
     "retry_max_delay_s",
     "user_agent",
     "obey_robots",
+    "robots_ttl_s",
     "allowed_domains",
     "include",
     "exclude",

@@ -139,11 +139,10 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         return _dead(lease, HOST_UNREACHABLE, detail)
     if lease.attempt > 1 + settings.max_retries + EXTRA_DELIVERIES:
         return _dead(lease, "lease_expired", f"delivered {lease.attempt - 1} times, never settled")
-    cached = True  # no robots.txt request under this lease (yet)
     try:
         if deps.robots is not None:
-            cached = deps.robots.is_fresh(req.url)
-            if not await deps.robots.allowed(req.url):
+            robots = await deps.robots.check(req.url)
+            if not robots.allowed:
                 return Outcome(
                     lease,
                     Kind.FILTERED,
@@ -152,15 +151,17 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
                     ),
                     reason=FilterReason.ROBOTS_TXT,
                 )
-            if not cached:  # this lease's politeness slot went to robots.txt
+            if robots.fetched:  # this lease's politeness slot went to robots.txt
                 await _apply_crawl_delay(req.host, deps)
                 return Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
+            if robots.loaded and robots.crawl_delay_s is not None:
+                # leased before the host's Crawl-delay was known: lease it again under it
+                return Outcome(lease, Kind.RELEASE, reason="crawl_delay_learnt")
         result = await deps.fetcher.fetch(
             req.url, method=req.method, body=req.body, follow_redirects=False
         )
     except FetchError as exc:
-        requested = not cached or exc.reason != "robots_unreachable"
-        return await _failed(lease, exc, deps, requested=requested)
+        return await _failed(lease, exc, deps)
     logger.info(
         "%s %s %d %dB %.3fs attempt=%d",
         req.method,
@@ -177,14 +178,11 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
     return await _parse(lease, result, deps)
 
 
-async def _failed(lease: Lease, exc: FetchError, deps: Deps, *, requested: bool) -> Outcome:
-    """Retry or dead-letter a failed fetch; a pushback or connection failure pauses the host.
-
-    ``requested``: a request was sent for this failure (not a remembered robots.txt failure).
-    """
+async def _failed(lease: Lease, exc: FetchError, deps: Deps) -> Outcome:
+    """Retry or dead-letter a failed fetch; a pushback or connection failure pauses the host."""
     req = lease.request
     settings = deps.settings
-    strike = strike_of(exc, requested=requested)
+    strike = strike_of(exc)
     if strike is not None:
         retry_after_s = exc.retry_after_s if isinstance(exc, RetryableStatus) else None
         plan = deps.politeness.plan(strike, retry_after_s)

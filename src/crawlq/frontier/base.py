@@ -28,6 +28,11 @@ push ─► queued ──lease──► leased ──ack──► done
   worker dead-letters them without a request.
 * **Time.** "Now" comes from the backend's `crawlq.clock.Clock` (Unix ms); in a cluster the
   workers' wall clocks are assumed to agree to well under the smallest host delay.
+* **robots.txt.** The job keeps one copy of each origin's robots.txt (`RobotsRecord`), so that
+  it is fetched once per origin per job, not once per worker: a worker reads it and, if it is
+  missing or expired, claims its fetch in the same step (`robots_claim`); the claimer fetches
+  and stores the result (`robots_put`), while the others wait for it and ask again
+  (`robots_get` only reads). Beyond its expiry, what a record means is the worker's business.
 * **Settling a lease that is no longer held** (it expired and went to someone else, or was
   already settled) changes nothing and is reported through the return value, never raised:
   the store's idempotent writes absorb the duplicate fetch.
@@ -44,8 +49,9 @@ from typing import Any, Protocol
 
 from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest, Lease
+from crawlq.robots_record import RobotsRecord
 
-__all__ = ["Frontier", "FrontierStats", "HostBackoff", "HostPolicy", "HostStats"]
+__all__ = ["Frontier", "FrontierStats", "HostBackoff", "HostPolicy", "HostStats", "RobotsRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +276,57 @@ class Frontier(Protocol):
 
         Returns:
             The stored settings (``proposed`` if they were just stored), or None.
+        """
+        ...
+
+    async def robots_get(self, origin: str) -> RobotsRecord | None:
+        """The job's stored robots.txt record of ``origin``, expired or not.
+
+        A stored value that does not decode (corrupt, or larger than
+        `crawlq.robots_record.MAX_RECORD_BYTES`: shared state is untrusted, invariant 7) is
+        logged once and reported as missing, so the caller fetches robots.txt again and its
+        `robots_put` replaces it.
+
+        Args:
+            origin: ``scheme://host[:port]`` (RFC 9309 §2.3: one robots.txt per origin).
+
+        Returns:
+            The record, or None when there is none (or none that can be read).
+        """
+        ...
+
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
+        """Read ``origin``'s record and, unless it is fresh, claim its fetch: one atomic step.
+
+        The single-flight step across processes, and the one round trip of a worker that does
+        not have the origin in memory: a fresh record (`RobotsRecord.fresh_at` the backend's
+        now) comes back unclaimed; otherwise (missing, unreadable, expired) the caller gets
+        the claim unless another worker's live claim holds it. The claimer fetches robots.txt
+        and calls `robots_put`; the others call again a little later (or give their lease
+        back). A claim not followed by `robots_put` within ``ttl_s`` (its worker died) lapses,
+        and the next caller gets it. Claiming again while holding the claim extends it.
+
+        Args:
+            origin: ``scheme://host[:port]``.
+            holder: Stable id of the claimer (worker id and process).
+            ttl_s: Seconds the claim is held at most (> 0): longer than one fetch may take.
+            force: Claim even when the stored record looks fresh: the caller could not read
+                it (the record is reported as None then).
+
+        Returns:
+            ``(record, claimed)``: the stored record (None when missing or unreadable; stale
+            ones too, as the earlier copy RFC 9309 §2.4 lets a crawler keep while robots.txt
+            is unreachable), and whether ``holder`` holds the claim now.
+        """
+        ...
+
+    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
+        """Store ``origin``'s robots.txt record for every worker and end any claim on it.
+
+        Replaces the stored record; in one atomic step with ending the claim, so a worker
+        that sees no claim sees the record.
         """
         ...
 

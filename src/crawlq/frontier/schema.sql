@@ -39,3 +39,13 @@ CREATE TABLE IF NOT EXISTS frontier_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- One robots.txt record per origin, shared by the job's workers (schema version 3).
+-- record: crawlq.robots_record.RobotsRecord.to_bytes(), NULL while only claimed.
+-- claim_holder, claim_until_ms: who is fetching it now, and until when the claim holds.
+CREATE TABLE IF NOT EXISTS frontier_robots (
+    origin         TEXT PRIMARY KEY,   -- scheme://host[:port]
+    record         BLOB,
+    claim_holder   TEXT,
+    claim_until_ms INTEGER
+) WITHOUT ROWID;

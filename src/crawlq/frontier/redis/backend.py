@@ -52,6 +52,7 @@ from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
+from crawlq.robots_record import MAX_RECORD_BYTES, MAX_TTL_MS, RobotsRecord
 
 __all__ = ["BloomDedup", "RedisFrontier"]
 
@@ -144,6 +145,7 @@ class RedisFrontier:
         self.bloom = bloom
         self._claim_pending: set[str] = set()
         self._last_recover = 0.0
+        self._robots_warned: set[str] = set()
 
     @classmethod
     async def open(
@@ -619,6 +621,66 @@ class RedisFrontier:
             await self._call(lambda: self.client.hsetnx(k.job_info, "settings", text))
         stored = await self._call(lambda: self.client.hget(k.job_info, "settings"))
         return None if stored is None else dict(json.loads(stored))
+
+    # -- robots.txt -----------------------------------------------------------------------
+
+    async def robots_get(self, origin: str) -> RobotsRecord | None:
+        """See `crawlq.frontier.base.Frontier.robots_get`.
+
+        A value larger than `crawlq.robots_record.MAX_RECORD_BYTES` is not transferred.
+        """
+        got = await self._script("robots_get", [self.keys.robots], [origin, MAX_RECORD_BYTES])
+        return self._robots_record(origin, got)
+
+    def _robots_record(self, origin: str, got: Any) -> RobotsRecord | None:
+        """Decode a stored record (None, bytes, or the length of one too large to send)."""
+        if got is None:
+            return None
+        try:
+            if isinstance(got, int):
+                raise ValueError(f"{got} bytes, more than {MAX_RECORD_BYTES}")
+            return RobotsRecord.from_bytes(got)
+        except (ValueError, TypeError) as exc:
+            if origin not in self._robots_warned:  # once per origin until it is replaced
+                if len(self._robots_warned) < 10_000:
+                    self._robots_warned.add(origin)
+                logger.warning(
+                    "unreadable robots.txt record of %s in job %r, refetching: %s",
+                    origin,
+                    self.job,
+                    exc,
+                )
+            return None
+
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
+        """See `crawlq.frontier.base.Frontier.robots_claim`.
+
+        Freshness is judged in the script from the record's header (``expires_at_ms``); a
+        record that looks fresh there but does not decode here is claimed again with
+        ``force``, so a corrupt record cannot block its origin until its claimed expiry.
+        """
+        if ttl_s <= 0:
+            raise ValueError(f"ttl_s must be positive, got {ttl_s}")
+        keys = [self.keys.robots, self.keys.robots_claims]
+        claim_ms = max(1, round(ttl_s * 1000))
+        while True:
+            args = [
+                origin, holder, self.clock.wall_ms(), claim_ms, MAX_RECORD_BYTES, MAX_TTL_MS,
+                "1" if force else "0",
+            ]  # fmt: skip
+            got, claimed = await self._script("robots_claim", keys, args)
+            record = self._robots_record(origin, got)
+            if claimed or force or got is None or record is not None:
+                return record, bool(claimed)
+            force = True  # "fresh" by its header, unreadable here: claim it to refetch
+
+    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
+        """See `crawlq.frontier.base.Frontier.robots_put`."""
+        keys = [self.keys.robots, self.keys.robots_claims]
+        await self._script("robots_put", keys, [origin, record.to_bytes()])
+        self._robots_warned.discard(origin)
 
     async def stats(self) -> FrontierStats:
         """See `crawlq.frontier.base.Frontier.stats`."""

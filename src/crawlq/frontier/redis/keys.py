@@ -30,6 +30,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``workers`` | sorted set | worker id -> last heartbeat Unix ms |
 | ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
 | ``job`` | hash | the job's settings (``settings`` -> JSON) |
+| ``robots`` | hash | origin -> robots.txt record (`crawlq.robots_record.RobotsRecord`) |
+| ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
 | ``pending_at`` | sorted set | Celery engine: pending fingerprint -> Unix ms it is due to run |
 | ``slots:{host}`` | sorted set | Celery engine: politeness slot token -> hold deadline Unix ms |
@@ -77,6 +79,8 @@ class Keyspace:
         self.workers = p + "workers"
         self.idle = p + "idle"
         self.job_info = p + "job"
+        self.robots = p + "robots"
+        self.robots_claims = p + "robots_claims"
         self.pending = p + "pending"
         self.pending_at = p + "pending_at"
 

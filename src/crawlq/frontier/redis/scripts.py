@@ -67,6 +67,9 @@ SCRIPTS = {
         "revive",
         "strike",
         "policy",
+        "robots_get",
+        "robots_claim",
+        "robots_put",
     )
 }
 """Every script, by name, parsed once per process."""

@@ -1,0 +1,7 @@
+-- robots_put.lua: store one origin's robots.txt record and end the claim on its fetch, at once.
+-- KEYS[1] robots hash origin -> record   KEYS[2] robots_claims hash origin -> "until_ms holder"
+-- ARGV[1] origin  ARGV[2] record (crawlq.robots_record.RobotsRecord.to_bytes())
+-- Returns: 1.
+redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
+redis.call("HDEL", KEYS[2], ARGV[1])
+return 1
