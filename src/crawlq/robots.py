@@ -19,6 +19,9 @@ The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
   tries again. When an earlier copy was fetched successfully it is kept in use instead
   (§2.4 allows a cached copy past its lifetime while robots.txt is unreachable).
 * Caching (§2.4): a fetched copy is used for ``ttl_s`` seconds, at most 24 hours.
+* Private addresses: when the fetcher's guard refuses the host itself, `allowed` raises
+  its `PrivateAddressError` (nothing is cached: no request was sent), so the page is
+  filtered as ``private_address``; a refused redirect hop makes robots.txt unavailable.
 * Size (§2.5): only the first 500 KiB are parsed; a last line cut in half is dropped.
 * ``Crawl-delay`` is not part of RFC 9309; it is one of the "other records" that §2.2.4
   lets crawlers interpret. `RobotsCache.crawl_delay_s` exposes it as such.
@@ -34,12 +37,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from protego import Protego
 
+from crawlq.addresses import bare_host
 from crawlq.errors import (
     InvalidURL,
     PermanentFetchError,
+    PrivateAddressError,
     TooManyRedirects,
     TransientFetchError,
 )
@@ -125,6 +131,8 @@ class RobotsCache:
             TransientFetchError: ``robots_unreachable``: robots.txt answered 5xx, 408 or 429,
                 or could not be fetched (module docstring explains this choice).
             PermanentFetchError: ``invalid_url``: ``url`` is not an absolute http(s) URL.
+            PrivateAddressError: ``url``'s host is refused by the fetcher's private-address
+                guard (a refused redirect hop of robots.txt makes it unavailable instead).
         """
         origin = _origin(url)
         entry = await self._entry(origin)
@@ -203,6 +211,10 @@ class RobotsCache:
             )
         except TooManyRedirects:
             return _Entry(now + self._ttl_s)  # §2.3.1.2: unavailable
+        except PrivateAddressError as exc:
+            if bare_host(exc.host) == bare_host(urlsplit(robots_url).hostname or ""):
+                raise  # the page's host itself is refused: `allowed` raises it for the page
+            return _Entry(now + self._ttl_s)  # a redirect hop refused: cannot follow it
         except PermanentFetchError as exc:
             if exc.reason == "bad_redirect":
                 return _Entry(now + self._ttl_s)  # a redirect we cannot follow: unavailable

@@ -9,6 +9,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from crawlq.addresses import AddressGuard
 from crawlq.errors import PermanentFetchError, TransientFetchError
 from crawlq.fetch import Fetcher
 from crawlq.robots import RobotsCache
@@ -49,7 +50,9 @@ async def base(app: web.Application) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[Fetcher]:
-    async with Fetcher(user_agent=UA, timeout_s=2.0) as f:
+    async with Fetcher(
+        user_agent=UA, timeout_s=2.0, address_guard=AddressGuard(allow_private=True)
+    ) as f:
         yield f
 
 
