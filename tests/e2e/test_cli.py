@@ -384,3 +384,30 @@ def test_a_bad_environment_value_is_named_by_its_variable(tmp_path: Path) -> Non
     )  # fmt: skip
     assert proc.returncode == 2
     assert "CRAWLQ_DELAY_S: must not be negative" in proc.stderr
+
+
+# -- the private-address guard ---------------------------------------------------------------
+
+
+def test_allow_private_lets_crawl_reach_a_non_seed_loopback_host(tmp_path: Path) -> None:
+    """127.0.0.2 is linked from the seed host 127.0.0.1: refused by default, not with the flag."""
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "b.html").write_text("<title>b</title>")
+    log2 = RequestLog()
+    with ServerThread(make_static_app(tmp_path / "two", log=log2), host="127.0.0.2") as two:
+        (tmp_path / "one").mkdir()
+        (tmp_path / "one" / "a.html").write_text(f'<a href="{two.base_url}/b.html">b</a>')
+        with ServerThread(make_static_app(tmp_path / "one"), host="127.0.0.1") as one:
+            args = [f"{one.base_url}/a.html", "--allow-domain", "127.0.0.1"]
+            args += ["--allow-domain", "127.0.0.2", *FAST]
+            refused = tmp_path / "refused.db"
+            proc = run_crawlq("crawl", *args, "--store", str(refused))
+            assert "private_address" in proc.stdout
+            assert log2.requests() == []
+            filtered = json.loads(export(refused, "--what", "filtered"))
+            assert (filtered["url"], filtered["reason"]) == (
+                f"{two.base_url}/b.html",
+                "private_address",
+            )
+            run_crawlq("crawl", *args, "--allow-private", "--store", str(tmp_path / "ok.db"))
+            assert [r.path for r in log2.requests()] == ["/robots.txt", "/b.html"]
