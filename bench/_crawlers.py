@@ -95,6 +95,7 @@ def _crawl_args(target: Target, concurrency: int, host_concurrency: int) -> list
     if len(target.hosts) > 1:
         for host in target.hosts:
             args += ["--allow-domain", host]
+        args += ["--allow-private"]  # the other 127.0.0.x hosts are no seed hosts
     return args
 
 

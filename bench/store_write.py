@@ -34,6 +34,7 @@ import psycopg
 import redis
 from psycopg import sql
 
+from crawlq.addresses import AddressGuard
 from crawlq.fetch import Fetcher
 from crawlq.frontier.redis import Keyspace
 from crawlq.records import ItemRecord, PageRecord
@@ -114,7 +115,11 @@ async def bench_writer(postgres_url: str, count: int) -> None:
 async def bench_warc(root: Path) -> None:
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html"))
     with ServerThread(make_static_app(root)) as server:
-        async with Fetcher(user_agent="crawlq-bench", max_connections=16) as fetcher:
+        async with Fetcher(
+            user_agent="crawlq-bench",
+            max_connections=16,
+            address_guard=AddressGuard(allow_private=True),  # loopback servers
+        ) as fetcher:
             sem = asyncio.Semaphore(16)
 
             async def get(path: str):  # type: ignore[no-untyped-def]

@@ -17,7 +17,8 @@ CrawlqError
     │   └── RobotsUnreachable  robots.txt cannot be fetched; the page waits (RobotsCache)
     └── PermanentFetchError  never retried, recorded as dead
         ├── BodyTooLarge     body over ``max_body_bytes``
-        └── TooManyRedirects redirect chain longer than the limit, or a loop
+        ├── TooManyRedirects redirect chain longer than the limit, or a loop
+        └── PrivateAddressError  the host resolves to a refused range (crawlq.addresses)
 ```
 
 Each error carries the offending input (URL, setting name, lease id) so its message names it,
@@ -40,6 +41,7 @@ __all__ = [
     "InvalidURL",
     "LeaseLost",
     "PermanentFetchError",
+    "PrivateAddressError",
     "RetryableStatus",
     "RobotsUnreachable",
     "StoreError",
@@ -196,3 +198,18 @@ class TooManyRedirects(PermanentFetchError):
     def __init__(self, url: str, limit: int) -> None:
         super().__init__(url, "too_many_redirects", f"more than {limit}")
         self.limit = limit
+
+
+class PrivateAddressError(PermanentFetchError):
+    """The host is on a loopback, private, link-local… address (`crawlq.addresses`).
+
+    Raised by `crawlq.fetch.Fetcher.fetch` before any connection to such an address, for the
+    request's own host or any redirect hop's; the engine records the URL as filtered with
+    reason ``private_address``. ``host`` is the refused host, ``range_name`` the range (the
+    resolved address itself is not reported).
+    """
+
+    def __init__(self, url: str, host: str, range_name: str) -> None:
+        super().__init__(url, "private_address", f"{host} is on a {range_name} address")
+        self.host = host
+        self.range_name = range_name

@@ -16,6 +16,12 @@ Rules and their sources:
 * Time: one budget of ``timeout_s`` covers the whole fetch, redirects included, so a fetch
   never outlives the lease that runs it.
 * Cookies are not kept between fetches: every fetch is stateless, whichever worker runs it.
+* Private addresses (`crawlq.addresses`): the connector's resolver is wrapped by
+  `GuardedResolver`, which drops every address the `AddressGuard` refuses, so a connection
+  can only go to an allowed address (a DNS answer that changes between two lookups, "DNS
+  rebinding", gains nothing). aiohttp skips the resolver for IP-literal hosts
+  (``TCPConnector._resolve_host``), so `Fetcher` judges those itself before each request.
+  Every request goes through both: the URL's own, robots.txt, every redirect hop.
 """
 
 from __future__ import annotations
@@ -23,20 +29,23 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from crawlq.addresses import AddressGuard
 from crawlq.decode import decode_body
 from crawlq.errors import (
     BodyTooLarge,
     FetchError,
     InvalidURL,
     PermanentFetchError,
+    PrivateAddressError,
     RetryableStatus,
     TooManyRedirects,
     TransientFetchError,
@@ -46,7 +55,14 @@ from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
 from crawlq.urls import normalize, url_keys
 
-__all__ = ["REDIRECT_STATUSES", "Fetcher", "RedirectGuard", "redirected_method"]
+__all__ = [
+    "REDIRECT_STATUSES",
+    "AddressRefused",
+    "Fetcher",
+    "GuardedResolver",
+    "RedirectGuard",
+    "redirected_method",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +81,69 @@ _DEFAULT_HEADERS = {
 }
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+class AddressRefused(Exception):
+    """Raised by `GuardedResolver` when every address of a host is refused.
+
+    Not an `OSError`, so that aiohttp does not turn it into a DNS error: it leaves
+    ``session.request`` as is and `Fetcher` turns it into `PrivateAddressError`.
+
+    Attributes:
+        host: The host looked up.
+        range_name: The refused range of (the first of) its addresses (`crawlq.addresses`).
+    """
+
+    def __init__(self, host: str, range_name: str) -> None:
+        super().__init__(f"{host} is on a {range_name} address")
+        self.host = host
+        self.range_name = range_name
+
+
+class GuardedResolver(AbstractResolver):
+    """An aiohttp resolver that returns only the addresses an `AddressGuard` allows.
+
+    aiohttp connects only to addresses its resolver returned (and caches them, by host, for
+    the connector's DNS cache time), so what this drops is never connected to.
+
+    Args:
+        guard: The guard to apply.
+        inner: The resolver that does the lookups (default: aiohttp's ``DefaultResolver``,
+            created on first use inside the running event loop).
+
+    Raises:
+        AddressRefused: From `resolve`, when the host has addresses and all are refused.
+    """
+
+    def __init__(self, guard: AddressGuard, inner: AbstractResolver | None = None) -> None:
+        self.guard = guard
+        self._inner = inner
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """Resolve ``host`` with the inner resolver and keep the allowed addresses."""
+        if self._inner is None:
+            self._inner = aiohttp.DefaultResolver()
+        infos = await self._inner.resolve(host, port, family)
+        if self.guard.exempt(host):
+            return infos
+        kept = _allowed(self.guard, host, infos)
+        if infos and not kept:
+            range_name = self.guard.check(host, infos[0]["host"]) or "refused"
+            raise AddressRefused(host, range_name)
+        if len(kept) < len(infos):
+            logger.debug("%s: dropped %d private addresses", host, len(infos) - len(kept))
+        return kept
+
+    async def close(self) -> None:
+        """Close the inner resolver."""
+        if self._inner is not None:
+            await self._inner.close()
+
+
+def _allowed(guard: AddressGuard, host: str, infos: Sequence[ResolveResult]) -> list[ResolveResult]:
+    return [info for info in infos if guard.check(host, info["host"]) is None]
 
 
 @dataclass(slots=True)
@@ -138,6 +217,11 @@ class Fetcher:
         record_exchanges: Keep each response's status line and raw headers, and the request
             headers sent, in `FetchResult.exchange` (for WARC archives); off by default, as
             it costs time on every fetch.
+        address_guard: Which addresses may be connected to (`crawlq.addresses`). Default:
+            the guard is on with no exempt host, so loopback, private, link-local… addresses
+            are refused with `PrivateAddressError`; ``AddressGuard(allow_private=True)``
+            turns it off.
+        resolver: The DNS resolver that `GuardedResolver` wraps (default: aiohttp's).
 
     Raises:
         ValueError: A limit is not positive (``max_redirects`` may be 0).
@@ -153,6 +237,8 @@ class Fetcher:
         max_redirects: int = 10,
         max_connections: int = 100,
         record_exchanges: bool = False,
+        address_guard: AddressGuard | None = None,
+        resolver: AbstractResolver | None = None,
     ) -> None:
         if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
             raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
@@ -165,6 +251,8 @@ class Fetcher:
         self._max_redirects = max_redirects
         self._max_connections = max_connections
         self._record_exchanges = record_exchanges
+        self.address_guard = AddressGuard() if address_guard is None else address_guard
+        self._resolver = resolver
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
 
@@ -172,8 +260,12 @@ class Fetcher:
     def from_settings(cls, settings: Settings, *, max_connections: int | None = None) -> Fetcher:
         """A fetcher with the crawl's limits; it records raw exchanges when WARC is on.
 
+        Its private-address guard allows the job's ``seed_hosts`` (or everything with
+        ``allow_private``), so both engines apply the same guard.
+
         Args:
-            settings: User agent, timeouts, body and redirect limits, ``warc_dir``.
+            settings: User agent, timeouts, body and redirect limits, ``warc_dir``,
+                ``allow_private``, ``seed_hosts``.
             max_connections: Connections at once (default: ``settings.concurrency``).
         """
         s = settings
@@ -185,6 +277,7 @@ class Fetcher:
             max_redirects=s.max_redirects,
             max_connections=max_connections or s.concurrency,
             record_exchanges=s.warc_dir is not None,
+            address_guard=AddressGuard.of(allow_private=s.allow_private, hosts=s.seed_hosts),
         )
 
     async def __aenter__(self) -> Fetcher:
@@ -247,6 +340,8 @@ class Fetcher:
             BodyTooLarge: The body exceeds ``max_body_bytes`` (by ``Content-Length`` or
                 while reading); no partial body is ever returned.
             TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
+            PrivateAddressError: The host of ``url`` or of a redirect hop is (or resolves
+                only to) an address the guard refuses; nothing was sent to it.
             PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
                 ``bad_redirect`` (a ``Location`` that is not http(s)) or ``tls_error`` (the
                 server's certificate does not verify).
@@ -286,8 +381,14 @@ class Fetcher:
 
     def _ensure_session(self) -> aiohttp.ClientSession:
         if self._session is None:
+            resolver: AbstractResolver | None = self._resolver
+            if not self.address_guard.allow_private:
+                resolver = GuardedResolver(self.address_guard, resolver)
             connector = aiohttp.TCPConnector(
-                limit=self._max_connections, use_dns_cache=True, ttl_dns_cache=_DNS_CACHE_TTL_S
+                limit=self._max_connections,
+                use_dns_cache=True,
+                ttl_dns_cache=_DNS_CACHE_TTL_S,
+                resolver=resolver,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
@@ -313,6 +414,10 @@ class Fetcher:
             raise TransientFetchError(url, "timeout", f"{self._timeout_s} s spent in redirects")
         # A first hop has the whole timeout (made once); after redirects, what is left of it.
         timeout = self._client_timeout(remaining_s) if attempt.redirects else self._timeout
+        host = urlsplit(current).hostname or ""
+        refused = self.address_guard.check_literal(host)  # names: GuardedResolver
+        if refused is not None:
+            raise PrivateAddressError(url, host, refused)
         try:
             async with session.request(
                 method,
@@ -343,6 +448,8 @@ class Fetcher:
                 data = await self._read_body(resp, url, limit) if has_body else b""
                 exchange = _raw_exchange(attempt, resp) if self._record_exchanges else None
                 return _Hop(status, resp_headers, data, None, exchange, target)
+        except AddressRefused as exc:
+            raise PrivateAddressError(url, exc.host, exc.range_name) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _classify(url, current if attempt.redirects else None, exc) from exc
 

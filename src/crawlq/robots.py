@@ -19,6 +19,9 @@ The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
   tries again. When an earlier copy was fetched successfully it is kept in use instead
   (§2.4 allows a cached copy past its lifetime while robots.txt is unreachable).
 * Caching (§2.4): a fetched copy is used for ``ttl_s`` seconds, at most 24 hours.
+* Private addresses: when the fetcher's guard refuses the host itself, `allowed` raises
+  its `PrivateAddressError` (nothing is cached: no request was sent), so the page is
+  filtered as ``private_address``; a refused redirect hop makes robots.txt unavailable.
 * Size (§2.5): only the first 500 KiB are parsed; a last line cut in half is dropped.
 * ``Crawl-delay`` is not part of RFC 9309; it is one of the "other records" that §2.2.4
   lets crawlers interpret. `RobotsCache.crawl_delay_s` exposes it as such.
@@ -50,13 +53,16 @@ import socket
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from protego import Protego
 
+from crawlq.addresses import bare_host
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import (
     InvalidURL,
     PermanentFetchError,
+    PrivateAddressError,
     RobotsUnreachable,
     TooManyRedirects,
     TransientFetchError,
@@ -229,6 +235,8 @@ class RobotsCache:
             RobotsUnreachable: ``robots_unreachable``: robots.txt answered 5xx, 408 or 429,
                 or could not be fetched (module docstring explains this choice).
             PermanentFetchError: ``invalid_url``: ``url`` is not an absolute http(s) URL.
+            PrivateAddressError: ``url``'s host is refused by the fetcher's private-address
+                guard (a refused redirect hop of robots.txt makes it unavailable instead).
         """
         return (await self.check(url)).allowed
 
@@ -375,6 +383,11 @@ class RobotsCache:
             )
         except TooManyRedirects:  # §2.3.1.2: unavailable
             return RobotsRecord("unavailable", now, expires, detail="too many redirects")
+        except PrivateAddressError as exc:
+            if bare_host(exc.host) == bare_host(urlsplit(robots_url).hostname or ""):
+                raise  # the page's host itself is refused: `check` raises it for the page
+            detail = "a redirect to a refused private address"
+            return RobotsRecord("unavailable", now, expires, detail=detail)
         except PermanentFetchError as exc:
             if exc.reason == "bad_redirect":  # a redirect we cannot follow: unavailable
                 return RobotsRecord("unavailable", now, expires, detail=str(exc))

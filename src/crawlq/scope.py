@@ -30,6 +30,8 @@ class FilterReason(StrEnum):
     NOT_INCLUDED = "not_included"
     URL_TOO_LONG = "url_too_long"
     ROBOTS_TXT = "robots_txt"
+    PRIVATE_ADDRESS = "private_address"
+    """The host is on a refused address (`crawlq.addresses`); nothing was sent to it."""
 
 
 class Scope:

@@ -172,6 +172,16 @@ class Settings:
     allowed_domains: tuple[str, ...] = ()
     """Hosts (and their subdomains) whose links are followed; empty: the seeds' hosts."""
 
+    allow_private: bool = False
+    """Allow requests to loopback, private, link-local and other non-public addresses on
+    any host (``--allow-private``). Off: such a request is refused and its URL recorded as
+    filtered ``private_address``, except on a seed host (see `crawlq.addresses`)."""
+
+    seed_hosts: tuple[str, ...] = ()
+    """Hosts exempt from the private-address guard: the crawl's seed hosts. Producers
+    (``crawl``, ``seed``, the Python API) fill it from their seeds; with a shared job the
+    first producer's value is the job's."""
+
     include: tuple[str, ...] = ()
     """Regexes: when any is given, only URLs matching one of them are followed."""
 

@@ -60,6 +60,7 @@ def test_priority_9_runs_before_priority_0_with_one_worker_slot(
             broker_url, redis_url, queue, "--concurrency", "1",
             CRAWLQ_STORE=str(store), CRAWLQ_DELAY_S="0", CRAWLQ_MAX_DEPTH="0",
             CRAWLQ_OBEY_ROBOTS="false",
+            CRAWLQ_ALLOW_PRIVATE="true",  # tasks sent directly, like inbox URLs, seed no host
         )  # fmt: skip
         wait_for(lambda: stored_count(store) == 20, 60, "20 pages: " + worker.log_tail(5))
         paths = [r.path for r in log.requests()]

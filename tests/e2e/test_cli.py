@@ -451,3 +451,30 @@ def test_credentials_in_a_seed_url_are_never_sent_nor_stored(tmp_path: Path, fau
     with sqlite3.connect(store) as db:  # nothing anywhere in the file, frontier included
         dump = "\n".join(db.iterdump())
     assert SECRET not in dump and "user@" not in dump
+
+
+# -- the private-address guard ---------------------------------------------------------------
+
+
+def test_allow_private_lets_crawl_reach_a_non_seed_loopback_host(tmp_path: Path) -> None:
+    """127.0.0.2 is linked from the seed host 127.0.0.1: refused by default, not with the flag."""
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "b.html").write_text("<title>b</title>")
+    log2 = RequestLog()
+    with ServerThread(make_static_app(tmp_path / "two", log=log2), host="127.0.0.2") as two:
+        (tmp_path / "one").mkdir()
+        (tmp_path / "one" / "a.html").write_text(f'<a href="{two.base_url}/b.html">b</a>')
+        with ServerThread(make_static_app(tmp_path / "one"), host="127.0.0.1") as one:
+            args = [f"{one.base_url}/a.html", "--allow-domain", "127.0.0.1"]
+            args += ["--allow-domain", "127.0.0.2", *FAST]
+            refused = tmp_path / "refused.db"
+            proc = run_crawlq("crawl", *args, "--store", str(refused))
+            assert "private_address" in proc.stdout
+            assert log2.requests() == []
+            filtered = json.loads(export(refused, "--what", "filtered"))
+            assert (filtered["url"], filtered["reason"]) == (
+                f"{two.base_url}/b.html",
+                "private_address",
+            )
+            run_crawlq("crawl", *args, "--allow-private", "--store", str(tmp_path / "ok.db"))
+            assert [r.path for r in log2.requests()] == ["/robots.txt", "/b.html"]

@@ -195,7 +195,12 @@ async def test_allowed_domains_follows_the_other_host(
     db: Path, two_hosts: tuple[str, str], log: RequestLog
 ) -> None:
     base1, base2 = two_hosts
-    r = await crawl(db, [f"{base1}/index.html"], allowed_domains=["127.0.0.1", "127.0.0.2"])
+    r = await crawl(
+        db,
+        [f"{base1}/index.html"],
+        allowed_domains=["127.0.0.1", "127.0.0.2"],
+        allow_private=True,  # 127.0.0.2 is no seed host (test_guard covers the guard)
+    )
     expected = {f"{b}/{p}.html" for b in (base1, base2) for p in ("a", "b")}
     assert_nothing_lost(r, expected | {f"{base1}/index.html"})
     assert r.report.counters.skipped == {}
@@ -208,7 +213,7 @@ async def test_allowed_domains_excludes_the_seed_host_links(
     db: Path, two_hosts: tuple[str, str], log: RequestLog
 ) -> None:
     base1, base2 = two_hosts
-    r = await crawl(db, [f"{base1}/index.html"], allowed_domains=["127.0.0.2"])
+    r = await crawl(db, [f"{base1}/index.html"], allowed_domains=["127.0.0.2"], allow_private=True)
     # the seed is fetched (seeds are not scope-checked); its same-host links are offsite
     assert set(r.pages) == {f"{base1}/index.html", f"{base2}/b.html"}
     assert r.report.counters.skipped == {"offsite": 2}
@@ -361,6 +366,7 @@ async def test_politeness_is_per_host(
         db,
         [f"{base1}/index.html"],
         allowed_domains=["127.0.0.1", "127.0.0.2"],
+        allow_private=True,  # 127.0.0.2 is no seed host
         delay_s=0.3,
         concurrency=4,
     )

@@ -137,6 +137,7 @@ async def test_redirect_hops_from_six_hosts_wait_for_their_target_host(
             domains = tuple(f"127.0.0.{i}" for i in range(2, 9))
             r = await crawl(
                 db, seeds, delay_s=0.5, host_concurrency=1, allowed_domains=domains,
+                allow_private=True,
             )  # fmt: skip
         finally:
             for s in servers:

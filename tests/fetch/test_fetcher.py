@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
+from crawlq.addresses import AddressGuard
 from crawlq.errors import (
     BodyTooLarge,
     PermanentFetchError,
@@ -22,6 +23,8 @@ from crawlq.fetch import Fetcher, _classify
 from crawlq.testing import CHARSET_SAMPLES, RequestLog, make_fault_app
 
 UA = "crawlq-test/1.0"
+OPEN = AddressGuard(allow_private=True)
+"""The guard off: these tests fetch from loopback servers (the guard's own tests: test_guard)."""
 
 
 @pytest.fixture
@@ -37,7 +40,9 @@ async def base(log: RequestLog) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[Fetcher]:
-    async with Fetcher(user_agent=UA, timeout_s=2.0, connect_timeout_s=1.0) as f:
+    async with Fetcher(
+        address_guard=OPEN, user_agent=UA, timeout_s=2.0, connect_timeout_s=1.0
+    ) as f:
         yield f
 
 
@@ -85,7 +90,7 @@ async def test_html_page(fetcher: Fetcher, base: str) -> None:
 
 async def test_raw_exchange_is_kept_only_when_asked(fetcher: Fetcher, base: str) -> None:
     assert (await fetcher.fetch(f"{base}/page/3")).exchange is None
-    async with Fetcher(user_agent=UA, record_exchanges=True) as recording:
+    async with Fetcher(address_guard=OPEN, user_agent=UA, record_exchanges=True) as recording:
         exchange = (await recording.fetch(f"{base}/page/3")).exchange
     assert exchange is not None
     assert exchange.method == "GET"
@@ -123,7 +128,7 @@ async def test_binary_body_has_no_text(fetcher: Fetcher, base: str) -> None:
 
 
 async def test_head_ignores_content_length_cap(base: str) -> None:
-    async with Fetcher(user_agent=UA, max_body_bytes=100) as fetcher:
+    async with Fetcher(address_guard=OPEN, user_agent=UA, max_body_bytes=100) as fetcher:
         result = await fetcher.fetch(f"{base}/big/5000", method="HEAD")
     assert result.status == 200
     assert result.body == b""
@@ -142,7 +147,7 @@ async def test_redirect_chain(fetcher: Fetcher, base: str) -> None:
 
 
 async def test_redirect_limit(base: str) -> None:
-    async with Fetcher(user_agent=UA, max_redirects=2) as fetcher:
+    async with Fetcher(address_guard=OPEN, user_agent=UA, max_redirects=2) as fetcher:
         assert (await fetcher.fetch(f"{base}/redirect/2")).status == 200
         with pytest.raises(TooManyRedirects) as info:
             await fetcher.fetch(f"{base}/redirect/3")
@@ -247,14 +252,16 @@ async def test_flaky_recovers(fetcher: Fetcher, base: str) -> None:
 
 
 async def test_read_timeout(base: str) -> None:
-    async with Fetcher(user_agent=UA, timeout_s=0.3) as fetcher:
+    async with Fetcher(address_guard=OPEN, user_agent=UA, timeout_s=0.3) as fetcher:
         with pytest.raises(TransientFetchError) as info:
             await fetcher.fetch(f"{base}/delay/3")
     assert info.value.reason == "timeout"
 
 
 async def test_connect_timeout(unresponsive_port: int) -> None:
-    async with Fetcher(user_agent=UA, timeout_s=1.5, connect_timeout_s=0.2) as fetcher:
+    async with Fetcher(
+        address_guard=OPEN, user_agent=UA, timeout_s=1.5, connect_timeout_s=0.2
+    ) as fetcher:
         with pytest.raises(TransientFetchError) as info:
             await fetcher.fetch(f"http://127.0.0.1:{unresponsive_port}/")
     assert info.value.reason == "timeout"
@@ -301,7 +308,7 @@ def test_dns_failure_is_classified() -> None:
 
 @pytest.mark.parametrize("kind", ["big", "big-chunked"])
 async def test_body_cap(base: str, kind: str) -> None:
-    async with Fetcher(user_agent=UA, max_body_bytes=100_000) as fetcher:
+    async with Fetcher(address_guard=OPEN, user_agent=UA, max_body_bytes=100_000) as fetcher:
         result = await fetcher.fetch(f"{base}/{kind}/100000")
         assert len(result.body) == 100_000
         with pytest.raises(BodyTooLarge) as info:
@@ -313,7 +320,7 @@ async def test_body_cap(base: str, kind: str) -> None:
 
 
 async def test_body_cap_counts_decoded_bytes(base: str) -> None:
-    async with Fetcher(user_agent=UA, max_body_bytes=100_000) as fetcher:
+    async with Fetcher(address_guard=OPEN, user_agent=UA, max_body_bytes=100_000) as fetcher:
         small = await fetcher.fetch(f"{base}/big/50000?encoding=gzip")
         assert len(small.body) == 50_000
         assert int(small.headers["content-length"]) < 1000  # compressed on the wire
@@ -368,7 +375,7 @@ async def test_detected_charset(fetcher: Fetcher, base: str) -> None:
 
 
 async def test_close_is_idempotent_and_session_reopens(base: str) -> None:
-    fetcher = Fetcher(user_agent=UA)
+    fetcher = Fetcher(address_guard=OPEN, user_agent=UA)
     await fetcher.close()
     assert (await fetcher.fetch(f"{base}/page/1")).status == 200
     await fetcher.close()
@@ -379,6 +386,6 @@ async def test_close_is_idempotent_and_session_reopens(base: str) -> None:
 
 def test_rejects_bad_limits() -> None:
     with pytest.raises(ValueError):
-        Fetcher(user_agent=UA, max_body_bytes=0)
+        Fetcher(address_guard=OPEN, user_agent=UA, max_body_bytes=0)
     with pytest.raises(ValueError):
-        Fetcher(user_agent=UA, max_redirects=-1)
+        Fetcher(address_guard=OPEN, user_agent=UA, max_redirects=-1)

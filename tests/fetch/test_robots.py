@@ -12,6 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from protego import Protego
 
+from crawlq.addresses import AddressGuard
 from crawlq.clock import ManualClock
 from crawlq.errors import PermanentFetchError, TransientFetchError
 from crawlq.fetch import Fetcher
@@ -47,7 +48,9 @@ async def base(app: web.Application) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[Fetcher]:
-    async with Fetcher(user_agent=UA, timeout_s=2.0) as f:
+    async with Fetcher(
+        user_agent=UA, timeout_s=2.0, address_guard=AddressGuard(allow_private=True)
+    ) as f:
         yield f
 
 

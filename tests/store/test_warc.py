@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlq.addresses import AddressGuard
 from crawlq.fetch import Fetcher
 from crawlq.request import FetchResult
 from crawlq.testing import ServerThread, make_fault_app
@@ -64,7 +65,11 @@ def read_record(path: Path, offset: int) -> tuple[str, str, bytes, list[tuple[st
 
 
 async def fetch_all(base: str, paths: list[str]) -> list[FetchResult]:
-    async with Fetcher(user_agent="crawlq-test", record_exchanges=True) as fetcher:
+    async with Fetcher(
+        user_agent="crawlq-test",
+        record_exchanges=True,
+        address_guard=AddressGuard(allow_private=True),  # a loopback server
+    ) as fetcher:
         return [await fetcher.fetch(base + path) for path in paths]
 
 

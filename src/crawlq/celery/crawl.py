@@ -38,7 +38,8 @@ from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_tim
 from crawlq.celery.runtime import Entry, unsupported
 from crawlq.celery.state import CeleryState, Counts
 from crawlq.engine.backends import open_backends
-from crawlq.engine.crawl import CrawlReport, Progress
+from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
+from crawlq.engine.job import new_private_seed_hosts
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError
 from crawlq.frontier import FrontierStats
@@ -162,6 +163,7 @@ class CeleryCrawl:
         async with open_backends(self.settings, create=True) as backends:
             s = backends.settings
             assert s.frontier is not None and s.job is not None  # set by the constructor
+            warn_private_seed_hosts(s, await new_private_seed_hosts(self.settings, s))
             state = await CeleryState.open(s.frontier, s.job)
             try:
                 self._state, self._store = state, backends.store

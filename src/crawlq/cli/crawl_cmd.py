@@ -12,6 +12,7 @@ import click
 from crawlq.cli.options import (
     build_settings,
     frontier_options,
+    guard_options,
     job_options,
     output_options,
     process_options,
@@ -30,6 +31,7 @@ __all__ = ["crawl"]
 @click.command()
 @click.argument("seeds", nargs=-1, metavar="SEED_URL...")
 @job_options
+@guard_options
 @frontier_options(required=False)
 @process_options
 @click.option(

@@ -15,6 +15,7 @@ from crawlq.spider import Spider
 __all__ = [
     "build_settings",
     "frontier_options",
+    "guard_options",
     "job_options",
     "output_options",
     "process_options",
@@ -110,6 +111,17 @@ def job_options(f: F) -> F:
             click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         ],
     )
+
+
+def guard_options(f: F) -> F:
+    """``--allow-private``: a job setting given by the producers (``crawl``, ``seed``)."""
+    return click.option(
+        "--allow-private",
+        is_flag=True,
+        default=None,
+        help="Allow requests to loopback, private and link-local addresses on any host "
+        "(default: only on the seeds' hosts; CRAWLQ_ALLOW_PRIVATE).",
+    )(f)
 
 
 def frontier_options(*, required: bool) -> Callable[[F], F]:
@@ -225,5 +237,5 @@ _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
-    "max_delay",
+    "max_delay", "allow_private",
 }  # fmt: skip

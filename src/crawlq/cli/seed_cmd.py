@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from crawlq.cli.options import build_settings, frontier_options, job_options
+from crawlq.cli.options import build_settings, frontier_options, guard_options, job_options
 from crawlq.engine.service import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.request import CrawlRequest
@@ -23,6 +23,7 @@ __all__ = ["seed"]
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs sooner.")
 @click.option("--retry-dead", is_flag=True, help="Also requeue the job's dead letters.")
 @job_options
+@guard_options
 @frontier_options(required=False)
 def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any) -> None:
     """Queue URL... (or, with -, one URL or JSON request per line of stdin) in a job.
@@ -31,7 +32,9 @@ def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any)
     directly: `crawlq seed --frontier redis://… --job J --allow-domain example.com`.
 
     The first seed of a job stores its settings (politeness, retries, scope — by default the
-    seeds' hosts —, spider, store) for every worker that joins. Every input is checked
+    seeds' hosts —, spider, store, and the seed hosts exempt from the private-address guard)
+    for every worker that joins. URLs that only reach the job through its inbox are never
+    seed hosts; use --allow-private to crawl private addresses on any host. Every input is checked
     before anything is queued: an invalid one stops the command (exit 2) and names it.
     JSON requests look like {"url": "...", "priority": 5, "meta": {...}}.
     """

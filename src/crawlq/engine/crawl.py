@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.job import default_job_name
+from crawlq.engine.job import default_job_name, new_private_seed_hosts, with_seed_hosts
 from crawlq.engine.worker import Worker, WorkerCounters
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.frontier import Frontier, FrontierStats
@@ -29,7 +29,7 @@ from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import StoreCounts
 
-__all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost"]
+__all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost", "warn_private_seed_hosts"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +109,27 @@ class WorkerHost:
         )
 
 
+def warn_private_seed_hosts(job: Settings, hosts: Sequence[str]) -> None:
+    """Log one warning naming the seed hosts that the job's private-address guard refuses.
+
+    Args:
+        job: The job's settings in force.
+        hosts: From `crawlq.engine.job.new_private_seed_hosts`; nothing is logged when empty.
+    """
+    if hosts:
+        logger.warning(
+            "job %s: %s resolve%s to a private address but %s not among the job's seed hosts "
+            "(%s): %s URLs will be filtered as private_address. Seed hosts are fixed when a "
+            "job starts; start a new --job, or start the job with --allow-private",
+            job.job,
+            ", ".join(hosts),
+            "" if len(hosts) > 1 else "s",
+            "are" if len(hosts) > 1 else "is",
+            ", ".join(job.seed_hosts) or "none",
+            "their" if len(hosts) > 1 else "its",
+        )
+
+
 class Crawl(WorkerHost):
     """One crawl run on the embedded backends named by ``settings.store``.
 
@@ -154,7 +175,8 @@ class Crawl(WorkerHost):
         store = settings.store
         if "://" not in store:  # a job's workers may run elsewhere: no cwd-relative path
             store = os.path.abspath(store)
-        self.settings = dataclasses.replace(settings, allowed_domains=domains, job=job, store=store)
+        settings = dataclasses.replace(settings, allowed_domains=domains, job=job, store=store)
+        self.settings = with_seed_hosts(settings, self.start_requests)
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Seed the frontier, then work until done, out of page budget, or stopped.
@@ -168,6 +190,9 @@ class Crawl(WorkerHost):
         """
         self._started = time.monotonic()
         async with open_backends(self.settings, create=True) as backends:
+            if self.settings.frontier is not None:  # a shared job may have other seed hosts
+                private = await new_private_seed_hosts(self.settings, backends.settings)
+                warn_private_seed_hosts(backends.settings, private)
             self.settings = backends.settings
             try:
                 return await self._run(backends, on_start)

@@ -12,23 +12,44 @@ Secrets stay with the processes: the job stores its ``store`` URL without its pa
 there). A worker supplies the password itself, with ``--store`` or ``CRAWLQ_STORE`` (a URL
 equal to the job's once its password is removed is the job's store, not a conflict), or
 through the driver's own means (``PGPASSWORD``, ``~/.pgpass``).
+
+Seed hosts (``seed_hosts``, exempt from the private-address guard) are computed by each
+producer from its seeds (`with_seed_hosts`) and, like the other job settings, fixed by the
+first one: a later ``crawlq seed`` does not add its hosts to a running job (workers already
+hold the job's settings). `new_private_seed_hosts` finds the seeds that will therefore be
+refused, so that the producer can warn about them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import re
-from collections.abc import Sequence
+import socket
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from crawlq.addresses import AddressGuard, bare_host, is_ip_literal
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
+from crawlq.request import CrawlRequest
 from crawlq.secrecy import without_password
 from crawlq.settings import Settings, check_job_name
 from crawlq.urls import host_key
 
-__all__ = ["JOB_FIELDS", "bind_job", "default_job_name"]
+__all__ = [
+    "JOB_FIELDS",
+    "bind_job",
+    "default_job_name",
+    "new_private_seed_hosts",
+    "with_seed_hosts",
+]
+
+_LOOKUP_TIMEOUT_S = 5.0
+"""Seconds `new_private_seed_hosts` spends at most on DNS lookups, all hosts together."""
+_LOOKUP_MAX_HOSTS = 50
+"""Most new seed hosts `new_private_seed_hosts` looks up (it only decides a warning)."""
 
 JOB_FIELDS = (
     "delay_s",
@@ -41,6 +62,8 @@ JOB_FIELDS = (
     "user_agent",
     "obey_robots",
     "robots_ttl_s",
+    "allow_private",
+    "seed_hosts",
     "allowed_domains",
     "include",
     "exclude",
@@ -111,7 +134,7 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
             + "; leave these out to use the job's values, or use another --job",
         )
     adopted = {name: stored[name] for name in JOB_FIELDS if name in stored}
-    for name in ("allowed_domains", "include", "exclude"):
+    for name in ("allowed_domains", "seed_hosts", "include", "exclude"):
         if name in adopted:
             adopted[name] = tuple(adopted[name])
     if "hosts" in adopted:
@@ -130,6 +153,55 @@ def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:
     if name == "store" and isinstance(stored[name], str):
         return without_password(stored[name]) == without_password(proposed[name])
     return bool(stored[name] == proposed[name])
+
+
+def with_seed_hosts(settings: Settings, requests: Iterable[CrawlRequest]) -> Settings:
+    """``settings`` with the hosts of ``requests`` added to ``seed_hosts`` (bare, in order).
+
+    The value is computed, not given: it is not added to ``settings.explicit``, so a job
+    that already exists keeps its own seed hosts instead of refusing the producer.
+    """
+    hosts = dict.fromkeys(bare_host(h) for h in settings.seed_hosts)
+    hosts.update(dict.fromkeys(bare_host(r.host) for r in requests))
+    return dataclasses.replace(settings, seed_hosts=tuple(h for h in hosts if h))
+
+
+async def new_private_seed_hosts(proposed: Settings, job: Settings) -> list[str]:
+    """Seed hosts of a producer that the job's guard refuses: the job does not exempt them.
+
+    A host counts when it is not among the job's ``seed_hosts`` (and the job does not
+    ``allow_private``) and it is an IP literal in a refused range, or a name that resolves
+    (now, through the system resolver) to a refused address. Lookups that fail or take
+    longer than `_LOOKUP_TIMEOUT_S` seconds count as not private: this only decides a warning.
+
+    Args:
+        proposed: The producer's settings (`with_seed_hosts` applied).
+        job: The settings in force after `bind_job`.
+
+    Returns:
+        The hosts, in the order of ``proposed.seed_hosts``.
+    """
+    guard = AddressGuard.of(allow_private=job.allow_private, hosts=job.seed_hosts)
+    new = [h for h in proposed.seed_hosts if not guard.exempt(h)]
+    if not new:
+        return []
+    private = [h for h in new if is_ip_literal(h) and guard.check_literal(h) is not None]
+    names = [h for h in new if not is_ip_literal(h)][:_LOOKUP_MAX_HOSTS]
+    if names:
+        loop = asyncio.get_running_loop()
+        lookups = [loop.getaddrinfo(h, None, type=socket.SOCK_STREAM) for h in names]
+        try:
+            answers = await asyncio.wait_for(
+                asyncio.gather(*lookups, return_exceptions=True), _LOOKUP_TIMEOUT_S
+            )
+        except TimeoutError:
+            answers = []
+        for host, answer in zip(names, answers, strict=False):
+            if isinstance(answer, BaseException):
+                continue
+            if any(guard.check(host, str(info[4][0])) is not None for info in answer):
+                private.append(host)
+    return [h for h in new if h in private]
 
 
 def default_job_name(seeds: Sequence[str]) -> str:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from crawlq.engine.backends import assembled_worker, open_backends
-from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost
+from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost, warn_private_seed_hosts
+from crawlq.engine.job import new_private_seed_hosts, with_seed_hosts
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import ConfigError, CrawlqError, FrontierUnavailable, StoreUnavailable
@@ -53,11 +54,14 @@ class SeedResult:
         given: Requests given.
         queued: Requests that were new to the job and are now queued.
         settings: The job's settings in force.
+        private_hosts: Hosts of these seeds that the job's private-address guard will refuse
+            (the job existed with other seed hosts and without ``allow_private``).
     """
 
     given: int
     queued: int
     settings: Settings
+    private_hosts: tuple[str, ...] = ()
 
 
 async def seed(
@@ -66,7 +70,10 @@ async def seed(
     """Push seed requests into the job's frontier (deduplicated), storing the job's settings.
 
     When the settings name no allowed domains, the seeds' hosts are stored as the job's
-    scope, the same rule as ``crawlq crawl``. With ``retry_dead`` the job's dead letters are
+    scope, the same rule as ``crawlq crawl``. The seeds' hosts become the job's seed hosts
+    (exempt from the private-address guard) when this call creates the job; on an existing
+    job, seeds on other hosts that resolve to private addresses are logged as a warning and
+    returned in `SeedResult.private_hosts`. With ``retry_dead`` the job's dead letters are
     requeued first.
 
     Raises:
@@ -78,11 +85,14 @@ async def seed(
         settings = dataclasses.replace(settings, allowed_domains=hosts)
     if "://" not in settings.store:  # a job's workers may run elsewhere: no cwd-relative path
         settings = dataclasses.replace(settings, store=os.path.abspath(settings.store))
+    settings = with_seed_hosts(settings, requests)
     async with open_backends(settings, create=True) as backends:
+        private = await new_private_seed_hosts(settings, backends.settings)
+        warn_private_seed_hosts(backends.settings, private)
         if retry_dead:
             await backends.frontier.revive_dead()
         queued = await backends.frontier.push(list(requests))
-        return SeedResult(len(requests), queued, backends.settings)
+        return SeedResult(len(requests), queued, backends.settings, tuple(private))
 
 
 class WorkerService(WorkerHost):

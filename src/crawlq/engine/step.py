@@ -161,6 +161,8 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
             req.url, method=req.method, body=req.body, follow_redirects=False
         )
     except FetchError as exc:
+        if exc.reason == FilterReason.PRIVATE_ADDRESS:
+            return _private_address(lease, exc)
         return await _failed(lease, exc, deps)
     logger.info(
         "%s %s %d %dB %.3fs attempt=%d",
@@ -382,6 +384,15 @@ async def _archive(
     except StoreError as exc:
         logger.error("cannot archive %s, storing the page without WARC records: %s", req.url, exc)
         return None
+
+
+def _private_address(lease: Lease, exc: FetchError) -> Outcome:
+    """The FILTERED outcome of a request the private-address guard refused (never retried)."""
+    req = lease.request
+    logger.info("filtered %s: %s", req.url, exc.detail)
+    reason = FilterReason.PRIVATE_ADDRESS
+    record = FilteredRecord(req.fingerprint, req.url, reason, req.depth, time.time())
+    return Outcome(lease, Kind.FILTERED, filtered=record, reason=reason)
 
 
 def _dead(lease: Lease, reason: str, detail: str) -> Outcome:
