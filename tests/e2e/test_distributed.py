@@ -35,10 +35,11 @@ from tests.services import RedisServer
 
 pytestmark = pytest.mark.e2e
 
-JITTER_S = 0.02
+JITTER_S = 0.1
 """The frontier spaces lease starts exactly; the server sees request starts that also carry
-each worker's lease-to-send latency and this test server thread's own scheduling (GIL), a few
-milliseconds on a loaded 2-core machine. Gaps are checked to the delay minus this."""
+each worker's lease-to-send latency and this test server thread's own scheduling (GIL): tens
+of milliseconds when four worker processes share a loaded 2-core machine. Gaps are checked to
+the delay minus this, which still tells a delay of 0.2 s or more from none."""
 
 
 def worker_proc(
@@ -129,10 +130,8 @@ def test_four_hosts_are_crawled_in_parallel(redis_url: str, job: str, tmp_path: 
             "seed", *seeds, "--frontier", redis_url, "--job", job, "--store", str(store),
             "--delay", "0.3", "--host-concurrency", "1",
         )  # fmt: skip
-        started = time.monotonic()
         procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(4)]
         assert wait_all(procs, 90) == [0, 0, 0, 0]
-        elapsed = time.monotonic() - started
     finally:
         for s in servers:
             s.stop()
@@ -142,8 +141,12 @@ def test_four_hosts_are_crawled_in_parallel(redis_url: str, job: str, tmp_path: 
         assert len([r for r in logged if r.path != "/robots.txt"]) == 12
         host_requests = sorted(r.start_s for r in logged)
         assert min(b - a for a, b in itertools.pairwise(host_requests)) >= 0.3 - JITTER_S
-    # One host alone needs 12 * 0.3 s; four in sequence would need 4 times that.
-    assert elapsed < 2 * 13 * 0.3 + 4
+    # In parallel, not one host after another: every host's crawl overlaps every other's.
+    spans = [
+        (min(r.start_s for r in log.requests(host=h)), max(r.start_s for r in log.requests(host=h)))
+        for h in (f"{s.host}:{ports[s]}" for s in servers)
+    ]
+    assert max(start for start, _ in spans) < min(end for _, end in spans)
 
 
 @web.middleware

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlq.addresses import AddressGuard
 from crawlq.fetch import Fetcher
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.sqlite import SqliteFrontier
@@ -77,7 +78,10 @@ async def test_warc_files_are_0600_under_umask_022(
     pytest.importorskip("warcio")
     from crawlq.store.warc import WarcWriter
 
-    async with Fetcher(user_agent="crawlq-test", record_exchanges=True) as fetcher:
+    guard = AddressGuard.of(allow_private=True)  # the test server is on loopback
+    async with Fetcher(
+        user_agent="crawlq-test", record_exchanges=True, address_guard=guard
+    ) as fetcher:
         result = await fetcher.fetch(server.base_url + "/page/1")
     writer = await WarcWriter.open(tmp_path / "warc")
     try:
