@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawlq.engine.job import bind_job
+from crawlq.engine.job import bind_job, inbox_filter
 from crawlq.engine.step import Deps
 from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
@@ -155,6 +155,11 @@ async def assembled_worker(
         StoreError: The WARC directory cannot be created.
     """
     s = backends.settings
+    frontier = backends.frontier
+    if hasattr(frontier, "inbox_filter") and hasattr(frontier, "inbox_max_entry_bytes"):
+        # a shared frontier drains an inbox of untrusted entries: give it the job's rules
+        frontier.inbox_filter = inbox_filter(s, scope)
+        frontier.inbox_max_entry_bytes = s.inbox_max_entry_bytes
     async with contextlib.AsyncExitStack() as stack:
         warc = await open_warc(s)
         if warc is not None:

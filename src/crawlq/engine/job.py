@@ -19,16 +19,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
+from crawlq.request import CrawlRequest
+from crawlq.scope import Scope
 from crawlq.secrecy import without_password
 from crawlq.settings import Settings, check_job_name
 from crawlq.urls import host_key
 
-__all__ = ["JOB_FIELDS", "bind_job", "default_job_name"]
+__all__ = ["JOB_FIELDS", "bind_job", "default_job_name", "inbox_filter"]
 
 JOB_FIELDS = (
     "delay_s",
@@ -63,6 +65,9 @@ JOB_FIELDS = (
     "warc_max_size_bytes",
     "spider",
     "store",
+    "inbox_methods",
+    "inbox_bypass_scope",
+    "inbox_max_entry_bytes",
 )
 """Settings that belong to the job, not to one worker."""
 
@@ -110,7 +115,7 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
             + "; leave these out to use the job's values, or use another --job",
         )
     adopted = {name: stored[name] for name in JOB_FIELDS if name in stored}
-    for name in ("allowed_domains", "include", "exclude"):
+    for name in ("allowed_domains", "include", "exclude", "inbox_methods"):
         if name in adopted:
             adopted[name] = tuple(adopted[name])
     if "hosts" in adopted:
@@ -129,6 +134,34 @@ def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:
     if name == "store" and isinstance(stored[name], str):
         return without_password(stored[name]) == without_password(proposed[name])
     return bool(stored[name] == proposed[name])
+
+
+def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], str | None]:
+    """The check a shared frontier applies to each inbox request before queuing it.
+
+    An inbox entry is untrusted input: its method must be one of the job's
+    ``inbox_methods`` (GET and HEAD by default), and unless the job sets
+    ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
+    max depth), as a discovered link must.
+
+    Returns:
+        A function of a request: None to queue it, else the reason it is rejected
+        (``method_not_allowed: POST``, ``out_of_scope: offsite``...).
+    """
+    methods = frozenset(settings.inbox_methods)
+    bypass = settings.inbox_bypass_scope
+
+    def check(request: CrawlRequest) -> str | None:
+        if request.method not in methods:
+            allowed = ", ".join(sorted(methods)) or "none"
+            return f"method_not_allowed: {request.method} (the job allows {allowed})"
+        if not bypass:
+            reason = scope.check(request)
+            if reason is not None:
+                return f"out_of_scope: {reason}"
+        return None
+
+    return check
 
 
 def default_job_name(seeds: Sequence[str]) -> str:
