@@ -422,3 +422,51 @@ def test_status_table_goes_to_stdout_and_watch_repeats_it_off_a_terminal(
         watch.terminate()
         out, _ = watch.communicate(timeout=10)
     assert out.decode().count(f"job {job}") >= 2  # a plain table per interval, not nothing
+
+
+def test_worker_started_while_redis_is_down_waits_for_it(tmp_path: Path) -> None:
+    server = RedisServer(appendonly=True)
+    server.start()
+    proc: subprocess.Popen[str] | None = None
+    try:
+        root = generate_site(tmp_path / "site", n_pages=5)
+        with ServerThread(make_static_app(root)) as http:
+            store = tmp_path / "store.db"
+            run_crawlq(
+                "seed", http.base_url + "/index.html", "--frontier", server.url, "--job", "w",
+                "--store", str(store), "--delay", "0",
+            )  # fmt: skip
+            server.stop()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "crawlq", "worker", "--frontier", server.url, "--job", "w",
+                 "--store", str(store), "--exit-when-done"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            assert proc.stderr is not None
+            lines = [proc.stderr.readline() for _ in range(2)]  # two attempts, one line each
+            assert all("unavailable at start" in line for line in lines), lines
+            assert f"127.0.0.1:{server.port}" in lines[0] and "attempt 1" in lines[0]
+            assert proc.poll() is None, "the worker must wait for Redis, not exit"
+            server.start()
+            assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        assert len(stored_urls(store)) == 5
+    finally:
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stderr is not None:
+                proc.stderr.close()
+        server.cleanup()
+
+
+def test_worker_with_refused_credentials_exits_at_once(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    seed_one(redis_url, job, tmp_path / "s.db")
+    wrong = redis_url.replace("redis://", "redis://nosuchuser:not-the-password@", 1)
+    proc = run_crawlq("worker", "--frontier", wrong, "--job", job, "-q", check=False, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "not-the-password" not in proc.stderr and "refused" in proc.stderr

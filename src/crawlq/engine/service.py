@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from crawlq.engine.backends import assembled_worker, open_backends
+from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.worker import WorkerCounters
@@ -26,6 +26,7 @@ from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 from crawlq.scope import Scope
+from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
 from crawlq.store import Store
@@ -113,6 +114,7 @@ class WorkerService(WorkerHost):
         self.page_budget = page_budget
         self.parent_pid = parent_pid
         self._stop_asked: bool | None = None  # a stop before the worker exists: its force
+        self._stop_event: asyncio.Event | None = None  # set by stop(): ends a wait at start
 
     def stop(self, *, force: bool = False) -> None:
         """Ask the worker to stop (see `crawlq.engine.worker.Worker.stop`).
@@ -120,6 +122,8 @@ class WorkerService(WorkerHost):
         A stop that comes before the worker is assembled is applied as soon as it is.
         """
         self._stop_asked = force or bool(self._stop_asked)
+        if self._stop_event is not None:
+            self._stop_event.set()
         super().stop(force=force)
 
     def parent_gone(self) -> bool:
@@ -156,43 +160,75 @@ class WorkerService(WorkerHost):
                     await watch
 
     async def _run(self, on_start: Callable[[], None] | None) -> CrawlReport:
-        async with open_backends(self.settings) as backends:
-            s = self.settings = backends.settings
-            spider_cls = load_spider(s.spider)
-            spider = spider_cls()
-            domains = s.allowed_domains or tuple(spider.allowed_domains)
-            if not domains:
-                raise ConfigError(
-                    "allowed_domains",
-                    f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
-                    "give --allow-domain",
+        """Open the backends, waiting with backoff while the frontier cannot be reached.
+
+        A worker may start while Redis is restarting: it logs each attempt (naming the
+        frontier, password redacted) and starts once Redis answers. Errors that waiting
+        does not fix (a bad URL, refused credentials, a job never seeded) end it at once.
+        """
+        self._stop_event = asyncio.Event()
+        failures = 0
+        while True:
+            opened = False
+            try:
+                async with open_backends(self.settings) as backends:
+                    opened = True
+                    return await self._work(backends, on_start)
+            except FrontierUnavailable as exc:
+                if opened:
+                    raise
+                failures += 1
+                delay = backoff_s(failures, 0.5, 30.0)
+                logger.warning(
+                    "frontier %s unavailable at start (%s); attempt %d, retrying in %.1fs",
+                    redact(self.settings.frontier or ""),
+                    exc,
+                    failures,
+                    delay,
                 )
-            scope = Scope(domains, s.include, s.exclude, s.max_depth)
-            budget = self.page_budget
-            if s.max_pages is not None:
-                left = max(0, s.max_pages - (await backends.store.counts()).pages)
-                budget = left if budget is None else min(budget, left)
-            async with assembled_worker(
-                backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
-            ) as worker:
-                self.worker = worker
-                self._frontier = backends.frontier
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop_event.wait(), delay)
                 if self._stop_asked is not None:
-                    worker.stop(force=self._stop_asked)
-                if on_start is not None:
-                    on_start()
-                try:
-                    await worker.run()
-                finally:
-                    self._frontier = None
-            return CrawlReport(
-                stopped_by=worker.stopped_by or "done",
-                counters=worker.counters,
-                store=await backends.store.counts(),
-                frontier=await backends.frontier.stats(),
-                elapsed_s=time.monotonic() - self._started,
-                seeded=0,
+                    raise CrawlqError("stopped while waiting for the frontier") from exc
+
+    async def _work(self, backends: Backends, on_start: Callable[[], None] | None) -> CrawlReport:
+        """Run the worker on open backends and report (see `run`)."""
+        s = self.settings = backends.settings
+        spider_cls = load_spider(s.spider)
+        spider = spider_cls()
+        domains = s.allowed_domains or tuple(spider.allowed_domains)
+        if not domains:
+            raise ConfigError(
+                "allowed_domains",
+                f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
+                "give --allow-domain",
             )
+        scope = Scope(domains, s.include, s.exclude, s.max_depth)
+        budget = self.page_budget
+        if s.max_pages is not None:
+            left = max(0, s.max_pages - (await backends.store.counts()).pages)
+            budget = left if budget is None else min(budget, left)
+        async with assembled_worker(
+            backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
+        ) as worker:
+            self.worker = worker
+            self._frontier = backends.frontier
+            if self._stop_asked is not None:
+                worker.stop(force=self._stop_asked)
+            if on_start is not None:
+                on_start()
+            try:
+                await worker.run()
+            finally:
+                self._frontier = None
+        return CrawlReport(
+            stopped_by=worker.stopped_by or "done",
+            counters=worker.counters,
+            store=await backends.store.counts(),
+            frontier=await backends.frontier.stats(),
+            elapsed_s=time.monotonic() - self._started,
+            seeded=0,
+        )
 
 
 class MultiProcessCrawl:

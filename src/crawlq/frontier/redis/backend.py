@@ -35,8 +35,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
+from redis.exceptions import AuthenticationError, AuthorizationError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlq.clock import Clock, SystemClock
@@ -216,10 +216,15 @@ class RedisFrontier:
     # -- plumbing -------------------------------------------------------------------------
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
-        """Run one Redis operation, turning connection failures into FrontierUnavailable."""
+        """Run one Redis operation, turning connection failures into FrontierUnavailable.
+
+        A refused password or user (AUTH) is a `FrontierError`: waiting does not fix it.
+        """
         self.round_trips += 1
         try:
             return await op()
+        except (AuthenticationError, AuthorizationError) as exc:  # retrying will not fix it
+            raise FrontierError(f"Redis refused this client for job {self.job!r}: {exc}") from exc
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise FrontierUnavailable(f"Redis unavailable for job {self.job!r}: {exc}") from exc
         except ResponseError as exc:
