@@ -167,7 +167,8 @@ class Crawl(WorkerHost):
             FrontierUnavailable, StoreError: A backend cannot be opened.
         """
         self._started = time.monotonic()
-        async with open_backends(self.settings, create=True) as backends:
+        # runs_spider=False: this crawl runs its own spider class, never the job's
+        async with open_backends(self.settings, create=True, runs_spider=False) as backends:
             self.settings = backends.settings
             try:
                 return await self._run(backends, on_start)

@@ -79,7 +79,7 @@ async def seed(
         settings = dataclasses.replace(settings, allowed_domains=hosts)
     if "://" not in settings.store:  # a job's workers may run elsewhere: no cwd-relative path
         settings = dataclasses.replace(settings, store=os.path.abspath(settings.store))
-    async with open_backends(settings, create=True) as backends:
+    async with open_backends(settings, create=True, runs_spider=False) as backends:
         if retry_dead:
             await backends.frontier.revive_dead()
         queued = await backends.frontier.push(list(requests))
@@ -296,7 +296,7 @@ class MultiProcessCrawl:
         """
         self._started = time.monotonic()
         seeded = await seed(self.settings, self.requests, retry_dead=self.retry_dead)
-        async with open_backends(seeded.settings) as backends:
+        async with open_backends(seeded.settings, runs_spider=False) as backends:
             self._frontier, self._store = backends.frontier, backends.store
             self._pages_before = (await backends.store.counts()).pages
             limit, store_ = self.settings.max_pages, backends.store
@@ -315,6 +315,14 @@ class MultiProcessCrawl:
             # The job keeps no store password: the children get this process's store URL
             # (equal to the job's but for the password) through their environment.
             self.pool.env["CRAWLQ_STORE"] = backends.settings.store
+            # Code and local paths come from this command's own options, never the job's.
+            given = self.settings
+            if given.spider is not None and "spider" in given.explicit:
+                self.pool.env["CRAWLQ_SPIDER"] = given.spider
+            if given.warc_dir is not None and "warc_dir" in given.explicit:
+                self.pool.env["CRAWLQ_WARC_DIR"] = given.warc_dir
+            if given.trust_job_code:
+                self.pool.env["CRAWLQ_TRUST_JOB_CODE"] = "1"
             self.pool.start()
             try:
                 codes = await self.pool.wait(spent if limit is not None else None)
