@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.http_exceptions import BadHttpMessage, ContentEncodingError, DecompressSizeError
 from yarl import URL
 
 from crawlq.addresses import AddressGuard
@@ -335,16 +336,18 @@ class Fetcher:
         Raises:
             RetryableStatus: HTTP 408, 429 or 5xx (``retry_after_s`` from ``Retry-After``).
             TransientFetchError: Network failure; ``reason`` is ``timeout``, ``dns_error``,
-                ``connect_error``, ``connection_reset``, ``payload_error`` (truncated or
-                corrupt body), ``protocol_error`` (malformed HTTP) or ``client_error``.
+                ``connect_error``, ``connection_reset``, ``payload_error`` (truncated body),
+                ``protocol_error`` (another unexpected answer) or ``client_error``.
             BodyTooLarge: The body exceeds ``max_body_bytes`` (by ``Content-Length`` or
                 while reading); no partial body is ever returned.
             TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
             PrivateAddressError: The host of ``url`` or of a redirect hop is (or resolves
                 only to) an address the guard refuses; nothing was sent to it.
             PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
-                ``bad_redirect`` (a ``Location`` that is not http(s)) or ``tls_error`` (the
-                server's certificate does not verify).
+                ``bad_redirect`` (a ``Location`` that is not http(s)), ``tls_error`` (the
+                server's certificate does not verify) or ``protocol_error`` (a response
+                that breaks HTTP syntax: a status line, header or ``Location`` over the
+                size limit, a bad header, garbage after the body, an undecodable body).
         """
         try:
             start_url = url_keys(url).url  # cached: the frontier normalised it already
@@ -516,6 +519,28 @@ def _origin(url: str) -> tuple[str, str | None, int | None]:
     return parts.scheme, parts.hostname, parts.port
 
 
+def _malformed(exc: BaseException) -> bool:
+    """Whether the server's bytes broke HTTP/1.1 syntax: the same bytes again next time.
+
+    aiohttp reports a parse error of the response (a status line, header or ``Location``
+    too long, garbage where a status line or chunk size belongs, a bad header) as a
+    `aiohttp.ClientResponseError` caused by a `BadHttpMessage`, and a body that cannot be
+    decoded (bad gzip) as a payload error caused by a `ContentEncodingError`. A body cut
+    short by a reset or an early close is a payload error caused by a
+    ``ContentLengthError`` or ``TransferEncodingError`` at end of stream: transient.
+    """
+    cause = exc.__cause__
+    for _ in range(4):  # aiohttp wraps the parser's error once or twice
+        if cause is None:
+            return False
+        if isinstance(cause, ContentEncodingError | DecompressSizeError):
+            return True
+        if isinstance(cause, BadHttpMessage):
+            return isinstance(exc, aiohttp.ClientResponseError)
+        cause = cause.__cause__
+    return False
+
+
 def _classify(url: str, redirected_to: str | None, exc: BaseException) -> FetchError:
     """Map a network exception to a classified `FetchError` (see `Fetcher.fetch`)."""
     detail = f"{type(exc).__name__}: {exc}".rstrip(": ")[:_MAX_DETAIL_CHARS]
@@ -535,6 +560,8 @@ def _classify(url: str, redirected_to: str | None, exc: BaseException) -> FetchE
         return TransientFetchError(url, "dns_error", detail)
     if isinstance(exc, aiohttp.ClientConnectorError):
         return TransientFetchError(url, "connect_error", detail)
+    if _malformed(exc):
+        return PermanentFetchError(url, "protocol_error", detail)
     if isinstance(exc, aiohttp.ClientPayloadError):
         return TransientFetchError(url, "payload_error", detail)
     if isinstance(exc, aiohttp.ClientConnectionError | OSError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,32 @@ from typing import Any
 
 from crawlq.urls import request_fingerprint, url_keys
 
-__all__ = ["CrawlRequest", "FetchResult", "Lease", "RawExchange"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_JSON_NESTING",
+    "PRIORITY_LIMIT",
+    "CrawlRequest",
+    "FetchResult",
+    "Lease",
+    "RawExchange",
+]
+
+PRIORITY_LIMIT = 2**19 - 1
+"""Largest priority magnitude, 524,287: a request's priority is clamped to
+``-PRIORITY_LIMIT..PRIORITY_LIMIT`` (the Redis frontier's queue scores hold it exactly), and a
+JSON request (`CrawlRequest.from_json`: the inbox, task messages) outside that range is
+refused."""
+
+MAX_DEPTH = 2**31 - 1
+"""Largest request depth (the stores keep it in a 32-bit integer column)."""
+
+MAX_JSON_NESTING = 32
+"""Deepest nesting of arrays and objects accepted in a JSON request (`CrawlRequest.from_json`),
+checked by a linear scan before the JSON is parsed, so a deeply nested entry never reaches the
+recursive parser."""
+
+_JSON_NESTING_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+"""A JSON string (skipped whole, so brackets inside strings do not count) or a bracket."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP method is a token (RFC 9110 §9.1, §5.6.2)."""
@@ -35,16 +61,18 @@ class CrawlRequest:
         url: Absolute http(s) URL, fragment dropped.
         method: HTTP method, upper-case.
         body: Request body bytes (empty for GET).
-        priority: Higher runs sooner; any int.
-        depth: Links followed from a seed to reach this URL (seeds are 0).
+        priority: Higher runs sooner; an int, clamped to ``±PRIORITY_LIMIT`` (524,287).
+        depth: Links followed from a seed to reach this URL (seeds are 0), at most
+            `MAX_DEPTH`.
         callback: Name of the spider method that parses the response (None: ``parse``).
         cb_kwargs: Extra keyword arguments for the callback; must be JSON-serialisable.
         meta: Free-form JSON-serialisable data carried to the response (``response.meta``).
 
     Raises:
         InvalidURL: ``url`` is not an absolute http(s) URL.
-        ValueError: ``method`` is not an HTTP token, ``depth`` is negative, ``callback`` is
-            not a string, or ``meta`` or ``cb_kwargs`` is not a mapping (a JSON object).
+        ValueError: ``method`` is not an HTTP token, ``priority`` is not an int, ``depth``
+            is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, or ``meta`` or
+            ``cb_kwargs`` is not a mapping (a JSON object).
     """
 
     url: str
@@ -59,8 +87,13 @@ class CrawlRequest:
     host: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.depth < 0:
-            raise ValueError(f"depth must not be negative, got {self.depth} for {self.url!r}")
+        if type(self.depth) is not int or not 0 <= self.depth <= MAX_DEPTH:
+            raise ValueError(f"depth must be an int in 0..{MAX_DEPTH}, got {self.depth!r:.40}")
+        if not isinstance(self.priority, int):
+            raise ValueError(f"priority must be an int, got {self.priority!r:.40}")
+        if not -PRIORITY_LIMIT <= self.priority <= PRIORITY_LIMIT:
+            clamped = max(-PRIORITY_LIMIT, min(PRIORITY_LIMIT, self.priority))
+            object.__setattr__(self, "priority", clamped)
         for name, value in (("meta", self.meta), ("cb_kwargs", self.cb_kwargs)):
             if type(value) is not dict and not isinstance(value, Mapping):
                 raise ValueError(f"{name} must be a JSON object, got {value!r:.80}")
@@ -109,13 +142,26 @@ class CrawlRequest:
     def from_json(cls, text: str | bytes) -> CrawlRequest:
         """Parse the output of `to_json` (or a hand-written object with at least ``url``).
 
+        The text is untrusted (the Redis inbox, Celery task messages): every field is checked
+        for its type and range, and nothing is converted. ``priority`` must be an integer in
+        ``±PRIORITY_LIMIT`` (524,287) and ``depth`` an integer in ``0..MAX_DEPTH``: a float
+        (``1e999``, ``1.0``), a boolean or a string is refused, as are ``NaN`` and
+        ``Infinity`` anywhere. Arrays and objects may nest `MAX_JSON_NESTING` (32) deep at
+        most, checked before parsing.
+
         Raises:
-            ValueError: not a JSON object with a string ``url``, or a field of the wrong type
-                or form (``method`` not a token string, ``body_b64`` not base64, ``meta`` or
-                ``cb_kwargs`` not an object, ``priority`` or ``depth`` not an integer).
+            ValueError: not a JSON object with a string ``url``, nested too deep, or a field
+                of the wrong type, form or range (``method`` not a token string,
+                ``body_b64`` not base64, ``meta`` or ``cb_kwargs`` not an object,
+                ``priority`` or ``depth`` not an integer within its bounds).
             InvalidURL: the URL cannot be crawled.
         """
-        data = json.loads(text)
+        if isinstance(text, bytes | bytearray):
+            text = bytes(text).decode("utf-8")  # UnicodeDecodeError is a ValueError
+        nesting = _json_nesting(text)
+        if nesting > MAX_JSON_NESTING:
+            raise ValueError(f"JSON nested deeper than {MAX_JSON_NESTING} levels")
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         if not isinstance(data, dict) or not isinstance(data.get("url"), str):
             raise ValueError(f"not a crawl request object: {text!r:.200}")
         method = data.get("method", "GET")
@@ -132,12 +178,53 @@ class CrawlRequest:
             url=data["url"],
             method=method,
             body=body_bytes,
-            priority=int(data.get("priority", 0)),
-            depth=int(data.get("depth", 0)),
+            priority=_bounded_int(data, "priority", -PRIORITY_LIMIT, PRIORITY_LIMIT),
+            depth=_bounded_int(data, "depth", 0, MAX_DEPTH),
             callback=data.get("callback"),
             cb_kwargs=data.get("cb_kwargs") or {},
             meta=data.get("meta") or {},
         )
+
+
+def _json_nesting(text: str) -> int:
+    """How deep arrays and objects nest in ``text``, up to one past `MAX_JSON_NESTING`.
+
+    Linear and not recursive. Exact for valid JSON; for invalid JSON any answer will do,
+    since the parser refuses it anyway.
+    """
+    if text.count("[") + text.count("{") <= MAX_JSON_NESTING:
+        return 0  # cannot nest deeper than it has brackets
+    depth = 0
+    for match in _JSON_NESTING_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_NESTING:
+                return depth
+        elif token in "]}":
+            depth -= 1
+    return 0
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a request may hold")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _bounded_int(data: Mapping[str, Any], name: str, low: int, high: int) -> int:
+    """``data[name]`` (0 when absent) if it is an integer in ``low..high``."""
+    value = data.get(name, 0)
+    if type(value) is not int:
+        raise ValueError(f"{name} must be an integer, got {value!r:.40}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in {low}..{high}, got {value!r:.40}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

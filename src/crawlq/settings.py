@@ -263,6 +263,22 @@ class Settings:
     spider: str | None = None
     """Spider as ``module:Class`` (None: the default spider, which follows every link)."""
 
+    trust_job_code: bool = False
+    """Shared job: take ``spider``, ``warc_dir`` and a SQLite ``store`` path from the job's
+    settings in Redis when this process does not give them itself (otherwise that is an
+    error: whoever can write the job's keys would choose the code this process runs and the
+    files it writes; see `crawlq.engine.job`). A per-process setting, never a job's."""
+
+    inbox_methods: tuple[str, ...] = ("GET", "HEAD")
+    """Shared job: HTTP methods an inbox entry may ask for; others are rejected."""
+
+    inbox_bypass_scope: bool = False
+    """Shared job: queue inbox entries outside the job's scope (allowed domains, include,
+    exclude, max depth) instead of rejecting them as ``out_of_scope``."""
+
+    inbox_max_entry_bytes: int = 64 * 1024
+    """Shared job: largest inbox entry accepted, in bytes; a larger one is rejected unread."""
+
     frontier: str | None = None
     """Where the frontier lives: None for the embedded one in ``store``'s SQLite file, or
     ``redis://[:password@]host:port/db`` for one shared by workers on many machines."""
@@ -307,6 +323,7 @@ class Settings:
             "flush_max_items",
             "breaker_failures",
             "breaker_parks",
+            "inbox_max_entry_bytes",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -346,6 +363,11 @@ class Settings:
         if self.job is not None:
             check_job_name(self.job)
         check_store(self.store)
+        methods = tuple(m.strip().upper() for m in self.inbox_methods)
+        for method in methods:
+            if not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Z]+", method):
+                raise ConfigError("inbox_methods", f"not an HTTP method: {method!r:.40}")
+        object.__setattr__(self, "inbox_methods", methods)
         for name in ("include", "exclude"):
             for pattern in getattr(self, name):
                 try:

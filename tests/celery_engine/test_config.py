@@ -123,3 +123,45 @@ def test_an_unreachable_or_refusing_broker_is_one_line_and_seeds_nothing(
         assert list(client.scan_iter(match=Keyspace(job).pattern())) == []
     finally:
         client.close()
+
+
+POISON: list[object] = [
+    ['{"url": "http://a.test/1", "priority": 1e999}', 1, False],
+    ['{"url": "http://a.test/2", "depth": 1e999}', 1, False],
+    ["[" * 100_000 + "]" * 100_000, 1, False],
+    ['{"url": "http://a.test/3", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+    ['{"url": "http://a.test/4"}', 1e999, False],
+    ['{"url": "http://a.test/5"}', "2", False],
+    ['{"url": "http://a.test/6"}', 1, "yes"],
+    ['{"url": "http://a.test/7", "pad": "' + "x" * 70_000 + '"}'],
+    [None],
+    [],
+    42,
+]
+
+
+def test_poison_task_entries_are_dropped_one_by_one() -> None:
+    good = Entry(CrawlRequest("http://a.test/ok"))
+    assert parse_entries([*POISON, good.to_wire()]) == [good]
+
+
+def test_garbage_task_arguments_never_raise_out_of_the_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crawlq.celery import make_app
+    from crawlq.celery.runtime import Runtimes
+
+    def no_runtime(*args: object) -> None:
+        raise AssertionError(f"a garbage task reached the runtime: {args!r:.200}")
+
+    monkeypatch.setattr(Runtimes, "run", no_runtime)
+    app = make_app(settings(broker_url=REDIS))
+    tasks = app.crawlq
+    tasks.scrape(123)
+    tasks.scrape("http://a.test/x", depth=1e999)
+    tasks.scrape("http://a.test/x", priority=float("nan"), depth=True)
+    tasks.scrape("http://a.test/x", job=["not", "a", "name"])
+    tasks.scrape("http://a.test/x", job="bad}{name")
+    tasks.scrape_many("j", POISON)
+    tasks.scrape_many("j", "not a list")
+    tasks.scrape_many({"job": 1}, POISON)

@@ -43,9 +43,11 @@ the delay minus this, which still tells a delay of 0.2 s or more from none."""
 
 
 def worker_proc(
-    frontier: str, job: str, *extra: str, env: dict[str, str] | None = None
+    frontier: str, job: str, *extra: str, store: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
+    """A ``crawlq worker`` process; it names the job's store itself (never taken from Redis)."""
     cmd = [sys.executable, "-m", "crawlq", "worker", "--frontier", frontier, "--job", job]
+    cmd += ["--store", str(store)]
     return subprocess.Popen(
         [*cmd, "-q", *extra],
         stdout=subprocess.DEVNULL,
@@ -99,7 +101,7 @@ def test_politeness_holds_across_four_worker_processes(
             "seed", server.base_url + "/index.html", "--frontier", redis_url, "--job", job,
             "--store", str(store), "--delay", "0.2", "--host-concurrency", "1",
         )  # fmt: skip
-        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(4)]
+        procs = [worker_proc(redis_url, job, "--exit-when-done", store=store) for _ in range(4)]
         assert wait_all(procs, 90) == [0, 0, 0, 0]
         host = f"127.0.0.1:{server.port}"
         requests = log.requests(host=host)
@@ -130,7 +132,7 @@ def test_four_hosts_are_crawled_in_parallel(redis_url: str, job: str, tmp_path: 
             "seed", *seeds, "--frontier", redis_url, "--job", job, "--store", str(store),
             "--delay", "0.3", "--host-concurrency", "1",
         )  # fmt: skip
-        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(4)]
+        procs = [worker_proc(redis_url, job, "--exit-when-done", store=store) for _ in range(4)]
         assert wait_all(procs, 90) == [0, 0, 0, 0]
     finally:
         for s in servers:
@@ -180,7 +182,8 @@ def test_robots_txt_is_fetched_once_per_job_by_three_worker_processes(
         )  # fmt: skip
         # Two requests at once per worker: with 6 per host, each worker holds some at once.
         procs = [
-            worker_proc(redis_url, job, "--exit-when-done", "--concurrency", "2") for _ in range(3)
+            worker_proc(redis_url, job, "--exit-when-done", "--concurrency", "2", store=store)
+            for _ in range(3)
         ]
         assert wait_all(procs, 90) == [0, 0, 0]
         requests = log.requests(host=f"127.0.0.1:{server.port}")
@@ -213,7 +216,7 @@ def test_sigkill_workers_repeatedly_each_page_once(
             "--config", str(config),
         )  # fmt: skip
         slow = ["--concurrency", "4"]
-        procs = [worker_proc(redis_url, job, *slow, env=env) for _ in range(3)]
+        procs = [worker_proc(redis_url, job, *slow, env=env, store=store) for _ in range(3)]
         kills = 0
         deadline = time.monotonic() + 120
         for fraction in (0.15, 0.35, 0.55):
@@ -225,9 +228,9 @@ def test_sigkill_workers_repeatedly_each_page_once(
                 procs[victim].send_signal(signal.SIGKILL)
                 procs[victim].wait()
                 kills += 1
-                procs[victim] = worker_proc(redis_url, job, *slow, env=env)
+                procs[victim] = worker_proc(redis_url, job, *slow, env=env, store=store)
         assert kills >= 3
-        finisher = worker_proc(redis_url, job, "--exit-when-done", env=env)
+        finisher = worker_proc(redis_url, job, "--exit-when-done", env=env, store=store)
         assert wait_all([finisher], 120) == [0]
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
@@ -250,7 +253,7 @@ def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str, tmp_path:
             "--allow-private",  # inbox URLs are untrusted: their hosts are never seed hosts
         )  # fmt: skip
         assert "queued 0 new of 0" in created.stdout
-        proc = worker_proc(redis_url, job)
+        proc = worker_proc(redis_url, job, store=store)
         try:
             time.sleep(1.0)  # the worker is idle, blocked on the inbox
             inbox = Keyspace(job).inbox
@@ -296,8 +299,56 @@ def test_joining_worker_adopts_the_job_settings_and_conflicts_are_errors(
     )  # fmt: skip
     assert again.returncode == 2
     assert "delay_s=0.5" in again.stderr and "given 2.0" in again.stderr
-    ok = run_crawlq("seed", "http://127.0.0.1:9/b", "--frontier", redis_url, "--job", job)
+    ok = run_crawlq(
+        "seed", "http://127.0.0.1:9/b", "--frontier", redis_url, "--job", job, "--store", store
+    )
     assert "queued 1 new of 1" in ok.stdout
+    # The job's SQLite path is this machine's file only if this process says so.
+    guess = run_crawlq(
+        "seed", "http://127.0.0.1:9/c", "--frontier", redis_url, "--job", job, check=False
+    )
+    assert guess.returncode == 2 and store in guess.stderr and "--trust-job-code" in guess.stderr
+    trusted = run_crawlq(
+        "seed", "http://127.0.0.1:9/c", "--frontier", redis_url, "--job", job, "--trust-job-code"
+    )
+    assert "queued 1 new of 1" in trusted.stdout
+
+
+def test_spider_written_into_the_job_settings_is_not_run(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n"
+        "from crawlq.spider import Spider\n\nclass Evil(Spider):\n    name = 'evil'\n"
+    )
+    store = str(tmp_path / "s.db")
+    seed_one(redis_url, job, Path(store))
+    client = redis.Redis.from_url(redis_url)
+    key = Keyspace(job).job_info
+    settings = json.loads(client.hget(key, "settings"))
+    settings["spider"] = f"{evil}:Evil"
+    client.hset(key, "settings", json.dumps(settings))  # whoever can write the job's keys
+    client.close()
+    proc = run_crawlq(
+        "worker", "--frontier", redis_url, "--job", job, "--store", store, "--exit-when-done",
+        "-q", check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert f"{evil}:Evil" in proc.stderr
+    assert "--spider" in proc.stderr and "--trust-job-code" in proc.stderr
+    assert not marker.exists()
+    # The same spider given by the worker's own command line is that operator's choice.
+    other = tmp_path / "other.py"
+    other.write_text("from crawlq.spider import Spider\n\nclass S(Spider):\n    name = 's'\n")
+    mismatch = run_crawlq(
+        "worker", "--frontier", redis_url, "--job", job, "--store", store, "--exit-when-done",
+        "--spider", f"{other}:S", "-q", check=False,
+    )  # fmt: skip
+    assert mismatch.returncode == 2
+    assert f"{evil}:Evil" in mismatch.stderr and f"{other}:S" in mismatch.stderr
+    assert not marker.exists()
 
 
 @pytest.mark.timeout(300)
@@ -313,7 +364,9 @@ def test_worker_survives_a_redis_restart(tmp_path: Path, site_root: Path) -> Non
                 "seed", http.base_url + "/index.html", "--frontier", server.url, "--job", "r",
                 "--store", str(store), "--delay", "0.01", "--host-concurrency", "2",
             )  # fmt: skip
-            proc = worker_proc(server.url, "r", "--exit-when-done", "--concurrency", "2")
+            proc = worker_proc(
+                server.url, "r", "--exit-when-done", "--concurrency", "2", store=store
+            )
             deadline = time.monotonic() + 60
             while stored_count(store) < 30:
                 assert time.monotonic() < deadline
@@ -475,3 +528,51 @@ def test_status_table_goes_to_stdout_and_watch_repeats_it_off_a_terminal(
         watch.terminate()
         out, _ = watch.communicate(timeout=10)
     assert out.decode().count(f"job {job}") >= 2  # a plain table per interval, not nothing
+
+
+def test_worker_started_while_redis_is_down_waits_for_it(tmp_path: Path) -> None:
+    server = RedisServer(appendonly=True)
+    server.start()
+    proc: subprocess.Popen[str] | None = None
+    try:
+        root = generate_site(tmp_path / "site", n_pages=5)
+        with ServerThread(make_static_app(root)) as http:
+            store = tmp_path / "store.db"
+            run_crawlq(
+                "seed", http.base_url + "/index.html", "--frontier", server.url, "--job", "w",
+                "--store", str(store), "--delay", "0",
+            )  # fmt: skip
+            server.stop()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "crawlq", "worker", "--frontier", server.url, "--job", "w",
+                 "--store", str(store), "--exit-when-done"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            assert proc.stderr is not None
+            lines = [proc.stderr.readline() for _ in range(2)]  # two attempts, one line each
+            assert all("unavailable at start" in line for line in lines), lines
+            assert f"127.0.0.1:{server.port}" in lines[0] and "attempt 1" in lines[0]
+            assert proc.poll() is None, "the worker must wait for Redis, not exit"
+            server.start()
+            assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        assert len(stored_urls(store)) == 5
+    finally:
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stderr is not None:
+                proc.stderr.close()
+        server.cleanup()
+
+
+def test_worker_with_refused_credentials_exits_at_once(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    seed_one(redis_url, job, tmp_path / "s.db")
+    wrong = redis_url.replace("redis://", "redis://nosuchuser:not-the-password@", 1)
+    proc = run_crawlq("worker", "--frontier", wrong, "--job", job, "-q", check=False, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "not-the-password" not in proc.stderr and "refused" in proc.stderr

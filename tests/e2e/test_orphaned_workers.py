@@ -81,7 +81,13 @@ def test_children_of_a_sigkilled_parent_stop_gracefully_and_nothing_is_lost(
             cmd = ["crawl", seed, *job_args, "--store", str(store), "--delay", DELAY, "-v"]
         else:
             run_crawlq("seed", seed, *job_args, "--store", str(store), "--delay", DELAY)
-            cmd = ["worker", *job_args, "-v"]  # no --exit-when-done: it would wait forever
+            cmd = [
+                "worker",
+                *job_args,
+                "--store",
+                str(store),
+                "-v",
+            ]  # no --exit-when-done: it would wait forever
         with log.open("wb") as out:
             parent = subprocess.Popen(
                 [sys.executable, "-m", "crawlq", *cmd, "--processes", "2"],
@@ -116,7 +122,9 @@ def test_children_of_a_sigkilled_parent_stop_gracefully_and_nothing_is_lost(
         assert stopped["in_flight"] == 0, stopped
         assert stopped["queued"] != 0, "the crawl finished before the parent was killed"
         assert stopped["done"] == stored_count(store)
-        run_crawlq("worker", *job_args, "--exit-when-done", "-q", timeout=120)
+        run_crawlq(
+            "worker", *job_args, "--store", str(store), "--exit-when-done", "-q", timeout=120
+        )
     urls = stored_urls(store)
     assert set(urls) == expected | missing
     assert len(urls) == PAGES

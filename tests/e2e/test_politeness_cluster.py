@@ -52,7 +52,7 @@ def test_redirect_hops_from_six_hosts_take_their_target_hosts_slot(
             redis_url, job, store, *seeds, "--delay", "1", "--host-concurrency", "1",
             "--allow-private", *domains,
         )  # fmt: skip
-        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(3)]
+        procs = [worker_proc(redis_url, job, "--exit-when-done", store=store) for _ in range(3)]
         assert wait_all(procs, 120) == [0, 0, 0]
         target_host = f"127.0.0.8:{target.port}"
     finally:
@@ -78,7 +78,7 @@ def test_retry_after_pauses_the_host_for_two_worker_processes(
             redis_url, job, store, busy, *others, "--delay", "0", "--host-concurrency", "1",
             "--ignore-robots", "--max-depth", "0",
         )  # fmt: skip
-        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(2)]
+        procs = [worker_proc(redis_url, job, "--exit-when-done", store=store) for _ in range(2)]
         assert wait_all(procs, 90) == [0, 0]
         requests = log.requests()
     assert sorted(stored_urls(store)) == sorted([busy, *others])
@@ -102,7 +102,7 @@ def test_crawl_delay_holds_across_three_worker_processes(
         seeds = [f"{server.base_url}/status/200?i={i}" for i in range(6)]
         store = tmp_path / "store.db"
         seed(redis_url, job, store, *seeds, "--delay", "0", "--host-concurrency", "4")
-        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(3)]
+        procs = [worker_proc(redis_url, job, "--exit-when-done", store=store) for _ in range(3)]
         assert wait_all(procs, 90) == [0, 0, 0]
         requests = log.requests()
     assert sum(stored_urls(store).values()) == 6
@@ -122,7 +122,7 @@ def test_status_lists_hosts_in_backoff(redis_url: str, job: str, tmp_path: Path)
         redis_url, job, store, url, "--ignore-robots", "--retry-delay", "0.05",
         "--config", str(config),
     )  # fmt: skip
-    worker = worker_proc(redis_url, job, "--exit-when-done")
+    worker = worker_proc(redis_url, job, "--exit-when-done", store=store)
     assert wait_all([worker], 60) == [0]
     report = json.loads(
         run_crawlq("status", "--frontier", redis_url, "--job", job, "--json").stdout

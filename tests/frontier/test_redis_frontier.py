@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 
@@ -251,6 +252,63 @@ async def test_unreadable_robots_record_is_missing_and_logged_once(
         record = RobotsRecord("parsed", 1, 2, body="User-agent: *\n")
         await f.robots_put("http://a.test", record)  # the refetch replaces it
         assert await f.robots_get("http://a.test") == record
+    finally:
+        await client.aclose()
+        await f.close()
+
+
+async def test_poison_inbox_entries_are_rejected_and_the_valid_ones_queued(
+    redis_url: str, job: str
+) -> None:
+    """Entries that once raised OverflowError/RecursionError out of the drain (the worker
+    died, leaving the valid entries drained with them in its claim list)."""
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    f.inbox_max_entry_bytes = 64 * 1024
+    client = aioredis.Redis.from_url(redis_url)
+    binary = b"\xff\xfe\x00http://a.test/bin"
+    poison: list[bytes] = [
+        b'{"url": "http://a.test/p1", "priority": 1e999}',
+        b'{"url": "http://a.test/p2", "depth": 1e999}',
+        b'{"url": "http://a.test/p3", "priority": NaN}',
+        b'{"url": "http://a.test/p4", "priority": true}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"url": "http://a.test/p5", "meta": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"url": "http://a.test/p6", "meta": {"pad": "' + b"x" * 70_000 + b'"}}',
+        binary,
+    ]
+    try:
+        inbox = Keyspace(job).inbox
+        await client.lpush(inbox, "http://a.test/ok1", *poison, "http://a.test/ok2")
+        leases = await f.lease(20, "w", 60)
+        assert sorted(le.request.url for le in leases) == ["http://a.test/ok1", "http://a.test/ok2"]
+        rejected = await f.rejected()
+        assert len(rejected) == len(poison)
+        assert all(r["reason"] for r in rejected)
+        by_size = {r["size"]: r for r in rejected}
+        assert set(by_size) == {len(p) for p in poison}
+        kept = by_size[len(binary)]
+        assert kept["encoding"] == "base64" and base64.b64decode(kept["entry"]) == binary
+        big = by_size[len(poison[4])]
+        assert big["truncated"] is True and big["reason"].startswith("entry_too_large")
+        assert len(big["entry"]) == 1024
+        assert await client.llen(Keyspace(job).claim("w")) == 0
+        assert (await f.stats()).queued == 0
+    finally:
+        await client.aclose()
+        await f.close()
+
+
+async def test_inbox_filter_rejects_with_its_reason(redis_url: str, job: str) -> None:
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    f.inbox_filter = lambda r: None if r.host == "a.test" else "out_of_scope: offsite"
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.lpush(Keyspace(job).inbox, "http://a.test/in", "http://b.test/out")
+        (lease,) = await f.lease(10, "w", 60)
+        assert lease.request.url == "http://a.test/in"
+        assert await f.rejected() == [
+            {"entry": "http://b.test/out", "reason": "out_of_scope: offsite", "size": 17}
+        ]
     finally:
         await client.aclose()
         await f.close()

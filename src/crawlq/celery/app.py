@@ -27,11 +27,11 @@ from crawlq.celery.config import (
     clamp_priority,
     task_queue,
 )
-from crawlq.celery.runtime import Entry, Runtimes, parse_entries
-from crawlq.errors import ConfigError, FrontierUnavailable, InvalidURL, StoreUnavailable
+from crawlq.celery.runtime import MAX_ENTRY_CHARS, Entry, Runtimes, parse_entries
+from crawlq.errors import ConfigError, FrontierUnavailable, StoreUnavailable
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
-from crawlq.settings import Settings
+from crawlq.settings import Settings, check_job_name
 
 __all__ = ["SCRAPE", "SCRAPE_MANY", "CrawlqTask", "CrawlqTasks", "install", "make_app"]
 
@@ -135,8 +135,13 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
         "serializer": "json",
     }
 
-    def run(job: str | None, entries: list[Entry]) -> None:
+    def run(job: object, entries: list[Entry]) -> None:
         job = job or settings.job or DEFAULT_JOB
+        try:
+            job = check_job_name(job) if isinstance(job, str) else check_job_name(repr(job))
+        except ConfigError as exc:  # not the worker's configuration: sending it again is futile
+            logger.error("dropped a task of %d URLs: %s", len(entries), exc)
+            return
 
         def publish(group: Sequence[Entry], priority: int, countdown_s: float) -> None:
             scrape_many.apply_async(
@@ -167,16 +172,24 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
     ) -> None:
         """Crawl ``url`` (a seed of ``job``) and the links it leads to."""
         try:
-            request = CrawlRequest(url, priority=clamp_priority(priority), depth=max(0, depth))
-        except (InvalidURL, ValueError) as exc:
-            logger.error("scrape: %s", exc)
+            if not isinstance(url, str) or len(url) > MAX_ENTRY_CHARS:
+                raise ValueError(f"not a URL: {url!r:.200}")
+            depth = max(0, depth) if type(depth) is int else depth  # floats etc. are refused
+            request = CrawlRequest(url, priority=clamp_priority(priority), depth=depth)
+        except Exception as exc:  # the arguments are untrusted: refuse, never fail the worker
+            logger.error("scrape: dropped a task that cannot be crawled: %.500s", exc)
             return
         run(job, [Entry(request)])
 
     @app.task(name=SCRAPE_MANY, **options)  # type: ignore[untyped-decorator]
     def scrape_many(self: Any, job: str, entries: list[Any]) -> None:
         """Crawl several URLs of ``job`` (``[request JSON, attempt, retry]`` each)."""
-        run(job, parse_entries(entries))
+        try:
+            parsed = parse_entries(entries)
+        except ConfigError as exc:
+            logger.error("scrape_many: dropped a task: %s", exc)
+            return
+        run(job, parsed)
 
     def shutdown(**_: Any) -> None:
         runtimes.close()

@@ -48,8 +48,12 @@ def is_redis_broker(url: str | None) -> bool:
 
 
 def clamp_priority(priority: int | None) -> int:
-    """A crawlq priority as a task priority: 0..9, None as 0."""
-    return max(0, min(MAX_PRIORITY, int(priority or 0)))
+    """A crawlq priority as a task priority: 0..9; None, NaN and non-numbers as 0."""
+    if isinstance(priority, bool) or not isinstance(priority, int | float):
+        return 0  # a task message is untrusted: garbage is the lowest priority, not an error
+    if priority != priority:  # NaN
+        return 0
+    return int(max(0, min(MAX_PRIORITY, priority)))
 
 
 def broker_priority(priority: int | None, broker_url: str | None) -> int:

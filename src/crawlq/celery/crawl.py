@@ -160,7 +160,7 @@ class CeleryCrawl:
         """
         self._started = time.monotonic()
         _check_broker(self.settings)  # before the job is created with these settings
-        async with open_backends(self.settings, create=True) as backends:
+        async with open_backends(self.settings, create=True, runs_spider=False) as backends:
             s = backends.settings
             assert s.frontier is not None and s.job is not None  # set by the constructor
             warn_private_seed_hosts(s, await new_private_seed_hosts(self.settings, s))
@@ -266,8 +266,14 @@ class CeleryCrawl:
             "CRAWLQ_FRONTIER": settings.frontier or "",
             "CRAWLQ_CELERY_QUEUE": settings.celery_queue,
         }
-        if has_password(settings.store):  # the job keeps none: the worker needs this one
+        # The job keeps no store password, and code and local paths are never taken from
+        # it: the worker gets this command's own values.
+        if has_password(settings.store) or "store" in settings.explicit:
             env["CRAWLQ_STORE"] = settings.store
+        if settings.spider is not None and "spider" in settings.explicit:
+            env["CRAWLQ_SPIDER"] = settings.spider
+        if settings.trust_job_code:
+            env["CRAWLQ_TRUST_JOB_CODE"] = "1"
         cmd = [
             sys.executable, "-m", "celery", "-A", "crawlq.celery", "worker",
             "--concurrency", str(self.processes), "--loglevel", self.loglevel,

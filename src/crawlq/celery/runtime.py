@@ -43,7 +43,7 @@ from crawlq.celery.config import clamp_priority, dedup_redis_url
 from crawlq.celery.state import CeleryState
 from crawlq.engine.job import bind_job
 from crawlq.engine.step import Deps, Kind, Outcome, process
-from crawlq.errors import ConfigError, FrontierError, InvalidURL
+from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
 from crawlq.politeness import Politeness
 from crawlq.records import DeadRecord
@@ -55,6 +55,8 @@ from crawlq.spider import load_spider
 from crawlq.store import ResultBatch, Store, open_store
 
 __all__ = [
+    "MAX_ATTEMPT",
+    "MAX_ENTRY_CHARS",
     "BatchReport",
     "Entry",
     "JobRuntime",
@@ -73,6 +75,12 @@ countdown is jittered up to twice this)."""
 SLOT_MARGIN_S = 5.0
 """Seconds beyond ``timeout_s`` after which a politeness slot that was never released (its
 worker was killed mid-fetch) is freed for other workers."""
+
+MAX_ENTRY_CHARS = 64 * 1024
+"""Longest request JSON in a task entry, in characters (as an inbox entry's byte limit)."""
+
+MAX_ATTEMPT = 1000
+"""Largest attempt number a task entry may carry."""
 
 SLEEP_UNDER_S = 0.005
 """A host window opening sooner than this many seconds is waited for in the task instead of
@@ -99,17 +107,25 @@ class Entry:
 
     @classmethod
     def from_wire(cls, value: object) -> Entry:
-        """Parse `to_wire` output.
+        """Parse `to_wire` output (untrusted: anyone who can send a task sends it).
 
         Raises:
-            ValueError: Not a list of request JSON, attempt and retry flag.
+            ValueError: Not a list of request JSON (at most `MAX_ENTRY_CHARS`, checked by
+                `CrawlRequest.from_json`), attempt (an int in ``1..MAX_ATTEMPT``) and retry
+                flag (a boolean).
             InvalidURL: The URL cannot be crawled.
         """
         if not isinstance(value, list | tuple) or not value or not isinstance(value[0], str):
             raise ValueError(f"not a crawlq task entry: {value!r:.200}")
-        attempt = int(value[1]) if len(value) > 1 else 1
-        retry = bool(value[2]) if len(value) > 2 else False
-        return cls(CrawlRequest.from_json(value[0]), max(1, attempt), retry)
+        if len(value[0]) > MAX_ENTRY_CHARS:
+            raise ValueError(f"task entry of {len(value[0])} characters (most {MAX_ENTRY_CHARS})")
+        attempt = value[1] if len(value) > 1 else 1
+        if type(attempt) is not int or not 1 <= attempt <= MAX_ATTEMPT:
+            raise ValueError(f"attempt must be an integer in 1..{MAX_ATTEMPT}: {attempt!r:.40}")
+        retry = value[2] if len(value) > 2 else False
+        if not isinstance(retry, bool):
+            raise ValueError(f"retry must be true or false, got {retry!r:.40}")
+        return cls(CrawlRequest.from_json(value[0]), attempt, retry)
 
 
 Publish = Callable[[Sequence[Entry], int, float], None]
@@ -462,6 +478,9 @@ def unsupported(settings: Settings) -> None:
 def parse_entries(values: object) -> list[Entry]:
     """Parse a task's entries, dropping (and logging) the ones that cannot be crawled.
 
+    Whatever an entry holds (wrong types, numbers out of range, deep nesting, huge text),
+    it is dropped with an error log line; it never fails the task or the worker.
+
     Raises:
         ConfigError: ``values`` is not a list.
     """
@@ -471,6 +490,6 @@ def parse_entries(values: object) -> list[Entry]:
     for value in values:
         try:
             out.append(Entry.from_wire(value))
-        except (InvalidURL, ValueError, TypeError) as exc:
-            logger.error("dropped a task entry that cannot be crawled: %s", exc)
+        except Exception as exc:  # an entry is untrusted: whatever it raises drops it alone
+            logger.error("dropped a task entry that cannot be crawled: %.500s", exc)
     return out

@@ -69,6 +69,13 @@ def job_options(f: F) -> F:
             click.option("--exclude", multiple=True, help="Do not follow URLs matching REGEX."),
             click.option("--spider", default=None, help="Spider: module:Class or file.py:Class."),
             click.option(
+                "--trust-job-code",
+                is_flag=True,
+                default=None,
+                help="Shared job: take its spider, WARC directory and SQLite store path from "
+                "its settings in Redis when not given here.",
+            ),
+            click.option(
                 "--bloom",
                 "bloom_capacity",
                 type=int,
@@ -237,5 +244,5 @@ _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
-    "max_delay", "allow_private",
+    "max_delay", "allow_private", "trust_job_code",
 }  # fmt: skip

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawlq.engine.job import bind_job
+from crawlq.engine.job import bind_job, inbox_filter
 from crawlq.engine.step import Deps
 from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
@@ -44,12 +44,15 @@ class Backends:
 
 
 @contextlib.asynccontextmanager
-async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIterator[Backends]:
+async def open_backends(
+    settings: Settings, *, create: bool = False, runs_spider: bool = True
+) -> AsyncIterator[Backends]:
     """Open the frontier and the store of ``settings``, and close both on exit.
 
     ``settings.frontier`` None means the embedded frontier in ``settings.store``'s file.
     ``create`` (producers: seed, crawl) creates a shared job that does not exist yet and
     stores its settings; without it (workers) a job that was never seeded is an error.
+    ``runs_spider``: this process loads the spider in force (see `bind_job`).
 
     Raises:
         ConfigError: A shared frontier without a job name, or settings that conflict with the
@@ -98,7 +101,9 @@ async def open_backends(settings: Settings, *, create: bool = False) -> AsyncIte
                 # refused as a conflict).
                 store = await open_store(settings.store)
             try:
-                settings = await bind_job(frontier, settings, create=create)
+                settings = await bind_job(
+                    frontier, settings, create=create, runs_spider=runs_spider
+                )
             except BaseException:
                 if store is not None:
                     await store.close()
@@ -155,6 +160,11 @@ async def assembled_worker(
         StoreError: The WARC directory cannot be created.
     """
     s = backends.settings
+    frontier = backends.frontier
+    if hasattr(frontier, "inbox_filter") and hasattr(frontier, "inbox_max_entry_bytes"):
+        # a shared frontier drains an inbox of untrusted entries: give it the job's rules
+        frontier.inbox_filter = inbox_filter(s, scope)
+        frontier.inbox_max_entry_bytes = s.inbox_max_entry_bytes
     async with contextlib.AsyncExitStack() as stack:
         warc = await open_warc(s)
         if warc is not None:

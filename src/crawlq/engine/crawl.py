@@ -189,7 +189,8 @@ class Crawl(WorkerHost):
             FrontierUnavailable, StoreError: A backend cannot be opened.
         """
         self._started = time.monotonic()
-        async with open_backends(self.settings, create=True) as backends:
+        # runs_spider=False: this crawl runs its own spider class, never the job's
+        async with open_backends(self.settings, create=True, runs_spider=False) as backends:
             if self.settings.frontier is not None:  # a shared job may have other seed hosts
                 private = await new_private_seed_hosts(self.settings, backends.settings)
                 warn_private_seed_hosts(backends.settings, private)

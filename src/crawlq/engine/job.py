@@ -7,6 +7,13 @@ the command line, in the environment or a settings file) that differs from the j
 error naming the setting, never a silent override. Per-process settings (``concurrency``,
 ``lease_batch``, ``max_pages``) stay the worker's own.
 
+Code and local paths stay with the processes too (ARCHITECTURE.md invariant 7): whoever can
+write the job's Redis keys may change its politeness, scope and limits, but not the spider a
+worker imports, the directory it writes WARC files to or the SQLite file it writes results
+to (`LOCAL_FIELDS`). A process gets those from its own configuration (``--spider``,
+``--warc``, ``--store`` or their ``CRAWLQ_*`` variables), equal to the job's, or takes the
+job's only when its operator says so with ``--trust-job-code``.
+
 Secrets stay with the processes: the job stores its ``store`` URL without its password
 (`crawlq.secrecy.without_password`; anyone who can read the job's Redis keys could read it
 there). A worker supplies the password itself, with ``--store`` or ``CRAWLQ_STORE`` (a URL
@@ -27,21 +34,24 @@ import dataclasses
 import hashlib
 import re
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from crawlq.addresses import AddressGuard, bare_host, is_ip_literal
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
+from crawlq.scope import Scope
 from crawlq.secrecy import without_password
 from crawlq.settings import Settings, check_job_name
 from crawlq.urls import host_key
 
 __all__ = [
     "JOB_FIELDS",
+    "LOCAL_FIELDS",
     "bind_job",
     "default_job_name",
+    "inbox_filter",
     "new_private_seed_hosts",
     "with_seed_hosts",
 ]
@@ -87,6 +97,9 @@ JOB_FIELDS = (
     "warc_max_size_bytes",
     "spider",
     "store",
+    "inbox_methods",
+    "inbox_bypass_scope",
+    "inbox_max_entry_bytes",
 )
 """Settings that belong to the job, not to one worker."""
 
@@ -95,14 +108,24 @@ def _jsonable(value: Any) -> Any:
     return [_jsonable(v) for v in value] if isinstance(value, tuple) else value
 
 
-async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = True) -> Settings:
+async def bind_job(
+    frontier: Frontier, settings: Settings, *, create: bool = True, runs_spider: bool = True
+) -> Settings:
     """Store the job's settings if it has none; return ``settings`` with the job's values.
+
+    Code and local paths are not taken from the job (`LOCAL_FIELDS`, module docstring):
+    unless ``settings.trust_job_code``, a job whose spider, WARC directory or SQLite store
+    path differs from this process's, which did not give it, is an error naming the job's
+    value and the two ways out.
 
     Args:
         frontier: The job's frontier.
         settings: This process's settings; ``settings.explicit`` names the ones the user gave.
         create: Store ``settings`` as the job's if it has none (producers); without it a job
             with no settings is an error.
+        runs_spider: This process loads the job's spider (workers); producers that only
+            queue URLs (``seed``, a crawl's parent) do not, so its spider is no concern of
+            theirs.
 
     Returns:
         ``settings`` with every job-level field taken from the job.
@@ -133,8 +156,10 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
             + ", ".join(conflicts)
             + "; leave these out to use the job's values, or use another --job",
         )
+    if not settings.trust_job_code:
+        _refuse_job_code(stored, proposed, settings, runs_spider=runs_spider)
     adopted = {name: stored[name] for name in JOB_FIELDS if name in stored}
-    for name in ("allowed_domains", "seed_hosts", "include", "exclude"):
+    for name in ("allowed_domains", "seed_hosts", "include", "exclude", "inbox_methods"):
         if name in adopted:
             adopted[name] = tuple(adopted[name])
     if "hosts" in adopted:
@@ -142,6 +167,40 @@ async def bind_job(frontier: Frontier, settings: Settings, *, create: bool = Tru
     if "store" in settings.explicit:  # the same store: keep the password this worker gave
         adopted.pop("store", None)
     return dataclasses.replace(settings, **adopted)
+
+
+LOCAL_FIELDS = ("spider", "warc_dir", "store")
+"""Job settings that choose code or local files: never adopted silently (`bind_job`)."""
+
+_FLAGS = {"spider": "--spider", "warc_dir": "--warc", "store": "--store"}
+
+
+def _refuse_job_code(
+    stored: dict[str, Any], proposed: dict[str, Any], settings: Settings, *, runs_spider: bool
+) -> None:
+    """Raise if this process would take code or a local path from the job's settings.
+
+    Raises:
+        ConfigError: The job names a spider (when ``runs_spider``), a WARC directory or a
+            SQLite store path that this process did not give and does not have itself.
+    """
+    for name in LOCAL_FIELDS:
+        value = stored.get(name)
+        if value is None or name in settings.explicit or value == proposed[name]:
+            continue
+        if name == "spider" and not runs_spider:
+            continue
+        if name == "store" and "://" in str(value) and not str(value).startswith("sqlite:"):
+            continue  # a database server, not a file here (its password is the worker's)
+        env = f"CRAWLQ_{name.upper()}"
+        raise ConfigError(
+            name,
+            f"job {settings.job!r} names {name} {value!r}, and this process was given none: "
+            "code and local paths are never taken from the job's settings in Redis (anyone "
+            f"who can write them would choose them). Give {_FLAGS[name]} {value} (or {env}) "
+            "if that is what this machine should use, or --trust-job-code "
+            "(CRAWLQ_TRUST_JOB_CODE=1) to take the job's",
+        )
 
 
 def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:
@@ -202,6 +261,34 @@ async def new_private_seed_hosts(proposed: Settings, job: Settings) -> list[str]
             if any(guard.check(host, str(info[4][0])) is not None for info in answer):
                 private.append(host)
     return [h for h in new if h in private]
+
+
+def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], str | None]:
+    """The check a shared frontier applies to each inbox request before queuing it.
+
+    An inbox entry is untrusted input: its method must be one of the job's
+    ``inbox_methods`` (GET and HEAD by default), and unless the job sets
+    ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
+    max depth), as a discovered link must.
+
+    Returns:
+        A function of a request: None to queue it, else the reason it is rejected
+        (``method_not_allowed: POST``, ``out_of_scope: offsite``...).
+    """
+    methods = frozenset(settings.inbox_methods)
+    bypass = settings.inbox_bypass_scope
+
+    def check(request: CrawlRequest) -> str | None:
+        if request.method not in methods:
+            allowed = ", ".join(sorted(methods)) or "none"
+            return f"method_not_allowed: {request.method} (the job allows {allowed})"
+        if not bypass:
+            reason = scope.check(request)
+            if reason is not None:
+                return f"out_of_scope: {reason}"
+        return None
+
+    return check
 
 
 def default_job_name(seeds: Sequence[str]) -> str:

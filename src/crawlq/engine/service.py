@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from crawlq.engine.backends import assembled_worker, open_backends
+from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost, warn_private_seed_hosts
 from crawlq.engine.job import new_private_seed_hosts, with_seed_hosts
 from crawlq.engine.processes import WorkerProcesses
@@ -27,6 +27,7 @@ from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 from crawlq.scope import Scope
+from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
 from crawlq.store import Store
@@ -86,7 +87,7 @@ async def seed(
     if "://" not in settings.store:  # a job's workers may run elsewhere: no cwd-relative path
         settings = dataclasses.replace(settings, store=os.path.abspath(settings.store))
     settings = with_seed_hosts(settings, requests)
-    async with open_backends(settings, create=True) as backends:
+    async with open_backends(settings, create=True, runs_spider=False) as backends:
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
         if retry_dead:
@@ -123,6 +124,7 @@ class WorkerService(WorkerHost):
         self.page_budget = page_budget
         self.parent_pid = parent_pid
         self._stop_asked: bool | None = None  # a stop before the worker exists: its force
+        self._stop_event: asyncio.Event | None = None  # set by stop(): ends a wait at start
 
     def stop(self, *, force: bool = False) -> None:
         """Ask the worker to stop (see `crawlq.engine.worker.Worker.stop`).
@@ -130,6 +132,8 @@ class WorkerService(WorkerHost):
         A stop that comes before the worker is assembled is applied as soon as it is.
         """
         self._stop_asked = force or bool(self._stop_asked)
+        if self._stop_event is not None:
+            self._stop_event.set()
         super().stop(force=force)
 
     def parent_gone(self) -> bool:
@@ -166,43 +170,75 @@ class WorkerService(WorkerHost):
                     await watch
 
     async def _run(self, on_start: Callable[[], None] | None) -> CrawlReport:
-        async with open_backends(self.settings) as backends:
-            s = self.settings = backends.settings
-            spider_cls = load_spider(s.spider)
-            spider = spider_cls()
-            domains = s.allowed_domains or tuple(spider.allowed_domains)
-            if not domains:
-                raise ConfigError(
-                    "allowed_domains",
-                    f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
-                    "give --allow-domain",
+        """Open the backends, waiting with backoff while the frontier cannot be reached.
+
+        A worker may start while Redis is restarting: it logs each attempt (naming the
+        frontier, password redacted) and starts once Redis answers. Errors that waiting
+        does not fix (a bad URL, refused credentials, a job never seeded) end it at once.
+        """
+        self._stop_event = asyncio.Event()
+        failures = 0
+        while True:
+            opened = False
+            try:
+                async with open_backends(self.settings) as backends:
+                    opened = True
+                    return await self._work(backends, on_start)
+            except FrontierUnavailable as exc:
+                if opened:
+                    raise
+                failures += 1
+                delay = backoff_s(failures, 0.5, 30.0)
+                logger.warning(
+                    "frontier %s unavailable at start (%s); attempt %d, retrying in %.1fs",
+                    redact(self.settings.frontier or ""),
+                    exc,
+                    failures,
+                    delay,
                 )
-            scope = Scope(domains, s.include, s.exclude, s.max_depth)
-            budget = self.page_budget
-            if s.max_pages is not None:
-                left = max(0, s.max_pages - (await backends.store.counts()).pages)
-                budget = left if budget is None else min(budget, left)
-            async with assembled_worker(
-                backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
-            ) as worker:
-                self.worker = worker
-                self._frontier = backends.frontier
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop_event.wait(), delay)
                 if self._stop_asked is not None:
-                    worker.stop(force=self._stop_asked)
-                if on_start is not None:
-                    on_start()
-                try:
-                    await worker.run()
-                finally:
-                    self._frontier = None
-            return CrawlReport(
-                stopped_by=worker.stopped_by or "done",
-                counters=worker.counters,
-                store=await backends.store.counts(),
-                frontier=await backends.frontier.stats(),
-                elapsed_s=time.monotonic() - self._started,
-                seeded=0,
+                    raise CrawlqError("stopped while waiting for the frontier") from exc
+
+    async def _work(self, backends: Backends, on_start: Callable[[], None] | None) -> CrawlReport:
+        """Run the worker on open backends and report (see `run`)."""
+        s = self.settings = backends.settings
+        spider_cls = load_spider(s.spider)
+        spider = spider_cls()
+        domains = s.allowed_domains or tuple(spider.allowed_domains)
+        if not domains:
+            raise ConfigError(
+                "allowed_domains",
+                f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
+                "give --allow-domain",
             )
+        scope = Scope(domains, s.include, s.exclude, s.max_depth)
+        budget = self.page_budget
+        if s.max_pages is not None:
+            left = max(0, s.max_pages - (await backends.store.counts()).pages)
+            budget = left if budget is None else min(budget, left)
+        async with assembled_worker(
+            backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
+        ) as worker:
+            self.worker = worker
+            self._frontier = backends.frontier
+            if self._stop_asked is not None:
+                worker.stop(force=self._stop_asked)
+            if on_start is not None:
+                on_start()
+            try:
+                await worker.run()
+            finally:
+                self._frontier = None
+        return CrawlReport(
+            stopped_by=worker.stopped_by or "done",
+            counters=worker.counters,
+            store=await backends.store.counts(),
+            frontier=await backends.frontier.stats(),
+            elapsed_s=time.monotonic() - self._started,
+            seeded=0,
+        )
 
 
 class MultiProcessCrawl:
@@ -270,7 +306,7 @@ class MultiProcessCrawl:
         """
         self._started = time.monotonic()
         seeded = await seed(self.settings, self.requests, retry_dead=self.retry_dead)
-        async with open_backends(seeded.settings) as backends:
+        async with open_backends(seeded.settings, runs_spider=False) as backends:
             self._frontier, self._store = backends.frontier, backends.store
             self._pages_before = (await backends.store.counts()).pages
             limit, store_ = self.settings.max_pages, backends.store
@@ -289,6 +325,14 @@ class MultiProcessCrawl:
             # The job keeps no store password: the children get this process's store URL
             # (equal to the job's but for the password) through their environment.
             self.pool.env["CRAWLQ_STORE"] = backends.settings.store
+            # Code and local paths come from this command's own options, never the job's.
+            given = self.settings
+            if given.spider is not None and "spider" in given.explicit:
+                self.pool.env["CRAWLQ_SPIDER"] = given.spider
+            if given.warc_dir is not None and "warc_dir" in given.explicit:
+                self.pool.env["CRAWLQ_WARC_DIR"] = given.warc_dir
+            if given.trust_job_code:
+                self.pool.env["CRAWLQ_TRUST_JOB_CODE"] = "1"
             self.pool.start()
             try:
                 codes = await self.pool.wait(spent if limit is not None else None)

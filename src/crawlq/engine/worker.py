@@ -123,6 +123,7 @@ class Worker:
         self._active: dict[asyncio.Task[None], Lease] = {}
         self._held: dict[str, Lease] = {}
         self._fetched: list[Lease] = []  # held leases whose requests are done: slots to free
+        self._lost: set[str] = set()  # ids of leases another worker took over (not settled)
         self._known = KnownFingerprints()  # skips links the frontier has surely seen
         self._pending: list[Outcome] = []
         self._pages_started = 0
@@ -268,9 +269,14 @@ class Worker:
         if leases or (self.exit_when_done and not self._active and await self._drained()):
             return leases  # an empty list here means drained: the loop checks again and ends
         self._idle.set()
+        # Our own fetches may not count as in flight in the frontier (their leases were lost
+        # to another worker, which may have settled them): while any runs, wait for work as
+        # an idle worker does instead of returning at once on a drained frontier, or this
+        # loop would spin on the frontier until they end.
+        until_drained = self.exit_when_done and not self._active
         try:
             return await self.frontier.lease(
-                n, self.worker_id, vt, wait_s=self.lease_wait_s, until_drained=self.exit_when_done
+                n, self.worker_id, vt, wait_s=self.lease_wait_s, until_drained=until_drained
             )
         finally:
             self._idle.clear()
@@ -289,6 +295,10 @@ class Worker:
         try:
             outcome = await self._outcome(lease)
             if outcome is None:
+                return
+            if outcome.kind in (Kind.RELEASE, Kind.RETRY) and not self._holds(lease):
+                self._pages_started -= 1  # lost to another worker: its to settle
+                self._lost.discard(lease.lease_id)
                 return
             if outcome.kind is Kind.RELEASE:
                 self._pages_started -= 1
@@ -381,13 +391,15 @@ class Worker:
             if links:
                 await self._retrying("push", lambda: self.frontier.push(links))
                 self._known.add_all(link.fingerprint for link in links)
-            done = [o.lease for o in batch if o.kind is not Kind.DEAD]
+            # A lease lost to another worker (see _renew_loop) is that worker's to settle.
+            done = [o.lease for o in batch if o.kind is not Kind.DEAD and self._holds(o.lease)]
             await self._retrying("ack", lambda: self.frontier.ack(done))
             for o in batch:
-                if o.kind is Kind.DEAD:
+                if o.kind is Kind.DEAD and self._holds(o.lease):
                     dead = functools.partial(self.frontier.dead, o.lease, o.reason)
                     await self._retrying("dead", dead)
                 self._held.pop(o.lease.lease_id, None)
+                self._lost.discard(o.lease.lease_id)
                 self._count(o)
             self._slot_freed.set()  # room under the bound on held leases
 
@@ -468,4 +480,12 @@ class Worker:
             kept = {lease.lease_id for lease in renewed}
             for lease in held:
                 if lease.lease_id not in kept and lease.lease_id in self._held:
+                    # Another worker has it now: stop renewing, settling and releasing it (its
+                    # fetch may still finish here; the store's upsert absorbs the repeat).
                     logger.warning("lost lease on %s (expired)", lease.request.url)
+                    del self._held[lease.lease_id]
+                    self._lost.add(lease.lease_id)
+
+    def _holds(self, lease: Lease) -> bool:
+        """Whether this worker still holds ``lease`` (it was not lost to another worker)."""
+        return lease.lease_id not in self._lost

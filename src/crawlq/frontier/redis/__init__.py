@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from crawlq.frontier.redis.backend import BloomDedup, RedisFrontier
+from crawlq.frontier.redis.backend import (
+    INBOX_MAX_ENTRY_BYTES,
+    BloomDedup,
+    InboxFilter,
+    RedisFrontier,
+)
 from crawlq.frontier.redis.keys import Keyspace
 
-__all__ = ["BloomDedup", "Keyspace", "RedisFrontier"]
+__all__ = ["INBOX_MAX_ENTRY_BYTES", "BloomDedup", "InboxFilter", "Keyspace", "RedisFrontier"]

@@ -23,6 +23,7 @@ cannot resume.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -34,8 +35,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
+from redis.exceptions import AuthenticationError, AuthorizationError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlq.clock import Clock, SystemClock
@@ -54,7 +55,7 @@ from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import MAX_RECORD_BYTES, MAX_TTL_MS, RobotsRecord
 
-__all__ = ["BloomDedup", "RedisFrontier"]
+__all__ = ["INBOX_MAX_ENTRY_BYTES", "BloomDedup", "InboxFilter", "RedisFrontier"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,14 @@ _MAX_CANDIDATE_HOSTS = 512
 _MAX_WAIT_S = 10.0
 _STALE_WORKER_MS = 60_000
 _RECOVER_EVERY_S = 30.0
+_MAX_REASON_CHARS = 500
+_REJECTED_PREFIX_BYTES = 1024
+
+INBOX_MAX_ENTRY_BYTES = 64 * 1024
+"""Default largest inbox entry, in bytes (`RedisFrontier.inbox_max_entry_bytes`)."""
+
+InboxFilter = Callable[[CrawlRequest], str | None]
+"""Decides whether an inbox request may be queued: None, or the reason to reject it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +155,11 @@ class RedisFrontier:
         self._claim_pending: set[str] = set()
         self._last_recover = 0.0
         self._robots_warned: set[str] = set()
+        self.inbox_filter: InboxFilter | None = None
+        """Checks each inbox request before it is queued (method, scope): set by the engine,
+        which knows the job's rules; None queues every valid request."""
+        self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
+        """Largest inbox entry accepted, in bytes; a larger one is rejected unread."""
 
     @classmethod
     async def open(
@@ -204,10 +218,15 @@ class RedisFrontier:
     # -- plumbing -------------------------------------------------------------------------
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
-        """Run one Redis operation, turning connection failures into FrontierUnavailable."""
+        """Run one Redis operation, turning connection failures into FrontierUnavailable.
+
+        A refused password or user (AUTH) is a `FrontierError`: waiting does not fix it.
+        """
         self.round_trips += 1
         try:
             return await op()
+        except (AuthenticationError, AuthorizationError) as exc:  # retrying will not fix it
+            raise FrontierError(f"Redis refused this client for job {self.job!r}: {exc}") from exc
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise FrontierUnavailable(f"Redis unavailable for job {self.job!r}: {exc}") from exc
         except ResponseError as exc:
@@ -457,8 +476,13 @@ class RedisFrontier:
         """Move up to ``n`` producer entries from the inbox into the frontier (with dedup).
 
         Entries are plain URLs or JSON requests (`CrawlRequest.to_json`); empty entries are
-        wake-up tokens. An entry that is not a valid request is logged, naming it, and kept
-        on the job's ``rejected`` list with the reason; it is never silently dropped.
+        wake-up tokens. Every other entry, whatever its bytes, ends as a queued request or
+        as a record on the job's ``rejected`` list with the reason (see `_rejection`), and
+        is logged: larger than `inbox_max_entry_bytes`, not UTF-8, not a valid request
+        (`CrawlRequest.from_json` checks types, ranges and nesting), or refused by
+        `inbox_filter` (method, scope). An entry can make nothing here raise but the
+        frontier's own errors, so it never stops a worker or strands the entries claimed
+        with it.
 
         Returns:
             How many new requests were queued.
@@ -471,19 +495,18 @@ class RedisFrontier:
         requests: list[CrawlRequest] = []
         rejected: list[str] = []
         for raw in entries:
-            text = raw.decode("utf-8", errors="replace").strip()
-            if not text:
+            raw = bytes(raw)
+            if not raw.strip():
                 continue
             try:
-                request = (
-                    CrawlRequest.from_json(text) if text.startswith("{") else CrawlRequest(text)
-                )
-                if len(request.url) > _MAX_URL_LENGTH:
-                    raise InvalidURL(request.url[:100] + "…", "longer than 2083 characters")
-                requests.append(request)
-            except (InvalidURL, ValueError, TypeError) as exc:
-                logger.warning("rejected inbox entry %r of job %s: %s", text[:200], self.job, exc)
-                rejected.append(json.dumps({"entry": text, "reason": str(exc)}))
+                requests.append(self._inbox_request(raw))
+            except FrontierError:
+                raise
+            except Exception as exc:  # an entry is untrusted: whatever it raises rejects it
+                reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+                reason = reason[:_MAX_REASON_CHARS]
+                logger.warning("rejected inbox entry %r of job %s: %s", raw[:200], self.job, reason)
+                rejected.append(self._rejection(raw, reason))
         if rejected:
             await self._call(lambda: self.client.lpush(k.rejected, *rejected))
         added = 0
@@ -492,6 +515,48 @@ class RedisFrontier:
             last = start + _PUSH_CHUNK >= len(requests)
             added += await self._push(chunk, worker_id if last else None)
         return added
+
+    def _inbox_request(self, raw: bytes) -> CrawlRequest:
+        """The request an inbox entry asks for.
+
+        Raises:
+            ValueError: The entry is too large, not UTF-8, not a valid request, or refused by
+                `inbox_filter` (the message is the reason); anything else a malformed entry
+                may raise while it is parsed.
+        """
+        if len(raw) > self.inbox_max_entry_bytes:
+            raise ValueError(
+                f"entry_too_large: {len(raw)} bytes (the limit is {self.inbox_max_entry_bytes})"
+            )
+        text = raw.decode("utf-8").strip()  # UnicodeDecodeError is a ValueError
+        request = CrawlRequest.from_json(text) if text.startswith("{") else CrawlRequest(text)
+        if len(request.url) > _MAX_URL_LENGTH:
+            raise InvalidURL(request.url[:100] + "…", "longer than 2083 characters")
+        if self.inbox_filter is not None:
+            refusal = self.inbox_filter(request)
+            if refusal is not None:
+                raise ValueError(refusal)
+        return request
+
+    def _rejection(self, raw: bytes, reason: str) -> str:
+        """The ``rejected`` record of an entry: JSON with ``entry``, ``reason`` and ``size``.
+
+        ``entry`` is the entry as text when it is UTF-8, else its base64 with
+        ``"encoding": "base64"`` (lossless either way). An entry over
+        `inbox_max_entry_bytes` keeps only its first `_REJECTED_PREFIX_BYTES` (1 KiB), with
+        ``"truncated": true``; ``size`` is always the whole entry's, in bytes.
+        """
+        record: dict[str, Any] = {"reason": reason, "size": len(raw)}
+        kept = raw
+        if len(raw) > self.inbox_max_entry_bytes:
+            kept = raw[:_REJECTED_PREFIX_BYTES]
+            record["truncated"] = True
+        try:
+            record["entry"] = kept.decode("utf-8")
+        except UnicodeDecodeError:
+            record["entry"] = base64.b64encode(kept).decode("ascii")
+            record["encoding"] = "base64"
+        return json.dumps(record)
 
     # -- settling leases ------------------------------------------------------------------
 
@@ -786,8 +851,8 @@ class RedisFrontier:
         )
         return [(bytes(w).decode(), (now - float(score)) / 1000) for w, score in rows]
 
-    async def rejected(self, limit: int = 100) -> list[dict[str, str]]:
-        """The newest inbox entries that were not valid requests, with the reason."""
+    async def rejected(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest inbox entries that were not queued, with the reason (`_rejection`)."""
         rows = await self._call(lambda: self.client.lrange(self.keys.rejected, 0, limit - 1))
         return [dict(json.loads(r)) for r in rows]
 

@@ -1,0 +1,76 @@
+"""`CrawlRequest.from_json` on untrusted text: every malformed request is a ValueError."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from crawlq.request import MAX_DEPTH, MAX_JSON_NESTING, PRIORITY_LIMIT, CrawlRequest
+
+URL = "http://a.test/x"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"url": "http://a.test/x", "priority": 1e999}',
+        '{"url": "http://a.test/x", "depth": 1e999}',
+        '{"url": "http://a.test/x", "priority": NaN}',
+        '{"url": "http://a.test/x", "priority": -Infinity}',
+        '{"url": "http://a.test/x", "priority": true}',
+        '{"url": "http://a.test/x", "priority": 1.0}',
+        '{"url": "http://a.test/x", "priority": "5"}',
+        '{"url": "http://a.test/x", "depth": -1}',
+        '{"url": "http://a.test/x", "depth": false}',
+        '{"url": "http://a.test/x", "meta": {"k": NaN}}',
+        '{"url": "http://a.test/x", "priority": ' + "9" * 5000 + "}",
+        json.dumps({"url": URL, "priority": PRIORITY_LIMIT + 1}),
+        json.dumps({"url": URL, "priority": -PRIORITY_LIMIT - 1}),
+        json.dumps({"url": URL, "depth": MAX_DEPTH + 1}),
+        '{"url": "http://a.test/x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        "[" * 100_000,
+        '{"url": "http://a.test/x", "meta": ' + '{"a":' * 40 + "1" + "}" * 41,
+        b'{"url": "http://a.test/\xff"}',
+    ],
+)
+def test_malformed_requests_are_value_errors(text: str | bytes) -> None:
+    with pytest.raises(ValueError):
+        CrawlRequest.from_json(text)
+
+
+def test_bounds_are_accepted_and_brackets_inside_strings_do_not_count() -> None:
+    text = json.dumps({"url": URL, "priority": -PRIORITY_LIMIT, "depth": MAX_DEPTH})
+    req = CrawlRequest.from_json(text)
+    assert (req.priority, req.depth) == (-PRIORITY_LIMIT, MAX_DEPTH)
+    nested: object = 1
+    for _ in range(MAX_JSON_NESTING - 2):  # with the request and meta objects: the limit
+        nested = {"a": nested}
+    meta = {"deep": nested, "text": "[{" * 1000}
+    assert CrawlRequest.from_json(json.dumps({"url": URL, "meta": meta})).meta == meta
+
+
+def test_constructor_clamps_priority_and_checks_types() -> None:
+    assert CrawlRequest(URL, priority=10**9).priority == PRIORITY_LIMIT
+    assert CrawlRequest(URL, priority=-(10**9)).priority == -PRIORITY_LIMIT
+    for bad in ({"priority": 1.5}, {"depth": float("inf")}, {"depth": MAX_DEPTH + 1}):
+        with pytest.raises(ValueError):
+            CrawlRequest(URL, **bad)  # type: ignore[arg-type]
+
+
+def test_inbox_filter_checks_method_and_scope_unless_the_job_allows() -> None:
+    from crawlq.engine.job import inbox_filter
+    from crawlq.scope import Scope
+    from crawlq.settings import Settings
+
+    scope = Scope(("a.test",), max_depth=2)
+    strict = inbox_filter(Settings(), scope)
+    assert strict(CrawlRequest("http://a.test/x", method="HEAD")) is None
+    assert strict(CrawlRequest("http://a.test/x", method="POST")).startswith(  # type: ignore[union-attr]
+        "method_not_allowed: POST"
+    )
+    assert strict(CrawlRequest("http://b.test/x")) == "out_of_scope: offsite"
+    assert strict(CrawlRequest("http://a.test/x", depth=3)) == "out_of_scope: max_depth"
+    loose = inbox_filter(Settings(inbox_methods=("get", "post"), inbox_bypass_scope=True), scope)
+    assert loose(CrawlRequest("http://b.test/x", method="POST")) is None
+    assert loose(CrawlRequest("http://b.test/x", method="HEAD")) is not None
