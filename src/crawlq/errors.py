@@ -4,9 +4,12 @@
 CrawlqError
 ├── ConfigError              bad setting, option or spider path (Settings, CLI, load_spider)
 ├── InvalidURL               a URL that cannot be crawled (urls.normalize, CrawlRequest)
-├── FrontierError
-│   ├── FrontierUnavailable  backend cannot be reached (frontier backends)
+├── FrontierError            permanent unless said otherwise: retrying does not fix it
+│   ├── FrontierUnavailable  backend cannot be reached or not ready yet: transient, ride it out
 │   │   └── BrokerUnavailable  the Celery broker cannot be reached (crawlq.celery)
+│   ├── FrontierFull         Redis at its maxmemory refuses writes (crawlq.frontier.redis)
+│   ├── JobGone              the job this process joined is gone or replaced (Redis frontier)
+│   ├── SeedInterrupted      seeding stopped part way; carries how many were queued
 │   ├── FrontierLocked       another live process owns an embedded frontier (SqliteFrontier)
 │   └── LeaseLost            ack/retry/renew of a lease the frontier no longer holds
 ├── StoreError
@@ -36,14 +39,17 @@ __all__ = [
     "CrawlqError",
     "FetchError",
     "FrontierError",
+    "FrontierFull",
     "FrontierLocked",
     "FrontierUnavailable",
     "InvalidURL",
+    "JobGone",
     "LeaseLost",
     "PermanentFetchError",
     "PrivateAddressError",
     "RetryableStatus",
     "RobotsUnreachable",
+    "SeedInterrupted",
     "StoreError",
     "StoreUnavailable",
     "TooManyRedirects",
@@ -87,11 +93,84 @@ class InvalidURL(CrawlqError, ValueError):
 
 
 class FrontierError(CrawlqError):
-    """Base for frontier backend errors."""
+    """Base for frontier backend errors.
+
+    Permanent unless it is a `FrontierUnavailable`: retrying the same operation will not
+    succeed, so a worker stops on it (keeping its results) instead of retrying forever.
+    """
 
 
 class FrontierUnavailable(FrontierError):
-    """The frontier backend cannot be reached; callers retry with backoff."""
+    """The frontier backend cannot be reached or is not ready yet; callers retry with backoff.
+
+    Transient: a connection failure or timeout, or Redis ``LOADING``/``BUSY``/``READONLY``.
+    """
+
+
+class FrontierFull(FrontierError):
+    """Redis is at its ``maxmemory`` and refuses writes (``OOM``): permanent until an operator acts.
+
+    Raised by the Redis frontier and the Celery engine's state (`crawlq.frontier.redis.errors`).
+    ``job`` names the job; the message says what to do.
+    """
+
+    def __init__(self, job: str, detail: str) -> None:
+        super().__init__(
+            f"Redis is out of memory for job {job!r} ({detail}): it refuses writes at its "
+            "maxmemory limit. Raise maxmemory (CONFIG SET maxmemory …, or maxmemory in "
+            "redis.conf) or free memory on that Redis, then re-run: the job resumes where it "
+            "stopped"
+        )
+        self.job = job
+
+
+class JobGone(FrontierError):
+    """The shared job this process joined is no longer on its Redis, or another replaced it.
+
+    Every job gets a random id when it is created; each write to it checks that id first
+    (`crawlq.frontier.redis`), so a process never writes into a job it did not join. The
+    likely causes: Redis restarted without persistence, or the job's keys were deleted.
+    ``job`` is the job name; ``joined`` the id this process joined; ``found`` the id there
+    now (None: no job of that name).
+    """
+
+    def __init__(self, job: str, joined: str | None, found: str | None) -> None:
+        if found is None:
+            what = (
+                f"job {job!r} is gone from its Redis (joined as id {joined}): Redis restarted "
+                "without persistence, or the job's keys were deleted"
+            )
+        else:
+            what = (
+                f"job {job!r} was replaced on its Redis by a new job of that name (id {found}, "
+                f"this process joined {joined}): Redis lost the old one (a restart without "
+                "persistence, or the keys were deleted) and it was seeded again"
+            )
+        super().__init__(
+            f"{what}. Nothing more is written to it; pages already stored are kept. Run "
+            "Redis with appendonly yes, then seed the job again (re-running the same crawl "
+            "or seed command) and restart the workers"
+        )
+        self.job = job
+        self.joined = joined
+        self.found = found
+
+
+class SeedInterrupted(FrontierError):
+    """Seeding stopped part way: ``queued`` of ``given`` requests were queued before ``cause``.
+
+    Raised by `crawlq.engine.service.seed`. Re-running the same seed resumes it: the job's
+    dedup skips what is already queued.
+    """
+
+    def __init__(self, queued: int, given: int, cause: FrontierError) -> None:
+        super().__init__(
+            f"queued {queued} of {given} before Redis refused: {cause}; re-run the same "
+            "command to resume (already-queued URLs are skipped)"
+        )
+        self.queued = queued
+        self.given = given
+        self.cause = cause
 
 
 class BrokerUnavailable(FrontierUnavailable):

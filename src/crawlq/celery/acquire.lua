@@ -1,5 +1,6 @@
 -- acquire.lua: Celery engine politeness. Take up to n request slots on one host if its window
 -- is open now, moving its next-allowed time in the same step, for every worker at once.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] next     hash  host -> next-allowed Unix ms (shared with the native frontier)
 -- KEYS[2] slots    zset  this host's held slots: token -> hold deadline Unix ms
 -- KEYS[3] policy   hash  host -> "delay_ms concurrency" override
@@ -11,6 +12,7 @@
 -- -1 when the host's concurrency is used up (no way to know when a fetch ends), or -2 when
 -- the host is down (its circuit breaker gave up: dead-letter its URLs without a request).
 -- A probing host (policy flag "p") takes one request at a time (see crawlq.politeness).
+check_job()
 local now, host, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local hold, prefix = tonumber(ARGV[6]), ARGV[7]
 redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)

@@ -1,5 +1,6 @@
 -- admit.lua: Celery engine dedup. Mark fingerprints seen and pending (atomic set-if-absent),
 -- so that two workers discovering one URL enqueue it once.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] seen        set   20-byte fingerprints ever admitted (shared with the native frontier)
 -- KEYS[2] pending     hash  fingerprint -> owner "\n" request JSON, until settled
 -- KEYS[3] pending_at  zset  pending fingerprint -> Unix ms by which a task should run it
@@ -11,6 +12,7 @@
 -- ARGV[3..] triples: fingerprint, owner (hex fingerprint of the page that found the URL, or a
 --               tag such as "seed" or "task"; no "\n"), request JSON
 -- Returns: array of 1 (enqueue / run it) or 0 (a duplicate, or already settled), one per triple.
+check_job()
 local mode, now = ARGV[1], ARGV[2]
 local out, added = {}, 0
 for i = 3, #ARGV, 3 do

@@ -28,7 +28,13 @@ from crawlq.celery.config import (
     task_queue,
 )
 from crawlq.celery.runtime import MAX_ENTRY_CHARS, Entry, Runtimes, parse_entries
-from crawlq.errors import ConfigError, FrontierUnavailable, StoreUnavailable
+from crawlq.errors import (
+    ConfigError,
+    FrontierFull,
+    FrontierUnavailable,
+    JobGone,
+    StoreUnavailable,
+)
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 from crawlq.settings import Settings, check_job_name
@@ -154,7 +160,10 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
             return
         try:
             runtimes.run(job, entries, publish)
-        except (FrontierUnavailable, StoreUnavailable, ConfigError) as exc:
+        except JobGone as exc:
+            # the job these URLs belong to is lost: running them would rebuild a fragment
+            logger.error("job %s: %s; dropping this task's %d URLs", job, exc, len(entries))
+        except (FrontierUnavailable, FrontierFull, StoreUnavailable, ConfigError) as exc:
             # not the URLs' fault: nothing was settled, so send them again (no attempt counted)
             delay = backoff_s(2, OUTAGE_DELAY_S, 60.0)
             logger.warning(

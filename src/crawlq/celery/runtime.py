@@ -172,16 +172,19 @@ class JobRuntime:
         self._host_scopes: dict[str, Deps] = {}
 
     @classmethod
-    async def open(cls, base: Settings, job: str) -> JobRuntime:
+    async def open(cls, base: Settings, job: str, *, expect_id: str | None = None) -> JobRuntime:
         """Connect to the job's Redis and store, adopting (or first storing) its settings.
 
+        ``expect_id``: the job id this process joined before (`CeleryState.open`).
+
         Raises:
+            JobGone: ``expect_id`` is given and the job is gone or replaced.
             ConfigError: No Redis for the job's state, or settings that conflict with the
                 job's.
             FrontierUnavailable, StoreError: A backend cannot be opened.
         """
         url = dedup_redis_url(base)
-        state = await CeleryState.open(url, job)
+        state = await CeleryState.open(url, job, expect_id=expect_id)
         try:
             frontier = state.frontier(Politeness.from_settings(base))
             settings = dataclasses.replace(base, job=job, frontier=url)
@@ -419,6 +422,7 @@ class Runtimes:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[tuple[asyncio.AbstractEventLoop, dict[str, JobRuntime]]] = []
+        self._joined: dict[str, str] = {}  # job -> id this process joined: never recreated
 
     def _mine(self) -> tuple[asyncio.AbstractEventLoop, dict[str, JobRuntime]]:
         mine: tuple[asyncio.AbstractEventLoop, dict[str, JobRuntime]] | None = getattr(
@@ -434,14 +438,23 @@ class Runtimes:
     def run(self, job: str, entries: Sequence[Entry], publish: Publish) -> BatchReport:
         """Run one task's entries on this thread's loop (blocking until written).
 
+        A job once joined by this process is never created again: after it is lost (a Redis
+        restart without persistence, deleted keys), its tasks raise `crawlq.errors.JobGone`.
+
         Raises:
-            ConfigError, FrontierUnavailable, StoreError: See `JobRuntime.open` and
+            ConfigError, FrontierUnavailable, StoreError, JobGone: See `JobRuntime.open` and
                 `JobRuntime.run`.
         """
         loop, jobs = self._mine()
         runtime = jobs.get(job)
         if runtime is None:
-            runtime = jobs[job] = loop.run_until_complete(JobRuntime.open(self.settings, job))
+            with self._lock:
+                expect = self._joined.get(job)
+            runtime = loop.run_until_complete(JobRuntime.open(self.settings, job, expect_id=expect))
+            jobs[job] = runtime
+            if runtime.state.job_id is not None:
+                with self._lock:
+                    self._joined.setdefault(job, runtime.state.job_id)
         try:
             return loop.run_until_complete(runtime.run(entries, publish))
         except FrontierError:

@@ -1,5 +1,6 @@
 -- settle.lua: Celery engine. Fingerprints whose outcome is in the store leave `pending` and are
 -- counted once, however often a task is delivered again.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] pending     hash  fingerprint -> owner "\n" request JSON
 -- KEYS[2] pending_at  zset  pending fingerprint -> due Unix ms
 -- KEYS[3] stats       hash  counters: done, dead
@@ -10,6 +11,7 @@
 -- ARGV[3..2+n_hosts] those hosts
 -- ARGV[3+n_hosts..] fingerprints: the n_done "done" ones, then the dead-lettered ones
 -- Returns: how many were pending (and are now settled).
+check_job()
 local n_done, n_hosts = tonumber(ARGV[1]), tonumber(ARGV[2])
 for h = 3, 2 + n_hosts do host_answered(KEYS[4], KEYS[5], ARGV[h]) end
 local first = 3 + n_hosts

@@ -17,6 +17,13 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
 * **Engine mark**: the first `CeleryState.admit` of each instance sets the field ``engine`` of
   the job's ``job`` hash to ``celery`` (if unset), so that ``crawlq status`` reads the Celery
   counters of the job (``pending``) instead of the native frontier's queues.
+* **Job identity**: `CeleryState.open` joins the job's id (creating the job, id included,
+  for a task of a job nobody seeded) and every script checks it first, as the native
+  frontier's do (``check_job`` in ``_lib.lua``): once the job is gone (a Redis restart
+  without persistence, deleted keys) or replaced, writes raise `crawlq.errors.JobGone` and
+  write nothing, and `CeleryState.counts` raises it too, so ``crawl --engine celery`` stops
+  instead of reporting a lost crawl as done. Redis errors are translated by
+  `crawlq.frontier.redis.errors.translate`.
 
 This is the only module of the Celery engine that imports redis.
 """
@@ -30,13 +37,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlq.clock import Clock, SystemClock
-from crawlq.errors import ConfigError, FrontierError, FrontierUnavailable
+from crawlq.errors import ConfigError, JobGone
 from crawlq.frontier.redis import Keyspace, RedisFrontier
+from crawlq.frontier.redis.errors import translate
+from crawlq.frontier.redis.scripts import SCRIPTS as FRONTIER_SCRIPTS
 from crawlq.frontier.redis.scripts import Script
 from crawlq.politeness import HostPolicy, Politeness
 from crawlq.request import CrawlRequest
@@ -98,11 +105,15 @@ class CeleryState:
         client: A ``redis.asyncio.Redis`` with ``decode_responses=False``.
         job: The job name.
         clock: Source of "now" (Unix ms), passed to the scripts.
+        job_id: The job's id (`open` reads it); None: no job joined, every write fails.
     """
 
-    def __init__(self, client: Redis, job: str, clock: Clock | None = None) -> None:
+    def __init__(
+        self, client: Redis, job: str, clock: Clock | None = None, job_id: str | None = None
+    ) -> None:
         self.client = client
         self.job = job
+        self.job_id = job_id
         self.keys = Keyspace(job)
         self.clock: Clock = clock or SystemClock()
         self._token_prefix = secrets.token_hex(6)
@@ -110,13 +121,18 @@ class CeleryState:
         self._marked = False
 
     @classmethod
-    async def open(cls, url: str, job: str) -> CeleryState:
-        """Connect to the Redis at ``url`` (``redis://host:port/db``).
+    async def open(cls, url: str, job: str, *, expect_id: str | None = None) -> CeleryState:
+        """Connect to the Redis at ``url`` (``redis://host:port/db``) and join ``job``.
+
+        A job that does not exist is created (id included): a task may name a job nobody
+        seeded. With ``expect_id`` (the id this process joined before), the job must still
+        have that id: a process never recreates a job it saw lost.
 
         Raises:
             ConfigError: A bad URL (naming ``frontier``) or job name (naming ``job``; see
                 `crawlq.settings.JOB_NAME_RULE`).
             FrontierUnavailable: The server does not answer.
+            JobGone: ``expect_id`` is given and the job is gone or has another id.
         """
         check_job_name(job)
         try:
@@ -125,7 +141,15 @@ class CeleryState:
         except ValueError as exc:
             raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from exc
         try:
-            await self._call(client.ping)
+            create = "0" if expect_id else "1"
+            args = [create, secrets.token_hex(8), "set"]
+            job_id, _ = await self._call(
+                lambda: FRONTIER_SCRIPTS["job_open"].run(client, [self.keys.job_info], args)
+            )
+            found = None if job_id is None else bytes(job_id).decode()
+            if expect_id is not None and found != expect_id:
+                raise JobGone(job, expect_id, found)
+            self.job_id = found
         except BaseException:
             await client.aclose()
             raise
@@ -138,18 +162,17 @@ class CeleryState:
         settings (`crawlq.engine.job.bind_job`) and host politeness (`process`: pauses,
         Crawl-delay).
         """
-        return RedisFrontier(self.client, self.job, politeness, self.clock)
+        return RedisFrontier(self.client, self.job, politeness, self.clock, job_id=self.job_id)
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
         try:
             return await op()
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise FrontierUnavailable(f"Redis unavailable for job {self.job!r}: {exc}") from exc
-        except RedisError as exc:
-            raise FrontierError(f"Redis error for job {self.job!r}: {exc}") from exc
+        except (RedisError, OSError) as exc:
+            raise translate(exc, self.job, self.job_id) from exc
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        return await self._call(lambda: _SCRIPTS[name].run(self.client, keys, args))
+        job = (self.keys.job_info, self.job_id or "")
+        return await self._call(lambda: _SCRIPTS[name].run(self.client, keys, args, job))
 
     async def admit(self, entries: Sequence[tuple[CrawlRequest, str]], *, run: bool) -> list[bool]:
         """Mark URLs seen and pending; say which to enqueue (or, with ``run``, to run).
@@ -174,14 +197,14 @@ class CeleryState:
         if not entries:
             return []
         k = self.keys
-        if not self._marked:  # once per instance: the job is run by the Celery engine
-            await self._call(lambda: self.client.hsetnx(k.job_info, ENGINE_FIELD, "celery"))
-            self._marked = True
         args: list[Any] = ["run" if run else "push", self.clock.wall_ms()]
         for request, owner in entries:
             args += [request.fingerprint, owner, request.to_json()]
         keys = [k.seen, k.pending, k.pending_at, k.stats]
         flags = await self._script("admit", keys, args)
+        if not self._marked:  # once per instance (after the job check): a Celery-engine job
+            await self._call(lambda: self.client.hsetnx(k.job_info, ENGINE_FIELD, "celery"))
+            self._marked = True
         return [bool(x) for x in flags]
 
     async def settle(
@@ -273,16 +296,25 @@ class CeleryState:
             await self._call(lambda: self.client.hincrby(self.keys.stats, "delayed", n))
 
     async def counts(self) -> Counts:
-        """The job's counters now (one round trip)."""
+        """The job's counters now (one round trip).
+
+        Raises:
+            JobGone: The job this state joined is gone or replaced: its counts mean nothing
+                (an empty ``pending`` would look like a finished crawl).
+        """
         k = self.keys
 
         async def read() -> list[Any]:
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.hlen(k.pending)
                 pipe.hmget(k.stats, ["seen", "done", "dead", "delayed"])
+                pipe.hget(k.job_info, "id")
                 return await pipe.execute()
 
-        pending, (seen, done, dead, delayed) = await self._call(read)
+        pending, (seen, done, dead, delayed), job_id = await self._call(read)
+        found = None if job_id is None else bytes(job_id).decode()
+        if found != self.job_id:
+            raise JobGone(self.job, self.job_id, found)
         return Counts(
             int(pending), int(seen or 0), int(done or 0), int(dead or 0), max(0, int(delayed or 0))
         )

@@ -10,7 +10,7 @@ import click
 
 from crawlq.cli.options import build_settings, frontier_options, guard_options, job_options
 from crawlq.engine.service import seed as seed_job
-from crawlq.errors import ConfigError, CrawlqError, InvalidURL
+from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
 from crawlq.request import CrawlRequest
 from crawlq.scope import MAX_URL_LENGTH
 from crawlq.secrecy import redact
@@ -63,6 +63,9 @@ def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any)
         result = asyncio.run(seed_job(settings, requests, retry_dead=retry_dead))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    except SeedInterrupted as exc:  # part of it is queued: say how much, and how to resume
+        click.echo(f"crawlq: seed incomplete: {exc}", err=True)
+        sys.exit(1)
     except CrawlqError as exc:
         click.echo(f"crawlq: cannot seed: {exc}", err=True)
         sys.exit(1)

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from crawlq.cli.output import status_table, stdout_console
-from crawlq.errors import ConfigError, CrawlqError, FrontierUnavailable
+from crawlq.errors import ConfigError, CrawlqError
 from crawlq.frontier import Frontier, open_frontier
 from crawlq.secrecy import without_password
 from crawlq.settings import check_job_name
@@ -141,12 +141,15 @@ async def _celery_pending(frontier: Frontier) -> int | None:
     imports celery) or, for a job started before that mark existed, when it has pending URLs.
 
     Raises:
-        FrontierUnavailable: Redis does not answer.
+        FrontierError: Redis does not answer (`FrontierUnavailable`) or refused
+            (`crawlq.frontier.redis.errors.translate`).
     """
     client, keys = getattr(frontier, "client", None), getattr(frontier, "keys", None)
     if client is None or keys is None:  # not the Redis frontier: no Celery engine there
         return None
     from redis.exceptions import RedisError
+
+    from crawlq.frontier.redis.errors import translate
 
     try:
         async with client.pipeline(transaction=False) as pipe:
@@ -154,7 +157,7 @@ async def _celery_pending(frontier: Frontier) -> int | None:
             pipe.hlen(keys.pending)
             engine, pending = await pipe.execute()
     except (RedisError, OSError) as exc:
-        raise FrontierUnavailable(f"Redis unavailable for job {keys.job!r}: {exc}") from exc
+        raise translate(exc, keys.job) from exc
     if engine == b"celery" or pending:
         return int(pending)
     return None

@@ -22,7 +22,14 @@ from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost, warn_private_
 from crawlq.engine.job import new_private_seed_hosts, with_seed_hosts
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.worker import WorkerCounters
-from crawlq.errors import ConfigError, CrawlqError, FrontierUnavailable, StoreUnavailable
+from crawlq.errors import (
+    ConfigError,
+    CrawlqError,
+    FrontierError,
+    FrontierUnavailable,
+    SeedInterrupted,
+    StoreUnavailable,
+)
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
@@ -41,6 +48,10 @@ _T = TypeVar("_T")
 OUTAGE_TRIES = 8
 """Tries (with backoff, about a minute in all) of a read of the final counts in a backend
 outage: the workers ride out an outage, so the command that waited for them should too."""
+
+SEED_CHUNK = 500
+"""Seed requests pushed per call: what `seed` can count as queued when the frontier fails
+part way (the Redis frontier pushes at most this many in one script)."""
 
 PARENT_CHECK_S = 0.5
 """Seconds between two checks, in a worker started by another crawlq process, that its parent
@@ -80,6 +91,9 @@ async def seed(
     Raises:
         ConfigError: Settings conflict with the job's, or no job name on a shared frontier.
         FrontierUnavailable: The frontier cannot be reached.
+        SeedInterrupted: The frontier failed (Redis at its maxmemory: `FrontierFull`, or an
+            outage) after the job was opened; it says how many requests were queued before
+            (``queued``). Re-running the same seed resumes: queued ones are skipped.
     """
     if not settings.allowed_domains and requests:
         hosts = tuple(dict.fromkeys(r.host for r in requests))
@@ -92,7 +106,12 @@ async def seed(
         warn_private_seed_hosts(backends.settings, private)
         if retry_dead:
             await backends.frontier.revive_dead()
-        queued = await backends.frontier.push(list(requests))
+        queued = 0
+        try:
+            for start in range(0, len(requests), SEED_CHUNK):
+                queued += await backends.frontier.push(list(requests[start : start + SEED_CHUNK]))
+        except FrontierError as exc:
+            raise SeedInterrupted(queued, len(requests), exc) from exc
         return SeedResult(len(requests), queued, backends.settings, tuple(private))
 
 

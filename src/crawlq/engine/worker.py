@@ -7,6 +7,14 @@ re-deliver a URL instead of losing it, and the store's upsert by fingerprint mak
 re-delivery harmless. Held leases are renewed at a third of the visibility timeout, so a slow
 download is not handed to another worker.
 
+Frontier errors: a `FrontierUnavailable` (Redis restarting, a lost connection) is ridden out
+with backoff, results kept. Any other `FrontierError` is permanent (Redis at its maxmemory:
+`FrontierFull`; the job lost in a Redis restart without persistence: `JobGone`; a refused
+login): the worker stops leasing, lets its running fetches finish, writes every result it
+has to the store, and `run` raises the error. It does not settle or release its leases: they
+expire and go back to the queue, so nothing is lost (and nothing is written into a job that
+is not the one it joined).
+
 A finished request gives its host's politeness slot back with the worker's next lease call
 (`Frontier.lease`'s ``fetched``), not at the flush, so the host takes its next request while
 the page waits to be written; the worker holds at most ``concurrency + flush_batch`` leases,
@@ -168,7 +176,9 @@ class Worker:
         returning.
 
         Raises:
-            FrontierError: The frontier failed in a way retrying does not fix.
+            FrontierError: The frontier failed in a way retrying does not fix (not a
+                `FrontierUnavailable`); the results fetched so far are in the store, the
+                leases left to expire.
             StoreError: The store refused results for a reason other than an outage (a
                 schema too new, a dropped table); the unwritten results' leases are released.
         """
@@ -191,7 +201,9 @@ class Worker:
                 await asyncio.gather(*background, return_exceptions=True)
             if self._fatal is None:
                 await self._flush()
-            if self._held:
+            elif isinstance(self._fatal, FrontierError):
+                await self._keep_results()
+            if self._held and not isinstance(self._fatal, FrontierError):
                 held = list(self._held.values())
                 released = await self._retrying("release", lambda: self.frontier.release(held))
                 logger.info("released %d leases back to the queue", released)
@@ -234,12 +246,15 @@ class Worker:
             try:
                 leases = await self._lease(min(room, self.settings.lease_batch))
                 failures = 0
-            except FrontierError as exc:
+            except FrontierUnavailable as exc:
                 failures += 1
                 delay = backoff_s(failures, 0.5, 30.0)
                 logger.warning("frontier unavailable (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 continue
+            except FrontierError as exc:
+                self._fail(exc)
+                return
             if not leases:
                 if self.exit_when_done and await self._drained():
                     self.stopped_by = "done"
@@ -293,34 +308,72 @@ class Worker:
     async def _run_one(self, lease: Lease) -> None:
         task = asyncio.current_task()
         try:
-            outcome = await self._outcome(lease)
-            if outcome is None:
-                return
-            if outcome.kind in (Kind.RELEASE, Kind.RETRY) and not self._holds(lease):
-                self._pages_started -= 1  # lost to another worker: its to settle
-                self._lost.discard(lease.lease_id)
-                return
-            if outcome.kind is Kind.RELEASE:
-                self._pages_started -= 1
-                self._held.pop(lease.lease_id, None)
-                await self._retrying("release", lambda: self.frontier.release([lease]))
-                return
-            if outcome.kind is Kind.RETRY:
-                self._pages_started -= 1
-                self._held.pop(lease.lease_id, None)
-                delay_s, reason = outcome.retry_delay_s, outcome.reason
-                await self._retrying("retry", lambda: self.frontier.retry(lease, delay_s, reason))
-                self.counters.retries += 1
-                return
-            if outcome.kind is not Kind.PAGE:
-                self._pages_started -= 1
-            self._fetched.append(lease)  # its host slot is given back with our next lease call
-            self._pending.append(outcome)
-            self._results.set()
+            await self._settle_one(lease)
+        except FrontierError as exc:  # a permanent one: `_retrying` rides out the others
+            self._fail(exc)
         finally:
             if task is not None:
                 self._active.pop(task, None)
             self._slot_freed.set()
+
+    async def _settle_one(self, lease: Lease) -> None:
+        outcome = await self._outcome(lease)
+        if outcome is None:
+            return
+        if outcome.kind in (Kind.RELEASE, Kind.RETRY) and not self._holds(lease):
+            self._pages_started -= 1  # lost to another worker: its to settle
+            self._lost.discard(lease.lease_id)
+            return
+        if outcome.kind is Kind.RELEASE:
+            self._pages_started -= 1
+            self._held.pop(lease.lease_id, None)
+            await self._retrying("release", lambda: self.frontier.release([lease]))
+            return
+        if outcome.kind is Kind.RETRY:
+            self._pages_started -= 1
+            self._held.pop(lease.lease_id, None)
+            delay_s, reason = outcome.retry_delay_s, outcome.reason
+            await self._retrying("retry", lambda: self.frontier.retry(lease, delay_s, reason))
+            self.counters.retries += 1
+            return
+        if outcome.kind is not Kind.PAGE:
+            self._pages_started -= 1
+        self._fetched.append(lease)  # its host slot is given back with our next lease call
+        self._pending.append(outcome)
+        self._results.set()
+
+    def _fail(self, exc: CrawlqError) -> None:
+        """Record an error that retrying does not fix (the first one wins) and stop."""
+        if self._fatal is None:
+            logger.info("stopping: %s", exc)
+            self._fatal = exc
+        self.stop()
+
+    async def _keep_results(self) -> None:
+        """After a permanent frontier error: write the buffered results to the store only.
+
+        Their leases are neither acked nor released (the frontier refuses writes, or is not
+        the job any more): they expire, and the store's upsert absorbs a second fetch.
+        """
+        async with self._flush_lock:
+            batch, self._pending = self._pending, []
+            if not batch:
+                return
+            try:
+                await self._write_store(
+                    ResultBatch(
+                        pages=[o.page for o in batch if o.page is not None],
+                        items=[item for o in batch for item in o.items],
+                        dead=[o.dead for o in batch if o.dead is not None],
+                        filtered=[o.filtered for o in batch if o.filtered is not None],
+                    )
+                )
+            except CrawlqError as exc:
+                logger.error("cannot write %d results either: %s", len(batch), exc)
+                return
+            for o in batch:
+                self._count(o)
+            logger.info("wrote %d results to the store; their leases will expire", len(batch))
 
     async def _outcome(self, lease: Lease) -> Outcome | None:
         try:
@@ -329,8 +382,11 @@ class Worker:
             self._pages_started -= 1
             raise  # the lease stays held and is released at the end of run()
         except FrontierError as exc:
-            logger.warning("frontier error while processing %s: %s", lease.request.url, exc)
             self._pages_started -= 1
+            if not isinstance(exc, FrontierUnavailable):  # the lease is left to expire
+                self._fail(exc)
+                return None
+            logger.warning("frontier error while processing %s: %s", lease.request.url, exc)
             self._held.pop(lease.lease_id, None)
             with contextlib.suppress(CrawlqError):
                 await self.frontier.release([lease])
@@ -367,10 +423,12 @@ class Worker:
         """Flush; on an error that retrying does not fix, record it, stop, and return False."""
         try:
             await self._flush()
+        except FrontierError as exc:  # a permanent one: the batch is in the store already
+            self._fail(exc)
+            return False
         except CrawlqError as exc:  # not an outage: retrying will not help
             logger.error("cannot write results, stopping: %s", exc)
-            self._fatal = exc
-            self.stop()
+            self._fail(exc)
             return False
         return True
 
@@ -474,9 +532,12 @@ class Worker:
                 renewed = await self.frontier.renew(
                     held, self.settings.lease_timeout_s, worker_id=self.worker_id
                 )
-            except FrontierError as exc:
+            except FrontierUnavailable as exc:
                 logger.warning("could not renew %d leases: %s", len(held), exc)
                 continue
+            except FrontierError as exc:  # the job is gone, Redis refuses: stop the worker
+                self._fail(exc)
+                return
             kept = {lease.lease_id for lease in renewed}
             for lease in held:
                 if lease.lease_id not in kept and lease.lease_id in self._held:

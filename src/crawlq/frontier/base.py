@@ -38,7 +38,10 @@ push ─► queued ──lease──► leased ──ack──► done
   the store's idempotent writes absorb the duplicate fetch.
 
 Errors: every method may raise `crawlq.errors.FrontierUnavailable` when the backend cannot be
-reached; callers back off and retry. Arguments out of range raise ``ValueError`` naming them.
+reached or is not ready; callers back off and retry. Any other `crawlq.errors.FrontierError`
+is permanent (a Redis at its maxmemory: `FrontierFull`; a shared job that is gone or was
+replaced: `JobGone`): retrying does not fix it, and a worker stops on it. Arguments out of
+range raise ``ValueError`` naming them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,23 @@
 -- _lib.lua: helpers shared by the frontier scripts. scripts.py puts this text in front of
 -- every script before loading it; it touches only keys that the script passes in.
 
+-- The job's identity. Every script that writes begins with check_job(): its caller passes
+-- the job hash as KEYS[1] and the job id it joined (when the job was seeded, see
+-- job_open.lua) as ARGV[1]. check_job() removes both, so the rest of the script (and its
+-- KEYS/ARGV header) numbers its own keys and arguments from 1, and fails the script before
+-- any write (error reply "CRAWLQ_JOB_GONE <id found or ->") when the job is gone (a Redis
+-- restart without persistence, deleted keys) or replaced by another job of the same name:
+-- a worker never writes into a job it did not join. Returns the job hash's key name.
+local function check_job()
+  local job_key = table.remove(KEYS, 1)
+  local joined = table.remove(ARGV, 1)
+  local id = redis.call("HGET", job_key, "id")
+  if not id or id ~= joined or joined == "" then
+    error({err = "CRAWLQ_JOB_GONE " .. (id or "-")})
+  end
+  return job_key
+end
+
 -- A host's politeness: its entry in the policy hash ("delay_ms concurrency" then optional
 -- flags: "p" probing, one request at a time; "d" down, its URLs are dead-lettered), or the
 -- defaults. Returns delay (ms), concurrency, flags ("" when none). A malformed entry (the

@@ -18,6 +18,14 @@ Persistence: Redis is the frontier's only copy. Run it with ``appendonly yes`` (
 crawl that must survive a Redis restart; without persistence a restart loses the whole
 frontier (seen set, queues, leases) — pages already in the store stay there, but the crawl
 cannot resume.
+
+Job identity: a job gets a random id when it is created (``job_open.lua``); every process
+that joins it reads the id at `RedisFrontier.open` and every script that writes checks it
+first (``check_job`` in ``_lib.lua``). After a restart without persistence, or once the job's
+keys are deleted, or replaced by a new job of the same name, every write raises
+`crawlq.errors.JobGone` and writes nothing: a worker never rebuilds a fragment of a lost job.
+
+Errors: every Redis error goes through `crawlq.frontier.redis.errors.translate`.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import contextlib
 import json
 import logging
 import math
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -35,12 +44,10 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
-from redis.exceptions import AuthenticationError, AuthorizationError, RedisError, ResponseError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError
 
 from crawlq.clock import Clock, SystemClock
-from crawlq.errors import ConfigError, FrontierError, FrontierUnavailable, InvalidURL
+from crawlq.errors import ConfigError, FrontierError, InvalidURL, JobGone
 from crawlq.frontier.base import (
     FrontierStats,
     HostBackoff,
@@ -48,6 +55,7 @@ from crawlq.frontier.base import (
     HostStats,
     backoff_state,
 )
+from crawlq.frontier.redis.errors import translate
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.politeness import Politeness, Strike, StrikePlan
@@ -135,6 +143,8 @@ class RedisFrontier:
         politeness: The job's host politeness rules.
         clock: Source of "now".
         bloom: Bloom-filter dedup settings, or None for the exact set.
+        job_id: The id of the job this client joined (`join_job`); None when it joined none
+            (the job did not exist): every write then raises `crawlq.errors.JobGone`.
     """
 
     def __init__(
@@ -144,10 +154,12 @@ class RedisFrontier:
         politeness: Politeness,
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
+        job_id: str | None = None,
     ) -> None:
         self.client = client
         self.keys = Keyspace(job)
         self.job = job
+        self.job_id = job_id
         self.politeness = politeness
         self.round_trips = 0
         self.clock: Clock = clock or SystemClock()
@@ -176,9 +188,10 @@ class RedisFrontier:
         """Connect to ``url`` (``redis://[:password@]host:port/db`` or ``rediss://``).
 
         The job's dedup mode is fixed when the job is created (``create``, by its first seed
-        or crawl); everyone else adopts it. Opening does not write anything unless
-        ``create`` is set, so a worker or a status query of a job that was never seeded
-        leaves no trace.
+        or crawl, which also gives it its random id); everyone else adopts it, and joins the
+        job's id: writes check it (module docstring). Opening does not write anything unless
+        ``create`` is set (or the job exists without an id: it gets one), so a worker or a
+        status query of a job that was never seeded leaves no trace.
 
         Raises:
             FrontierUnavailable: The server cannot be reached.
@@ -199,9 +212,7 @@ class RedisFrontier:
         self.keys = keys
         try:
             wanted = (bloom.spec() if bloom else "set").encode()
-            if create:
-                await self._call(lambda: client.hsetnx(keys.job_info, "dedup", wanted))
-            actual = await self._call(lambda: client.hget(keys.job_info, "dedup"))
+            self.job_id, actual = await self._join(create, wanted)
             if actual is not None and actual != wanted:
                 have = actual.decode() if isinstance(actual, bytes) else str(actual)
                 if bloom is not None or not have.startswith("bloom "):
@@ -215,29 +226,25 @@ class RedisFrontier:
             raise
         return self
 
+    async def _join(self, create: bool, dedup: bytes) -> tuple[str | None, bytes | None]:
+        """Read the job's id and dedup mode (``job_open.lua``), creating the job if asked."""
+        args = ["1" if create else "0", secrets.token_hex(8), dedup]
+        job_id, actual = await self._script("job_open", [self.keys.job_info], args)
+        return (None if job_id is None else _text(job_id)), actual
+
     # -- plumbing -------------------------------------------------------------------------
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
-        """Run one Redis operation, turning connection failures into FrontierUnavailable.
-
-        A refused password or user (AUTH) is a `FrontierError`: waiting does not fix it.
-        """
+        """Run one Redis operation; a Redis error becomes a crawlq error (`translate`)."""
         self.round_trips += 1
         try:
             return await op()
-        except (AuthenticationError, AuthorizationError) as exc:  # retrying will not fix it
-            raise FrontierError(f"Redis refused this client for job {self.job!r}: {exc}") from exc
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise FrontierUnavailable(f"Redis unavailable for job {self.job!r}: {exc}") from exc
-        except ResponseError as exc:
-            if str(exc).startswith(("LOADING", "BUSY", "MASTERDOWN", "READONLY")):
-                raise FrontierUnavailable(f"Redis not ready for job {self.job!r}: {exc}") from exc
-            raise FrontierError(f"Redis error for job {self.job!r}: {exc}") from exc
-        except RedisError as exc:
-            raise FrontierError(f"Redis error for job {self.job!r}: {exc}") from exc
+        except (RedisError, OSError) as exc:
+            raise translate(exc, self.job, self.job_id) from exc
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        return await self._call(lambda: SCRIPTS[name].run(self.client, keys, args))
+        job = (self.keys.job_info, self.job_id or "")
+        return await self._call(lambda: SCRIPTS[name].run(self.client, keys, args, job))
 
     def _dedup_args(self) -> tuple[str, str, int]:
         if self.bloom is None:
@@ -430,20 +437,12 @@ class RedisFrontier:
         k = self.keys
         now = self.clock.wall_ms()
 
-        async def register() -> list[Any]:
-            # Register as idle first, then look once more: a settle or push that ran before
-            # the registration is visible to this look, and one after it leaves a token.
-            async with self.client.pipeline(transaction=False) as pipe:
-                pipe.zadd(k.idle, {worker_id: now})
-                pipe.zrange(k.ready, 0, 0, withscores=True)
-                pipe.llen(k.inbox)
-                pipe.zcard(k.leases)
-                pipe.zcard(k.delayed)
-                return await pipe.execute()
-
-        _, first_ready, inbox_len, leased, delayed = await self._call(register)
+        # Register as idle first, then look once more: a settle or push that ran before the
+        # registration is visible to this look, and one after it leaves a token.
+        keys = [k.idle, k.ready, k.inbox, k.leases, k.delayed]
+        first_ready, inbox_len, leased, delayed = await self._script("idle", keys, [now, worker_id])
         if first_ready:  # a settle that ran just before may have made a host ready soon
-            timeout_s = min(timeout_s, (int(first_ready[0][1]) - now) / 1000)
+            timeout_s = min(timeout_s, (int(first_ready) - now) / 1000)
         drained_since = pending and not (first_ready or leased or delayed)
         if timeout_s <= 0 or inbox_len or drained_since:
             await self._call(lambda: self.client.zrem(k.idle, worker_id))
@@ -589,9 +588,15 @@ class RedisFrontier:
     async def _recover_claims(self, now: int) -> None:
         k = self.keys
         prefix = k.claim("")
-        workers: list[str] = []
-        async for key in self.client.scan_iter(match=k.pattern()[:-1] + "claim:*", count=500):
-            workers.append(key.decode()[len(prefix) :])
+
+        async def scan() -> list[str]:
+            match = k.pattern()[:-1] + "claim:*"
+            return [
+                key.decode()[len(prefix) :]
+                async for key in self.client.scan_iter(match=match, count=500)
+            ]
+
+        workers = await self._call(scan)
         if workers:
             keys = [k.workers, k.inbox, *(k.claim(w) for w in workers)]
             moved = await self._script("recover_claims", keys, [now, _STALE_WORKER_MS, *workers])
@@ -683,8 +688,9 @@ class RedisFrontier:
         k = self.keys
         if proposed is not None:
             text = json.dumps(proposed, sort_keys=True)
-            await self._call(lambda: self.client.hsetnx(k.job_info, "settings", text))
-        stored = await self._call(lambda: self.client.hget(k.job_info, "settings"))
+            stored = await self._script("job_settings", [], [text])
+        else:
+            stored = await self._call(lambda: self.client.hget(k.job_info, "settings"))
         return None if stored is None else dict(json.loads(stored))
 
     # -- robots.txt -----------------------------------------------------------------------
@@ -757,9 +763,13 @@ class RedisFrontier:
                 pipe.zrange(k.ready, 0, 199)
                 pipe.hgetall(k.inflight)
                 pipe.exists(k.job_info)
+                pipe.hget(k.job_info, "id")
                 return await pipe.execute()
 
-        counters, ready, inflight, exists = await self._call(read)
+        counters, ready, inflight, exists, job_id = await self._call(read)
+        found = None if job_id is None else _text(job_id)
+        if self.job_id is not None and found != self.job_id:
+            raise JobGone(self.job, self.job_id, found)
         if not exists:
             raise FrontierError(
                 f"job {self.job!r} does not exist on this Redis: never seeded, deleted, or lost "

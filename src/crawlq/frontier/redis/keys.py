@@ -29,7 +29,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``rejected`` | list | inbox entries that were not valid requests, with the reason |
 | ``workers`` | sorted set | worker id -> last heartbeat Unix ms |
 | ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
-| ``job`` | hash | the job's settings (``settings`` -> JSON) |
+| ``job`` | hash | ``id`` (random, set when the job is created; every write checks it),
+  ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job) |
 | ``robots`` | hash | origin -> robots.txt record (`crawlq.robots_record.RobotsRecord`) |
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |

@@ -2,6 +2,7 @@
 -- (their owner entries get a trailing "\n"; the leases stay held), then claim up to n ready
 -- requests among the candidate hosts, highest priority first, moving each host's
 -- next-allowed time and in-flight count in the same step.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] ready  zset host -> next-allowed Unix ms    KEYS[2] reqs     hash fp -> value
 -- KEYS[3] attempts hash fp -> deliveries              KEYS[4] leases   zset fp..host -> deadline
 -- KEYS[5] owner  hash fp -> "lease_id worker"         KEYS[6] inflight hash host -> leases held
@@ -16,6 +17,7 @@
 -- leased at once, whatever its politeness, flagged so that the worker dead-letters them.
 -- Returns: flat array fp, lease_id, attempt, value, down ("1" | "0"), ... (empty: nothing
 -- ready now).
+check_job()
 local now, n, vt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local worker, ddelay, dconc = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local nhosts = tonumber(ARGV[7])

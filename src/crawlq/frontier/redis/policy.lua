@@ -1,7 +1,9 @@
 -- policy.lua: set a host's politeness (delay and concurrency), keeping its breaker flags.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] policy hash host -> "delay_ms concurrency[ flags]"
 -- ARGV[1] host  ARGV[2] delay (ms)  ARGV[3] concurrency
 -- Returns: 1.
+check_job()
 local pol = redis.call("HGET", KEYS[1], ARGV[1])
 local flags = ""
 if pol then flags = string.match(pol, "^%d+ %d+ ?([pd]*)$") or "" end

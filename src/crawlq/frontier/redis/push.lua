@@ -1,4 +1,5 @@
 -- push.lua: queue the requests whose fingerprints were never seen (atomic dedup + enqueue).
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1]  seen      set of 20-byte fingerprints (dedup "set") or Bloom bits string ("bloom")
 -- KEYS[2]  reqs      hash  fp -> host "\n" request JSON
 -- KEYS[3]  scores    hash  fp -> queue score
@@ -19,6 +20,7 @@
 --   concurrency: written for hosts with no policy entry yet (crawlq.politeness overrides)
 -- then per request: fp, host index (1..H), priority (int), value, then k bit positions
 -- Returns: number of requests that were new and queued.
+check_job()
 local now = tonumber(ARGV[1])
 local dconc = tonumber(ARGV[3])
 local mode, k = ARGV[4], tonumber(ARGV[5])

@@ -1,9 +1,11 @@
 -- recover_claims.lua: give the inbox claims of dead workers back to the inbox.
 -- A worker is dead when its heartbeat is older than the staleness limit (or absent).
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] workers zset worker -> last heartbeat Unix ms   KEYS[2] inbox list
 -- KEYS[3..2+W] claim lists, one per worker named in ARGV
 -- ARGV[1] now (Unix ms)  ARGV[2] staleness limit (ms)  ARGV[3..2+W] worker ids
 -- Returns: number of entries returned to the inbox.
+check_job()
 local now, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
 local moved = 0
 for w = 3, #ARGV do

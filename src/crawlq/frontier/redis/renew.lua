@@ -1,9 +1,11 @@
 -- renew.lua: extend the deadlines of leases still held by their lease ids.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] leases zset fp..host -> deadline Unix ms   KEYS[2] owner hash fp -> "lease_id worker"
 -- KEYS[3] workers zset worker -> last heartbeat Unix ms
 -- ARGV[1] new deadline (Unix ms)  ARGV[2] worker id  ARGV[3] now (Unix ms)
 -- then per lease: member (fp..host), fp, lease_id
 -- Returns: array of 1 (renewed) or 0 (no longer held), one per lease.
+check_job()
 local deadline, worker, now = ARGV[1], ARGV[2], ARGV[3]
 redis.call("ZADD", KEYS[3], now, worker)
 local out = {}

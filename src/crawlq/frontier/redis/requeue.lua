@@ -1,6 +1,7 @@
 -- requeue.lua: move entries whose time has come from a timed set back to their host queues:
 -- expired leases (mode "reap": their worker died or stalled) or due retries ("promote").
 -- Each entry is re-checked here, so concurrent reapers requeue it once.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] source zset fp..host -> Unix ms (leases or delayed)
 -- KEYS[2] owner hash fp -> "lease_id worker"   KEYS[3] inflight hash host -> leases held
 -- KEYS[4] next hash host -> next-allowed ms    KEYS[5] policy hash host -> "delay conc"
@@ -10,6 +11,7 @@
 -- ARGV[1] now (Unix ms)  ARGV[2] mode "reap" | "promote"  ARGV[3] default concurrency
 -- ARGV[4] H  ARGV[5..4+H] hosts   then per entry: member (fp..host), host index
 -- Returns: number of entries requeued.
+check_job()
 local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nhosts = tonumber(ARGV[4])
 local moved, touched = 0, {}

@@ -1,4 +1,5 @@
 -- revive.lua: put dead-lettered requests back in their host queues, attempts counted afresh.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] dead hash fp -> reason "\n" host "\n" request JSON   KEYS[2] reqs hash fp -> value
 -- KEYS[3] scores hash fp -> queue score   KEYS[4] attempts hash fp -> deliveries
 -- KEYS[5] stats hash counters   KEYS[6] ready zset   KEYS[7] inflight hash   KEYS[8] next hash
@@ -7,6 +8,7 @@
 -- KEYS[13..12+H] q:{host} per host in ARGV
 -- ARGV[1] default concurrency  ARGV[2] H  ARGV[3..2+H] hosts  then per entry: fp, host index
 -- Returns: number of requests requeued.
+check_job()
 local dconc, nhosts = tonumber(ARGV[1]), tonumber(ARGV[2])
 local revived, touched = 0, {}
 local i = 3 + nhosts

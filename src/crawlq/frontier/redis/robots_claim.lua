@@ -1,12 +1,14 @@
 -- robots_claim.lua: read one origin's robots.txt record and, unless it is fresh, claim its
 -- fetch (single flight across workers). A claim holds until its Unix ms deadline; the same
 -- holder may claim again (extends it).
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] robots hash origin -> record   KEYS[2] robots_claims hash origin -> "until_ms holder"
 -- ARGV[1] origin  ARGV[2] holder  ARGV[3] now (Unix ms)  ARGV[4] claim length (ms, > 0)
 -- ARGV[5] largest record accepted (bytes)  ARGV[6] longest validity from now (ms, 24 h)
 -- ARGV[7] "1": claim even if the record looks fresh (the caller could not read it)
 -- Returns: {record, claimed}: record as stored (nil when missing; its length, an integer,
 -- when larger than ARGV[5]: not sent); claimed 1 when the holder holds the claim now.
+check_job()
 local origin, holder, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local rec = false
 local n = redis.call("HSTRLEN", KEYS[1], origin)

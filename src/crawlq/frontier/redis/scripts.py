@@ -4,11 +4,17 @@ Each ``.lua`` file beside this module is one atomic multi-key step with a KEYS/A
 ``_lib.lua`` holds the helpers they share and is put in front of each before loading.
 `Script.run` uses the cached SHA-1 and falls back to ``SCRIPT LOAD`` when the server answers
 ``NOSCRIPT`` (a restart or ``SCRIPT FLUSH`` emptied its script cache).
+
+A script whose first statement calls ``check_job()`` (every script that writes, see
+``_lib.lua``) is given the job hash and the job id its caller joined in front of its own
+``KEYS`` and ``ARGV`` (`Script.run`'s ``job``), and fails with ``CRAWLQ_JOB_GONE`` (see
+`crawlq.frontier.redis.errors`) before writing anything when the job is gone or replaced.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -35,18 +41,37 @@ class Script:
     def __init__(self, name: str, package: str = "crawlq.frontier.redis") -> None:
         self.name = name
         folder = resources.files(package)
-        self.source = _LIB + folder.joinpath(f"{name}.lua").read_text("utf-8")
+        body = folder.joinpath(f"{name}.lua").read_text("utf-8")
+        self.checks_job = re.search(r"^(local \w+ = )?check_job\(\)", body, re.M) is not None
+        """The script checks the job's id first: `run` needs ``job``."""
+        self.source = _LIB + body
         self.sha = hashlib.sha1(self.source.encode("utf-8"), usedforsecurity=False).hexdigest()
 
     async def run(
-        self, client: Redis, keys: Sequence[str], args: Sequence[str | bytes | int | float]
+        self,
+        client: Redis,
+        keys: Sequence[str],
+        args: Sequence[str | bytes | int | float],
+        job: tuple[str, str] | None = None,
     ) -> Any:
         """Run the script atomically on ``client`` and return its reply.
 
+        Args:
+            client: The connection.
+            keys: The script's own KEYS (as its header numbers them).
+            args: The script's own ARGV.
+            job: ``(job hash key, job id)`` for a script that `checks_job`; an id of ``""``
+                (the caller joined no job) fails the check.
+
         Raises:
+            ValueError: ``job`` missing for a script that checks it.
             redis.exceptions.RedisError: Whatever the server or connection raised, except
                 NOSCRIPT, which is handled by loading the script and running it again.
         """
+        if self.checks_job:
+            if job is None:
+                raise ValueError(f"script {self.name} checks the job id: give job=(key, id)")
+            keys, args = [job[0], *keys], [job[1], *args]
         try:
             return await client.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:
@@ -57,6 +82,9 @@ class Script:
 SCRIPTS = {
     name: Script(name)
     for name in (
+        "job_open",
+        "job_settings",
+        "idle",
         "push",
         "lease",
         "settle",

@@ -1,6 +1,7 @@
 -- settle.lua: end leases (ack, retry, dead or release) and free their hosts' slots (unless
 -- lease.lua freed a slot already: the owner entry then ends in "\n"). A lease that is no
 -- longer held (expired and re-leased, or already settled) is skipped.
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] leases zset fp..host -> deadline    KEYS[2] owner hash fp -> "lease_id worker"
 -- KEYS[3] inflight hash host -> leases held   KEYS[4] next hash host -> next-allowed Unix ms
 -- KEYS[5] policy hash host -> "delay conc"    KEYS[6] ready zset host -> next-allowed Unix ms
@@ -17,6 +18,7 @@
 -- When this leaves the job drained (nothing leased, delayed or ready), idle workers get a
 -- wake-up token each, so one waiting on its own last leases sees the end at once.
 -- Returns: number of leases that were still held and are now settled.
+check_job()
 local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nhosts = tonumber(ARGV[4])
 local settled, touched = 0, {}

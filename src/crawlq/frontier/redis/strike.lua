@@ -1,5 +1,6 @@
 -- strike.lua: count one pushback (429/503) or connection failure of a host and pause it, for
 -- every worker at once (crawlq.politeness decides the numbers; this only applies them).
+-- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] strikes hash  kind .. "\n" .. host -> strikes of that kind in a row (ack resets)
 -- KEYS[2] next    hash  host -> next-allowed Unix ms
 -- KEYS[3] ready   zset  host -> next-allowed Unix ms (hosts with work and a free slot)
@@ -11,6 +12,7 @@
 -- ARGV[8..] pause schedule (ms): after the k-th strike in a row the host waits ARGV[7 + k]
 --           (the last entry repeats)
 -- Returns: the strike count of this kind in a row, this one included.
+check_job()
 local now, host, kind = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local probe_from, down_from = tonumber(ARGV[6]), tonumber(ARGV[7])
 local count = redis.call("HINCRBY", KEYS[1], kind .. "\n" .. host, 1)

@@ -1,0 +1,84 @@
+"""The one place where a Redis error becomes a crawlq error, for every Redis user in crawlq.
+
+The Redis frontier (`crawlq.frontier.redis.backend`), the Celery engine's state
+(`crawlq.celery.state`) and ``crawlq status`` all call `translate`, so that one Redis answer
+means one thing everywhere:
+
+* connection refused or reset, timeout, ``LOADING``, ``BUSY``, ``MASTERDOWN``, ``READONLY``,
+  ``TRYAGAIN``, ``CLUSTERDOWN``: `FrontierUnavailable`, transient: a worker rides it out
+  with backoff;
+* ``OOM`` (Redis at its ``maxmemory``): `FrontierFull`, permanent: a worker stops (exit 1);
+* ``CRAWLQ_JOB_GONE`` (a script's job check, ``check_job`` in ``_lib.lua``): `JobGone`,
+  permanent;
+* a refused login (``NOAUTH``, ``WRONGPASS``, ``NOPERM``), ``WRONGTYPE``, ``NOSCRIPT`` after a
+  reload, anything else: `FrontierError`, permanent.
+
+Messages name the job and never carry a password (`crawlq.errors.CrawlqError` redacts them).
+"""
+
+from __future__ import annotations
+
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    BusyLoadingError,
+    ClusterDownError,
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from crawlq.errors import FrontierError, FrontierFull, FrontierUnavailable, JobGone
+
+__all__ = ["JOB_GONE", "TRANSIENT_REPLIES", "translate"]
+
+JOB_GONE = "CRAWLQ_JOB_GONE"
+"""Error reply prefix of a script whose job check failed (``check_job`` in ``_lib.lua``),
+followed by the id found (``-`` when the job has none, or does not exist)."""
+
+TRANSIENT_REPLIES = ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN")
+"""Error replies of a Redis that is restarting, busy or failing over: worth waiting for."""
+
+_AUTH_REPLIES = ("NOAUTH", "WRONGPASS", "NOPERM")
+
+
+def translate(exc: BaseException, job: str, joined: str | None = None) -> FrontierError:
+    """The crawlq error for a Redis (or socket) error raised while working on ``job``.
+
+    Args:
+        exc: What redis-py (or the socket under it) raised.
+        job: The job name, for the message.
+        joined: The job id the caller joined (for `JobGone`), if any.
+
+    Returns:
+        The error to raise (``from exc``): transient ones are `FrontierUnavailable`.
+    """
+    text = str(exc)
+    code = getattr(exc, "status_code", None)  # redis-py strips a known code from the text
+    said = f"{code} {text}" if isinstance(code, str) and code else text
+    if isinstance(exc, (AuthenticationError, AuthorizationError, NoPermissionError)):
+        return FrontierError(
+            f"Redis refused the login for job {job!r}: {said} (check the password or user "
+            "in the frontier URL)"
+        )
+    if isinstance(exc, (BusyLoadingError, ReadOnlyError, TryAgainError, ClusterDownError)) or (
+        isinstance(exc, ResponseError) and text.startswith(TRANSIENT_REPLIES)
+    ):
+        return FrontierUnavailable(f"Redis not ready for job {job!r}: {said}")
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError)):
+        return FrontierUnavailable(f"Redis unavailable for job {job!r}: {said}")
+    if isinstance(exc, OutOfMemoryError) or (
+        isinstance(exc, ResponseError) and text.startswith("OOM")
+    ):
+        return FrontierFull(job, said)
+    if isinstance(exc, ResponseError) and JOB_GONE in text:
+        found = text.partition(JOB_GONE)[2].split()[:1]
+        return JobGone(job, joined, None if found in ([], ["-"]) else found[0])
+    if isinstance(exc, RedisError):
+        return FrontierError(f"Redis error for job {job!r}: {said}")
+    return FrontierError(f"Redis error for job {job!r}: {type(exc).__name__}: {text}")

@@ -1,0 +1,23 @@
+-- job_open.lua: join a job: read its id and dedup mode; with "create", first create the job
+-- (a random id and the dedup mode, each only if unset). A job made by a crawlq without ids
+-- (its hash exists, with no id) gets one. Nothing is written when the job exists with an id,
+-- so a worker can join a job on a Redis at its maxmemory, and never creates one.
+-- KEYS[1] job hash: id, dedup, settings, engine
+-- ARGV[1] "1": create the job if it does not exist ("0": only join)
+-- ARGV[2] a new random id (used only if the job gets one now)
+-- ARGV[3] dedup mode for a new job ("set" | "bloom capacity error_rate")
+-- Returns: {id, dedup}, each false (nil) when unset (the job does not exist).
+local id = redis.call("HGET", KEYS[1], "id")
+if ARGV[1] == "1" then
+  if not id then
+    redis.call("HSET", KEYS[1], "id", ARGV[2])
+    id = ARGV[2]
+  end
+  if redis.call("HEXISTS", KEYS[1], "dedup") == 0 then
+    redis.call("HSET", KEYS[1], "dedup", ARGV[3])
+  end
+elseif not id and redis.call("EXISTS", KEYS[1]) == 1 then
+  redis.call("HSET", KEYS[1], "id", ARGV[2])
+  id = ARGV[2]
+end
+return {id, redis.call("HGET", KEYS[1], "dedup")}
