@@ -163,6 +163,7 @@ async def assembled_worker(
         robots = RobotsCache(fetcher, s.user_agent) if s.obey_robots else None
         rules = backends.frontier.politeness
         deps = Deps(s, fetcher, robots, spider, scope, backends.frontier, rules, warc)
+        stack.callback(deps.pages.close)
         yield Worker(
             backends.frontier,
             backends.store,
