@@ -43,6 +43,10 @@ STOP_GRACE_S = 1.0
 """Seconds a stopping worker still waits for a page in work before giving its lease back."""
 
 
+_POLL_S = 0.25
+"""Seconds between two looks, while a page is in work, at its budget and at `PageWork.hurry`."""
+
+
 class PageTimeout(TimeoutError):
     """A page's parse or callback ran past its time budget.
 
@@ -80,7 +84,7 @@ class PageWork:
         self._slots: list[_Slot] = []
         self._lock = threading.Lock()
         self._names = itertools.count()
-        self._hurry = False
+        self._hurry_at: float | None = None
         self.abandoned = 0
         """Threads abandoned so far (each was stuck on a page past its budget)."""
 
@@ -103,17 +107,18 @@ class PageWork:
         self._queue.put(job)
         try:
             while True:
-                wait_s = STOP_GRACE_S if self._hurry else budget_s
-                if job.started is not None:
-                    wait_s = min(wait_s, max(0.0, job.started + budget_s - time.monotonic()))
-                await asyncio.wait((job.future,), timeout=wait_s)
+                now = time.monotonic()
+                end = now + budget_s if job.started is None else job.started + budget_s
+                if self._hurry_at is not None:
+                    end = min(end, self._hurry_at + STOP_GRACE_S)
+                await asyncio.wait((job.future,), timeout=min(max(0.0, end - now), _POLL_S))
                 if job.future.done():
                     return job.future.result()
-                if self._hurry:
+                now = time.monotonic()
+                if self._hurry_at is not None and now >= self._hurry_at + STOP_GRACE_S:
                     self._abandon(lambda slot: slot.job is job)
                     raise asyncio.CancelledError("stopping: page work abandoned")
                 # Ours, or the job ahead of ours, is past its budget: a fresh thread goes on.
-                now = time.monotonic()
                 self._abandon(functools.partial(_stuck_since, now - budget_s))
                 if job.started is not None and now - job.started >= budget_s:
                     raise PageTimeout(f"ran past its budget of {budget_s:g}s")
@@ -122,8 +127,9 @@ class PageWork:
             raise
 
     def hurry(self) -> None:
-        """The worker is stopping: cut every wait to `STOP_GRACE_S` from now on."""
-        self._hurry = True
+        """The worker is stopping: wait for page work at most `STOP_GRACE_S` from now on."""
+        if self._hurry_at is None:
+            self._hurry_at = time.monotonic()
 
     def close(self) -> None:
         """Let the page thread exit once idle (a daemon thread: nothing waits for it)."""
