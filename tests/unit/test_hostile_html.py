@@ -9,7 +9,14 @@ import time
 import pytest
 
 from crawlq.engine.pagework import STOP_GRACE_S, PageTimeout, PageWork
-from crawlq.links import cut_at_links, extract_links, html_depth_over, parse_html, screen_html
+from crawlq.links import (
+    DEPTH_CHECK_MIN_TAGS,
+    cut_at_links,
+    extract_links,
+    html_depth_over,
+    parse_html,
+    screen_html,
+)
 
 PAGE = "http://example.org/docs/index.html"
 
@@ -33,7 +40,14 @@ def _deep(n: int, tag: str = "div") -> str:
 )
 def test_a_deeply_nested_page_is_over_the_cap(html: str) -> None:
     assert html_depth_over(html, 512) == 513
-    assert screen_html(html, 512, 10_000).too_deep == 513
+    padded = html + "<br>" * DEPTH_CHECK_MIN_TAGS  # enough "<" for screen_html to check it
+    assert screen_html(padded, 512, 10_000).too_deep == 513
+
+
+def test_a_page_with_few_tags_is_not_checked_before_parsing() -> None:
+    # At most DEPTH_CHECK_MIN_TAGS "<": it cannot nest deeper, and lexbor parses it in ms.
+    assert screen_html(_deep(2000), 512, 10_000).too_deep is None
+    assert screen_html(_deep(3000), 512, 10_000).too_deep == 513
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from crawlq.engine.pagework import PageTimeout, PageWork
 from crawlq.errors import FetchError, InvalidURL, RetryableStatus, StoreError
 from crawlq.fetch import Fetcher, redirected_method
 from crawlq.frontier import Frontier
-from crawlq.links import extract_title, parse_html, screen_html
+from crawlq.links import DEPTH_CHECK_MIN_TAGS, extract_title, parse_html, screen_html
 from crawlq.politeness import HOST_UNREACHABLE, AutoThrottle, Politeness, strike_of
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
@@ -50,7 +50,7 @@ __all__ = ["Deps", "Kind", "Outcome", "process"]
 logger = logging.getLogger(__name__)
 
 
-INLINE_MAX_TAGS = 2048
+INLINE_MAX_TAGS = DEPTH_CHECK_MIN_TAGS
 """A page with at most this many ``<`` is parsed on the event loop when no user code runs on it
 (no callback, or the base `Spider.parse`): however it nests, lexbor takes at most ~15 ms on it
 (the time grows with the square of the depth, and the depth is below the count of ``<``), less
