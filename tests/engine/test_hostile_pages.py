@@ -7,6 +7,8 @@ signals whatever it does, and a callback past its budget is recorded, not waited
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
 import signal
 import sqlite3
@@ -21,6 +23,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from crawlq.frontier.sqlite import SqliteFrontier
 from crawlq.spider import Response, Spider
 from crawlq.testing import RequestLog, ServerThread
 from tests.engine.conftest import crawl
@@ -93,16 +96,39 @@ async def test_a_deep_page_is_stored_as_too_deep_fetched_once_and_the_crawl_goes
 
 
 async def test_a_slow_callback_keeps_its_lease_renewed(
-    site: str, db: Path, log: RequestLog
+    site: str, db: Path, log: RequestLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The callback blocks 2.5 s; the visibility timeout is 0.9 s: only renewals, which run on
-    # the event loop while the callback sleeps on the page thread, keep it from redelivery.
-    results = await crawl(
-        db, [f"{site}/slow"], SleepySpider, visibility_timeout_s=0.9, obey_robots=False
-    )
+    # The callback blocks 2.5 s; the visibility timeout is 0.9 s (renewals every 0.3 s). The
+    # callback runs on the page thread, so the event loop (this test's) keeps ticking and the
+    # worker keeps renewing the lease meanwhile.
+    renewals: list[tuple[float, int]] = []
+    renew = SqliteFrontier.renew
+
+    async def counted(self: SqliteFrontier, leases: Any, *args: Any, **kwargs: Any) -> Any:
+        renewals.append((time.monotonic(), len(leases)))
+        return await renew(self, leases, *args, **kwargs)
+
+    monkeypatch.setattr(SqliteFrontier, "renew", counted)
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.05)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        results = await crawl(
+            db, [f"{site}/slow"], SleepySpider, visibility_timeout_s=0.9, obey_robots=False
+        )
+    finally:
+        ticker.cancel()
     assert log.count("/slow") == 1
     assert results.pages[f"{site}/slow"].attempt == 1
     assert [i.data for i in results.items] == [{"path": "slow"}]
+    assert max(b - a for a, b in itertools.pairwise(ticks)) < 1.0  # the loop never stalled
+    holding = [t for t, n in renewals if n == 1]
+    assert len(holding) >= 5  # ~8 renewals of the lease during the 2.5 s callback
 
 
 async def test_a_callback_past_its_budget_is_recorded_and_the_crawl_goes_on(
@@ -197,3 +223,69 @@ def test_a_page_with_500k_links_stays_within_150_mb(tmp_path: Path) -> None:
     with sqlite3.connect(store) as db:
         (error,) = db.execute("SELECT error FROM pages").fetchone()
     assert error == f"links_capped: 10000 of {MANY_LINKS}"
+
+
+TWO_WORKER_SPIDER = """
+import time
+from crawlq.spider import Spider
+
+class SlowOnOnePage(Spider):
+    def parse(self, response):
+        if response.url.endswith("/slow"):
+            time.sleep(60)
+        yield from response.follow_all()
+"""
+
+
+def test_two_workers_fetch_a_deep_page_once_and_stop_promptly_during_a_slow_callback(
+    tmp_path: Path, redis_url: str, job: str
+) -> None:
+    # Two worker processes on a shared frontier, a 15 s visibility timeout: the deep page is
+    # refused at once and fetched once; the crawl goes on while one worker sits in a 60 s
+    # callback; SIGTERM to the parent stops both workers within seconds.
+    spider = tmp_path / "slow_on_one_page.py"
+    spider.write_text(TWO_WORKER_SPIDER)
+    store = tmp_path / "s.db"
+    log = RequestLog()
+    with ServerThread(hostile_app(log)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlq", "crawl", f"{server.base_url}/",
+             "--frontier", redis_url, "--job", job, "--processes", "2", "--store", str(store),
+             "--spider", f"{spider}:SlowOnOnePage", "--ignore-robots", "--delay", "0",
+             "--host-concurrency", "4", "--max-depth", "1", "-q"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, "CRAWLQ_VISIBILITY_TIMEOUT_S": "15"},
+        )  # fmt: skip
+        try:
+            for path in ("/slow", "/deep", "/after", "/many"):
+                _wait_for(log, path, proc)
+            deadline = time.monotonic() + 30
+            while _stored(store, f"{server.base_url}/after") is None:  # written while /slow sleeps
+                assert time.monotonic() < deadline, "the crawl stalled behind the slow callback"
+                time.sleep(0.1)
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=60)
+            answered_s = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        base = server.base_url
+    assert answered_s < 5, f"SIGTERM took {answered_s:.1f}s"
+    assert b"Traceback" not in stderr
+    assert log.count("/deep") == 1
+    assert _stored(store, f"{base}/deep") == "html_too_deep: more than 512 nested elements"
+    assert log.count("/slow") == 1
+
+
+def _stored(store: Path, url: str) -> str | None:
+    """The page's error ("" when none), or None when the page is not stored (yet)."""
+    if not store.exists():
+        return None
+    with sqlite3.connect(store) as db:
+        try:
+            row = db.execute("SELECT error FROM pages WHERE url = ?", (url,)).fetchone()
+        except sqlite3.OperationalError:  # not created yet
+            return None
+    return None if row is None else (row[0] or "")
