@@ -14,11 +14,20 @@ It runs for every fetched page, so the per-link path avoids work it can skip: ab
 simple relative hrefs are resolved by string concatenation instead of ``urljoin``, repeated
 hrefs are dropped before normalisation, and normalisation results are kept in a small
 bounded LRU cache shared by all pages (navigation links repeat from page to page).
+
+Hostile pages are bounded before lexbor sees them. `html_depth_over` estimates how deeply the
+elements of a document nest (lexbor's parse time grows with the square of the depth: 25,000
+nested ``<div>`` take seconds, 150,000 minutes), and `cut_at_links` cuts a document with more
+link tags than a cap just before the first one over it, so that neither its tree nor its links
+grow with the page (a tree costs lexbor about 650 bytes per element).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
@@ -26,7 +35,18 @@ from selectolax.lexbor import LexborHTMLParser
 from crawlq.errors import InvalidURL
 from crawlq.urls import url_keys
 
-__all__ = ["IGNORED_EXTENSIONS", "document_base", "extract_links", "extract_title", "parse_html"]
+__all__ = [
+    "DEPTH_CHECK_MIN_TAGS",
+    "IGNORED_EXTENSIONS",
+    "Screened",
+    "cut_at_links",
+    "document_base",
+    "extract_links",
+    "extract_title",
+    "html_depth_over",
+    "parse_html",
+    "screen_html",
+]
 
 IGNORED_EXTENSIONS: frozenset[str] = frozenset(
     {
@@ -93,7 +113,7 @@ def extract_title(tree: LexborHTMLParser) -> str | None:
     return title or None
 
 
-def extract_links(tree: LexborHTMLParser, base_url: str) -> list[str]:
+def extract_links(tree: LexborHTMLParser, base_url: str, limit: int | None = None) -> list[str]:
     """Return the crawlable links of a page, normalised, de-duplicated, in document order.
 
     Takes the ``href`` of every ``<a>`` and ``<area>``. Relative links are resolved against
@@ -106,6 +126,7 @@ def extract_links(tree: LexborHTMLParser, base_url: str) -> list[str]:
     Args:
         tree: A tree from `parse_html`.
         base_url: The absolute http(s) URL the document was served from (after redirects).
+        limit: Most links returned (the first ones); None for all.
 
     Returns:
         Absolute http(s) URLs in the form `crawlq.urls.normalize` returns, each once,
@@ -132,7 +153,214 @@ def extract_links(tree: LexborHTMLParser, base_url: str) -> list[str]:
             continue
         seen.add(url)
         links.append(url)
+        if len(links) == limit:
+            break
     return links
+
+
+# -- hostile documents -----------------------------------------------------------------------
+
+
+def _tags(names: str) -> frozenset[str]:
+    return frozenset(names.split())
+
+
+_VOID = _tags(
+    "area base basefont bgsound br col embed frame hr image img input keygen link meta param "
+    "source track wbr"
+)
+_OPTIONAL_END = _tags(
+    "p li dt dd option optgroup tr td th thead tbody tfoot caption colgroup rb rt rtc rp "
+    "html head body"
+)
+"""Elements whose start tag a later tag closes implicitly: not counted as a level (a level
+of nesting always needs another element: a list, a table, a ``<dl>``)."""
+_NOT_NESTING = _VOID | _OPTIONAL_END
+_RAW_TEXT = _tags("script style textarea title xmp iframe noembed noframes noscript")
+_SPECIAL = _tags(
+    "address applet article aside blockquote button center details dialog dir div dl "
+    "fieldset figcaption figure footer form frameset h1 h2 h3 h4 h5 h6 header hgroup listing "
+    "main marquee menu nav object ol pre search section select summary table template ul "
+    "math svg"
+)
+"""Elements an end tag of an inline element does not close across (the HTML Standard's
+"special" category, less the ones not counted as levels)."""
+_HEADINGS = _tags("h1 h2 h3 h4 h5 h6")
+_NO_SELF_NESTING = _tags("a nobr button form select")
+"""Elements whose start tag closes an open one of the same name (a ``<form>`` inside a form
+is ignored instead; the same count)."""
+_END_SEARCH = 32
+"""Open elements an end tag looks through for its own: beyond, it is taken as a stray end
+tag (the estimate only errs deeper)."""
+_SCAN_CHUNK = 2048
+DEPTH_CHECK_MIN_TAGS = 2048
+"""`screen_html` checks the depth of documents with more ``<`` than this only (2,048 nested
+``<div>``, the worst case, take lexbor ~15 ms)."""
+_TOKEN = re.compile(r"<!--.*?(?:-->|\Z)|<[!?][^>]*|<(/?)([A-Za-z][^\t\n\f\r />]*)([^>]*)", re.S)
+_LINK_TAG = re.compile(r"<a(?:rea)?[\t\n\f\r />]", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """What `screen_html` found in a document before it is parsed.
+
+    Attributes:
+        markup: The text to parse: the document, or its start when it has more link tags
+            than the cap.
+        link_tags: ``<a>`` and ``<area>`` tags in the whole document when it was cut, else 0
+            (not counted).
+        too_deep: None when the markup nests at most the depth cap, else the depth at which
+            the scan stopped (cap + 1).
+    """
+
+    markup: str
+    link_tags: int = 0
+    too_deep: int | None = None
+
+
+def screen_html(text: str, max_depth: int, max_links: int, *, tags: int | None = None) -> Screened:
+    """Bound a document before lexbor parses it: cut it at ``max_links`` link tags, check depth.
+
+    One ``str.count("<")`` settles both for most pages: a document with at most ``max_links``
+    ``<`` has no more link tags, and one with at most `DEPTH_CHECK_MIN_TAGS` (or
+    ``max_depth``, if more) is not checked for depth: it cannot nest deeper than its count of
+    ``<``, and lexbor parses even that in ~15 ms, so the check would cost more than it saves.
+
+    Args:
+        text: The decoded document.
+        max_depth: Most nested elements allowed (`html_depth_over`).
+        max_links: Most ``<a>``/``<area>`` tags parsed (`cut_at_links`).
+        tags: ``text.count("<")`` when the caller has it.
+
+    Returns:
+        The markup to parse, and what was found.
+    """
+    if tags is None:
+        tags = text.count("<")
+    markup, link_tags = (text, 0) if tags <= max_links else cut_at_links(text, max_links)
+    if markup is not text:
+        tags = markup.count("<")
+    if tags <= max(max_depth, DEPTH_CHECK_MIN_TAGS) or not _may_exceed(markup, max_depth):
+        return Screened(markup, link_tags)
+    return Screened(markup, link_tags, _tokenised_depth_over(markup, max_depth))
+
+
+def html_depth_over(text: str, limit: int) -> int | None:
+    """Tell whether the elements of an HTML document nest more than ``limit`` levels deep.
+
+    Cheap for ordinary pages: a document with at most ``limit`` ``<`` cannot be deeper and is
+    not scanned; otherwise a count of start and end tags by chunks of the text (`str.count`)
+    bounds the depth, and only a document that this bound does not clear is tokenised: a
+    stack of open elements, kept the way the HTML tree builder keeps it in outline (void
+    elements and elements with optional end tags such as ``<p>``, ``<li>``, ``<td>`` are not
+    levels; comments and the text of ``<script>``, ``<style>``, ``<textarea>`` are skipped;
+    an end tag closes its element and the ones opened inside it, unless a block element
+    stands between; ``/>`` closes only inside SVG and MathML).
+
+    It is an estimate of the tree builder, not the tree builder: a document crafted to
+    mislead the chunk count (end tags that the parser ignores, or hidden in a comment or a
+    script) can pass, and the engine's per-page time budget is then what bounds the parse.
+
+    Args:
+        text: The decoded document.
+        limit: Most nested elements allowed.
+
+    Returns:
+        None when the document nests at most ``limit`` deep, else the depth at which the
+        scan stopped (``limit + 1``).
+    """
+    if text.count("<") <= limit or not _may_exceed(text, limit):
+        return None
+    return _tokenised_depth_over(text, limit)
+
+
+def _may_exceed(text: str, limit: int) -> bool:
+    """False when start tags minus end tags never pass ``limit`` in any chunk of the text.
+
+    Start tags are counted as every ``<`` (an over-count), end tags as ``</``: a chunk's
+    start tags added to the level at its start bound every level inside it. Voids and
+    unclosed ``<p>`` raise the level, so an untidy page can fail this and is tokenised.
+    """
+    level = 0
+    for start in range(0, len(text), _SCAN_CHUNK):
+        end = start + _SCAN_CHUNK
+        opens = text.count("<", start, end)
+        closes = text.count("</", start, end)
+        if level + opens - closes > limit:
+            return True
+        level = max(0, level + opens - 2 * closes)
+    return False
+
+
+def _tokenised_depth_over(text: str, limit: int) -> int | None:
+    stack: list[str] = []
+    raw: str | None = None  # inside <script> and the like: only its end tag counts
+    foreign = 0  # open <svg> and <math>: "/>" closes their children
+    for slash, tag, rest in _TOKEN.findall(text):
+        if not tag:
+            continue  # comment, doctype, processing instruction
+        name = tag.lower()
+        if raw is not None:
+            if slash and name == raw:
+                raw = None
+            continue
+        if name in _NOT_NESTING:
+            continue
+        if slash:
+            _close(stack, name)
+            if foreign and name in ("svg", "math") and name not in stack:
+                foreign -= 1
+            continue
+        if name in _RAW_TEXT:
+            raw = name
+            continue
+        if name == "plaintext":
+            break  # the rest of the document is text
+        if foreign and rest.endswith("/"):
+            continue
+        if name in _HEADINGS and stack and stack[-1] in _HEADINGS:
+            stack.pop()
+        elif name in _NO_SELF_NESTING and name in stack[-_END_SEARCH:]:
+            _close(stack, name)
+        stack.append(name)
+        if name in ("svg", "math"):
+            foreign += 1
+        if len(stack) > limit:
+            return len(stack)
+    return None
+
+
+def _close(stack: list[str], name: str) -> None:
+    """Pop ``name`` and what was opened after it, if it is open within reach."""
+    inline = name not in _SPECIAL
+    for i in range(len(stack) - 1, max(-1, len(stack) - 1 - _END_SEARCH), -1):
+        open_name = stack[i]
+        if open_name == name:
+            del stack[i:]
+            return
+        if inline and open_name in _SPECIAL:
+            return  # an inline end tag does not close across a block: ignored
+
+
+def cut_at_links(text: str, limit: int) -> tuple[str, int]:
+    """Cut a document with more than ``limit`` link tags just before the one over the cap.
+
+    Args:
+        text: The decoded document.
+        limit: Most ``<a>`` and ``<area>`` tags kept.
+
+    Returns:
+        ``(text, 0)`` when the document has at most ``limit`` link tags (not counted: every
+        one starts with ``<a`` or ``<A``, and those are counted with `str.count`),
+        else ``(the text before the first tag over the cap, the number of link tags)``.
+    """
+    if text.count("<a") + text.count("<A") <= limit:
+        return text, 0  # every link tag is at least "<a>" and starts with "<a" or "<A"
+    tags = _LINK_TAG.finditer(text)
+    over = next(islice(tags, limit, None), None)
+    if over is None:
+        return text, 0
+    return text[: over.start()], limit + 1 + sum(1 for _ in tags)
 
 
 def document_base(tree: LexborHTMLParser, page_url: str) -> str:

@@ -191,6 +191,24 @@ class Settings:
     max_body_bytes: int = 10 * 1024 * 1024
     """Largest response body accepted, in bytes; a larger one is dead-lettered, not stored."""
 
+    max_html_depth: int = 512
+    """Most levels of nested elements an HTML page may have; a deeper page is stored with
+    ``error`` = ``html_too_deep`` and neither parsed nor given to the spider (parsing time
+    grows with the square of the depth; the checked depth is an estimate made before parsing,
+    `crawlq.links.html_depth_over`). Real pages nest a few dozen levels; Chromium's parser
+    stops nesting at 512."""
+
+    max_links_per_page: int = 10_000
+    """Most links taken from one page: a page with more ``<a>``/``<area>`` tags is parsed only
+    up to the first one over the cap, and at most this many of the requests a callback yields
+    are followed; the page's ``error`` says ``links_capped: N of M``. Bounds the memory one
+    page takes (lexbor's tree costs about 650 bytes per element)."""
+
+    parse_timeout_s: float = 10.0
+    """Seconds one page's parse and synchronous spider callback may run (on a page thread, off
+    the event loop); past it the page is stored with ``error`` = ``parse_timeout`` and the
+    thread is abandoned to finish in the background."""
+
     max_redirects: int = 10
     """Redirect hops followed from one request before giving up (each hop is queued as its
     own request: see README "Redirects")."""
@@ -324,6 +342,8 @@ class Settings:
             "breaker_failures",
             "breaker_parks",
             "inbox_max_entry_bytes",
+            "max_html_depth",
+            "max_links_per_page",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -349,6 +369,7 @@ class Settings:
             "breaker_cooldown_s",
             "max_delay_s",
             "autothrottle_target_concurrency",
+            "parse_timeout_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")

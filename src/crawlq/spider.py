@@ -31,7 +31,7 @@ import re
 import sys
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
@@ -43,7 +43,15 @@ from crawlq.request import CrawlRequest, FetchResult
 if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
     from parsel import Selector, SelectorList
 
-__all__ = ["Response", "Spider", "SpiderError", "load_spider", "run_callback"]
+__all__ = [
+    "CallbackRun",
+    "Response",
+    "Spider",
+    "SpiderError",
+    "load_spider",
+    "run_callback",
+    "start_callback",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +88,14 @@ class Response:
     Args:
         request: The request that was fetched.
         result: What the fetcher returned for it.
-        tree: An already parsed tree of ``result.text`` to share (the engine parses once
-            for the title, the links and the spider); parsed on first use when None.
+        tree: An already parsed tree of ``markup`` to share (the engine parses once for the
+            title, the links and the spider); parsed on first use when None.
+        markup: The text `tree` and `selector` parse: ``result.text``, or its start when the
+            engine cut a page with more link tags than ``max_links_per_page``
+            (`crawlq.links.screen_html`). None means ``result.text``.
     """
 
-    __slots__ = ("_base", "_links", "_result", "_selector", "_tree", "request")
+    __slots__ = ("_base", "_links", "_markup", "_result", "_selector", "_tree", "request")
 
     def __init__(
         self,
@@ -92,9 +103,11 @@ class Response:
         result: FetchResult,
         *,
         tree: LexborHTMLParser | None = None,
+        markup: str | None = None,
     ) -> None:
         self.request = request
         self._result = result
+        self._markup = result.text if markup is None else markup
         self._tree = tree
         self._selector: Selector | None = None
         self._base: str | None = None
@@ -145,22 +158,26 @@ class Response:
 
     @property
     def tree(self) -> LexborHTMLParser:
-        """The selectolax (lexbor) tree of `text`, parsed on first use and then shared."""
+        """The selectolax (lexbor) tree of `text`, parsed on first use and then shared.
+
+        Of a page cut at ``max_links_per_page`` link tags, the tree of the part before the cut.
+        """
         if self._tree is None:
-            self._tree = parse_html(self._result.text)
+            self._tree = parse_html(self._markup)
         return self._tree
 
     @property
     def selector(self) -> Selector:
         """The parsel `Selector` behind `css` and `xpath`, built on first use.
 
-        XML media types are parsed as XML; everything else (XHTML included) as HTML.
+        XML media types are parsed as XML; everything else (XHTML included) as HTML. Of a
+        page cut at ``max_links_per_page`` link tags, the part before the cut, as `tree`.
         """
         if self._selector is None:
             kind = "xml" if self._result.content_type in _XML_TYPES else "html"
             from parsel import Selector
 
-            self._selector = Selector(text=self._result.text, type=kind, base_url=self.url)
+            self._selector = Selector(text=self._markup, type=kind, base_url=self.url)
         return self._selector
 
     def css(self, query: str) -> SelectorList[Selector]:
@@ -442,8 +459,10 @@ async def run_callback(
     ``callback(response, **response.request.cb_kwargs)``. It may return None, an item
     (``dict``), a `CrawlRequest`, an iterable or generator of those, an awaitable of any of
     these (``async def``), or an async generator. None inside an iterable is skipped.
-    Synchronous callbacks run on the event loop thread. The engine checks
-    `Spider.wants_status` before calling this.
+    The engine checks `Spider.wants_status` before calling this, and runs the synchronous
+    part (`start_callback`: a plain callback, or a generator's iteration) on its page
+    thread, off the event loop, and only what is asynchronous (`CallbackRun.finish`) on the
+    loop.
 
     Args:
         spider: The spider instance.
@@ -457,42 +476,102 @@ async def run_callback(
             ``__cause__``), or produced a value that is neither a dict nor a
             `CrawlRequest`. Nothing of a failed callback's output is returned.
     """
+    return await start_callback(spider, response).finish()
+
+
+class CallbackRun:
+    """A callback call: what it produced synchronously, and what is left to await.
+
+    Attributes:
+        items: Items produced so far.
+        requests: Requests produced so far.
+        pending: An awaitable or async iterable still to run on the event loop, or None
+            when the callback is done.
+    """
+
+    __slots__ = ("_name", "_url", "items", "pending", "requests")
+
+    def __init__(self, url: str, name: str) -> None:
+        self._url = url
+        self._name = name
+        self.items: list[dict[str, Any]] = []
+        self.requests: list[CrawlRequest] = []
+        self.pending: object = None
+
+    def collect(self, value: object) -> None:
+        """Add one produced value (None is skipped).
+
+        Raises:
+            TypeError: ``value`` is neither a dict nor a `CrawlRequest`.
+        """
+        if isinstance(value, dict):
+            self.items.append(value)
+        elif isinstance(value, CrawlRequest):
+            self.requests.append(value)
+        elif value is not None:
+            raise TypeError(
+                f"produced a {type(value).__name__}; expected a dict item or a CrawlRequest"
+            )
+
+    def collect_output(self, output: object) -> None:
+        """Collect a synchronous output; keep an awaitable or async iterable as `pending`."""
+        if inspect.isawaitable(output) or isinstance(output, AsyncIterable):
+            self.pending = output
+        else:
+            self._collect_sync(output)
+
+    def _collect_sync(self, output: object) -> None:
+        if output is None or isinstance(output, dict | CrawlRequest):
+            self.collect(output)
+        elif isinstance(output, Iterable) and not isinstance(output, str | bytes):
+            for value in output:
+                self.collect(value)
+        else:
+            self.collect(output)  # raises TypeError
+
+    async def finish(self) -> tuple[list[dict[str, Any]], list[CrawlRequest]]:
+        """Run what is `pending` on the event loop; return ``(items, requests)``.
+
+        Raises:
+            SpiderError: As `run_callback`.
+        """
+        pending, self.pending = self.pending, None
+        try:
+            if inspect.isawaitable(pending):
+                pending = await pending
+                if not isinstance(pending, AsyncIterable):
+                    self._collect_sync(pending)
+                    pending = None
+            if pending is not None:
+                async for value in cast(AsyncIterable[object], pending):
+                    self.collect(value)
+        except Exception as exc:
+            raise SpiderError(self._url, self._name, f"{type(exc).__name__}: {exc}") from exc
+        return self.items, self.requests
+
+
+def start_callback(spider: Spider, response: Response) -> CallbackRun:
+    """Call the callback (as `run_callback`) and run its synchronous part.
+
+    A plain function's result, and every value of a generator, are collected here; an
+    awaitable or async generator is left in `CallbackRun.pending` for
+    `CallbackRun.finish`, on the event loop.
+
+    Raises:
+        SpiderError: As `run_callback`.
+    """
     name = response.request.callback or "parse"
     method = getattr(spider, name, None)
     if not callable(method):
         raise SpiderError(
             response.url, name, f"spider {type(spider).__name__} has no method {name!r}"
         )
-    items: list[dict[str, Any]] = []
-    requests: list[CrawlRequest] = []
-
-    def collect(value: object) -> None:
-        if isinstance(value, dict):
-            items.append(value)
-        elif isinstance(value, CrawlRequest):
-            requests.append(value)
-        elif value is not None:
-            raise TypeError(
-                f"produced a {type(value).__name__}; expected a dict item or a CrawlRequest"
-            )
-
+    run = CallbackRun(response.url, name)
     try:
-        output = method(response, **response.request.cb_kwargs)
-        if inspect.isawaitable(output):
-            output = await output
-        if output is None or isinstance(output, dict | CrawlRequest):
-            collect(output)
-        elif isinstance(output, AsyncIterable):
-            async for value in output:
-                collect(value)
-        elif isinstance(output, Iterable) and not isinstance(output, str | bytes):
-            for value in output:
-                collect(value)
-        else:
-            collect(output)
+        run.collect_output(method(response, **response.request.cb_kwargs))
     except Exception as exc:
         raise SpiderError(response.url, name, f"{type(exc).__name__}: {exc}") from exc
-    return items, requests
+    return run
 
 
 def _href_of(selector: Selector) -> str:

@@ -173,6 +173,7 @@ async def assembled_worker(
         frontier = backends.frontier
         robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness, warc)
+        stack.callback(deps.pages.close)
         yield Worker(
             backends.frontier,
             backends.store,

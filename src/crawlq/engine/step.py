@@ -19,6 +19,7 @@ middleware schedules hops the same way.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import time
@@ -27,9 +28,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from crawlq.engine.pagework import PageTimeout, PageWork
 from crawlq.errors import FetchError, InvalidURL, RetryableStatus, StoreError
 from crawlq.fetch import Fetcher, redirected_method
 from crawlq.frontier import Frontier
+from crawlq.links import DEPTH_CHECK_MIN_TAGS, extract_title, parse_html, screen_html
 from crawlq.politeness import HOST_UNREACHABLE, AutoThrottle, Politeness, strike_of
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
@@ -37,7 +40,7 @@ from crawlq.retry import decide
 from crawlq.robots import RobotsCache
 from crawlq.scope import FilterReason, Scope
 from crawlq.settings import Settings
-from crawlq.spider import Response, Spider, SpiderError, run_callback
+from crawlq.spider import CallbackRun, Response, Spider, SpiderError, start_callback
 
 if TYPE_CHECKING:
     from crawlq.store.warc import WarcLocation, WarcWriter
@@ -46,6 +49,13 @@ __all__ = ["Deps", "Kind", "Outcome", "process"]
 
 logger = logging.getLogger(__name__)
 
+
+INLINE_MAX_TAGS = DEPTH_CHECK_MIN_TAGS
+"""A page with at most this many ``<`` is parsed on the event loop when no user code runs on it
+(no callback, or the base `Spider.parse`): however it nests, lexbor takes at most ~15 ms on it
+(the time grows with the square of the depth, and the depth is below the count of ``<``), less
+than the page thread's hand-off costs in all. Any other page, and every user callback, runs on
+the worker's page thread (`crawlq.engine.pagework`)."""
 
 EXTRA_DELIVERIES = 5
 """Deliveries beyond ``1 + max_retries`` after which a URL whose lease keeps expiring (its
@@ -107,6 +117,8 @@ class Deps:
         politeness: The job's host politeness rules.
         warc: Where each fetched page's request and response are archived, or None.
         throttle: This worker's AutoThrottle state, when the job turns it on.
+        pages: The worker's page thread: parsing and spider callbacks run there, off the
+            event loop, each with a ``parse_timeout_s`` budget.
     """
 
     settings: Settings
@@ -118,6 +130,7 @@ class Deps:
     politeness: Politeness
     warc: WarcWriter | None = None
     throttle: AutoThrottle | None = None
+    pages: PageWork = field(default_factory=PageWork)
 
     def __post_init__(self) -> None:
         if self.throttle is None and self.politeness.autothrottle:
@@ -289,46 +302,147 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
 
 
 async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
+    """Parse the page and run the spider on the page thread (`crawlq.engine.pagework`)."""
     req = lease.request
-    spider = deps.spider
     error: str | None = None
-    parse = 200 <= result.status < 300 or spider.wants_status(result.status)
+    parse = 200 <= result.status < 300 or deps.spider.wants_status(result.status)
     if 300 <= result.status < 400:
         error = f"redirect_not_followed: {result.headers.get('location', '')}"
         parse = False
     elif not 200 <= result.status < 300:
         error = f"http_{result.status}"
-    response = Response(req, result)
-    items: list[ItemRecord] = []
-    links: list[CrawlRequest] = []
-    skipped: Counter[str] = Counter()
-    title = response.title if result.is_html else None
-    if parse:
+    page = _Parsed(error)
+    if parse or result.is_html:
+        page.tags = result.text.count("<")
+        work = functools.partial(
+            _parse_page, req, result, deps.spider, deps.scope, deps.settings, page, parse
+        )
         try:
-            found_items, found_requests = await run_callback(spider, response)
-        except Exception as exc:  # user code: record the error on the page, keep crawling
-            logger.exception("spider error on %s", req.url)
-            name = type(exc).__name__ if not isinstance(exc, SpiderError) else "SpiderError"
-            error = f"spider_error: {name}: {exc}"
-        else:
-            now = time.time()
-            items = [
-                ItemRecord(req.fingerprint, i, req.url, spider.name, item, now)
-                for i, item in enumerate(found_items)
-            ]
-            bad = _first_unserialisable(found_items)
-            if bad is not None:
-                error, items = f"spider_error: item is not JSON-serialisable: {bad}", []
-            for child in found_requests:
-                reason = deps.scope.check(child)
-                if reason is None:
-                    links.append(child)
-                else:
-                    skipped[reason] += 1
-    page = await _page_record(
-        lease, result, deps, final_url=result.final_url, title=title, error=error
+            if page.tags <= INLINE_MAX_TAGS and _builtin_callback(deps.spider, req, parse):
+                page = work()
+            else:
+                page = await deps.pages.run(work, deps.settings.parse_timeout_s)
+        except PageTimeout:
+            logger.warning(
+                "%s: parsing and the callback ran past parse_timeout_s (%gs); storing the page"
+                " without them",
+                req.url,
+                deps.settings.parse_timeout_s,
+            )
+            page = _Parsed(
+                f"parse_timeout: parsing or the callback ran past "
+                f"{deps.settings.parse_timeout_s:g}s"
+            )
+        if page.callback is not None:  # an async callback: the rest runs on the loop
+            try:
+                found_items, found_requests = await page.callback.finish()
+            except SpiderError as exc:
+                page.spider_failed(exc)
+            else:
+                page.take(found_items, found_requests, req, deps.spider, deps.scope, deps.settings)
+    if page.error is not None and page.error.startswith("spider_error:"):
+        logger.error("spider error on %s: %s", req.url, page.error, exc_info=page.exc_info)
+    record = await _page_record(
+        lease, result, deps, final_url=result.final_url, title=page.title, error=page.error
     )
-    return Outcome(lease, Kind.PAGE, page=page, items=items, links=links, skipped=skipped)
+    return Outcome(
+        lease, Kind.PAGE, page=record, items=page.items, links=page.links, skipped=page.skipped
+    )
+
+
+@dataclass(slots=True)
+class _Parsed:
+    """What parsing a page and its callback produced (the page thread fills it)."""
+
+    error: str | None
+    title: str | None = None
+    items: list[ItemRecord] = field(default_factory=list)
+    links: list[CrawlRequest] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    callback: CallbackRun | None = None
+    tags: int = 0  # "<" in the text
+    link_tags: int = 0
+    exc_info: BaseException | None = None
+
+    def spider_failed(self, exc: SpiderError) -> None:
+        """Record a failed callback: user code, so the page is stored and the crawl goes on."""
+        self.error = f"spider_error: SpiderError: {exc}"
+        self.exc_info = exc
+        self.callback = None
+
+    def take(
+        self,
+        found_items: list[dict[str, Any]],
+        found_requests: list[CrawlRequest],
+        req: CrawlRequest,
+        spider: Spider,
+        scope: Scope,
+        settings: Settings,
+    ) -> None:
+        """Keep the callback's items and in-scope requests, at most ``max_links_per_page``."""
+        now = time.time()
+        self.items = [
+            ItemRecord(req.fingerprint, i, req.url, spider.name, item, now)
+            for i, item in enumerate(found_items)
+        ]
+        bad = _first_unserialisable(found_items)
+        if bad is not None:
+            self.error, self.items = f"spider_error: item is not JSON-serialisable: {bad}", []
+        cap = settings.max_links_per_page
+        for child in found_requests[:cap]:
+            reason = scope.check(child)
+            if reason is None:
+                self.links.append(child)
+            else:
+                self.skipped[reason] += 1
+        found = max(len(found_requests), self.link_tags)
+        if found > cap and self.error is None:
+            self.error = f"links_capped: {cap} of {found}"
+            logger.warning("%s: %d links, only the first %d taken", req.url, found, cap)
+
+
+def _builtin_callback(spider: Spider, req: CrawlRequest, parse: bool) -> bool:
+    """True when the page goes to no callback, or to the base `Spider.parse` (follow_all)."""
+    if not parse:
+        return True
+    return req.callback in (None, "parse") and getattr(type(spider), "parse", None) is Spider.parse
+
+
+def _parse_page(
+    req: CrawlRequest,
+    result: FetchResult,
+    spider: Spider,
+    scope: Scope,
+    settings: Settings,
+    page: _Parsed,
+    parse: bool,
+) -> _Parsed:
+    """Screen, parse, title, and the callback's synchronous part: the page thread's work."""
+    tree = None
+    markup = None
+    if result.is_html:
+        screened = screen_html(
+            result.text, settings.max_html_depth, settings.max_links_per_page, tags=page.tags
+        )
+        if screened.too_deep is not None:
+            page.error = f"html_too_deep: more than {settings.max_html_depth} nested elements"
+            return page
+        markup, page.link_tags = screened.markup, screened.link_tags
+        tree = parse_html(markup)
+        page.title = extract_title(tree)
+    if not parse:
+        return page
+    response = Response(req, result, tree=tree, markup=markup)
+    try:
+        run = start_callback(spider, response)
+    except SpiderError as exc:
+        page.spider_failed(exc)
+        return page
+    if run.pending is not None:
+        page.callback = run
+    else:
+        page.take(run.items, run.requests, req, spider, scope, settings)
+    return page
 
 
 async def _page_record(

@@ -151,10 +151,12 @@ class Worker:
     def stop(self, *, force: bool = False) -> None:
         """Stop leasing; safe to call from a signal handler.
 
-        In-flight fetches finish; with ``force`` they are cancelled and their leases released
-        back to the queue.
+        In-flight fetches finish; a page still parsing (or in its callback) a second later is
+        abandoned and its lease released (`crawlq.engine.pagework.PageWork.hurry`); with
+        ``force`` everything in flight is cancelled and its lease released back to the queue.
         """
         self._stopping = True
+        self.deps.pages.hurry()
         self.stopped_by = self.stopped_by or "stopped"
         self._slot_freed.set()
         if force:
