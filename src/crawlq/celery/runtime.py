@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from crawlq.celery.config import clamp_priority, dedup_redis_url
 from crawlq.celery.state import CeleryState
 from crawlq.engine.job import bind_job
-from crawlq.engine.step import Deps, Kind, Outcome, process
+from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
 from crawlq.politeness import Politeness
@@ -52,7 +52,7 @@ from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
-from crawlq.store import ResultBatch, Store, open_store
+from crawlq.store import Store, open_store
 
 __all__ = [
     "MAX_ATTEMPT",
@@ -354,12 +354,7 @@ class JobRuntime:
             elif o.kind is Kind.RETRY:
                 retries.append((entry, o))
         report.ran = len(done) + len(dead)
-        batch = ResultBatch(
-            pages=[o.page for _, o in outcomes if o.page is not None],
-            items=[item for _, o in outcomes for item in o.items],
-            dead=[o.dead for _, o in outcomes if o.dead is not None],
-            filtered=[o.filtered for _, o in outcomes if o.filtered is not None],
-        )
+        batch = result_batch(o for _, o in outcomes)
         if len(batch):
             await self.store.write(batch)
         report.enqueued = await self._enqueue_links(outcomes, publish)

@@ -24,6 +24,7 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -41,11 +42,12 @@ from crawlq.robots import RobotsCache
 from crawlq.scope import FilterReason, Scope
 from crawlq.settings import Settings
 from crawlq.spider import CallbackRun, Response, Spider, SpiderError, start_callback
+from crawlq.store import ResultBatch
 
 if TYPE_CHECKING:
     from crawlq.store.warc import WarcLocation, WarcWriter
 
-__all__ = ["Deps", "Kind", "Outcome", "process"]
+__all__ = ["Deps", "Kind", "Outcome", "process", "result_batch"]
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +137,17 @@ class Deps:
     def __post_init__(self) -> None:
         if self.throttle is None and self.politeness.autothrottle:
             self.throttle = AutoThrottle(self.politeness)
+
+
+def result_batch(outcomes: Iterable[Outcome]) -> ResultBatch:
+    """The store's records of ``outcomes``: pages, items, dead letters, filtered records."""
+    outcomes = list(outcomes)
+    return ResultBatch(
+        pages=[o.page for o in outcomes if o.page is not None],
+        items=[item for o in outcomes for item in o.items],
+        dead=[o.dead for o in outcomes if o.dead is not None],
+        filtered=[o.filtered for o in outcomes if o.filtered is not None],
+    )
 
 
 async def process(lease: Lease, deps: Deps) -> Outcome:

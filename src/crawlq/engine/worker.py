@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from crawlq.engine.known import KnownFingerprints
-from crawlq.engine.step import Deps, Kind, Outcome, process
+from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
 from crawlq.records import DeadRecord
@@ -362,14 +362,7 @@ class Worker:
             if not batch:
                 return
             try:
-                await self._write_store(
-                    ResultBatch(
-                        pages=[o.page for o in batch if o.page is not None],
-                        items=[item for o in batch for item in o.items],
-                        dead=[o.dead for o in batch if o.dead is not None],
-                        filtered=[o.filtered for o in batch if o.filtered is not None],
-                    )
-                )
+                await self._write_store(result_batch(batch))
             except CrawlqError as exc:
                 logger.error("cannot write %d results either: %s", len(batch), exc)
                 return
@@ -439,14 +432,7 @@ class Worker:
             if not self._pending:
                 return
             batch, self._pending = self._pending, []
-            await self._write_store(
-                ResultBatch(
-                    pages=[o.page for o in batch if o.page is not None],
-                    items=[item for o in batch for item in o.items],
-                    dead=[o.dead for o in batch if o.dead is not None],
-                    filtered=[o.filtered for o in batch if o.filtered is not None],
-                )
-            )
+            await self._write_store(result_batch(batch))
             links = self._known.unknown([link for o in batch for link in o.links])
             if links:
                 await self._retrying("push", lambda: self.frontier.push(links))
