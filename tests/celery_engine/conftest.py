@@ -154,7 +154,11 @@ def workers(
 ) -> Iterator[Callable[..., CeleryWorker]]:
     """Start Celery workers: ``workers(broker, frontier, queue, *args, **env)``; all stopped
     (their process groups) at the end of the test, before `broker_cleanup` deletes the
-    queues (a live worker would declare its queue again)."""
+    queues (a live worker would declare its queue again).
+
+    Each worker names its store itself, as an operator's would (a job's SQLite path is never
+    taken from Redis): ``CRAWLQ_STORE`` is the test's ``tmp_path / "store.db"`` unless given.
+    """
     started: list[CeleryWorker] = []
 
     def start(broker: str, frontier: str, queue: str, *args: str, **env: str) -> CeleryWorker:
@@ -163,6 +167,7 @@ def workers(
             "CRAWLQ_BROKER_URL": broker,
             "CRAWLQ_FRONTIER": frontier,
             "CRAWLQ_CELERY_QUEUE": queue,
+            "CRAWLQ_STORE": str(tmp_path / "store.db"),
             **env,
         }
         log = tmp_path / f"worker-{len(started)}.log"
