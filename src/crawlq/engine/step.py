@@ -180,9 +180,12 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
             if robots.fetched:  # this lease's politeness slot went to robots.txt
                 await _apply_crawl_delay(req.host, deps)
                 return Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
-            if robots.loaded and robots.crawl_delay_s is not None:
-                # leased before the host's Crawl-delay was known: lease it again under it
-                return Outcome(lease, Kind.RELEASE, reason="crawl_delay_learnt")
+            if robots.loaded:
+                # This lease waited for robots.txt (another worker's fetch, or the shared
+                # copy): sending now would start the request late in its politeness slot,
+                # closer than the delay to the next one, and the lease may predate the
+                # host's Crawl-delay. Lease it again: once per host per process and TTL.
+                return Outcome(lease, Kind.RELEASE, reason="robots_txt_loaded")
         result = await deps.fetcher.fetch(
             req.url, method=req.method, body=req.body, follow_redirects=False
         )
