@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -65,6 +66,12 @@ def cpu_us_per_page(r: Result) -> float:
     return r.run.cpu_s / r.pages * 1e6
 
 
+def _signed(values: Sequence[float], fmt: str) -> str:
+    """``median [min to max]`` with signs (differences)."""
+    lo, mid, hi = min(values), statistics.median(values), max(values)
+    return f"{mid:+{fmt}} [{lo:+{fmt}} to {hi:+{fmt}}]"
+
+
 def install_table(rounds: Sequence[Round], names: Sequence[str], labels: Sequence[str]) -> None:
     """Each install against the first, per row: pages/s and CPU µs per page, pair by pair.
 
@@ -93,9 +100,9 @@ def install_table(rounds: Sequence[Round], names: Sequence[str], labels: Sequenc
             out.append(
                 [
                     f"{base}: {label} vs {base_label}",
-                    summary(speed, "+.1f"),
-                    summary(d_us, "+.0f"),
-                    summary(d_pct, "+.1f"),
+                    _signed(speed, ".1f"),
+                    _signed(d_us, ".0f"),
+                    _signed(d_pct, ".1f"),
                     noise,
                     summary(loads),
                     str(len(both)),
