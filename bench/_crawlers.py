@@ -9,13 +9,17 @@ status 0 and exactly the expected distinct pages, none stored twice), and the me
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from _harness import (
@@ -53,6 +57,7 @@ class Result:
     valid: bool = False
     note: str = ""
     extra: dict[str, float] = field(default_factory=dict)
+    store: str = ""  # the crawlq store, when the row writes one (deleted with the work dir)
 
     @property
     def pages_per_s(self) -> float:
@@ -145,7 +150,7 @@ def crawlq_redis(
         probe.delete_job(job)
     records, pages = exported_pages(store, work, python) if store.exists() else (0, 0)
     crawl_s = _elapsed(run.stdout, r"elapsed: ([\d.]+)s")
-    result = Result(f"crawlq redis P={processes}", pages, records, run, crawl_s)
+    result = Result(f"crawlq redis P={processes}", pages, records, run, crawl_s, store=str(store))
     result.redis_cpu_s = cpu_after - cpu_before
     result.extra["redis_cmds_per_page"] = (cmds_after - cmds_before) / max(pages, 1)
     return result.check(target.expected)
@@ -179,9 +184,40 @@ def crawlq_politeness(
         host_concurrency=POLITE_HOST_CONCURRENCY,
     )
     result.row = f"crawlq polite P={POLITE_PROCESSES}"
+    result.extra |= _request_spacing(Path(f"{result.store}.pages.jsonl"))
     result.extra["ceiling_per_host"] = 1 / POLITE_DELAY_S * len(target.hosts)
     result.extra["ceiling_per_slot"] = POLITE_HOST_CONCURRENCY / POLITE_DELAY_S * len(target.hosts)
     return result
+
+
+def _request_spacing(pages_jsonl: Path) -> dict[str, float]:
+    """Spacing of the pages' request starts (``fetched_at - elapsed_s``, to the millisecond).
+
+    ``span_rate``: (pages - 1) / (last start - first start), the steady rate without start-up
+    and the end; ``gap_min_ms``, ``gap_p5_ms``, ``gap_median_ms``: gaps between consecutive
+    starts, all workers together (a start is taken when the fetch begins, after the lease that
+    moved the host's next-allowed time, so lease-to-send latency can shorten one gap and
+    lengthen the next).
+    """
+    if not pages_jsonl.exists():
+        return {}
+    starts = []
+    with pages_jsonl.open() as f:
+        for line in f:
+            if line.strip():
+                page = json.loads(line)
+                at = datetime.fromisoformat(page["fetched_at"].replace("Z", "+00:00"))
+                starts.append(at.timestamp() - float(page.get("elapsed_s") or 0.0))
+    starts.sort()
+    if len(starts) < 3:
+        return {}
+    gaps = sorted((b - a) * 1000 for a, b in itertools.pairwise(starts))
+    return {
+        "span_rate": (len(starts) - 1) / (starts[-1] - starts[0]),
+        "gap_min_ms": gaps[0],
+        "gap_p5_ms": gaps[len(gaps) // 20],
+        "gap_median_ms": statistics.median(gaps),
+    }
 
 
 def celery_engine_available() -> bool:

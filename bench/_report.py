@@ -132,6 +132,10 @@ def politeness_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
                 f"{per_host:g}: " + summary([r.pages_per_s / per_host * 100 for r in ok], ".0f"),
                 f"{per_slot:g}: " + summary([r.pages_per_s / per_slot * 100 for r in ok], ".0f"),
                 summary([cpu_us_per_page(r) for r in ok], ".0f"),
+                summary([r.extra.get("span_rate", 0.0) for r in ok], ".1f"),
+                summary([r.extra.get("gap_median_ms", 0.0) for r in ok], ".1f"),
+                summary([r.extra.get("gap_p5_ms", 0.0) for r in ok], ".0f"),
+                summary([r.extra.get("gap_min_ms", 0.0) for r in ok], ".0f"),
                 summary([r.extra.get("redis_cmds_per_page", 0.0) for r in ok], ".1f"),
                 summary([r.other_load for r in ok]),
             ]
@@ -139,7 +143,8 @@ def politeness_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
     if out:
         print("\npoliteness: pages/s (wall) against the ceilings 1/delay and concurrency/delay\n")
         header = ["row", "pages/s", "in-crawl pages/s", "% of 1/delay", "% of conc/delay"]
-        print_table([*header, "CPU µs/page", "Redis cmds/page", "other load"], out)
+        header += ["CPU µs/page", "starts/s, first to last", "gap median ms", "gap p5 ms"]
+        print_table([*header, "gap min ms", "Redis cmds/page", "other load"], out)
 
 
 def ratio_table(rounds: Sequence[Round], pairs: Sequence[tuple[str, str]]) -> None:
