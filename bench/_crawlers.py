@@ -9,13 +9,17 @@ status 0 and exactly the expected distinct pages, none stored twice), and the me
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from _harness import (
@@ -53,6 +57,7 @@ class Result:
     valid: bool = False
     note: str = ""
     extra: dict[str, float] = field(default_factory=dict)
+    store: str = ""  # the crawlq store, when the row writes one (deleted with the work dir)
 
     @property
     def pages_per_s(self) -> float:
@@ -89,8 +94,10 @@ def _elapsed(text: str, pattern: str) -> float | None:
     return float(match[1]) if match else None
 
 
-def _crawl_args(target: Target, concurrency: int, host_concurrency: int) -> list[str]:
-    args = [target.url, "--delay", "0", "--concurrency", str(concurrency)]
+def _crawl_args(
+    target: Target, concurrency: int, host_concurrency: int, delay: float = 0.0
+) -> list[str]:
+    args = [target.url, "--delay", f"{delay:g}", "--concurrency", str(concurrency)]
     args += ["--host-concurrency", str(host_concurrency)]
     if len(target.hosts) > 1:
         for host in target.hosts:
@@ -99,27 +106,41 @@ def _crawl_args(target: Target, concurrency: int, host_concurrency: int) -> list
     return args
 
 
-def crawlq_embedded(target: Target, work: Path, concurrency: int = 16) -> Result:
-    """``crawlq crawl`` with the embedded SQLite frontier and store, politeness off."""
+def crawlq_embedded(
+    target: Target, work: Path, concurrency: int = 16, python: str | None = None
+) -> Result:
+    """``crawlq crawl`` with the embedded SQLite frontier and store, politeness off.
+
+    ``python``: the install whose ``crawlq`` runs (default: the bench's own Python).
+    """
     store = work / f"embedded-{uuid.uuid4().hex[:8]}.db"
-    cmd = [*crawlq_command(), "crawl", *_crawl_args(target, concurrency, concurrency)]
+    cmd = [*crawlq_command(python), "crawl", *_crawl_args(target, concurrency, concurrency)]
     run = _run([*cmd, "--store", str(store)], work, store.stem)
-    records, pages = exported_pages(store, work) if store.exists() else (0, 0)
+    records, pages = exported_pages(store, work, python) if store.exists() else (0, 0)
     crawl_s = _elapsed(run.stdout, r"elapsed: ([\d.]+)s")
     return Result("crawlq embedded", pages, records, run, crawl_s).check(target.expected)
 
 
 def crawlq_redis(
-    target: Target, work: Path, probe: RedisProbe, processes: int, concurrency: int = 16
+    target: Target,
+    work: Path,
+    probe: RedisProbe,
+    processes: int,
+    concurrency: int = 16,
+    python: str | None = None,
+    delay: float = 0.0,
+    host_concurrency: int | None = None,
 ) -> Result:
     """``crawlq crawl --frontier redis://… --processes P`` on a fresh job; keys deleted after.
 
-    Host concurrency is the total concurrency (``P * concurrency``), so politeness (enforced
-    in the frontier across all workers) does not cap the extra process.
+    Politeness off by default: ``delay`` 0 and host concurrency the total concurrency
+    (``P * concurrency``), so politeness (enforced in the frontier across all workers) does
+    not cap the extra process. ``python``: the install whose ``crawlq`` runs.
     """
     job = f"bench-{uuid.uuid4().hex[:8]}"
     store = work / f"{job}.db"
-    cmd = [*crawlq_command(), "crawl", *_crawl_args(target, concurrency, concurrency * processes)]
+    per_host = concurrency * processes if host_concurrency is None else host_concurrency
+    cmd = [*crawlq_command(python), "crawl", *_crawl_args(target, concurrency, per_host, delay)]
     cmd += ["--frontier", probe.url, "--processes", str(processes), "--job", job]
     cpu_before, cmds_before = probe.counters()
     try:
@@ -127,12 +148,76 @@ def crawlq_redis(
         cpu_after, cmds_after = probe.counters()
     finally:
         probe.delete_job(job)
-    records, pages = exported_pages(store, work) if store.exists() else (0, 0)
+    records, pages = exported_pages(store, work, python) if store.exists() else (0, 0)
     crawl_s = _elapsed(run.stdout, r"elapsed: ([\d.]+)s")
-    result = Result(f"crawlq redis P={processes}", pages, records, run, crawl_s)
+    result = Result(f"crawlq redis P={processes}", pages, records, run, crawl_s, store=str(store))
     result.redis_cpu_s = cpu_after - cpu_before
     result.extra["redis_cmds_per_page"] = (cmds_after - cmds_before) / max(pages, 1)
     return result.check(target.expected)
+
+
+POLITE_DELAY_S = 0.05
+POLITE_HOST_CONCURRENCY = 4
+POLITE_PROCESSES = 2
+
+
+def crawlq_politeness(
+    target: Target, work: Path, probe: RedisProbe, python: str | None = None
+) -> Result:
+    """The Redis row with politeness on (issue 11): ``--delay 0.05 --host-concurrency 4``,
+    2 worker processes (concurrency 16 each) on a fresh job; keys deleted after.
+
+    crawlq's delay spaces the *starts* of two requests to one host across all workers
+    (`lease.lua` leases one request per host per call when the delay is above 0 and moves the
+    host's next-allowed time by the delay), so one host gets at most 1/delay requests per
+    second (20/s here) whatever the host concurrency. ``extra`` holds both ceilings: per host
+    (1/delay, the one that applies) and per slot (concurrency/delay, 80/s, which would apply
+    if each of the host's slots had its own delay).
+    """
+    result = crawlq_redis(
+        target,
+        work,
+        probe,
+        POLITE_PROCESSES,
+        python=python,
+        delay=POLITE_DELAY_S,
+        host_concurrency=POLITE_HOST_CONCURRENCY,
+    )
+    result.row = f"crawlq polite P={POLITE_PROCESSES}"
+    result.extra |= _request_spacing(Path(f"{result.store}.pages.jsonl"))
+    result.extra["ceiling_per_host"] = 1 / POLITE_DELAY_S * len(target.hosts)
+    result.extra["ceiling_per_slot"] = POLITE_HOST_CONCURRENCY / POLITE_DELAY_S * len(target.hosts)
+    return result
+
+
+def _request_spacing(pages_jsonl: Path) -> dict[str, float]:
+    """Spacing of the pages' request starts (``fetched_at - elapsed_s``, to the millisecond).
+
+    ``span_rate``: (pages - 1) / (last start - first start), the steady rate without start-up
+    and the end; ``gap_min_ms``, ``gap_p5_ms``, ``gap_median_ms``: gaps between consecutive
+    starts, all workers together (a start is taken when the fetch begins, after the lease that
+    moved the host's next-allowed time, so lease-to-send latency can shorten one gap and
+    lengthen the next).
+    """
+    if not pages_jsonl.exists():
+        return {}
+    starts = []
+    with pages_jsonl.open() as f:
+        for line in f:
+            if line.strip():
+                page = json.loads(line)
+                at = datetime.fromisoformat(page["fetched_at"].replace("Z", "+00:00"))
+                starts.append(at.timestamp() - float(page.get("elapsed_s") or 0.0))
+    starts.sort()
+    if len(starts) < 3:
+        return {}
+    gaps = sorted((b - a) * 1000 for a, b in itertools.pairwise(starts))
+    return {
+        "span_rate": (len(starts) - 1) / (starts[-1] - starts[0]),
+        "gap_min_ms": gaps[0],
+        "gap_p5_ms": gaps[len(gaps) // 20],
+        "gap_median_ms": statistics.median(gaps),
+    }
 
 
 def celery_engine_available() -> bool:
@@ -203,9 +288,10 @@ def bare_loop(target: Target, work: Path, concurrency: int = 16) -> Result:
 
 
 Runner = Callable[[Target, Path], Result]
-ROW_CHOICES = ("embedded", "redis1", "redis2", "celery", "scrapy", "bare")
+ROW_CHOICES = ("embedded", "redis1", "redis2", "celery", "scrapy", "bare", "politeness")
+DEFAULT_ROWS = ROW_CHOICES[:-1]  # politeness takes ~60 s a run: only when asked for
 CELERY_BROKER = "redis://127.0.0.1:6379/12"
-_ROW = re.compile(r"embedded|redis[1-9][0-9]?|celery|scrapy|bare")
+_ROW = re.compile(r"embedded|redis[1-9][0-9]?|celery|scrapy|bare|politeness")
 
 
 def row_name(text: str) -> str:
@@ -215,27 +301,57 @@ def row_name(text: str) -> str:
         ValueError: Not a row name.
     """
     if not _ROW.fullmatch(text):
-        raise ValueError(f"not a row: {text!r} (embedded, redisP, celery, scrapy, bare)")
+        raise ValueError(
+            f"not a row: {text!r} (embedded, redisP, celery, scrapy, bare, politeness)"
+        )
     return text
 
 
-def make_rows(names: list[str], probe: RedisProbe | None) -> dict[str, Runner]:
+def _labelled(runner: Runner, name: str) -> Runner:
+    def run(target: Target, work: Path) -> Result:
+        result = runner(target, work)
+        result.row = name
+        return result
+
+    return run
+
+
+def make_rows(
+    names: list[str],
+    probe: RedisProbe | None,
+    installs: dict[str, str] | None = None,
+) -> dict[str, Runner]:
     """The runners for the row names given (`ROW_CHOICES`), by display name, in that order.
 
-    ``celery`` runs on the Redis DB `CELERY_BROKER` as its broker.
+    ``celery`` runs on the Redis DB `CELERY_BROKER` as its broker. ``installs`` (label ->
+    Python of a venv with crawlq installed): the embedded, redisP and politeness rows run
+    once per install, one after the other (``crawlq embedded @A``, ``… @B``), so a round
+    alternates the installs; default: this Python's crawlq, no label.
 
     Raises:
         ValueError: A Redis row without a ``probe``.
     """
     rows: dict[str, Runner] = {}
+    targets = [(f" @{label}", py) for label, py in installs.items()] if installs else [("", None)]
     for name in names:
         if name == "embedded":
-            rows["crawlq embedded"] = crawlq_embedded
+            for tag, py in targets:
+                run = lambda t, w, py=py: crawlq_embedded(t, w, python=py)  # noqa: E731
+                rows[f"crawlq embedded{tag}"] = _labelled(run, f"crawlq embedded{tag}")
         elif name.startswith("redis"):
             if probe is None:
                 raise ValueError(f"row {name} needs a Redis")
             p = int(name.removeprefix("redis"))
-            rows[f"crawlq redis P={p}"] = lambda t, w, p=p: crawlq_redis(t, w, probe, p)
+            for tag, py in targets:
+                run = lambda t, w, p=p, py=py: crawlq_redis(t, w, probe, p, python=py)  # noqa: E731
+                rows[f"crawlq redis P={p}{tag}"] = _labelled(run, f"crawlq redis P={p}{tag}")
+        elif name == "politeness":
+            if probe is None:
+                raise ValueError("row politeness needs a Redis")
+            label = f"crawlq polite P={POLITE_PROCESSES}"
+            for tag, py in targets:
+                run = lambda t, w, py=py: crawlq_politeness(t, w, probe, py)  # noqa: E731
+                rows[f"{label}{tag}"] = _labelled(run, f"{label}{tag}")
         elif name == "celery":
             if probe is None:
                 raise ValueError("row celery needs a Redis")

@@ -42,13 +42,29 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
 
 
-def crawlq_command() -> list[str]:
-    """The installed ``crawlq`` console script next to this Python, else ``python -m crawlq``."""
-    script = Path(sys.executable).parent / "crawlq"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "crawlq"]
+def crawlq_command(python: str | None = None) -> list[str]:
+    """The ``crawlq`` console script next to ``python`` (default: this Python), else ``-m``."""
+    python = python or sys.executable
+    script = Path(python).parent / "crawlq"
+    return [str(script)] if script.exists() else [python, "-m", "crawlq"]
 
 
-def precompile_crawlq() -> None:
+def crawlq_package(python: str | None = None) -> Path:
+    """The directory of the crawlq package that ``python`` imports (default: this Python)."""
+    if python is None:
+        import crawlq
+
+        return Path(crawlq.__file__).parent
+    out = subprocess.run(
+        [python, "-c", "import crawlq; print(crawlq.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return Path(out).parent
+
+
+def precompile_crawlq(python: str | None = None) -> None:
     """Byte-compile the crawlq package, as ``pip install`` does for every other package here.
 
     An editable install of crawlq is never compiled by pip, and where
@@ -57,10 +73,8 @@ def precompile_crawlq() -> None:
     (~50 ms) while Scrapy and aiohttp load theirs precompiled. Writes ``__pycache__`` next to
     the sources (git-ignored).
     """
-    import crawlq
-
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(Path(crawlq.__file__).parent)],
+        [python or sys.executable, "-m", "compileall", "-q", str(crawlq_package(python))],
         check=True,
     )
 
@@ -365,10 +379,14 @@ class RedisProbe:
         self.client.close()
 
 
-def exported_pages(store: Path, workdir: Path) -> tuple[int, int]:
-    """(page records, distinct URLs) in a crawlq store, via ``crawlq export --what pages``."""
+def exported_pages(store: Path, workdir: Path, python: str | None = None) -> tuple[int, int]:
+    """(page records, distinct URLs) in a crawlq store, via ``crawlq export --what pages``.
+
+    ``python``: the install whose ``crawlq`` wrote the store (default: this Python's).
+    """
     out = workdir / f"{store.name}.pages.jsonl"
-    cmd = [*crawlq_command(), "export", "--store", str(store), "--what", "pages", "-o", str(out)]
+    cmd = [*crawlq_command(python), "export", "--store", str(store), "--what", "pages"]
+    cmd += ["-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True)
     return jsonl_counts(out, "url")
 
@@ -395,6 +413,13 @@ def summary(values: Sequence[float], fmt: str = ".2f") -> str:
     return f"{med:{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
 
 
+def install_state(python: str) -> str:
+    """Where ``python`` imports crawlq from, with that tree's git state (`git_state`)."""
+    package = crawlq_package(python)
+    tree = package.parent.parent if package.parent.name == "src" else package
+    return f"{tree} at {git_state(package)}"
+
+
 def versions() -> dict[str, str]:
     """Versions of Python and the packages the benchmark compares."""
     from importlib.metadata import PackageNotFoundError, version
@@ -408,13 +433,16 @@ def versions() -> dict[str, str]:
     return out
 
 
-def git_state() -> str:
-    """``<commit>`` plus ``+ uncommitted changes`` when the work tree is dirty."""
+def git_state(tree: Path = REPO) -> str:
+    """``<commit>`` of the git work tree holding ``tree`` (default: this bench's), plus
+    ``+ uncommitted changes`` when it is dirty; ``not a git tree`` for an installed package."""
     head = subprocess.run(
-        ["git", "-C", str(REPO), "log", "-1", "--format=%h"], capture_output=True, text=True
+        ["git", "-C", str(tree), "log", "-1", "--format=%h"], capture_output=True, text=True
     ).stdout.strip()
+    if not head:
+        return "not a git tree"
     dirty = subprocess.run(
-        ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+        ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
         capture_output=True,
         text=True,
     ).stdout.strip()

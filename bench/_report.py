@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -33,7 +34,8 @@ def print_run(label: str, r: Result) -> None:
 
 def summary_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
     """Per row: valid runs and median [min-max] of each metric over the valid runs."""
-    header = ["row", "valid", "pages/s", "wall s", "in-crawl pages/s", "CPU s", "peak RSS MB"]
+    header = ["row", "valid", "pages/s", "wall s", "in-crawl pages/s", "CPU s", "CPU µs/page"]
+    header += ["peak RSS MB"]
     header += ["tree RSS MB", "Redis CPU s", "server CPU s", "other load"]
     rows = []
     for name in names:
@@ -48,6 +50,7 @@ def summary_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
                 summary([r.run.wall_s for r in ok]),
                 summary(in_crawl, ".0f"),
                 summary([r.run.cpu_s for r in ok]),
+                summary([cpu_us_per_page(r) for r in ok], ".0f"),
                 summary([r.run.max_rss_mb for r in ok], ".0f"),
                 summary([r.run.tree_rss_mb for r in ok], ".0f"),
                 summary(redis),
@@ -56,6 +59,92 @@ def summary_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
             ]
         )
     print_table(header, rows)
+
+
+def cpu_us_per_page(r: Result) -> float:
+    """CPU µs of the crawler's process tree per distinct page."""
+    return r.run.cpu_s / r.pages * 1e6
+
+
+def _signed(values: Sequence[float], fmt: str) -> str:
+    """``median [min to max]`` with signs (differences)."""
+    lo, mid, hi = min(values), statistics.median(values), max(values)
+    return f"{mid:+{fmt}} [{lo:+{fmt}} to {hi:+{fmt}}]"
+
+
+def install_table(rounds: Sequence[Round], names: Sequence[str], labels: Sequence[str]) -> None:
+    """Each install against the first, per row: pages/s and CPU µs per page, pair by pair.
+
+    A pair is the two runs of one row in one round (run one after the other against the same
+    server), both valid. Differences are the other install minus the first; a range that
+    spans 0 says the difference is within the run-to-run noise of these rounds.
+    """
+    base_label, out = labels[0], []
+    bases = dict.fromkeys(n.rsplit(" @", 1)[0] for n in names if " @" in n)
+    for base in bases:
+        first = f"{base} @{base_label}"
+        for label in labels[1:]:
+            other = f"{base} @{label}"
+            both = [
+                (rnd[first], rnd[other])
+                for rnd in rounds
+                if first in rnd and other in rnd and rnd[first].valid and rnd[other].valid
+            ]
+            if not both:
+                continue
+            speed = [(b.pages_per_s / a.pages_per_s - 1) * 100 for a, b in both]
+            d_us = [cpu_us_per_page(b) - cpu_us_per_page(a) for a, b in both]
+            d_pct = [(cpu_us_per_page(b) / cpu_us_per_page(a) - 1) * 100 for a, b in both]
+            loads = [max(a.other_load, b.other_load) for a, b in both]
+            noise = "yes" if min(d_us) <= 0 <= max(d_us) else "no"
+            out.append(
+                [
+                    f"{base}: {label} vs {base_label}",
+                    _signed(speed, ".1f"),
+                    _signed(d_us, ".0f"),
+                    _signed(d_pct, ".1f"),
+                    noise,
+                    summary(loads),
+                    str(len(both)),
+                ]
+            )
+    if out:
+        print("\ninstalls, pair by pair within each round: median [min-max]\n")
+        header = ["row", "pages/s Δ %", "CPU µs/page Δ", "CPU/page Δ %", "range spans 0"]
+        print_table([*header, "other load, worse of pair", "pairs"], out)
+
+
+def politeness_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
+    """The politeness rows: pages/s against the two ceilings (see `_crawlers.crawlq_politeness`)."""
+    out = []
+    for name in names:
+        ok = [rnd[name] for rnd in rounds if name in rnd and rnd[name].valid]
+        ok = [r for r in ok if "ceiling_per_host" in r.extra]
+        if not ok:
+            continue
+        per_host, per_slot = ok[0].extra["ceiling_per_host"], ok[0].extra["ceiling_per_slot"]
+        in_crawl = [r.pages / r.crawl_s for r in ok if r.crawl_s]
+        out.append(
+            [
+                name,
+                summary([r.pages_per_s for r in ok], ".1f"),
+                summary(in_crawl, ".1f"),
+                f"{per_host:g}: " + summary([r.pages_per_s / per_host * 100 for r in ok], ".0f"),
+                f"{per_slot:g}: " + summary([r.pages_per_s / per_slot * 100 for r in ok], ".0f"),
+                summary([cpu_us_per_page(r) for r in ok], ".0f"),
+                summary([r.extra.get("span_rate", 0.0) for r in ok], ".1f"),
+                summary([r.extra.get("gap_median_ms", 0.0) for r in ok], ".1f"),
+                summary([r.extra.get("gap_p5_ms", 0.0) for r in ok], ".0f"),
+                summary([r.extra.get("gap_min_ms", 0.0) for r in ok], ".0f"),
+                summary([r.extra.get("redis_cmds_per_page", 0.0) for r in ok], ".1f"),
+                summary([r.other_load for r in ok]),
+            ]
+        )
+    if out:
+        print("\npoliteness: pages/s (wall) against the ceilings 1/delay and concurrency/delay\n")
+        header = ["row", "pages/s", "in-crawl pages/s", "% of 1/delay", "% of conc/delay"]
+        header += ["CPU µs/page", "starts/s, first to last", "gap median ms", "gap p5 ms"]
+        print_table([*header, "gap min ms", "Redis cmds/page", "other load"], out)
 
 
 def ratio_table(rounds: Sequence[Round], pairs: Sequence[tuple[str, str]]) -> None:

@@ -1,6 +1,8 @@
 """Benchmark: crawlq (embedded; Redis, 1 and 2 processes) against Scrapy and a bare loop.
 
     python bench/compare.py [--rounds 3] [--corpus PATH.tar.gz] [--rows embedded redis1 ...]
+    python bench/compare.py --rows embedded redis1 --install old=VENV/bin/python --install new=…
+    python bench/compare.py --rows politeness --rounds 2
 
 Unpacks the corpus (default: the PostgreSQL 15 manual, 1,169 pages reachable from
 index.html), serves it on 127.0.0.1 with nginx when installed (own config, port, pid and logs
@@ -9,7 +11,11 @@ after round (A B C … A B C …), each as its own process tree with concurrency
 off. Prints each run, then per row the median [min-max] of every metric over the valid runs,
 and the pages/s ratios crawlq/Scrapy and crawlq/bare loop taken pair by pair within a round.
 A run that does not store exactly the expected distinct pages is shown as INVALID and not
-counted. Run by hand; never part of the test suite. See README.md for the columns.
+counted. With ``--install LABEL=PYTHON`` (twice or more) every crawlq row runs once per
+install, one after the other within each round (A B, A B, …), against the same server, and
+the differences between installs are reported pair by pair. The ``politeness`` row (not in
+the default rows: ~60 s a run) crawls with ``--delay 0.05 --host-concurrency 4`` on 2
+Redis workers. Run by hand; never part of the test suite. See README.md for the columns.
 """
 
 from __future__ import annotations
@@ -19,17 +25,33 @@ import tempfile
 import time
 from pathlib import Path
 
-from _crawlers import ROW_CHOICES, Target, celery_engine_available, make_rows, row_name, run_round
+from _crawlers import (
+    DEFAULT_ROWS,
+    Target,
+    celery_engine_available,
+    make_rows,
+    row_name,
+    run_round,
+)
 from _harness import (
     DEFAULT_CORPUS,
     DEFAULT_REDIS,
     CorpusServer,
     RedisProbe,
     git_state,
+    install_state,
     precompile_crawlq,
     versions,
 )
-from _report import Round, print_run, ratio_table, summary_table, write_json
+from _report import (
+    Round,
+    install_table,
+    politeness_table,
+    print_run,
+    ratio_table,
+    summary_table,
+    write_json,
+)
 
 BASELINES = ("scrapy", "bare loop")
 
@@ -43,9 +65,16 @@ def main() -> None:
     parser.add_argument(
         "--rows",
         nargs="+",
-        default=list(ROW_CHOICES),
+        default=list(DEFAULT_ROWS),
         type=row_name,
-        help="rows, in order: embedded, redisP (P processes), celery, scrapy, bare",
+        help="rows, in order: embedded, redisP (P processes), celery, scrapy, bare, politeness",
+    )
+    parser.add_argument(
+        "--install",
+        action="append",
+        default=[],
+        metavar="LABEL=PYTHON",
+        help="run each crawlq row with the crawlq of this venv's Python (repeat to alternate)",
     )
     parser.add_argument("--aiohttp", action="store_true", help="serve with aiohttp, not nginx")
     parser.add_argument("--json", type=Path, help="also write every run to this JSON file")
@@ -55,11 +84,15 @@ def main() -> None:
     if "celery" in names and not celery_engine_available():
         names.remove("celery")
         celery_note = "celery row: skipped (`crawlq crawl --engine celery` does not exist yet)"
-    needs_redis = any(r.startswith(("redis", "celery")) for r in names)
+    installs = dict(spec.split("=", 1) for spec in args.install)
+    needs_redis = any(r.startswith(("redis", "celery", "politeness")) for r in names)
     probe = RedisProbe(args.redis) if needs_redis else None
-    rows = make_rows(names, probe)
+    rows = make_rows(names, probe, installs or None)
     precompile_crawlq()
+    for python in installs.values():
+        precompile_crawlq(python)
     info = versions() | {"redis-server": probe.version if probe else "-", "git": git_state()}
+    info |= {f"install {label}": install_state(py) for label, py in installs.items()}
     print(
         f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}  "
         + "  ".join(f"{k} {v}" for k, v in info.items())
@@ -83,7 +116,14 @@ def main() -> None:
     summary_table(rounds, list(rows))
     pairs = [(m, b) for m in rows if m.startswith("crawlq") for b in BASELINES if b in rows]
     ratio_table(rounds, pairs)
+    if len(installs) > 1:
+        install_table(rounds, list(rows), list(installs))
+    politeness_table(rounds, list(rows))
     print(f"\ngit at start: {info['git']}; at end: {git_state()}")
+    for label, python in installs.items():
+        print(
+            f"install {label} at start: {info[f'install {label}']}; at end: {install_state(python)}"
+        )
     if args.json:
         write_json(args.json, info, [(f"round {i}", rnd) for i, rnd in enumerate(rounds)])
 
