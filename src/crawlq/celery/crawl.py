@@ -235,7 +235,7 @@ class CeleryCrawl:
         orphans_every_s = max(0.2, min(ORPHANS_EVERY_S, self.settings.heartbeat_s))
         next_orphans = time.monotonic() + orphans_every_s
         unsent: list[CrawlRequest] = []  # taken from dead workers, not yet sent (broker down)
-        failures = 0
+        failures = outages = 0
         while not self._stop.is_set():
             try:
                 if (await state.counts()).pending == 0:
@@ -251,9 +251,10 @@ class CeleryCrawl:
                     )
                     self._send(unsent)
                     unsent = []
-                if state.dead_workers and late_s > self.settings.worker_stale_s:
-                    # a dead worker also held tasks it had reserved (countdowns), which the
-                    # broker returns only after its visibility timeout: look for them now
+                if (state.dead_workers or outages) and late_s > self.settings.worker_stale_s:
+                    # a dead worker also held tasks it had reserved (countdowns), and a worker
+                    # that lost its broker connection drops them: the broker returns them only
+                    # after its visibility timeout, so look for their URLs now
                     late_s = self.settings.worker_stale_s
                     every_s = orphans_every_s
                     next_look = min(next_look, time.monotonic() + every_s)
@@ -275,6 +276,7 @@ class CeleryCrawl:
                 failures = 0
             except FrontierUnavailable as exc:  # BrokerUnavailable too
                 failures += 1
+                outages += failures == 1
                 delay = backoff_s(failures, 0.5, OUTAGE_MAX_WAIT_S)
                 logger.warning("%s; still waiting, next try in %.1fs", exc, delay)
                 with contextlib.suppress(TimeoutError):
