@@ -253,7 +253,19 @@ class Settings:
     ``concurrency``. A host's override applies to its subdomains too."""
 
     visibility_timeout_s: float = 0.0
-    """Seconds before an unacked, unrenewed lease returns to the queue; 0: 4 x ``timeout_s``."""
+    """Seconds before an unacked task or lease returns to the queue when nothing says its
+    worker is alive; 0: 4 x ``timeout_s``. On the Redis frontier a worker's leases return
+    sooner, once its heartbeat is stale (``worker_stale_s``): this only caps that hold. On a
+    Celery Redis broker it is the broker's visibility timeout (`crawlq.celery.config`)."""
+
+    heartbeat_s: float = 5.0
+    """Seconds between a worker's heartbeats: a native worker renews its leases with each one
+    (also while it downloads), a Celery worker process records one in the job's Redis."""
+
+    stale_after_beats: int = 3
+    """Heartbeats a worker may miss before it counts as dead (``worker_stale_s``): its leases,
+    and the politeness slots they hold, go back to the queue at once, and the URLs a dead
+    Celery worker was running are sent again."""
 
     lease_batch: int = 64
     """Most leases taken from the frontier in one call."""
@@ -344,6 +356,7 @@ class Settings:
             "inbox_max_entry_bytes",
             "max_html_depth",
             "max_links_per_page",
+            "stale_after_beats",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -370,6 +383,7 @@ class Settings:
             "max_delay_s",
             "autothrottle_target_concurrency",
             "parse_timeout_s",
+            "heartbeat_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
@@ -400,6 +414,25 @@ class Settings:
     def lease_timeout_s(self) -> float:
         """The effective visibility timeout in seconds (see ``visibility_timeout_s``)."""
         return self.visibility_timeout_s or 4 * self.timeout_s
+
+    @property
+    def worker_stale_s(self) -> float:
+        """Seconds without a heartbeat after which a worker counts as dead.
+
+        ``heartbeat_s`` x ``stale_after_beats``: 15 s by default.
+        """
+        return self.heartbeat_s * self.stale_after_beats
+
+    @property
+    def lease_hold_s(self) -> float:
+        """Seconds a lease is held past its worker's last heartbeat (renewal).
+
+        The smaller of ``worker_stale_s`` and the visibility timeout. A worker renews its
+        leases every ``heartbeat_s`` (at most a third of this), so a live worker keeps them for
+        as long as it works on them, and a dead one's return to the queue this long after its
+        last beat.
+        """
+        return min(self.lease_timeout_s, self.worker_stale_s)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -14,7 +14,9 @@ Celery result backend.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +27,7 @@ from crawlq.celery.config import (
     broker_priority,
     celery_config,
     clamp_priority,
+    patch_kombu_redis_restore,
     task_queue,
 )
 from crawlq.celery.runtime import MAX_ENTRY_CHARS, Entry, Runtimes, parse_entries
@@ -52,6 +55,10 @@ SCRAPE_MANY = "crawlq.scrape_many"
 OUTAGE_DELAY_S = 2.0
 """Seconds (jittered) before a task that met a Redis or store outage, or a configuration error
 in its worker, is sent again."""
+
+OUTAGE_GIVE_UP_S = 600.0
+"""Seconds a task whose Redis (or store) and broker are both down keeps trying before it
+fails (its message then comes back after the broker's visibility timeout)."""
 
 DEFAULT_JOB = "celery"
 """Job of ``scrape`` calls that name none, when the ``job`` setting is not set either."""
@@ -120,6 +127,7 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
         ConfigError: The settings are invalid.
     """
     settings = settings or Settings.build()
+    patch_kombu_redis_restore()  # a Redis restart must not end the worker (celery#9250)
     runtimes = Runtimes(settings)
     queue = task_queue(settings)
     queues = list(app.conf.task_queues or ())
@@ -158,22 +166,41 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
 
         if not entries:
             return
-        try:
-            runtimes.run(job, entries, publish)
-        except JobGone as exc:
-            # the job these URLs belong to is lost: running them would rebuild a fragment
-            logger.error("job %s: %s; dropping this task's %d URLs", job, exc, len(entries))
-        except (FrontierUnavailable, FrontierFull, StoreUnavailable, ConfigError) as exc:
-            # not the URLs' fault: nothing was settled, so send them again (no attempt counted)
-            delay = backoff_s(2, OUTAGE_DELAY_S, 60.0)
-            logger.warning(
-                "job %s: %s; sending the task's %d URLs again in %.1fs",
-                job,
-                exc,
-                len(entries),
-                delay,
-            )
-            publish(entries, max(clamp_priority(e.request.priority) for e in entries), delay)
+        give_up = time.monotonic() + OUTAGE_GIVE_UP_S
+        for tries in itertools.count(1):
+            try:
+                runtimes.run(job, entries, publish)
+                return
+            except JobGone as exc:
+                # the job these URLs belong to is lost: running them would rebuild a fragment
+                logger.error("job %s: %s; dropping this task's %d URLs", job, exc, len(entries))
+                return
+            except (FrontierUnavailable, FrontierFull, StoreUnavailable, ConfigError) as exc:
+                # not the URLs' fault: nothing was settled, so send them again (no attempt
+                # counted)
+                delay = backoff_s(2, OUTAGE_DELAY_S, 60.0)
+                logger.warning(
+                    "job %s: %s; sending the task's %d URLs again in %.1fs",
+                    job,
+                    exc,
+                    len(entries),
+                    delay,
+                )
+                band = max(clamp_priority(e.request.priority) for e in entries)
+                try:
+                    publish(entries, band, delay)
+                    return
+                except Exception as failed:  # the broker is down too (often the same Redis)
+                    if time.monotonic() > give_up:
+                        raise
+                    wait = backoff_s(tries, 0.5, OUTAGE_DELAY_S * 5)
+                    logger.warning(
+                        "job %s: cannot send them either (%s); running them again in %.1fs",
+                        job,
+                        failed,
+                        wait,
+                    )
+                    time.sleep(wait)
 
     @app.task(name=SCRAPE, **options)  # type: ignore[untyped-decorator]
     def scrape(

@@ -34,6 +34,7 @@ __all__ = [
     "clamp_priority",
     "dedup_redis_url",
     "is_redis_broker",
+    "patch_kombu_redis_restore",
     "task_queue",
     "visibility_timeout_s",
 ]
@@ -139,7 +140,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_ignore_result": True,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
-        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # False: on a lost broker connection running tasks finish (their repeat is absorbed)
+        # instead of being cancelled, which on a Redis broker restoring them through the
+        # closed connection kills the worker (celery/celery#9250)
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
         # one task (up to celery_batch URLs) reserved per pool slot: a deeper prefetch would
         # hold higher-priority work back behind tasks already reserved
         "worker_prefetch_multiplier": 1,
@@ -149,3 +153,37 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_default_priority": broker_priority(0, settings.broker_url),
         "task_queues": (queue,),
     }
+
+
+def patch_kombu_redis_restore() -> None:
+    """Let a kombu Redis channel restore its unacked messages after its connection is closed.
+
+    When a Redis broker restarts, Celery closes the broken connection (which clears the
+    transport's ``client``) and then the channel, whose close restores its unacknowledged
+    messages through a new connection pool built from that ``client``: ``AttributeError:
+    'NoneType' object has no attribute 'hostname'``, an "Unrecoverable error" that ends the
+    worker (celery/celery#9250). This remembers each channel's connection parameters when
+    they are first built and uses them then; the restore then fails, if Redis is still down,
+    with a connection error that the worker rides out (the messages come back after the
+    visibility timeout, and ``crawl --engine celery`` sends their URLs again sooner).
+    Idempotent; a no-op without the Redis transport.
+    """
+    try:
+        from kombu.transport import redis as kombu_redis
+    except ImportError:  # pragma: no cover - the redis extra is not installed
+        return
+    channel: Any = kombu_redis.Channel
+    original: Any = channel._connparams
+    if getattr(original, "crawlq_patched", False):
+        return
+
+    def connparams(self: Any, asynchronous: bool = False) -> Any:
+        cache = self.__dict__.setdefault("_crawlq_connparams", {})
+        if self.connection.client is None and asynchronous in cache:
+            return dict(cache[asynchronous])
+        params = original(self, asynchronous=asynchronous)
+        cache[asynchronous] = dict(params)
+        return params
+
+    connparams.crawlq_patched = True  # type: ignore[attr-defined]
+    channel._connparams = connparams

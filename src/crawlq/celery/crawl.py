@@ -41,9 +41,10 @@ from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
 from crawlq.engine.job import new_private_seed_hosts
 from crawlq.engine.worker import WorkerCounters
-from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError
+from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest
+from crawlq.retry import backoff_s
 from crawlq.secrecy import has_password
 from crawlq.settings import Settings
 from crawlq.store import Store
@@ -59,6 +60,12 @@ warm shutdown) before they are cancelled and sent back to the queue (cold shutdo
 
 KILL_AFTER_S = 15.0
 """Seconds after the cold shutdown at which a local worker still running is killed."""
+
+ORPHANS_EVERY_S = 2.0
+"""Seconds between two looks for the URLs of dead workers (`CeleryState.orphans`)."""
+
+OUTAGE_MAX_WAIT_S = 10.0
+"""Longest pause, in seconds, between two tries while Redis or the broker is down."""
 
 LATE_FACTOR = 1.5
 """A pending URL due longer ago than this many visibility timeouts has lost its task: a
@@ -174,7 +181,7 @@ class CeleryCrawl:
                 if self.processes is not None:
                     self._worker = self._start_worker(s)
                 stopped = await self._wait(state)
-                counts = await state.counts()
+                counts = await self._final_counts(state)
             finally:
                 self._state = self._store = None
                 await state.close()
@@ -216,26 +223,65 @@ class CeleryCrawl:
     async def _wait(self, state: CeleryState) -> bool:
         """Return False when the crawl is done, True when stopped.
 
-        Meanwhile, sends again the pending URLs whose task is lost (see `CeleryState.stale`):
-        due longer ago than ``LATE_FACTOR`` visibility timeouts.
+        Meanwhile, sends again the URLs of dead workers (`CeleryState.orphans`: their
+        heartbeat is older than ``worker_stale_s``) and the pending URLs whose task is lost
+        (`CeleryState.stale`: due longer ago than ``LATE_FACTOR`` visibility timeouts). A
+        Redis or broker outage pauses the wait (logged, retried with backoff), as it pauses
+        the workers, instead of ending the crawl.
         """
         late_s = LATE_FACTOR * visibility_timeout_s(self.settings)
         every_s = min(30.0, max(1.0, late_s / 4))
         next_look = time.monotonic() + every_s
+        orphans_every_s = max(0.2, min(ORPHANS_EVERY_S, self.settings.heartbeat_s))
+        next_orphans = time.monotonic() + orphans_every_s
+        unsent: list[CrawlRequest] = []  # taken from dead workers, not yet sent (broker down)
+        failures = outages = 0
         while not self._stop.is_set():
-            if (await state.counts()).pending == 0:
-                return False
-            if time.monotonic() >= next_look:
-                next_look = time.monotonic() + every_s
-                # only with nothing queued: a task still waiting behind a backlog is late, not
-                # lost, and re-sending it would snowball the backlog
-                lost = await state.stale(late_s) if self._queued() == 0 else []
-                if lost:
+            try:
+                if (await state.counts()).pending == 0:
+                    return False
+                if time.monotonic() >= next_orphans:
+                    next_orphans = time.monotonic() + orphans_every_s
+                    unsent += await state.orphans(self.settings.worker_stale_s)
+                if unsent:
                     logger.warning(
-                        "sending %d URLs again: pending with no task for %.0fs", len(lost), late_s
+                        "sending %d URLs again: their worker's heartbeat is over %.0fs old",
+                        len(unsent),
+                        self.settings.worker_stale_s,
                     )
-                    self._send(lost)
-                    await state.due([r.fingerprint for r in lost], 0.0)
+                    self._send(unsent)
+                    unsent = []
+                if (state.dead_workers or outages) and late_s > self.settings.worker_stale_s:
+                    # a dead worker also held tasks it had reserved (countdowns), and a worker
+                    # that lost its broker connection drops them: the broker returns them only
+                    # after its visibility timeout, so look for their URLs now
+                    late_s = self.settings.worker_stale_s
+                    every_s = orphans_every_s
+                    next_look = min(next_look, time.monotonic() + every_s)
+                if time.monotonic() >= next_look:
+                    next_look = time.monotonic() + every_s
+                    # only with nothing queued: a task still waiting behind a backlog is late,
+                    # not lost, and re-sending it would snowball the backlog
+                    lost = await state.stale(late_s) if self._queued() == 0 else []
+                    if lost:
+                        logger.warning(
+                            "sending %d URLs again: pending with no task for %.0fs",
+                            len(lost),
+                            late_s,
+                        )
+                        self._send(lost)
+                        await state.due([r.fingerprint for r in lost], 0.0)
+                if failures:
+                    logger.warning("Redis and the broker answer again after %d tries", failures)
+                failures = 0
+            except FrontierUnavailable as exc:  # BrokerUnavailable too
+                failures += 1
+                outages += failures == 1
+                delay = backoff_s(failures, 0.5, OUTAGE_MAX_WAIT_S)
+                logger.warning("%s; still waiting, next try in %.1fs", exc, delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), delay)
+                continue
             worker = self._worker
             if worker is not None and worker.poll() is not None and not self._stop.is_set():
                 raise CrawlqError(
@@ -246,17 +292,35 @@ class CeleryCrawl:
                 await asyncio.wait_for(self._stop.wait(), POLL_S)
         return True
 
+    async def _final_counts(self, state: CeleryState) -> Counts:
+        """The job's counts at the end, waiting out a Redis outage (unless stopped again)."""
+        failures = 0
+        while True:
+            try:
+                return await state.counts()
+            except FrontierUnavailable as exc:
+                failures += 1
+                if failures > 3 and self._stop.is_set():
+                    raise
+                delay = backoff_s(failures, 0.5, OUTAGE_MAX_WAIT_S)
+                logger.warning("%s; next try in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+
     def _queued(self) -> int:
         """Tasks waiting in the broker's queue now (all priorities; 0 if it does not exist)."""
         assert self._app is not None
-        with self._app.connection_for_read() as conn:
-            try:
-                declared = conn.default_channel.queue_declare(
-                    self.settings.celery_queue, passive=True
-                )
-            except Exception:  # the broker says the queue does not exist (yet): nothing queued
-                return 0
-            return int(declared.message_count)
+        try:
+            with self._app.connection_for_read() as conn:
+                channel = conn.default_channel
+                try:
+                    declared = channel.queue_declare(self.settings.celery_queue, passive=True)
+                except conn.connection_errors:
+                    raise
+                except Exception:  # the broker says the queue does not exist (yet): none queued
+                    return 0
+                return int(declared.message_count)
+        except Exception as exc:  # kombu/amqp/redis connection errors
+            raise BrokerUnavailable(_broker_name(self.settings), _detail(exc)) from exc
 
     def _start_worker(self, settings: Settings) -> subprocess.Popen[bytes]:
         assert self.processes is not None

@@ -30,9 +30,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import random
-import socket
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -40,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from crawlq.celery.config import clamp_priority, dedup_redis_url
-from crawlq.celery.state import CeleryState
+from crawlq.celery.state import CeleryState, Heartbeat, process_id
 from crawlq.engine.job import bind_job
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import ConfigError, FrontierError
@@ -168,7 +166,7 @@ class JobRuntime:
         self.store = store
         self.deps = deps
         self.fetcher = fetcher
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+        self.worker_id = f"{process_id()}:{threading.get_ident()}"
         self._host_scopes: dict[str, Deps] = {}
 
     @classmethod
@@ -202,6 +200,7 @@ class JobRuntime:
         scope = Scope(domains, s.include, s.exclude, s.max_depth)
         robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness)
+        Heartbeat.of_process(s.heartbeat_s).add(url, job)  # what says this process is alive
         return cls(settings, state, store, deps, fetcher)
 
     async def close(self) -> None:
@@ -238,15 +237,23 @@ class JobRuntime:
         retried = sum(1 for e in entries if e.retry)
         if retried:
             await self.state.add_delayed(-retried)
-        by_host: dict[str, list[Entry]] = defaultdict(list)
-        for entry in todo:
-            by_host[entry.request.host].append(entry)
-        outcomes: list[tuple[Entry, Outcome]] = []
-        later: list[tuple[Entry, float]] = []
-        await asyncio.gather(
-            *(self._host(host, group, outcomes, later) for host, group in by_host.items())
-        )
-        await self._write(outcomes, later, publish, report)
+        if not todo:
+            return report
+        # if this process dies now, its heartbeat goes stale and these URLs are sent again
+        await self.state.start_task(self.worker_id, [e.request.fingerprint for e in todo])
+        try:
+            by_host: dict[str, list[Entry]] = defaultdict(list)
+            for entry in todo:
+                by_host[entry.request.host].append(entry)
+            outcomes: list[tuple[Entry, Outcome]] = []
+            later: list[tuple[Entry, float]] = []
+            await asyncio.gather(
+                *(self._host(host, group, outcomes, later) for host, group in by_host.items())
+            )
+            await self._write(outcomes, later, publish, report)
+        finally:
+            with contextlib.suppress(FrontierError):
+                await self.state.end_task(self.worker_id)
         return report
 
     async def _host(
@@ -282,7 +289,9 @@ class JobRuntime:
 
         while queue or running:
             if queue:
-                grant = await self.state.acquire(host, len(queue), policy, hold_s)
+                grant = await self.state.acquire(
+                    host, len(queue), policy, hold_s, holder=self.worker_id
+                )
                 if grant.down:  # its circuit breaker gave up: dead letters, no request
                     while queue:
                         entry = queue.popleft()

@@ -14,6 +14,11 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
   outcome (page, filtered or dead letter).
 * **Politeness** (``acquire``): a host's next-allowed time and its held slots (each with a
   hold deadline, so that a killed worker's slot comes back) move in one step for all workers.
+* **Dead workers** (``orphans``): each worker process records a heartbeat in ``workers``
+  (`Heartbeat`, a thread of its own, every ``heartbeat_s``), and each task the fingerprints
+  it runs in ``running`` (`CeleryState.start_task`). When a worker's heartbeat is stale, the
+  URLs it was running and that are still pending are taken in one step, and the caller sends
+  them again: a killed worker's URLs need not wait for the broker's visibility timeout.
 * **Engine mark**: the first `CeleryState.admit` of each instance sets the field ``engine`` of
   the job's ``job`` hash to ``celery`` (if unset), so that ``crawlq status`` reads the Celery
   counters of the job (``pending``) instead of the native frontier's queues.
@@ -31,11 +36,16 @@ This is the only module of the Celery engine that imports redis.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import secrets
+import socket
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import redis as sync_redis
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -49,7 +59,9 @@ from crawlq.politeness import HostPolicy, Politeness
 from crawlq.request import CrawlRequest
 from crawlq.settings import check_job_name
 
-__all__ = ["ENGINE_FIELD", "CeleryState", "Counts", "Grant"]
+__all__ = ["ENGINE_FIELD", "CeleryState", "Counts", "Grant", "Heartbeat", "process_id"]
+
+logger = logging.getLogger(__name__)
 
 ENGINE_FIELD = "engine"
 """Field of the job's ``job`` hash naming the engine that runs it: ``celery`` when set
@@ -57,7 +69,14 @@ ENGINE_FIELD = "engine"
 this package imports celery)."""
 
 _T = TypeVar("_T")
-_SCRIPTS = {name: Script(name, "crawlq.celery") for name in ("admit", "settle", "acquire")}
+_SCRIPTS = {
+    name: Script(name, "crawlq.celery") for name in ("admit", "settle", "acquire", "orphans")
+}
+
+
+def process_id() -> str:
+    """This worker process as its heartbeat names it: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +138,8 @@ class CeleryState:
         self._token_prefix = secrets.token_hex(6)
         self._token_seq = 0
         self._marked = False
+        self.dead_workers = 0
+        """Worker threads found dead by `orphans` through this instance."""
 
     @classmethod
     async def open(cls, url: str, job: str, *, expect_id: str | None = None) -> CeleryState:
@@ -239,8 +260,10 @@ class CeleryState:
         """Pending URLs due more than ``late_s`` seconds ago: their task message was lost.
 
         A Redis broker loses a message that a worker popped and was killed before recording
-        it as unacknowledged (celery/celery#7950); the URL stays pending with no task. The
-        caller sends such URLs again (a duplicate fetch at worst: the store keeps one copy).
+        it as unacknowledged (celery/celery#7950), and keeps the tasks a killed worker had
+        reserved (countdown tasks wait in the worker) until its visibility timeout; the URL
+        stays pending with no task. The caller sends such URLs again (a duplicate fetch at
+        worst: the store keeps one copy). URLs that a live worker runs now are left out.
         """
         k = self.keys
         before = self.clock.wall_ms() - round(late_s * 1000)
@@ -248,6 +271,15 @@ class CeleryState:
             lambda: self.client.zrangebyscore(k.pending_at, "-inf", before, start=0, num=limit)
         )
         fps: list[bytes] = [fp for fp in found if isinstance(fp, bytes)]
+        if fps:  # a URL that a live worker runs now is late, not lost
+            running = await self._call(lambda: self.client.hvals(k.running))
+            busy = {
+                fp
+                for packed in running
+                if isinstance(packed, bytes)
+                for fp in _fingerprints(packed)
+            }
+            fps = [fp for fp in fps if fp not in busy]
         if not fps:
             return []
         values = await self._call(lambda: self.client.hmget(k.pending, fps))
@@ -259,7 +291,66 @@ class CeleryState:
                     out.append(CrawlRequest.from_json(raw.split(b"\n", 1)[1]))
         return out
 
-    async def acquire(self, host: str, n: int, policy: HostPolicy, hold_s: float) -> Grant:
+    async def start_task(self, runner: str, fingerprints: Sequence[bytes]) -> None:
+        """Record that ``runner`` runs these URLs now, with a heartbeat of its process.
+
+        Args:
+            runner: ``process_id()`` and ``":"`` and the thread: one task at a time.
+            fingerprints: The URLs its task is about to run (replacing its earlier task's).
+        """
+        k = self.keys
+        process = runner.rpartition(":")[0]
+
+        async def write() -> None:
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.zadd(k.workers, {process: self.clock.wall_ms()})
+                pipe.hset(k.running, runner, b"".join(fingerprints))
+                await pipe.execute()
+
+        await self._call(write)
+
+    async def end_task(self, runner: str) -> None:
+        """``runner``'s task is over: its URLs are settled or sent again as new tasks."""
+        await self._call(lambda: self.client.hdel(self.keys.running, runner))
+
+    async def orphans(self, stale_s: float) -> list[CrawlRequest]:
+        """Take the pending URLs of workers whose heartbeat is older than ``stale_s`` seconds.
+
+        Each one is returned once (one atomic step, ``orphans.lua``) and its due time is set
+        to now; the caller sends them again. A URL that the dead worker had settled is not
+        returned; one that it had sent again as a retry may be (a duplicate fetch at worst:
+        the store keeps one copy).
+        """
+        k = self.keys
+        now = self.clock.wall_ms()
+        stale_ms = max(1, round(stale_s * 1000))
+        got = await self._call(lambda: self.client.hgetall(k.running))
+        running = {
+            r: fps for r, fps in got.items() if isinstance(r, bytes) and isinstance(fps, bytes)
+        }
+        if not running:
+            return []
+        runners = list(running)
+        processes: list[Any] = [r.rpartition(b":")[0] for r in runners]
+        beats = await self._call(lambda: self.client.zmscore(k.workers, processes))
+        dead = [
+            runner
+            for runner, beat in zip(runners, beats, strict=True)
+            if beat is None or beat < now - stale_ms
+        ]
+        if not dead:
+            return []
+        self.dead_workers += len(dead)
+        fps = [fp for runner in dead for fp in _fingerprints(running[runner])]
+        values = await self._call(lambda: self.client.hmget(k.pending, fps)) if fps else []
+        hosts = {r.host for r in _requests(values)}
+        keys = [k.running, k.workers, k.pending, k.pending_at, *(k.slots(h) for h in hosts)]
+        flat = await self._script("orphans", keys, [now, stale_ms])
+        return _requests(flat[1::2])
+
+    async def acquire(
+        self, host: str, n: int, policy: HostPolicy, hold_s: float, holder: str | None = None
+    ) -> Grant:
         """Take up to ``n`` request slots on ``host`` if politeness allows now.
 
         With a delay, at most one slot is granted per call and the host's window moves by
@@ -270,10 +361,12 @@ class CeleryState:
             n: Slots wanted (>= 1).
             policy: The job's default politeness (a per-host override in Redis wins).
             hold_s: Seconds after which a slot that was never released is freed.
+            holder: The runner (`start_task`) whose task takes the slots: they are freed as
+                soon as its heartbeat is stale (`orphans`). None: only after ``hold_s``.
         """
         k = self.keys
         self._token_seq += 1
-        prefix = f"{self._token_prefix}:{self._token_seq}"
+        prefix = f"{holder or self._token_prefix}|{self._token_seq}"
         args = [
             self.clock.wall_ms(), host, n, round(policy.delay_s * 1000), policy.concurrency,
             max(1, round(hold_s * 1000)), prefix,
@@ -323,3 +416,86 @@ class CeleryState:
         """Close the connection pool."""
         with contextlib.suppress(RedisError, OSError):
             await self.client.aclose()
+
+
+def _fingerprints(packed: bytes) -> list[bytes]:
+    """The 20-byte fingerprints of a ``running`` entry."""
+    return [packed[i : i + 20] for i in range(0, len(packed) - 19, 20)]
+
+
+def _requests(values: Sequence[Any]) -> list[CrawlRequest]:
+    r"""The requests of ``pending`` values (``owner "\n" request JSON``); others skipped."""
+    out = []
+    for value in values:
+        with contextlib.suppress(ValueError, IndexError, TypeError, AttributeError):
+            raw = value.encode() if isinstance(value, str) else value
+            out.append(CrawlRequest.from_json(raw.split(b"\n", 1)[1]))
+    return out
+
+
+class Heartbeat:
+    """A daemon thread that records this worker process's heartbeat in its jobs' Redis.
+
+    One per process (`Heartbeat.of_process`): it beats every job added to it every
+    ``interval_s`` seconds, also while the process's tasks download (the thread runs beside
+    them), so a stale heartbeat means a dead process (`CeleryState.orphans`). A failed beat
+    (Redis restarting) is logged at debug level and the beats go on.
+
+    Args:
+        interval_s: Seconds between two beats.
+    """
+
+    _mine: Heartbeat | None = None
+    _lock = threading.Lock()
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self.pid = os.getpid()
+        self._jobs: dict[tuple[str, str], sync_redis.Redis] = {}
+        self._jobs_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="crawlq-heartbeat", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def of_process(cls, interval_s: float) -> Heartbeat:
+        """This process's heartbeat thread, started on first use (after a fork too)."""
+        with cls._lock:
+            mine = cls._mine
+            if mine is None or mine.pid != os.getpid():
+                mine = cls._mine = cls(interval_s)
+            mine.interval_s = min(mine.interval_s, interval_s)
+            return mine
+
+    def add(self, url: str, job: str) -> None:
+        """Beat for ``job`` on the Redis at ``url`` too (at once, then every interval)."""
+        with self._jobs_lock:
+            if (url, job) in self._jobs:
+                return
+            client = sync_redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+            self._jobs[(url, job)] = client
+        self._beat({(url, job): client})
+
+    def stop(self) -> None:
+        """Stop beating and close the connections."""
+        self._stop.set()
+        with self._jobs_lock:
+            jobs, self._jobs = self._jobs, {}
+        for client in jobs.values():
+            with contextlib.suppress(sync_redis.RedisError, OSError):
+                client.close()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            with self._jobs_lock:
+                jobs = dict(self._jobs)
+            self._beat(jobs)
+
+    def _beat(self, jobs: Mapping[tuple[str, str], sync_redis.Redis]) -> None:
+        member = process_id()
+        for (_url, job), client in jobs.items():
+            try:
+                now = SystemClock().wall_ms()
+                client.zadd(Keyspace(job).workers, {member: now})
+            except (sync_redis.RedisError, OSError) as exc:
+                logger.debug("heartbeat of %s for job %s failed: %s", member, job, exc)

@@ -95,6 +95,8 @@ JOB_FIELDS = (
     "max_delay_s",
     "autothrottle_target_concurrency",
     "visibility_timeout_s",
+    "heartbeat_s",
+    "stale_after_beats",
     "store_body",
     "warc_dir",
     "warc_max_size_bytes",

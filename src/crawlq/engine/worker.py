@@ -4,8 +4,15 @@ The loop (ARCHITECTURE.md): lease a batch → `process` each lease in its own ta
 the outcomes → flush them in batches (store write, then push discovered links, then settle the
 leases). Settling only after the store write returned is what makes a crash at any moment
 re-deliver a URL instead of losing it, and the store's upsert by fingerprint makes the
-re-delivery harmless. Held leases are renewed at a third of the visibility timeout, so a slow
-download is not handed to another worker.
+re-delivery harmless.
+
+Leases live on heartbeats (ARCHITECTURE.md invariant 8): each lease is held for
+``lease_hold_s`` (``heartbeat_s`` x ``stale_after_beats``, 15 s by default, or the visibility
+timeout when that is shorter) and renewed with every heartbeat, every ``heartbeat_s`` (at most
+a third of the hold), by a task of its own that runs while the downloads do. A live worker's
+slow download is therefore never handed to another worker, and a killed worker's leases (and
+the politeness slots they hold) go back to the queue within the hold, in the frontier's one
+atomic step that requeues expired leases.
 
 Frontier errors: a `FrontierUnavailable` (Redis restarting, a lost connection) is ridden out
 with backoff, results kept. Any other `FrontierError` is permanent (Redis at its maxmemory:
@@ -50,9 +57,6 @@ __all__ = ["Worker", "WorkerCounters"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-HEARTBEAT_S = 5.0
-"""Seconds between a worker's heartbeats (lease renewals), at most."""
 
 
 @dataclass(slots=True)
@@ -275,7 +279,7 @@ class Worker:
         Our own unsettled outcomes may be what holds the hosts' slots and the discovered
         links back, so a starving lease loop flushes at once instead of after the interval.
         """
-        vt = self.settings.lease_timeout_s
+        vt = self.settings.lease_hold_s
         fetched = [lease for lease in self._fetched if lease.lease_id in self._held]
         self._fetched = []
         try:
@@ -512,14 +516,13 @@ class Worker:
                 await asyncio.sleep(delay)
 
     async def _renew_loop(self) -> None:
-        interval = min(HEARTBEAT_S, self.settings.lease_timeout_s / 3)
+        hold_s = self.settings.lease_hold_s
+        interval = min(self.settings.heartbeat_s, hold_s / 3)
         while True:
             await asyncio.sleep(interval)
             held = list(self._held.values())  # renewing none still records the heartbeat
             try:
-                renewed = await self.frontier.renew(
-                    held, self.settings.lease_timeout_s, worker_id=self.worker_id
-                )
+                renewed = await self.frontier.renew(held, hold_s, worker_id=self.worker_id)
             except FrontierUnavailable as exc:
                 logger.warning("could not renew %d leases: %s", len(held), exc)
                 continue

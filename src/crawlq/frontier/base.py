@@ -7,7 +7,7 @@ leases. The states of a request, by fingerprint:
 push ─► queued ──lease──► leased ──ack──► done
           ▲  ▲              │ │ └─dead──► dead (dead-letter record, with reason)
           │  └──release─────┘ │               revive_dead: dead ─► queued
-          │  └──lease expires─┤   (its worker died: visibility timeout passed, not renewed)
+          │  └──lease expires─┤   (its worker died: not renewed within the timeout)
           └─due── delayed ◄───┘retry(delay_s)
 ```
 
@@ -174,7 +174,9 @@ class Frontier(Protocol):
             n: Most leases to return, 1..1000.
             worker_id: Stable id of the calling worker.
             visibility_timeout_s: Seconds before an unsettled, unrenewed lease returns to the
-                queue (> 0).
+                queue, with its host's slot (> 0). Workers pass their heartbeat-based hold
+                (`crawlq.settings.Settings.lease_hold_s`) and renew with every heartbeat, so
+                a dead worker's leases return within seconds (invariant 8).
             wait_s: Longest wait in seconds when nothing is ready (0: do not wait).
             until_drained: Do not wait at all when the frontier is drained at the first look
                 (for workers that stop once it is: ``--exit-when-done``). Without it a

@@ -36,6 +36,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
 | ``pending_at`` | sorted set | Celery engine: pending fingerprint -> Unix ms it is due to run |
 | ``slots:{host}`` | sorted set | Celery engine: politeness slot token -> hold deadline Unix ms |
+| ``running`` | hash | Celery engine: ``host:pid:thread`` of a worker -> the 20-byte fingerprints
+  its task runs now (its heartbeat is ``workers`` -> ``host:pid``) |
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ class Keyspace:
         self.robots_claims = p + "robots_claims"
         self.pending = p + "pending"
         self.pending_at = p + "pending_at"
+        self.running = p + "running"
 
     def queue(self, host: str) -> str:
         """The sorted set of one host's queued requests."""
