@@ -510,7 +510,7 @@ def _raw_exchange(attempt: _Attempt, resp: aiohttp.ClientResponse) -> RawExchang
 def _resolve_location(url: str, current: str, location: str) -> str:
     try:
         return normalize(location, base=current)
-    except InvalidURL as exc:
+    except (InvalidURL, ValueError, UnicodeError) as exc:  # web input: any Location at all
         raise PermanentFetchError(url, "bad_redirect", f"{current} -> {location!r}") from exc
 
 

@@ -219,6 +219,10 @@ class RobotsCache:
             settings.robots_ttl_s,
             shared=shared,
             claim_ttl_s=settings.timeout_s + CLAIM_MARGIN_S,
+            # A failure is remembered no longer than the host's first pause after it, so a
+            # page that meets a remembered failure (and is given back, `engine.step`) waits
+            # for the host instead of spinning through it.
+            failure_ttl_s=min(5.0, settings.host_backoff_s),
         )
 
     async def allowed(self, url: str) -> bool:

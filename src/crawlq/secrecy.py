@@ -38,6 +38,12 @@ _AUTHORITY = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*:/{1,3})(?P<authorit
 """A URL's scheme and authority: up to the first ``/``, whitespace or quote. A password may
 hold ``?``, ``#`` or ``@`` (unescaped), so those do not end it here; a mistyped ``redis:/``
 or ``redis:///`` is read as a scheme too, so a typo does not show the password."""
+_TOKEN = re.compile(r"[^\s'\"<>]+@[^\s'\"<>]*")
+"""A run of text with an ``@`` in it, up to whitespace or a quote."""
+_SERVICE_SCHEMES = frozenset(
+    {"redis", "rediss", "unix", "postgres", "postgresql", "amqp", "amqps", "sqlite"}
+)
+"""Schemes of the services crawlq connects to: a mistyped one before an ``@`` is a URL."""
 _PASSWORD_PARAM = re.compile(r"(?i)(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&'\"]+)")
 
 
@@ -58,6 +64,22 @@ def _redact_authority(match: re.Match[str]) -> str:
     return f"{match['scheme']}{user}:{MASK}@{hostport}"
 
 
+def _redact_bare(match: re.Match[str]) -> str:
+    """Hide what precedes the last ``@`` of a token that is not a ``scheme://`` URL.
+
+    Such a token is a mistyped URL (``redis//:pw@host``, ``redis:pw@host``, ``pw@host:6379``)
+    whose part before the ``@`` may be a password.
+    """
+    token = match[0]
+    if _AUTHORITY.match(token):
+        return token  # a URL (``scheme:/`` or more): its userinfo was handled already
+    before, _, host = token.rpartition("@")
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*", before)
+    if (scheme and scheme[0].lower() in _SERVICE_SCHEMES) or re.search(r":\d+(/|$)", host):
+        return f"{MASK}@{host}"
+    return token  # an e-mail address (``mailto:x@example.org``): no password there
+
+
 def redact(text: str) -> str:
     """``text`` with every password of a URL or ``password=`` parameter replaced by ``***``.
 
@@ -65,10 +87,12 @@ def redact(text: str) -> str:
     ``postgresql://me:p@ss@db/x`` -> ``postgresql://me:***@db/x``;
     ``host=db password=x dbname=y`` -> ``host=db password=*** dbname=y``. User names are kept
     (they are not secrets, and they help to tell accounts apart); URLs without a password are
-    returned unchanged.
+    returned unchanged. Text with an ``@`` that is not a URL (a mistyped one such as
+    ``redis//:pw@host`` or ``pw@host:6379``) loses everything before its last ``@``.
     """
     if "@" in text:
         text = _AUTHORITY.sub(_redact_authority, text)
+        text = _TOKEN.sub(_redact_bare, text)
     if "=" in text:
         text = _PASSWORD_PARAM.sub(rf"\g<1>{MASK}", text)
     return text

@@ -28,9 +28,19 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from crawlq.errors import ConfigError
 
-__all__ = ["JOB_NAME_RULE", "Settings", "check_job_name", "check_store", "parse_bytes"]
+__all__ = [
+    "JOB_NAME_RULE",
+    "Settings",
+    "check_job_name",
+    "check_store",
+    "coerce_settings",
+    "parse_bytes",
+]
 
 _ENV_PREFIX = "CRAWLQ_"
+_MAX_S = 1e7
+"""Largest value of any setting in seconds (about 115 days): larger ones are typos, and
+would overflow the frontier's integer milliseconds."""
 _JOB_NAME_MAX = 200
 _JOB_NAME_RE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{_JOB_NAME_MAX - 1}}}")
 JOB_NAME_RULE = (
@@ -344,6 +354,8 @@ class Settings:
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f.name, f"must be a finite number, got {value}")
+            if f.name.endswith("_s") and isinstance(value, int | float) and value > _MAX_S:
+                raise ConfigError(f.name, f"must be at most {_MAX_S:g} seconds, got {value}")
         positive = (
             "concurrency",
             "host_concurrency",
@@ -485,6 +497,18 @@ class Settings:
 
 
 _HINTS: dict[str, Any] = {}
+
+
+def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Setting values from ``source`` converted to their types (as `Settings.build` does).
+
+    For values read from shared state (a job's stored settings), which may hold anything.
+
+    Raises:
+        ConfigError: An unknown name or a value of the wrong type; the message names the
+            setting and ``source``.
+    """
+    return _coerce_all(values, source)
 
 
 def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -561,17 +561,35 @@ def start_callback(spider: Spider, response: Response) -> CallbackRun:
         SpiderError: As `run_callback`.
     """
     name = response.request.callback or "parse"
-    method = getattr(spider, name, None)
-    if not callable(method):
-        raise SpiderError(
-            response.url, name, f"spider {type(spider).__name__} has no method {name!r}"
-        )
+    method = _callback_method(spider, name, response.url)
     run = CallbackRun(response.url, name)
     try:
         run.collect_output(method(response, **response.request.cb_kwargs))
     except Exception as exc:
         raise SpiderError(response.url, name, f"{type(exc).__name__}: {exc}") from exc
     return run
+
+
+_NOT_CALLBACKS = frozenset(n for n in vars(Spider) if n != "parse")
+"""The base class's own names other than ``parse`` (``start_requests``, ``wants_status``…)."""
+
+
+def _callback_method(spider: Spider, name: str, url: str) -> Callable[..., Any]:
+    """The spider method a request names as its callback.
+
+    A request's callback comes from shared state (an inbox entry, a task message), so only a
+    public method of the spider may be named: not a private or special name (``_helper``,
+    ``__init__``) nor one of the base class's own methods (``start_requests``).
+
+    Raises:
+        SpiderError: No such callback.
+    """
+    method: object = None
+    if not name.startswith("_") and name not in _NOT_CALLBACKS:
+        method = getattr(spider, name, None)
+    if not callable(method):
+        raise SpiderError(url, name, f"spider {type(spider).__name__} has no callback {name!r}")
+    return method
 
 
 def _href_of(selector: Selector) -> str:

@@ -81,8 +81,8 @@ def test_a_killed_workers_host_resumes_within_seconds(
             "seed", server.base_url + "/index.html", "--frontier", redis_url, "--job", job,
             "--store", str(store), "--delay", "0", "--host-concurrency", "1",
         )  # fmt: skip
-        victim = worker_proc(redis_url, job)
-        survivor = worker_proc(redis_url, job, "--exit-when-done")
+        victim = worker_proc(redis_url, job, store=store)
+        survivor = worker_proc(redis_url, job, "--exit-when-done", store=store)
         try:
             deadline = time.monotonic() + 60
             while len(log.requests()) < 8 or not _fetching(client, job, victim.pid):
@@ -130,7 +130,7 @@ def test_a_live_workers_slow_download_is_not_redelivered(
             "--store", str(store), "--delay", "0", "--timeout", "60", "--max-depth", "0",
             "--ignore-robots",
         )  # fmt: skip
-        procs = [worker_proc(redis_url, job, "--exit-when-done") for _ in range(2)]
+        procs = [worker_proc(redis_url, job, "--exit-when-done", store=store) for _ in range(2)]
         try:
             assert wait_all(procs, 120) == [0, 0]
         finally:

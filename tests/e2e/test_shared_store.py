@@ -82,6 +82,8 @@ def worker(
     redis_url: str, job: str, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "crawlq", "worker", "--frontier", redis_url, "--job", job, "-q"]
+    # These workers run on the producer's machine, so the job's WARC directory is theirs too.
+    cmd.append("--trust-job-code")
     return subprocess.Popen(
         [*cmd, *extra],
         stdout=subprocess.DEVNULL,

@@ -143,7 +143,7 @@ async def test_status_does_not_create_a_missing_postgres_store(
 ) -> None:
     store_url = in_schema(postgres_url, schema)
     settings = Settings(job=job, frontier=redis_url, store=store_url, delay_s=0)
-    frontier = await open_frontier(redis_url, job=job)
+    frontier = await open_frontier(redis_url, job=job, create=True)
     try:
         await bind_job(frontier, settings, create=True)
     finally:

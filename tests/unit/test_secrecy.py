@@ -29,6 +29,9 @@ from crawlq.settings import Settings, check_store
         ("amqp://guest:s3cret@127.0.0.1:5672//", "amqp://guest:***@127.0.0.1:5672//"),
         ("redis:/:s3cret@h:6379/0", "redis:/:***@h:6379/0"),  # a typo in the scheme
         ("redsi://:s3cret@h/0", "redsi://:***@h/0"),
+        ("'redis//:s3cret@h:6391/0': expected", "'***@h:6391/0': expected"),  # QA: no ":/"
+        ("redis:s3cret@h:6391/0", "***@h:6391/0"),
+        ("s3cret@127.0.0.1:6391", "***@127.0.0.1:6391"),  # no scheme at all, a port
         ("bad URL 'redis://:s3cret@h/x': want", "bad URL 'redis://:***@h/x': want"),
         ("host=db password=s3cret dbname=y", "host=db password=*** dbname=y"),
         ("postgresql://u@h/d?password=s3cret&x=1", "postgresql://u@h/d?password=***&x=1"),

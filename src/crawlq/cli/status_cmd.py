@@ -24,7 +24,7 @@ import click
 from crawlq.cli.output import status_table, stdout_console
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.frontier import Frontier, open_frontier
-from crawlq.secrecy import without_password
+from crawlq.secrecy import redact, without_password
 from crawlq.settings import check_job_name
 from crawlq.store import open_store
 
@@ -52,6 +52,12 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
         check_job_name(job)
     except ConfigError as exc:
         raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
+    if not frontier.startswith(("redis://", "rediss://", "unix://")):
+        # a shared job only: never open (and so create) a SQLite file named by a typo
+        raise click.BadParameter(
+            f"{redact(frontier)!r}: expected redis://[:password@]host:port/DB",
+            param_hint="--frontier",
+        )
     try:
         if watch and not as_json:
             asyncio.run(_watch(frontier, job, interval))

@@ -43,7 +43,7 @@ from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope
 from crawlq.secrecy import without_password
-from crawlq.settings import Settings, check_job_name
+from crawlq.settings import Settings, check_job_name, coerce_settings
 from crawlq.urls import host_key
 
 __all__ = [
@@ -163,15 +163,15 @@ async def bind_job(
         )
     if not settings.trust_job_code:
         _refuse_job_code(stored, proposed, settings, runs_spider=runs_spider)
-    adopted = {name: stored[name] for name in JOB_FIELDS if name in stored}
-    for name in ("allowed_domains", "seed_hosts", "include", "exclude", "inbox_methods"):
-        if name in adopted:
-            adopted[name] = tuple(adopted[name])
-    if "hosts" in adopted:
-        adopted["hosts"] = tuple(tuple(entry) for entry in adopted["hosts"])
+    source = f"job {settings.job!r}'s settings in its frontier"
+    adopted = coerce_settings({n: stored[n] for n in JOB_FIELDS if n in stored}, source)
     if "store" in settings.explicit:  # the same store: keep the password this worker gave
         adopted.pop("store", None)
-    return dataclasses.replace(settings, **adopted)
+    try:
+        return dataclasses.replace(settings, **adopted)
+    except ConfigError as exc:  # shared state is untrusted: say where the bad value came from
+        detail = str(exc).removeprefix(exc.name + ": ")
+        raise ConfigError(exc.name, f"{detail} ({source})") from None
 
 
 LOCAL_FIELDS = ("spider", "warc_dir", "store")

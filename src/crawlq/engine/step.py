@@ -30,7 +30,13 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from crawlq.engine.pagework import PageTimeout, PageWork
-from crawlq.errors import FetchError, InvalidURL, RetryableStatus, StoreError
+from crawlq.errors import (
+    FetchError,
+    InvalidURL,
+    RetryableStatus,
+    RobotsUnreachable,
+    StoreError,
+)
 from crawlq.fetch import Fetcher, redirected_method
 from crawlq.frontier import Frontier
 from crawlq.links import DEPTH_CHECK_MIN_TAGS, extract_title, parse_html, screen_html
@@ -189,6 +195,12 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         result = await deps.fetcher.fetch(
             req.url, method=req.method, body=req.body, follow_redirects=False
         )
+    except RobotsUnreachable as exc:
+        if exc.requested:
+            return await _failed(lease, exc, deps)  # a strike: the host pauses
+        # A failure remembered from another page's request: no request was sent for this
+        # page, so it spends no attempt; it waits for the host's pause, as queued pages do.
+        return Outcome(lease, Kind.RELEASE, reason="robots_unreachable_remembered")
     except FetchError as exc:
         if exc.reason == FilterReason.PRIVATE_ADDRESS:
             return _private_address(lease, exc)

@@ -197,11 +197,13 @@ class RedisFrontier:
             FrontierUnavailable: The server cannot be reached.
             ConfigError: A bad URL or job name, or ``bloom`` disagrees with the job's mode.
         """
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            hostname = parts.hostname
+        except ValueError as exc:  # e.g. an unclosed "[" of an IPv6 address
+            raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from None
         db = parts.path.lstrip("/")
-        if parts.scheme in ("redis", "rediss") and (
-            not parts.hostname or (not db.isdigit() and db)
-        ):
+        if parts.scheme in ("redis", "rediss") and (not hostname or (not db.isdigit() and db)):
             raise ConfigError("frontier", f"bad Redis URL {url!r}: want redis://host:port/DB")
         try:
             client = Redis.from_url(url, decode_responses=False, health_check_interval=10)
@@ -212,7 +214,10 @@ class RedisFrontier:
         self.keys = keys
         try:
             wanted = (bloom.spec() if bloom else "set").encode()
-            self.job_id, actual = await self._join(create, wanted)
+            try:
+                self.job_id, actual = await self._join(create, wanted)
+            except TypeError as exc:  # redis-py: an unknown ?option= of the URL
+                raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from None
             if actual is not None and actual != wanted:
                 have = actual.decode() if isinstance(actual, bytes) else str(actual)
                 if bloom is not None or not have.startswith("bloom "):
@@ -691,7 +696,19 @@ class RedisFrontier:
             stored = await self._script("job_settings", [], [text])
         else:
             stored = await self._call(lambda: self.client.hget(k.job_info, "settings"))
-        return None if stored is None else dict(json.loads(stored))
+        if stored is None:
+            return None
+        try:  # shared state: whoever can write the key may have written anything
+            value = json.loads(stored)
+            if not isinstance(value, dict):
+                raise ValueError(f"a JSON object is expected, not {type(value).__name__}")
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            raise ConfigError(
+                "job",
+                f"job {self.job!r}'s settings in Redis are unreadable ({exc}); seed the job "
+                "again with its settings or use another --job",
+            ) from None
+        return dict(value)
 
     # -- robots.txt -----------------------------------------------------------------------
 
