@@ -91,8 +91,10 @@ def test_a_killed_celery_workers_urls_are_fetched_again_within_seconds(
                 return stored_count(store) >= 4 and bool(on_wire)
 
             wait_for(mid_fetch, 90, "the first worker to fetch")
-            first.kill()
+            # The time is taken before the kill: a killed client's connection can end the
+            # server's request (its end time) before kill() has returned.
             killed_at = time.monotonic()
+            first.kill()
             held = {
                 r.path
                 for r in log.requests()
