@@ -14,9 +14,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
+from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
 from crawlq.testing.site import generate_site
 from crawlq.testing.static import unpack_corpus
+from crawlq.urls import host_key
 from tests.services import DEFAULT_REDIS_URL, RedisServer, need_service, redis_answers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,3 +157,34 @@ def run_crawlq(
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+# -- the loopback fault server (crawlq.testing), for the fetch and engine tests -------------
+
+
+@pytest.fixture
+def log() -> RequestLog:
+    return RequestLog()
+
+
+@pytest.fixture
+def app(log: RequestLog) -> web.Application:
+    return make_fault_app(log)
+
+
+@pytest.fixture
+def state(app: web.Application) -> FaultState:
+    return fault_state(app)
+
+
+@pytest.fixture
+async def base(app: web.Application) -> AsyncIterator[str]:
+    """``http://127.0.0.1:PORT`` of the fault app, served in the test's event loop."""
+    async with TestServer(app, host="127.0.0.1") as server:
+        yield str(server.make_url("")).rstrip("/")
+
+
+@pytest.fixture
+def host(base: str) -> str:
+    """The fault server's politeness key, as the request log records it."""
+    return host_key(base)

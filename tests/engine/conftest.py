@@ -7,22 +7,18 @@ real SQLite store in ``tmp_path``; results are read back through `crawlq.store.o
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from crawlq.engine.crawl import Crawl, CrawlReport
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import StoreCounts, open_store
-from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
-from crawlq.urls import host_key
 
 FAST: dict[str, Any] = {
     "delay_s": 0,
@@ -102,34 +98,6 @@ def assert_nothing_lost(results: Results, urls: Iterable[str]) -> None:
     stored = set(results.pages) | set(results.dead) | set(results.filtered)
     assert stored == urls
     assert results.report.frontier.pending == 0
-
-
-@pytest.fixture
-def log() -> RequestLog:
-    return RequestLog()
-
-
-@pytest.fixture
-def app(log: RequestLog) -> web.Application:
-    return make_fault_app(log)
-
-
-@pytest.fixture
-def state(app: web.Application) -> FaultState:
-    return fault_state(app)
-
-
-@pytest.fixture
-async def base(app: web.Application) -> AsyncIterator[str]:
-    """``http://127.0.0.1:PORT`` of the fault app, served in the test's event loop."""
-    async with TestServer(app, host="127.0.0.1") as server:
-        yield str(server.make_url("")).rstrip("/")
-
-
-@pytest.fixture
-def host(base: str) -> str:
-    """The fault server's politeness key, as the request log records it."""
-    return host_key(base)
 
 
 @pytest.fixture

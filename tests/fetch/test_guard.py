@@ -69,22 +69,6 @@ def assert_never_connected(sock: socket.socket) -> None:
 
 
 @pytest.fixture
-def log() -> RequestLog:
-    return RequestLog()
-
-
-@pytest.fixture
-def app(log: RequestLog) -> web.Application:
-    return make_fault_app(log)
-
-
-@pytest.fixture
-async def base(app: web.Application) -> AsyncIterator[str]:
-    async with TestServer(app, host="127.0.0.1") as server:
-        yield str(server.make_url("")).rstrip("/")
-
-
-@pytest.fixture
 async def other_log() -> RequestLog:
     return RequestLog()
 

@@ -8,8 +8,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 from protego import Protego
 
 from crawlq.addresses import AddressGuard
@@ -19,31 +17,10 @@ from crawlq.fetch import Fetcher
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.robots import RobotsCache, _robots_text
 from crawlq.robots_record import RobotsRecord
-from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
+from crawlq.testing import FaultState, RequestLog
 from crawlq.urls import host_key
 
 UA = "crawlq-test/1.0 (+https://example.invalid/bot)"
-
-
-@pytest.fixture
-def log() -> RequestLog:
-    return RequestLog()
-
-
-@pytest.fixture
-def app(log: RequestLog) -> web.Application:
-    return make_fault_app(log)
-
-
-@pytest.fixture
-def state(app: web.Application) -> FaultState:
-    return fault_state(app)
-
-
-@pytest.fixture
-async def base(app: web.Application) -> AsyncIterator[str]:
-    async with TestServer(app, host="127.0.0.1") as server:
-        yield str(server.make_url("")).rstrip("/")
 
 
 @pytest.fixture
