@@ -17,6 +17,8 @@ __all__ = ["cli"]
 _COMMANDS = {
     "crawl": "crawlq.cli.crawl_cmd:crawl",
     "export": "crawlq.cli.export_cmd:export",
+    "job": "crawlq.cli.jobs_cmd:job",
+    "jobs": "crawlq.cli.jobs_cmd:jobs",
     "seed": "crawlq.cli.seed_cmd:seed",
     "serve": "crawlq.cli.serve_cmd:serve",
     "status": "crawlq.cli.status_cmd:status",

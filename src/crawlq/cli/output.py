@@ -201,6 +201,8 @@ def status_table(report: Mapping[str, Any]) -> Table:
 
     celery = report.get("engine") == "celery"
     title = f"job {report['job']}" + (" (Celery engine)" if celery else "")
+    if report.get("paused"):
+        title += " (paused: crawlq job resume)"
     table = Table(title=title, show_header=False, box=None)
     table.add_column(justify="right", style="bold")
     table.add_column()

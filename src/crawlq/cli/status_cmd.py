@@ -108,6 +108,7 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             "engine": "native",
             "pending": None,
         }
+        report["paused"] = await _paused(frontier, job)
         pending = await _celery_pending(frontier)
         if pending is not None:
             report.update(
@@ -137,6 +138,17 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
 def _iso(ms: int) -> str:
     """Unix ms as an ISO 8601 UTC time to the second."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def _paused(frontier: Frontier, job: str) -> bool:
+    """Whether the job is paused (`crawlq job pause`); False for a frontier without jobs."""
+    client = getattr(frontier, "client", None)
+    if client is None:
+        return False
+    from crawlq.frontier.redis.jobs import JobAdmin
+
+    info = await JobAdmin(client).info(job)
+    return info is not None and info.paused
 
 
 async def _celery_pending(frontier: Frontier) -> int | None:

@@ -56,6 +56,7 @@ from crawlq.frontier.base import (
     backoff_state,
 )
 from crawlq.frontier.redis.errors import translate
+from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.politeness import Politeness, Strike, StrikePlan
@@ -170,6 +171,8 @@ class RedisFrontier:
         self.inbox_filter: InboxFilter | None = None
         """Checks each inbox request before it is queued (method, scope): set by the engine,
         which knows the job's rules; None queues every valid request."""
+        self.paused = False
+        """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
         self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
         """Largest inbox entry accepted, in bytes; a larger one is rejected unread."""
 
@@ -360,6 +363,8 @@ class RedisFrontier:
             leases = await self._lease_script(n, worker_id, vt_ms, now, ready, fetched)
             if leases:
                 return leases, None
+            if self.paused:  # look again after a while (resume also wakes idle workers)
+                return [], now + PAUSE_POLL_MS
         return [], await self._next_wake_ms()
 
     async def _lease_script(
@@ -389,6 +394,19 @@ class RedisFrontier:
         ]  # fmt: skip
         args = [now, n, vt_ms, worker_id, ddelay, dconc, len(hosts), *hosts, len(fetched), *done]
         flat = await self._script("lease", keys, args)
+        paused = flat == [b"paused"]
+        if paused != self.paused:
+            self.paused = paused
+            if paused:
+                logger.warning(
+                    "job %s is paused: leasing nothing until `crawlq job resume %s`",
+                    self.job,
+                    self.job,
+                )
+            else:
+                logger.warning("job %s resumed", self.job)
+        if paused:
+            return []
         leases = []
         for i in range(0, len(flat), 5):
             _, lease_id, attempt, value, down = flat[i : i + 5]
@@ -437,7 +455,8 @@ class RedisFrontier:
 
         ``pending``: the caller's last look saw work in flight or delayed. If that work was
         settled before this worker registered as idle (so no token was left for it) and the
-        job is now drained, return at once instead of sleeping out the timeout.
+        job is now drained, return at once instead of sleeping out the timeout. While the job
+        is paused, ready hosts do not shorten the wait.
         """
         k = self.keys
         now = self.clock.wall_ms()
@@ -446,6 +465,8 @@ class RedisFrontier:
         # registration is visible to this look, and one after it leaves a token.
         keys = [k.idle, k.ready, k.inbox, k.leases, k.delayed]
         first_ready, inbox_len, leased, delayed = await self._script("idle", keys, [now, worker_id])
+        if self.paused:  # ready hosts wait for `crawlq job resume`, which leaves tokens
+            first_ready = pending = False
         if first_ready:  # a settle that ran just before may have made a host ready soon
             timeout_s = min(timeout_s, (int(first_ready) - now) / 1000)
         drained_since = pending and not (first_ready or leased or delayed)
