@@ -11,6 +11,10 @@ Rules and their sources:
   303 switches to GET (§15.4.4); so do 301 and 302 after a POST, as browsers do (§15.4.2,
   §15.4.3, WHATWG Fetch "HTTP-redirect fetch"). 307/308 keep the method and body.
   Credentials (``Authorization``, ``Cookie``) are not sent on to another origin.
+* Content codings (RFC 9110 §8.4) are undone by `crawlq.codings`, not by aiohttp (whose
+  ``auto_decompress`` handles one coding only and passes any other list through still
+  coded): ``gzip, gzip`` and ``deflate, gzip`` are decoded in reverse order, an unknown
+  coding is an error, and ``max_body_bytes`` caps the decoded body as it streams.
 * Retryable statuses: 408, 429 and 5xx raise `RetryableStatus` carrying the server's
   ``Retry-After`` (RFC 9110 §10.2.3) in seconds; every other status is returned.
 * Time: one budget of ``timeout_s`` covers the whole fetch, redirects included, so a fetch
@@ -29,17 +33,24 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.http_exceptions import BadHttpMessage, ContentEncodingError, DecompressSizeError
+from aiohttp.http_exceptions import BadHttpMessage
 from yarl import URL
 
 from crawlq.addresses import AddressGuard
+from crawlq.codings import (
+    ACCEPT_ENCODING,
+    BodyDecoder,
+    CodingError,
+    UnsupportedCoding,
+    parse_codings,
+)
 from crawlq.decode import decode_body
 from crawlq.errors import (
     BodyTooLarge,
@@ -78,7 +89,7 @@ _DNS_CACHE_TTL_S = 60
 _MAX_DETAIL_CHARS = 300  # aiohttp quotes whole bad status lines into its messages
 _DEFAULT_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-    "Accept-Encoding": "gzip, deflate, br",
+    "Accept-Encoding": ACCEPT_ENCODING,
 }
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
@@ -339,15 +350,18 @@ class Fetcher:
                 ``connect_error``, ``connection_reset``, ``payload_error`` (truncated body),
                 ``protocol_error`` (another unexpected answer) or ``client_error``.
             BodyTooLarge: The body exceeds ``max_body_bytes`` (by ``Content-Length`` or
-                while reading); no partial body is ever returned.
+                while reading, counting decoded bytes and bytes received); no partial body
+                is ever returned.
             TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
             PrivateAddressError: The host of ``url`` or of a redirect hop is (or resolves
                 only to) an address the guard refuses; nothing was sent to it.
             PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
                 ``bad_redirect`` (a ``Location`` that is not http(s)), ``tls_error`` (the
-                server's certificate does not verify) or ``protocol_error`` (a response
-                that breaks HTTP syntax: a status line, header or ``Location`` over the
-                size limit, a bad header, garbage after the body, an undecodable body).
+                server's certificate does not verify), ``unsupported_content_coding`` (a
+                ``Content-Encoding`` that `crawlq.codings` cannot undo: the body is not
+                read) or ``protocol_error`` (a response that breaks HTTP syntax: a status
+                line, header or ``Location`` over the size limit, a bad header, garbage
+                after the body, a body that is not valid data of its content coding).
         """
         try:
             start_url = url_keys(url).url  # cached: the frontier normalised it already
@@ -398,7 +412,7 @@ class Fetcher:
                 headers={"User-Agent": self.user_agent, **_DEFAULT_HEADERS},
                 timeout=self._timeout,
                 raise_for_status=False,
-                auto_decompress=True,
+                auto_decompress=False,  # crawlq.codings decodes: layered codings, bounded
                 cookie_jar=aiohttp.DummyCookieJar(),
                 max_field_size=65536,  # real sites send long Set-Cookie / CSP headers
             )
@@ -459,24 +473,69 @@ class Fetcher:
     async def _read_body(
         self, resp: aiohttp.ClientResponse, url: str, truncate_bytes: int | None
     ) -> bytes:
-        """Read the decoded body, enforcing the cap (or truncating, when asked)."""
+        """Read and decode the body, enforcing the cap (or truncating, when asked).
+
+        The cap applies to the decoded body, and to the bytes received too (a stream of empty
+        gzip members decodes to nothing). ``Content-Encoding`` is undone by
+        `crawlq.codings.BodyDecoder`, piece by piece, so a compression bomb stops at the cap.
+        """
         limit = self._max_body_bytes if truncate_bytes is None else truncate_bytes
         declared = resp.content_length
         if truncate_bytes is None and declared is not None and declared > limit:
             raise BodyTooLarge(url, limit)
-        if declared is not None and declared <= limit and "Content-Encoding" not in resp.headers:
-            return await resp.read()  # the decoded body is the declared length: within the cap
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in resp.content.iter_chunked(_CHUNK_BYTES):
-            size += len(chunk)
-            if size > limit:
-                if truncate_bytes is None:
-                    raise BodyTooLarge(url, limit)
-                chunks.append(chunk[: len(chunk) - (size - limit)])
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
+        codings = resp.headers.getall("Content-Encoding", ())
+        if not codings and declared is not None and declared <= limit:
+            return await resp.read()  # the body is the declared length: within the cap
+        try:
+            decoder = BodyDecoder(parse_codings(codings))
+        except UnsupportedCoding as exc:
+            raise PermanentFetchError(url, "unsupported_content_coding", str(exc)) from None
+        body = _CappedBody(url, limit, truncate=truncate_bytes is not None)
+        received = 0
+        try:
+            async for data in resp.content.iter_chunked(_CHUNK_BYTES):
+                if not body.extend(decoder.feed(data)):
+                    break
+                received += len(data)
+                if received > limit and body.over():
+                    break
+            else:
+                body.extend(decoder.finish())
+        except CodingError as exc:
+            raise PermanentFetchError(url, "protocol_error", str(exc)) from None
+        return body.value()
+
+
+class _CappedBody:
+    """Decoded pieces of a body, up to ``limit`` bytes: then `BodyTooLarge`, or a cut."""
+
+    def __init__(self, url: str, limit: int, *, truncate: bool) -> None:
+        self._url = url
+        self._limit = limit
+        self._truncate = truncate
+        self._pieces: list[bytes] = []
+        self._size = 0
+
+    def over(self) -> bool:
+        """The cap is reached: True to stop reading (truncating), else `BodyTooLarge`."""
+        if self._truncate:
+            return True
+        raise BodyTooLarge(self._url, self._limit)
+
+    def extend(self, pieces: Iterable[bytes]) -> bool:
+        """Take ``pieces``; False once the body is cut at the cap (stop reading)."""
+        for piece in pieces:
+            self._size += len(piece)
+            if self._size > self._limit:
+                self.over()
+                self._pieces.append(piece[: len(piece) - (self._size - self._limit)])
+                return False
+            self._pieces.append(piece)
+        return True
+
+    def value(self) -> bytes:
+        """The body read."""
+        return b"".join(self._pieces)
 
 
 def _not_followed(_url: str) -> str:
@@ -524,17 +583,15 @@ def _malformed(exc: BaseException) -> bool:
 
     aiohttp reports a parse error of the response (a status line, header or ``Location``
     too long, garbage where a status line or chunk size belongs, a bad header) as a
-    `aiohttp.ClientResponseError` caused by a `BadHttpMessage`, and a body that cannot be
-    decoded (bad gzip) as a payload error caused by a `ContentEncodingError`. A body cut
-    short by a reset or an early close is a payload error caused by a
-    ``ContentLengthError`` or ``TransferEncodingError`` at end of stream: transient.
+    `aiohttp.ClientResponseError` caused by a `BadHttpMessage`. A body cut short by a reset
+    or an early close is a payload error caused by a ``ContentLengthError`` or
+    ``TransferEncodingError`` at end of stream: transient. (A body that cannot be decoded,
+    such as bad gzip, is found by `crawlq.codings`, not by aiohttp.)
     """
     cause = exc.__cause__
     for _ in range(4):  # aiohttp wraps the parser's error once or twice
         if cause is None:
             return False
-        if isinstance(cause, ContentEncodingError | DecompressSizeError):
-            return True
         if isinstance(cause, BadHttpMessage):
             return isinstance(exc, aiohttp.ClientResponseError)
         cause = cause.__cause__

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawlq.decode import Sniffed, sniff
 from crawlq.urls import request_fingerprint, url_keys
 
 __all__ = [
@@ -293,6 +294,8 @@ class FetchResult:
             WARC records), or None when the fetcher did not record it.
         location: For a redirect response that was not followed, its target resolved
             against ``final_url`` and normalised; else None.
+        sniffed: Whether the body is HTML, and why a body labelled HTML is binary
+            (`crawlq.decode.sniff`, derived from ``headers`` and ``body``).
     """
 
     url: str
@@ -306,6 +309,10 @@ class FetchResult:
     redirects: tuple[str, ...] = ()
     exchange: RawExchange | None = None
     location: str | None = None
+    sniffed: Sniffed = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sniffed", sniff(self.headers.get("content-type"), self.body))
 
     @property
     def content_type(self) -> str:
@@ -314,5 +321,14 @@ class FetchResult:
 
     @property
     def is_html(self) -> bool:
-        """True for text/html and application/xhtml+xml responses."""
-        return self.content_type in ("text/html", "application/xhtml+xml")
+        """True for a body to parse as HTML (`crawlq.decode.sniff`).
+
+        A text/html or application/xhtml+xml body that is not binary, or a body without a
+        ``Content-Type`` that starts like HTML (WHATWG MIME Sniffing §7.1).
+        """
+        return self.sniffed.html
+
+    @property
+    def binary(self) -> str | None:
+        """Why a body labelled HTML is binary (``"application/pdf signature"``), else None."""
+        return self.sniffed.binary

@@ -330,7 +330,12 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
 
 
 async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
-    """Parse the page and run the spider on the page thread (`crawlq.engine.pagework`)."""
+    """Parse the page and run the spider on the page thread (`crawlq.engine.pagework`).
+
+    A body labelled HTML whose bytes are binary (`crawlq.decode.sniff`: a PDF, PNG or ZIP
+    signature, a NUL byte) is not parsed: no title, no links; it is stored with the error
+    ``binary_body: <why>``, and its callback sees it as any binary response (empty text).
+    """
     req = lease.request
     error: str | None = None
     parse = 200 <= result.status < 300 or deps.spider.wants_status(result.status)
@@ -339,6 +344,8 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         parse = False
     elif not 200 <= result.status < 300:
         error = f"http_{result.status}"
+    elif result.binary is not None:  # labelled HTML, but not: no title, no links from it
+        error = f"binary_body: {result.binary}"
     page = _Parsed(error)
     if parse or result.is_html:
         page.tags = result.text.count("<")
