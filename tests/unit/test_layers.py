@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "spider": 3,
     "links": 3,
     "decode": 0,
+    "codings": 0,
     "export": 3,
     "export_parquet": 3,
     "fetch": 2,
