@@ -24,7 +24,7 @@ from crawlq.frontier import Frontier, open_frontier
 from crawlq.secrecy import without_password
 from crawlq.store import open_store
 
-__all__ = ["job_report"]
+__all__ = ["job_report", "job_settings", "job_store_url"]
 
 
 async def job_report(url: str, job: str) -> dict[str, Any]:
@@ -90,11 +90,8 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             )
     finally:
         await frontier.close()
-    store_url = (settings or {}).get("store")
-    own = os.environ.get("CRAWLQ_STORE")  # the job keeps no password: this one may have it
-    if isinstance(store_url, str) and own and without_password(own) == without_password(store_url):
-        store_url = own
-    if isinstance(store_url, str) and ("://" in store_url or Path(store_url).is_file()):
+    store_url = job_store_url(settings)
+    if store_url is not None:
         with contextlib.suppress(CrawlqError):
             store = await open_store(store_url, read_only=True)
             try:
@@ -102,6 +99,33 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             finally:
                 await store.close()
     return report
+
+
+async def job_settings(url: str, job: str) -> dict[str, Any] | None:
+    """The settings a job stored when it was seeded (None: none stored).
+
+    Raises:
+        FrontierError: The frontier cannot be read.
+    """
+    frontier = await open_frontier(url, job=job)
+    try:
+        return await frontier.job_settings(None)
+    finally:
+        await frontier.close()
+
+
+def job_store_url(settings: dict[str, Any] | None) -> str | None:
+    """The store URL a job's settings name, or None (none, or a SQLite file not here).
+
+    ``CRAWLQ_STORE`` wins when it names the same store: the job keeps no password.
+    """
+    store_url = (settings or {}).get("store")
+    own = os.environ.get("CRAWLQ_STORE")  # the job keeps no password: this one may have it
+    if isinstance(store_url, str) and own and without_password(own) == without_password(store_url):
+        store_url = own
+    if isinstance(store_url, str) and ("://" in store_url or Path(store_url).is_file()):
+        return store_url
+    return None
 
 
 def _iso(ms: int) -> str:

@@ -101,6 +101,11 @@ class Keyspace:
         """The list of inbox entries ``worker_id`` has taken but not pushed yet."""
         return f"{self.prefix}claim:{worker_id}"
 
+    @staticmethod
+    def all_jobs_pattern() -> str:
+        """A SCAN pattern matching the ``job`` hash of every job on the server."""
+        return "crawlq:\\{*\\}:job"
+
     def pattern(self) -> str:
         """A SCAN/KEYS pattern matching every key of the job."""
         return self.prefix.replace("{", "\\{").replace("}", "\\}") + "*"
