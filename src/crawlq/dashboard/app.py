@@ -161,7 +161,11 @@ def make_app(dashboard: Dashboard, *, token: str | None = None) -> web.Applicati
     async def inspect(request: web.Request) -> web.Response:
         job = request.query.get("job") or (dashboard.jobs[0] if dashboard.jobs else "")
         watch = dashboard.watches.get(job)
-        result = await lookup(request.query.get("q", ""), watch.store if watch else None)
+        store = None
+        if watch is not None:
+            with contextlib.suppress(CrawlqError):
+                store = await watch.open_store()
+        result = await lookup(request.query.get("q", ""), store)
         return web.Response(text=render.search_result(result), content_type="text/html")
 
     async def jobs(request: web.Request) -> web.Response:

@@ -120,18 +120,29 @@ class JobWatch:
             Sample(now, int(queue), report.get("pages_per_s"), dead_rate, retry_rate)
         )
 
-    async def _read_store(self) -> None:
+    async def open_store(self) -> Store | None:
+        """The job's store, opened read-only on first use (None: none readable from here).
+
+        Raises:
+            CrawlqError: The frontier or the store cannot be read.
+        """
         if self._store is None:
             url = self.store_url
             if url is None:
                 url = job_store_url(await job_settings(self.frontier_url, self.job))
             if url is None:
-                return
+                return None
             self._store = await open_store(url, read_only=True)
-        counts = await self._store.counts()
+        return self._store
+
+    async def _read_store(self) -> None:
+        store = await self.open_store()
+        if store is None:
+            return
+        counts = await store.counts()
         self.dead_by_reason = dict(counts.dead_by_reason)
         since = self._since
-        async for page in self._store.pages(since=since):
+        async for page in store.pages(since=since):
             if page.fetched_at > since:  # `since` is inclusive: skip the boundary page
                 lat = self.latency.setdefault(host_key(page.url), HostLatency(host_key(page.url)))
                 lat.pages += 1
@@ -142,11 +153,6 @@ class JobWatch:
         """The ``n`` hosts with the highest mean fetch time (at least `MIN_PAGES` pages)."""
         hosts = [h for h in self.latency.values() if h.pages >= MIN_PAGES]
         return sorted(hosts, key=lambda h: -h.mean_s)[:n]
-
-    @property
-    def store(self) -> Store | None:
-        """The job's store, once a sample opened it (the search box reads it)."""
-        return self._store
 
     async def close(self) -> None:
         """Close the store."""
