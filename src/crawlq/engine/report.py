@@ -30,12 +30,13 @@ __all__ = ["job_report", "job_settings", "job_store_url"]
 async def job_report(url: str, job: str) -> dict[str, Any]:
     """What ``crawlq status --json`` prints for ``job`` on the frontier at ``url``.
 
-    Keys: ``job``, ``queued``, ``in_flight``, ``delayed``, ``dead``, ``seen``, ``done``,
-    ``retries`` (scheduled so far), ``stored`` (pages in the job's store, None when it
+    Keys, in this order: ``job``, ``queued``, ``in_flight``, ``delayed``, ``dead``, ``seen``,
+    ``done``, ``stored`` (pages in the job's store, None when it
     cannot be read), ``pages_per_s`` (acks over the last minute), ``workers`` (``id``,
     ``last_seen_s``), ``hosts`` (the busiest: ``host``, ``queued``, ``in_flight``),
     ``backoff`` (``host``, ``state``, ``pushbacks``, ``failures``, ``until`` ISO 8601 UTC),
-    ``engine`` (``native`` or ``celery``) and ``pending`` (Celery engine; module docstring).
+    ``engine`` (``native`` or ``celery``), ``pending`` (Celery engine; module docstring) and
+    ``retries`` (scheduled so far).
 
     Raises:
         FrontierError: The frontier cannot be read, or the job does not exist.
@@ -56,7 +57,6 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             "dead": stats.dead,
             "seen": stats.seen,
             "done": stats.done,
-            "retries": await retries() if retries else None,
             "stored": None,
             "pages_per_s": round(await rate(), 2) if rate else None,
             "workers": [{"id": wid, "last_seen_s": round(age, 1)} for wid, age in await live()]
@@ -77,6 +77,7 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             ],
             "engine": "native",
             "pending": None,
+            "retries": await retries() if retries else None,  # last: scripts index the rest
         }
         pending = await _celery_pending(frontier)
         if pending is not None:
