@@ -243,14 +243,14 @@ def _serve_metrics(settings: Settings) -> None:
 
     When the worker starts (``worker_init``, in its main process, before the pool forks),
     the main process serves the summed metrics of itself and its pool processes
-    (`crawlq.metrics.MultiprocessExporter`, which records here too: the forked pool
+    (`crawlq.engine.metrics.MultiprocessExporter`, which records here too: the forked pool
     processes inherit that and write files of their own); a pool process that exits has
     its live gauges dropped.
     """
     exporters: list[Any] = []
 
     def start(**_: Any) -> None:
-        from crawlq.metrics import MultiprocessExporter
+        from crawlq.engine.metrics import MultiprocessExporter
 
         port, host = settings.metrics_port, settings.metrics_host
         assert port is not None

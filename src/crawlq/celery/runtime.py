@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from crawlq.celery.config import clamp_priority, dedup_redis_url
 from crawlq.celery.state import CeleryState, Heartbeat, process_id
 from crawlq.engine.job import bind_job
+from crawlq.engine.metrics import recorder
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
-from crawlq.metrics import recorder
 from crawlq.politeness import Politeness
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest, Lease

@@ -1,8 +1,8 @@
 """Turn Prometheus metrics on for a command that works (``crawl``, ``worker``) or supervises.
 
-A process that works records its worker metrics (`crawlq.metrics.start_recording`) and
+A process that works records its worker metrics (`crawlq.engine.metrics.start_recording`) and
 serves them on ``--metrics-port``; a ``--processes P`` supervisor serves its children's
-metrics summed (`crawlq.metrics.MultiprocessExporter`), and each child, started with
+metrics summed (`crawlq.engine.metrics.MultiprocessExporter`), and each child, started with
 ``PROMETHEUS_MULTIPROC_DIR`` in its environment, records into that directory and serves
 nothing itself.
 """
@@ -25,10 +25,10 @@ def worker_metrics(settings: Settings) -> Iterator[None]:
     Raises:
         ConfigError: The port cannot be bound, or prometheus-client is missing.
     """
-    from crawlq.metrics import MULTIPROC_ENV
+    from crawlq.engine.metrics import MULTIPROC_ENV
 
     if os.environ.get(MULTIPROC_ENV):  # a supervisor's child: it serves the sums
-        from crawlq.metrics import start_recording
+        from crawlq.engine.metrics import start_recording
 
         start_recording()
         yield
@@ -36,7 +36,7 @@ def worker_metrics(settings: Settings) -> Iterator[None]:
     if settings.metrics_port is None:
         yield
         return
-    from crawlq.metrics import serve, start_recording
+    from crawlq.engine.metrics import serve, start_recording
 
     start_recording()
     server = serve(settings.metrics_port, settings.metrics_host)
@@ -56,7 +56,7 @@ def supervisor_metrics(settings: Settings, env: dict[str, str]) -> Iterator[None
     if settings.metrics_port is None:
         yield
         return
-    from crawlq.metrics import MultiprocessExporter
+    from crawlq.engine.metrics import MultiprocessExporter
 
     exporter = MultiprocessExporter(settings.metrics_port, settings.metrics_host)
     env.update(exporter.child_env())

@@ -93,14 +93,14 @@ def status(
 
 
 async def _export(url: str, job: str, interval: float, port: int, host: str) -> None:
-    """Serve the job's frontier gauges (`crawlq.metrics.FrontierCollector`) until Ctrl-C.
+    """Serve the job's frontier gauges (`crawlq.engine.metrics.FrontierCollector`) until Ctrl-C.
 
     The report is read every ``interval`` seconds; a failed read keeps serving the last one
     with ``crawlq_status_up`` 0 and says why on stderr.
     """
     from prometheus_client import CollectorRegistry
 
-    from crawlq.metrics import FrontierCollector, serve
+    from crawlq.engine.metrics import FrontierCollector, serve
 
     await job_report(url, job)  # a job that does not exist is an error at once
     collector = FrontierCollector(job)

@@ -75,7 +75,7 @@ class Dashboard:
         """Add the jobs that appeared on the Redis (when no ``--job`` was given)."""
         if self.fixed:
             return
-        from crawlq.frontier.redis.jobs import list_jobs
+        from crawlq.frontier.redis.joblist import list_jobs
 
         for job in await list_jobs(self.frontier_url):
             if job not in self.watches:

@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.metrics import recorder
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
-from crawlq.metrics import recorder
 from crawlq.records import DeadRecord
 from crawlq.request import Lease
 from crawlq.retry import backoff_s
@@ -151,7 +151,7 @@ class Worker:
         self._forced = False
         self._store_down = False  # a store write is failing: lease nothing new meanwhile
         self.metrics = recorder()
-        """This process's Prometheus worker metrics (`crawlq.metrics`), or None when off."""
+        """This process's Prometheus worker metrics (`crawlq.engine.metrics`), or None when off."""
 
     # -- control --------------------------------------------------------------------------
 
