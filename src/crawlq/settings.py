@@ -345,6 +345,23 @@ class Settings:
     """Celery engine: most URLs one task carries (discovered links are grouped by host and
     priority into tasks of up to this many; 1 gives one task per URL)."""
 
+    log_interval_s: float = 30.0
+    """Seconds between two progress lines (pages, pages/s, queued, in flight, errors) that
+    ``crawl`` and ``worker`` log when stderr is not a terminal (a terminal gets the live
+    display instead). Per process, never a job setting."""
+
+    log_format: str = "text"
+    """Log lines on stderr: ``text`` (timestamped lines) or ``json`` (one JSON object per
+    line, for log pipelines). Per process."""
+
+    metrics_port: int | None = None
+    """TCP port on which ``crawl`` and ``worker`` (and a Celery worker, from
+    ``CRAWLQ_METRICS_PORT``) serve Prometheus metrics at ``/metrics`` (None: no endpoint).
+    Per process; a ``--processes P`` supervisor serves its children's metrics summed."""
+
+    metrics_host: str = "127.0.0.1"
+    """Address the metrics endpoint binds (``0.0.0.0`` for every interface)."""
+
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     """Names of the settings given explicitly (file, spider, environment, command line),
     as opposed to defaults; set by `build`. Not a setting itself."""
@@ -399,6 +416,12 @@ class Settings:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError("log_format", f"must be text or json, got {self.log_format!r}")
+        if self.log_interval_s <= 0:
+            raise ConfigError("log_interval_s", f"must be positive, got {self.log_interval_s}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ConfigError("metrics_port", f"must be in 0..65535, got {self.metrics_port}")
         if not 0 < self.robots_ttl_s <= 86400:
             raise ConfigError(
                 "robots_ttl_s", f"must be in (0, 86400] (RFC 9309 §2.4), got {self.robots_ttl_s}"

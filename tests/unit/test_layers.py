@@ -12,6 +12,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "crawlq"
 # module (dotted, under crawlq) or package prefix -> layer; the longest match wins.
 LAYERS: dict[str, int] = {
     "cli": 5,
+    "dashboard": 5,
     "celery": 5,  # the package re-exports the app
     "celery.app": 5,
     "celery.crawl": 5,

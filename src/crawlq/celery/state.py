@@ -387,8 +387,17 @@ class CeleryState:
 
     async def add_delayed(self, n: int) -> None:
         """Count ``n`` retries scheduled (negative: started)."""
-        if n:
+        if n < 0:
             await self._call(lambda: self.client.hincrby(self.keys.stats, "delayed", n))
+        elif n > 0:  # also the job's count of retries ever scheduled (`crawlq dashboard`)
+
+            async def both() -> None:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    pipe.hincrby(self.keys.stats, "delayed", n)
+                    pipe.hincrby(self.keys.stats, "retries", n)
+                    await pipe.execute()
+
+            await self._call(both)
 
     async def counts(self) -> Counts:
         """The job's counters now (one round trip).

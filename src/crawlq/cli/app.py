@@ -16,6 +16,7 @@ __all__ = ["cli"]
 
 _COMMANDS = {
     "crawl": "crawlq.cli.crawl_cmd:crawl",
+    "dashboard": "crawlq.cli.dashboard_cmd:dashboard",
     "export": "crawlq.cli.export_cmd:export",
     "job": "crawlq.cli.jobs_cmd:job",
     "jobs": "crawlq.cli.jobs_cmd:jobs",

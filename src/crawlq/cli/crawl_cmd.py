@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -9,11 +10,13 @@ from typing import Any
 
 import click
 
+from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
 from crawlq.cli.options import (
     build_settings,
     frontier_options,
     guard_options,
     job_options,
+    observe_options,
     output_options,
     process_options,
 )
@@ -50,6 +53,7 @@ __all__ = ["crawl"]
     help="Celery engine: the broker, redis://… or amqp://… (CRAWLQ_BROKER_URL).",
 )
 @output_options
+@observe_options
 def crawl(
     seeds: tuple[str, ...],
     quiet: bool,
@@ -90,7 +94,26 @@ def crawl(
         raise click.BadParameter(str(exc), param_hint="SEED_URL") from None
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    report = run_or_exit(runner, None if quiet else console, failure="cannot crawl")
+    if settings.log_format == "json":  # JSON lines, terminal or not: no live display
+        console = None
+        configure_logging(-1 if quiet else verbose, None, "json")
+    metrics: contextlib.AbstractContextManager[None]
+    if isinstance(runner, MultiProcessCrawl):
+        metrics = supervisor_metrics(settings, runner.pool.env)
+    elif engine == "celery":  # the work, and so the metrics, are the Celery workers'
+        metrics = contextlib.nullcontext()
+    else:
+        metrics = worker_metrics(settings)
+    try:
+        with metrics:
+            report = run_or_exit(
+                runner,
+                None if quiet else console,
+                failure="cannot crawl",
+                log_interval_s=None if quiet else settings.log_interval_s,
+            )
+    except ConfigError as exc:  # the metrics port cannot be bound
+        raise click.UsageError(str(exc)) from None
     print_summary(report, sys.stdout)
     if report.stopped_by == "stopped":
         sys.exit(1)
@@ -142,6 +165,7 @@ def _native_runner(
     if processes is not None and processes > 1:
         args = ["--concurrency", str(settings.concurrency)]
         args += ["-" + "v" * verbose] if verbose else ["-q"]  # the children print no summary
+        args += ["--log-format", settings.log_format]
         return MultiProcessCrawl(
             crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead
         )

@@ -17,6 +17,7 @@ __all__ = [
     "frontier_options",
     "guard_options",
     "job_options",
+    "observe_options",
     "output_options",
     "process_options",
 ]
@@ -180,11 +181,46 @@ def output_options(f: F) -> F:
     )
 
 
+def observe_options(f: F) -> F:
+    """Logs and metrics of a process that works: progress lines, log format, Prometheus."""
+    return _apply(
+        f,
+        [
+            click.option(
+                "--log-interval",
+                type=float,
+                default=None,
+                metavar="SECONDS",
+                help="Off a terminal: a progress line every SECONDS [30].",
+            ),
+            click.option(
+                "--log-format",
+                type=click.Choice(["text", "json"]),
+                default=None,
+                help="Log lines as text [default] or one JSON object per line.",
+            ),
+            click.option(
+                "--metrics-port",
+                type=click.IntRange(0, 65535),
+                default=None,
+                metavar="PORT",
+                help="Serve Prometheus metrics on PORT (/metrics).",
+            ),
+            click.option(
+                "--metrics-host",
+                default=None,
+                help="Address the metrics endpoint binds [127.0.0.1].",
+            ),
+        ],
+    )
+
+
 _RENAMED = {
     "delay": "delay_s",
     "timeout": "timeout_s",
     "retry_delay": "retry_delay_s",
     "max_delay": "max_delay_s",
+    "log_interval": "log_interval_s",
 }
 _NOT_SETTINGS = {"ignore_robots", "allow_domain", "config", "processes", "quiet", "verbose"}
 
@@ -244,5 +280,6 @@ _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
-    "max_delay", "allow_private", "trust_job_code",
+    "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
+    "metrics_port", "metrics_host",
 }  # fmt: skip

@@ -205,15 +205,16 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         if exc.reason == FilterReason.PRIVATE_ADDRESS:
             return _private_address(lease, exc)
         return await _failed(lease, exc, deps)
-    logger.info(
-        "%s %s %d %dB %.3fs attempt=%d",
-        req.method,
-        req.url,
-        result.status,
-        len(result.body),
-        result.elapsed_s,
-        lease.attempt,
-    )
+    if logger.isEnabledFor(logging.INFO):  # the fetch line: one shape, also as JSON fields
+        fields = {
+            "method": req.method,
+            "url": req.url,
+            "status": result.status,
+            "bytes": len(result.body),
+            "seconds": round(result.elapsed_s, 3),
+            "attempt": lease.attempt,
+        }
+        logger.info("%s %s %d %dB %.3fs attempt=%d", *fields.values(), extra={"crawlq": fields})
     if deps.throttle is not None:
         await _throttle(req.host, result, deps.throttle, deps)
     if result.location is not None:

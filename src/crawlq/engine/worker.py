@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.metrics import recorder
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
@@ -149,6 +150,8 @@ class Worker:
         self._fatal: CrawlqError | None = None
         self._forced = False
         self._store_down = False  # a store write is failing: lease nothing new meanwhile
+        self.metrics = recorder()
+        """This process's Prometheus worker metrics (`crawlq.engine.metrics`), or None when off."""
 
     # -- control --------------------------------------------------------------------------
 
@@ -272,6 +275,8 @@ class Worker:
                 task = asyncio.create_task(self._run_one(lease))
                 self._active[task] = lease
                 self._pages_started += 1
+            if self.metrics is not None:
+                self.metrics.in_flight.set(len(self._active))
 
     async def _lease(self, n: int) -> list[Lease]:
         """Lease without waiting if work is ready; else wake the flusher and wait for work.
@@ -320,6 +325,8 @@ class Worker:
         finally:
             if task is not None:
                 self._active.pop(task, None)
+            if self.metrics is not None:
+                self.metrics.in_flight.set(len(self._active))
             self._slot_freed.set()
 
     async def _settle_one(self, lease: Lease) -> None:
@@ -341,6 +348,8 @@ class Worker:
             delay_s, reason = outcome.retry_delay_s, outcome.reason
             await self._retrying("retry", lambda: self.frontier.retry(lease, delay_s, reason))
             self.counters.retries += 1
+            if self.metrics is not None:
+                self.metrics.retried(reason)
             return
         if outcome.kind is not Kind.PAGE:
             self._pages_started -= 1
@@ -370,6 +379,7 @@ class Worker:
             except CrawlqError as exc:
                 logger.error("cannot write %d results either: %s", len(batch), exc)
                 return
+            self._stored(batch)
             for o in batch:
                 self._count(o)
             logger.info("wrote %d results to the store; their leases will expire", len(batch))
@@ -437,6 +447,7 @@ class Worker:
                 return
             batch, self._pending = self._pending, []
             await self._write_store(result_batch(batch))
+            self._stored(batch)
             links = self._known.unknown([link for o in batch for link in o.links])
             if links:
                 await self._retrying("push", lambda: self.frontier.push(links))
@@ -452,6 +463,16 @@ class Worker:
                 self._lost.discard(o.lease.lease_id)
                 self._count(o)
             self._slot_freed.set()  # room under the bound on held leases
+
+    def _stored(self, batch: list[Outcome]) -> None:
+        """Update the Prometheus metrics of a batch just written to the store.
+
+        Counted here, before the batch's leases are settled, so that once the frontier has
+        nothing pending the metrics of all workers add up to the store's totals.
+        """
+        if self.metrics is not None:
+            for o in batch:
+                self.metrics.settled(o)
 
     def _count(self, o: Outcome) -> None:
         c = self.counters

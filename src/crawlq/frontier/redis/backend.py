@@ -889,6 +889,11 @@ class RedisFrontier:
                 total += count
         return total / window_s
 
+    async def retries_total(self) -> int:
+        """Retries scheduled in the job so far, by every worker (both engines)."""
+        value = await self._call(lambda: self.client.hget(self.keys.stats, "retries"))
+        return int(value or 0)
+
     async def live_workers(self, within_s: float = 30.0) -> list[tuple[str, float]]:
         """Workers whose heartbeat is at most ``within_s`` old: (id, seconds since)."""
         now = self.clock.wall_ms()

@@ -22,7 +22,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
 | ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
-| ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq |
+| ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq,
+  retries (ever scheduled) |
 | ``rate`` | hash | slot (second mod 120) -> ``"second count"`` of acks, for pages/s |
 | ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
 | ``claim:{worker}`` | list | inbox entries a worker took and has not pushed yet |
