@@ -145,6 +145,22 @@ class Settings:
     max_depth: int | None = None
     """Do not follow links deeper than this from the seeds (seeds are depth 0; None: no limit)."""
 
+    max_queued: int | None = None
+    """Most requests the job's frontier holds queued (waiting for a lease; None: no bound).
+    What happens at the bound is ``when_full`` (`crawlq.frontier.base.QueueBounds`)."""
+
+    max_queued_per_host: int | None = None
+    """Most requests queued for one host (None: no bound); see ``max_queued``."""
+
+    when_full: str = "block"
+    """At a ``max_queued`` bound: ``block`` (producers wait for room; links found by workers
+    are still queued) or ``drop-lowest`` (the lowest-priority request of the host's queue,
+    maybe the new one, is dead-lettered as ``frontier_full``)."""
+
+    max_push_wait_s: float | None = None
+    """Longest a producer (``crawlq seed``, the Python API) waits for room in a full frontier
+    before it stops with what it queued so far, in seconds (None: as long as it takes)."""
+
     concurrency: int = 16
     """Requests in flight at once in one worker process."""
 
@@ -430,6 +446,16 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(name, f"must not be negative, got {value}")
+        for name in ("max_queued", "max_queued_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(name, f"must be at least 1, got {value}")
+        if self.when_full not in ("block", "drop-lowest"):
+            raise ConfigError("when_full", f"must be block or drop-lowest, got {self.when_full!r}")
+        if self.max_push_wait_s is not None and self.max_push_wait_s < 0:
+            raise ConfigError(
+                "max_push_wait_s", f"must not be negative, got {self.max_push_wait_s}"
+            )
         if self.job is not None:
             check_job_name(self.job)
         check_store(self.store)

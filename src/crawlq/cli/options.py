@@ -116,6 +116,34 @@ def job_options(f: F) -> F:
                 default=None,
                 help="Largest per-host delay --autothrottle sets, s [60].",
             ),
+            click.option(
+                "--max-queued",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="N",
+                help="Bound the job's queue at N requests (see --when-full).",
+            ),
+            click.option(
+                "--max-queued-per-host",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="N",
+                help="Bound each host's queue at N requests.",
+            ),
+            click.option(
+                "--when-full",
+                type=click.Choice(["block", "drop-lowest"]),
+                default=None,
+                help="At a bound: producers wait [block], or drop the lowest priority.",
+            ),
+            click.option(
+                "--max-push-wait",
+                "max_push_wait_s",
+                type=click.FloatRange(min=0),
+                default=None,
+                metavar="S",
+                help="A producer waits at most S seconds for room in a full frontier.",
+            ),
             click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         ],
     )
@@ -258,6 +286,7 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
 _FLAGS = {
     "allowed_domains": "--allow-domain",
     "bloom_capacity": "--bloom",
+    "max_push_wait_s": "--max-push-wait",
     "obey_robots": "--ignore-robots",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
@@ -281,5 +310,6 @@ _OPTION_NAMES = {
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
     "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
-    "metrics_port", "metrics_host",
+    "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
+    "max_push_wait_s",
 }  # fmt: skip

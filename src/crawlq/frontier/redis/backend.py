@@ -53,6 +53,8 @@ from crawlq.frontier.base import (
     HostBackoff,
     HostPolicy,
     HostStats,
+    Offer,
+    QueueBounds,
     backoff_state,
 )
 from crawlq.frontier.redis.errors import translate
@@ -74,6 +76,7 @@ _PUSH_CHUNK = 500
 _MAX_URL_LENGTH = 2083  # as for seeds and links (crawlq.scope.MAX_URL_LENGTH)
 _MAX_CANDIDATE_HOSTS = 512
 _MAX_WAIT_S = 10.0
+_FULL_INBOX_POLL_S = 1.0  # how often a worker looks for room for waiting inbox entries
 _STALE_WORKER_MS = 60_000
 _RECOVER_EVERY_S = 30.0
 _MAX_REASON_CHARS = 500
@@ -171,6 +174,10 @@ class RedisFrontier:
         self.inbox_filter: InboxFilter | None = None
         """Checks each inbox request before it is queued (method, scope): set by the engine,
         which knows the job's rules; None queues every valid request."""
+        self.inbox_full = False
+        """The last inbox drain found the job at its ``block`` bound and took nothing."""
+        self.bounds = QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
         self.paused = False
         """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
         self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
@@ -268,10 +275,24 @@ class RedisFrontier:
         """See `crawlq.frontier.base.Frontier.push`. Sent in chunks of 500 per script call."""
         added = 0
         for start in range(0, len(requests), _PUSH_CHUNK):
-            added += await self._push(requests[start : start + _PUSH_CHUNK], None)
+            added += (await self._push(requests[start : start + _PUSH_CHUNK], None)).queued
         return added
 
-    async def _push(self, requests: Sequence[CrawlRequest], claim_of: str | None) -> int:
+    async def offer(self, requests: Sequence[CrawlRequest]) -> Offer:
+        """See `crawlq.frontier.base.Frontier.offer`."""
+        queued = refused = dropped = 0
+        for start in range(0, len(requests), _PUSH_CHUNK):
+            got = await self._push(requests[start : start + _PUSH_CHUNK], None, producer=True)
+            queued, refused, dropped = (
+                queued + got.queued,
+                refused + got.refused,
+                dropped + got.dropped,
+            )
+        return Offer(queued, refused, dropped)
+
+    async def _push(
+        self, requests: Sequence[CrawlRequest], claim_of: str | None, *, producer: bool = False
+    ) -> Offer:
         k = self.keys
         seen_key, mode, nbits = self._dedup_args()
         hosts: dict[str, int] = {}
@@ -283,7 +304,12 @@ class RedisFrontier:
             if self.bloom is not None:
                 body += self.bloom.positions(req.fingerprint)
         ddelay, dconc = self._policy_args()
-        args = [self.clock.wall_ms(), ddelay, dconc, mode, nbits, "1" if claim_of else "0"]
+        b = self.bounds
+        args = [
+            self.clock.wall_ms(), ddelay, dconc, mode, nbits, "1" if claim_of else "0",
+            b.max_queued or 0, b.max_queued_per_host or 0,
+            "drop" if b.when_full == "drop-lowest" else "block", "1" if producer else "0",
+        ]  # fmt: skip
         overrides: list[Any] = []
         for host, hidx in hosts.items():
             policy = self.politeness.configured(host)
@@ -292,9 +318,16 @@ class RedisFrontier:
         args += [len(hosts), *hosts, len(overrides) // 3, *overrides, *body]
         keys = [
             seen_key, k.reqs, k.scores, k.stats, k.ready, k.inflight, k.next, k.policy,
-            k.inbox, k.idle, k.claim(claim_of or "-"), *(k.queue(h) for h in hosts),
+            k.inbox, k.idle, k.claim(claim_of or "-"), *(k.queue(h) for h in hosts), k.dead,
         ]  # fmt: skip
-        return int(await self._script("push", keys, args))
+        queued, refused, dropped = await self._script("push", keys, args)
+        if dropped:
+            logger.warning(
+                "job %s: frontier full, %d request(s) dead-lettered as frontier_full",
+                self.job,
+                dropped,
+            )
+        return Offer(int(queued), int(refused), int(dropped))
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -470,6 +503,10 @@ class RedisFrontier:
         if first_ready:  # a settle that ran just before may have made a host ready soon
             timeout_s = min(timeout_s, (int(first_ready) - now) / 1000)
         drained_since = pending and not (first_ready or leased or delayed)
+        if inbox_len and self.inbox_full:  # entries wait for room: look again in a while
+            await self._call(lambda: self.client.zrem(k.idle, worker_id))
+            await asyncio.sleep(max(0.0, min(timeout_s, _FULL_INBOX_POLL_S)))
+            return
         if timeout_s <= 0 or inbox_len or drained_since:
             await self._call(lambda: self.client.zrem(k.idle, worker_id))
             return
@@ -513,6 +550,12 @@ class RedisFrontier:
             How many new requests were queued.
         """
         k = self.keys
+        room = await self._inbox_room()
+        self.inbox_full = room == 0
+        if self.inbox_full:
+            return 0  # a "block" bound: the entries wait in the inbox (see QueueBounds)
+        if room is not None:
+            n = min(n, room)
         entries = await self._script("drain_inbox", [k.inbox, k.claim(worker_id)], [n])
         self._claim_pending.discard(worker_id)
         if not entries:
@@ -538,8 +581,16 @@ class RedisFrontier:
         for start in range(0, max(1, len(requests)), _PUSH_CHUNK):
             chunk = requests[start : start + _PUSH_CHUNK]
             last = start + _PUSH_CHUNK >= len(requests)
-            added += await self._push(chunk, worker_id if last else None)
+            added += (await self._push(chunk, worker_id if last else None)).queued
         return added
+
+    async def _inbox_room(self) -> int | None:
+        """Requests the inbox may still add under a ``block`` job bound, or None (no bound)."""
+        b = self.bounds
+        if b.when_full != "block" or b.max_queued is None:
+            return None
+        queued = await self._call(lambda: self.client.hget(self.keys.stats, "queued"))
+        return max(0, b.max_queued - int(queued or 0))
 
     def _inbox_request(self, raw: bytes) -> CrawlRequest:
         """The request an inbox entry asks for.
