@@ -36,6 +36,12 @@ pick distinct keys do not interfere):
 ``/binary``                       a 1x1 ``image/png``
 ``/echo``                         JSON of the request: method, path, headers, body (any
                                   method)
+``/cookie-wall/{key}``            a cookie wall: without the cookie ``wall_{key}=passed``, a
+                                  302 to itself with ``Set-Cookie: wall_{key}=passed;
+                                  Path=/``; with it, a 200 HTML page "Behind wall key"
+``/set-cookie/{name}/{value}``    200 HTML page with ``Set-Cookie: name=value; Path=/`` (a
+                                  session cookie; ``?attrs=A`` appends ``; A``), linking to
+                                  each ``?link=URL``
 ================================  ==========================================================
 """
 
@@ -138,6 +144,8 @@ def make_fault_app(log: RequestLog | None = None) -> web.Application:
             web.get("/robots-body", _robots),
             web.get("/binary", _binary),
             web.route("*", "/echo", _echo),
+            web.get(r"/cookie-wall/{key}", _cookie_wall),
+            web.get(r"/set-cookie/{name}/{value}", _set_cookie),
         ]
     )
     return app
@@ -353,6 +361,29 @@ async def _echo(request: web.Request) -> web.StreamResponse:
         "body": body.decode("utf-8", errors="replace"),
     }
     return web.json_response(data)
+
+
+async def _cookie_wall(request: web.Request) -> web.StreamResponse:
+    key = request.match_info["key"]
+    name = f"wall_{key}"
+    if request.cookies.get(name) == "passed":
+        return _html_response(f"Behind wall {key}", "<p>The content behind the wall.</p>")
+    headers = {"Location": request.path, "Set-Cookie": f"{name}=passed; Path=/"}
+    return web.Response(status=302, headers=headers)
+
+
+async def _set_cookie(request: web.Request) -> web.StreamResponse:
+    name, value = request.match_info["name"], request.match_info["value"]
+    cookie = f"{name}={value}; Path=/"
+    if "attrs" in request.query:
+        cookie += "; " + request.query["attrs"]
+    links = "".join(
+        f'<a href="{escape(url, quote=True)}">{escape(url)}</a>\n'
+        for url in request.query.getall("link", [])
+    )
+    response = _html_response(f"Cookie {name}", links)
+    response.headers["Set-Cookie"] = cookie
+    return response
 
 
 def _png_1x1() -> bytes:
