@@ -16,7 +16,8 @@ pick distinct keys do not interfere):
 ``/redirect/{n}``                 chain of ``n`` 302 redirects ending at a 200 page
                                   (``?status=301`` picks the redirect code; ``?to=/path``
                                   makes the last hop go to ``/path`` instead)
-``/redirect-to?url=U&status=C``   one redirect (default 302) to ``U``
+``/redirect-to?url=U&status=C``   one redirect (default 302) to ``U``; each
+                                  ``&set_cookie=V`` adds a ``Set-Cookie: V`` header
 ``/redirect-loop/a``, ``/b``      a redirects to b, b to a
 ``/delay/{s}``                    sleeps ``s`` seconds before answering 200
 ``/drop``                         closes the connection without a response
@@ -38,7 +39,10 @@ pick distinct keys do not interfere):
                                   method)
 ``/cookie-wall/{key}``            a cookie wall: without the cookie ``wall_{key}=passed``, a
                                   302 to itself with ``Set-Cookie: wall_{key}=passed;
-                                  Path=/``; with it, a 200 HTML page "Behind wall key"
+                                  Path=/``; with it, a 200 HTML page "Behind wall key".
+                                  ``?never=1``: always the 302; ``?count=1``: always a 302
+                                  setting ``wall_{key}`` to the request's number (a new
+                                  value each time)
 ``/set-cookie/{name}/{value}``    200 HTML page with ``Set-Cookie: name=value; Path=/`` (a
                                   session cookie; ``?attrs=A`` appends ``; A``), linking to
                                   each ``?link=URL``
@@ -237,7 +241,10 @@ async def _redirect_to(request: web.Request) -> web.StreamResponse:
     target = request.query.get("url")
     if not target:
         raise web.HTTPBadRequest(text="missing ?url=")
-    return _redirect(target, int(request.query.get("status", "302")))
+    response = _redirect(target, int(request.query.get("status", "302")))
+    for cookie in request.query.getall("set_cookie", []):
+        response.headers.add("Set-Cookie", cookie)
+    return response
 
 
 async def _redirect_loop(request: web.Request) -> web.StreamResponse:
@@ -366,9 +373,13 @@ async def _echo(request: web.Request) -> web.StreamResponse:
 async def _cookie_wall(request: web.Request) -> web.StreamResponse:
     key = request.match_info["key"]
     name = f"wall_{key}"
-    if request.cookies.get(name) == "passed":
+    if request.cookies.get(name) == "passed" and "never" not in request.query:
         return _html_response(f"Behind wall {key}", "<p>The content behind the wall.</p>")
-    headers = {"Location": request.path, "Set-Cookie": f"{name}=passed; Path=/"}
+    value = "passed"
+    if "count" in request.query:
+        value = str(_bump(request, "cookie-wall"))
+    location = request.path_qs
+    headers = {"Location": location, "Set-Cookie": f"{name}={value}; Path=/"}
     return web.Response(status=302, headers=headers)
 
 
