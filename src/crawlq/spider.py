@@ -36,7 +36,7 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
-from crawlq.cookies import check_cookies
+from crawlq.cookies import NO_COOKIES, check_cookies
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import document_base, extract_links, extract_title, parse_html
 from crawlq.request import CrawlRequest, FetchResult
@@ -283,7 +283,7 @@ class Response:
                 callback=name,
                 cb_kwargs=dict(cb_kwargs) if cb_kwargs else {},
                 meta=dict(meta) if meta else {},
-                cookies=cookies or {},
+                cookies=cookies or NO_COOKIES,
             )
         except InvalidURL as exc:
             logger.debug("not following %r from %s: %s", href, self.url, exc.reason)

@@ -67,3 +67,5 @@ def test_a_cookie_wall_and_two_jobs_on_one_worker_process(
     # the same worker process ran job 2: its jar holds none of job 1's cookies
     assert (first.cookie, second.cookie) == (None, None)
     assert log.cookies("/status/200") == [None]
+    worker_log = worker.log_path.read_text()
+    assert "/cookie-wall/c" in worker_log and "passed" not in worker_log  # no cookie value
