@@ -188,6 +188,12 @@ class Settings:
     user_agent: str = "crawlq/0.1"
     """User-Agent header, also the product token matched against robots.txt groups."""
 
+    cookies_enabled: bool = True
+    """Keep cookies (``--no-cookies`` turns it off): each worker process keeps a cookie jar
+    per job (never shared across jobs, workers or machines) and sends its cookies back as a
+    browser would; a request's own ``cookies`` are sent, and the cookies a redirect sets
+    travel with its queued target (see README "Cookies"). Off: no jar, no cookies sent."""
+
     obey_robots: bool = True
     """Fetch robots.txt per host and skip disallowed URLs (RFC 9309)."""
 

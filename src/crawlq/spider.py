@@ -36,6 +36,7 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
+from crawlq.cookies import NO_COOKIES, check_cookies
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import document_base, extract_links, extract_title, parse_html
 from crawlq.request import CrawlRequest, FetchResult
@@ -230,6 +231,7 @@ class Response:
         cb_kwargs: Mapping[str, Any] | None = None,
         method: str = "GET",
         body: bytes = b"",
+        cookies: Mapping[str, str] | None = None,
     ) -> CrawlRequest | None:
         """Return a request for a link on this page, one level deeper, or None.
 
@@ -253,13 +255,18 @@ class Response:
             cb_kwargs: JSON-serialisable keyword arguments for the callback.
             method: HTTP method.
             body: Request body bytes.
+            cookies: Cookies to send with this request, name to value, besides the worker's
+                jar (README "Cookies"); not inherited from this response's request: pass
+                ``response.request.cookies`` to keep a session on whichever worker fetches.
 
         Returns:
             The request (yield or return it from the callback to crawl it), or None when the
             link is not an http(s) URL with a host.
 
         Raises:
-            ValueError: ``href`` is a selector without an ``href``.
+            ValueError: ``href`` is a selector without an ``href``, or ``cookies`` breaks a
+                rule of `crawlq.cookies.check_cookies` (the message starts with
+                ``cookies:``).
             TypeError: ``callback`` is neither a spider method nor a string.
         """
         if not isinstance(href, str):
@@ -276,6 +283,7 @@ class Response:
                 callback=name,
                 cb_kwargs=dict(cb_kwargs) if cb_kwargs else {},
                 meta=dict(meta) if meta else {},
+                cookies=cookies or NO_COOKIES,
             )
         except InvalidURL as exc:
             logger.debug("not following %r from %s: %s", href, self.url, exc.reason)
@@ -291,6 +299,7 @@ class Response:
         cb_kwargs: Mapping[str, Any] | None = None,
         method: str = "GET",
         body: bytes = b"",
+        cookies: Mapping[str, str] | None = None,
     ) -> list[CrawlRequest]:
         """Return a `follow` request for each of ``hrefs``, skipping invalid ones silently.
 
@@ -303,15 +312,19 @@ class Response:
             cb_kwargs: As in `follow`.
             method: As in `follow`.
             body: As in `follow`.
+            cookies: As in `follow`.
 
         Returns:
             The requests, in the order of ``hrefs``.
 
         Raises:
             TypeError: ``callback`` is neither a spider method nor a string.
+            ValueError: ``cookies`` breaks a rule of `crawlq.cookies.check_cookies`.
         """
         name = _callback_name(callback)  # raise on a bad callback even with no links
-        if hrefs is None and method == "GET" and not body and not meta and not cb_kwargs:
+        cookies = check_cookies(cookies) if cookies else None  # and on bad cookies
+        plain = not (body or meta or cb_kwargs or cookies)
+        if hrefs is None and method == "GET" and plain:
             # The page's own links are absolute, normalised and valid already (`links`):
             # the same requests as `follow` makes, without resolving each link again.
             depth = self.request.depth + 1
@@ -330,6 +343,7 @@ class Response:
                     cb_kwargs=cb_kwargs,
                     method=method,
                     body=body,
+                    cookies=cookies,
                 )
             except ValueError:  # a selector without an href
                 continue

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "links": 3,
     "decode": 0,
     "codings": 0,
+    "cookies": 0,
     "export": 3,
     "export_parquet": 3,
     "fetch": 2,

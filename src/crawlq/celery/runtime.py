@@ -336,7 +336,7 @@ class JobRuntime:
         except Exception as exc:
             logger.exception("internal error processing %s", req.url)
             record = DeadRecord(
-                req.fingerprint,
+                req.record_fingerprint,
                 req.url,
                 "internal_error",
                 f"{type(exc).__name__}: {exc}",

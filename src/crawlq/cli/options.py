@@ -64,6 +64,12 @@ def job_options(f: F) -> F:
             click.option("--user-agent", default=None, help="User-Agent header [crawlq/0.1]."),
             click.option("--ignore-robots", is_flag=True, default=False, help="Ignore robots.txt."),
             click.option(
+                "--no-cookies",
+                is_flag=True,
+                default=False,
+                help="Keep no cookies and send none (default: a jar per worker process and job).",
+            ),
+            click.option(
                 "--allow-domain", multiple=True, help="Follow links to DOMAIN (repeatable)."
             ),
             click.option("--include", multiple=True, help="Only follow URLs matching REGEX."),
@@ -269,6 +275,8 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["exclude"] = options.get("exclude") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
+    if options.get("no_cookies"):
+        cli["cookies_enabled"] = False
     try:
         return Settings.build(
             file=options.get("config"),
@@ -288,6 +296,7 @@ _FLAGS = {
     "bloom_capacity": "--bloom",
     "max_push_wait_s": "--max-push-wait",
     "obey_robots": "--ignore-robots",
+    "cookies_enabled": "--no-cookies",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }

@@ -14,6 +14,16 @@ original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists t
 gate as any request: scope, dedup (a hop to a URL already seen is not fetched again),
 robots.txt, the private-address guard and its host's politeness slot. Scrapy's redirect
 middleware schedules hops the same way.
+
+Cookies travel with the hop: its ``cookies`` are the ones the fetcher says its target gets
+(`crawlq.request.FetchResult.location_cookies`: the request's own and those the redirect
+set, where RFC 6265 sends them), so whichever worker fetches the hop sends them. A hop back
+to a URL of its own chain is a ``revisit`` (`_revisits`): its fingerprint covers its cookies,
+so a cookie wall (``GET /p`` -> ``302 Set-Cookie: ok=1; Location: /p``) is fetched again
+with the cookie instead of being dropped as already seen (Scrapy's issue #1225), while a hop
+that brings no new cookie is deduplicated as before and a redirect loop still ends. Its
+record replaces the redirect's (both have the URL's ``record_fingerprint``): one record per
+URL, the last response.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from crawlq.scope import FilterReason, Scope
 from crawlq.settings import Settings
 from crawlq.spider import CallbackRun, Response, Spider, SpiderError, start_callback
 from crawlq.store import ResultBatch
+from crawlq.urls import url_keys
 
 if TYPE_CHECKING:
     from crawlq.store.warc import WarcLocation, WarcWriter
@@ -179,7 +190,11 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
                     lease,
                     Kind.FILTERED,
                     filtered=FilteredRecord(
-                        req.fingerprint, req.url, FilterReason.ROBOTS_TXT, req.depth, time.time()
+                        req.record_fingerprint,
+                        req.url,
+                        FilterReason.ROBOTS_TXT,
+                        req.depth,
+                        time.time(),
                     ),
                     reason=FilterReason.ROBOTS_TXT,
                 )
@@ -193,7 +208,7 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
                 # host's Crawl-delay. Lease it again: once per host per process and TTL.
                 return Outcome(lease, Kind.RELEASE, reason="robots_txt_loaded")
         result = await deps.fetcher.fetch(
-            req.url, method=req.method, body=req.body, follow_redirects=False
+            req.url, method=req.method, body=req.body, cookies=req.cookies, follow_redirects=False
         )
     except RobotsUnreachable as exc:
         if exc.requested:
@@ -306,6 +321,7 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
     skipped: Counter[str] = Counter()
     links: list[CrawlRequest] = []
     error: str | None = None
+    cookies = result.location_cookies
     try:
         target: CrawlRequest | None = CrawlRequest(
             location,
@@ -316,6 +332,8 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
             callback=req.callback,
             cb_kwargs=req.cb_kwargs,
             meta={**req.meta, "redirect_urls": [*chain, req.url], "redirect_times": hops},
+            cookies=cookies,
+            revisit=bool(cookies) and _revisits(location, [*chain, req.url]),
         )
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"
@@ -328,6 +346,22 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
             error = f"redirect_not_followed: {location}"
     page = await _page_record(lease, result, deps, final_url=location, title=None, error=error)
     return Outcome(lease, Kind.PAGE, page=page, links=links, skipped=skipped)
+
+
+def _revisits(location: str, chain: list[object]) -> bool:
+    """Whether a redirect to ``location`` comes back to a URL of its chain (canonical URLs).
+
+    ``chain`` holds the chain's URLs so far, the redirected request's last; it comes from
+    ``meta``, which an inbox entry may fill with anything: what is not a URL is skipped.
+    """
+    target = url_keys(location).canonical
+    for url in chain:
+        try:
+            if isinstance(url, str) and url_keys(url).canonical == target:
+                return True
+        except InvalidURL:
+            continue
+    return False
 
 
 async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
@@ -418,7 +452,7 @@ class _Parsed:
         """Keep the callback's items and in-scope requests, at most ``max_links_per_page``."""
         now = time.time()
         self.items = [
-            ItemRecord(req.fingerprint, i, req.url, spider.name, item, now)
+            ItemRecord(req.record_fingerprint, i, req.url, spider.name, item, now)
             for i, item in enumerate(found_items)
         ]
         bad = _first_unserialisable(found_items)
@@ -493,7 +527,7 @@ async def _page_record(
     """The page record of a response, archived first when the crawl writes WARC files."""
     req = lease.request
     page = PageRecord(
-        fingerprint=req.fingerprint,
+        fingerprint=req.record_fingerprint,
         url=req.url,
         final_url=final_url,
         status=result.status,
@@ -541,13 +575,13 @@ def _private_address(lease: Lease, exc: FetchError) -> Outcome:
     req = lease.request
     logger.info("filtered %s: %s", req.url, exc.detail)
     reason = FilterReason.PRIVATE_ADDRESS
-    record = FilteredRecord(req.fingerprint, req.url, reason, req.depth, time.time())
+    record = FilteredRecord(req.record_fingerprint, req.url, reason, req.depth, time.time())
     return Outcome(lease, Kind.FILTERED, filtered=record, reason=reason)
 
 
 def _dead(lease: Lease, reason: str, detail: str) -> Outcome:
     req = lease.request
     record = DeadRecord(
-        req.fingerprint, req.url, reason, detail, lease.attempt, req.depth, time.time()
+        req.record_fingerprint, req.url, reason, detail, lease.attempt, req.depth, time.time()
     )
     return Outcome(lease, Kind.DEAD, dead=record, reason=reason)

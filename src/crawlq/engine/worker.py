@@ -404,7 +404,7 @@ class Worker:
             logger.exception("internal error processing %s", lease.request.url)
             req = lease.request
             record = DeadRecord(
-                req.fingerprint,
+                req.record_fingerprint,
                 req.url,
                 "internal_error",
                 f"{type(exc).__name__}: {exc}",

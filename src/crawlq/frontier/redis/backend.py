@@ -65,6 +65,7 @@ from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import MAX_RECORD_BYTES, MAX_TTL_MS, RobotsRecord
+from crawlq.secrecy import loggable_entry
 
 __all__ = ["INBOX_MAX_ENTRY_BYTES", "BloomDedup", "InboxFilter", "RedisFrontier"]
 
@@ -573,7 +574,8 @@ class RedisFrontier:
             except Exception as exc:  # an entry is untrusted: whatever it raises rejects it
                 reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
                 reason = reason[:_MAX_REASON_CHARS]
-                logger.warning("rejected inbox entry %r of job %s: %s", raw[:200], self.job, reason)
+                shown = loggable_entry(raw)
+                logger.warning("rejected inbox entry %s of job %s: %s", shown, self.job, reason)
                 rejected.append(self._rejection(raw, reason))
         if rejected:
             await self._call(lambda: self.client.lpush(k.rejected, *rejected))
