@@ -8,8 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-from crawlq.errors import ConfigError
+from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
+from crawlq.sitemap import sitemap_request
 from crawlq.spider import Spider
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "job_options",
     "output_options",
     "process_options",
+    "sitemap_option",
+    "sitemap_urls",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,6 +65,12 @@ def job_options(f: F) -> F:
             click.option("--retry-delay", type=float, default=None, help="Backoff base, s [1.0]."),
             click.option("--user-agent", default=None, help="User-Agent header [crawlq/0.1]."),
             click.option("--ignore-robots", is_flag=True, default=False, help="Ignore robots.txt."),
+            click.option(
+                "--follow-sitemaps",
+                is_flag=True,
+                default=None,
+                help="Read the sitemaps named in each host's robots.txt (Sitemap: lines).",
+            ),
             click.option(
                 "--allow-domain", multiple=True, help="Follow links to DOMAIN (repeatable)."
             ),
@@ -118,6 +127,32 @@ def job_options(f: F) -> F:
             click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         ],
     )
+
+
+def sitemap_option(f: F) -> F:
+    """``--sitemap URL`` (repeatable): sitemaps to read, on ``crawl`` and ``seed``."""
+    return click.option(
+        "--sitemap",
+        multiple=True,
+        metavar="URL",
+        help="Read URL as a sitemap (XML, index, text, gzipped) and crawl what it lists "
+        "(repeatable).",
+    )(f)
+
+
+def sitemap_urls(values: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The ``--sitemap`` values, each checked as a sitemap request.
+
+    Raises:
+        click.BadParameter: A value is not an http(s) URL; the message names it.
+    """
+    urls = tuple(values or ())
+    for url in urls:
+        try:
+            sitemap_request(url)
+        except InvalidURL as exc:
+            raise click.BadParameter(str(exc), param_hint="--sitemap") from None
+    return urls
 
 
 def guard_options(f: F) -> F:
@@ -244,5 +279,5 @@ _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
-    "max_delay", "allow_private", "trust_job_code",
+    "max_delay", "allow_private", "trust_job_code", "follow_sitemaps",
 }  # fmt: skip

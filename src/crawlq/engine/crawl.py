@@ -138,6 +138,9 @@ class Crawl(WorkerHost):
         seeds: Seed URLs; they replace the spider's ``start_urls`` when given.
         spider_cls: The spider class (default: follow every link).
         retry_dead: First put the dead letters of earlier runs back in the queue.
+        sitemaps: Sitemap URLs to read (`crawlq.sitemap`); with ``seeds`` they replace the
+            spider's ``start_urls`` and ``sitemap_urls`` when either is given. Their hosts
+            count as seed hosts (scope and the private-address guard), as the seeds' do.
 
     Raises:
         InvalidURL: A seed URL cannot be crawled (raised by the constructor, before anything
@@ -152,12 +155,14 @@ class Crawl(WorkerHost):
         spider_cls: type[Spider] = Spider,
         *,
         retry_dead: bool = False,
+        sitemaps: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.retry_dead = retry_dead
         self.spider = spider_cls()
-        if seeds:
+        if seeds or sitemaps:
             self.spider.start_urls = list(seeds)
+            self.spider.sitemap_urls = list(sitemaps)
         self.start_requests = list(self.spider.start_requests())
         for request in self.start_requests:
             if len(request.url) > MAX_URL_LENGTH:
@@ -165,7 +170,7 @@ class Crawl(WorkerHost):
                     request.url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters"
                 )
         if not self.start_requests:
-            raise ConfigError("seeds", "no seed URLs: give them on the command line")
+            raise ConfigError("seeds", "no seed URLs: give them (or --sitemap) on the command line")
         domains = settings.allowed_domains or tuple(self.spider.allowed_domains)
         if not domains:
             domains = tuple(dict.fromkeys(r.host for r in self.start_requests))

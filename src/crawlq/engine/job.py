@@ -72,6 +72,7 @@ JOB_FIELDS = (
     "user_agent",
     "obey_robots",
     "robots_ttl_s",
+    "follow_sitemaps",
     "allow_private",
     "seed_hosts",
     "allowed_domains",

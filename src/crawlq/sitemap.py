@@ -1,0 +1,670 @@
+"""Sitemaps (the sitemaps.org protocol 0.9): parsing, its limits, and the requests they lead to.
+
+Pure functions and plain types, no I/O: the engine fetches a sitemap like any request
+(`crawlq.engine.step`) and hands its body to `read_sitemap` on the page thread.
+
+A sitemap is a `CrawlRequest` whose callback is `SITEMAP_CALLBACK` (`sitemap_request`
+makes one). That name is not a Python identifier, so no spider method can be called by it,
+and what it does to a request from shared state (an inbox entry) is bounded: the body is
+read as a sitemap under the limits below, and every URL it lists passes the crawl's scope,
+robots.txt and private-address guard like any link.
+
+Rules and their sources (https://www.sitemaps.org/protocol.html):
+
+* Formats: an XML ``<urlset>`` of ``<url>`` entries, an XML ``<sitemapindex>`` of
+  ``<sitemap>`` entries (each with ``<loc>`` and optional ``<lastmod>`` and ``<priority>``;
+  ``<changefreq>`` and extensions such as ``<image:image>`` are ignored), or a text file of one
+  URL per line ("Other Sitemap formats"). Elements are matched by local name whatever their
+  namespace, as Scrapy does: many sitemaps get the namespace wrong. Whitespace around a value
+  is stripped; entities (``&amp;``) and CDATA sections are the XML parser's; a UTF-8 byte order
+  mark is skipped. URLs must be absolute ("fully qualified"): a relative one is skipped
+  (``invalid_url``), as is a value longer than `MAX_VALUE_CHARS`.
+* Compression: a body that starts with the gzip magic bytes is gunzipped here, streamed,
+  whatever its URL or ``Content-Type`` says (``sitemap.xml.gz``); ``Content-Encoding: gzip``
+  was already undone by the fetcher, so a compressed file sent with that header works too.
+* Limits ("no more than 50,000 URLs and ... no larger than 50MB (52,428,800 bytes)",
+  uncompressed): of a file listing more than `MAX_URLS`, the first `MAX_URLS` are taken and the
+  rest counted (the parse goes on, keeping nothing) for the error ``sitemap_too_many_urls: 50000
+  of N``; of a file larger than `MAX_BYTES` (before or after gunzip), the first `MAX_BYTES` are
+  parsed and the error is ``sitemap_too_large: more than 52428800 bytes``. An index is held to
+  the same limits (50,000 sitemaps).
+* Safety: XML is parsed with expat as a stream of events (never a tree: memory stays flat
+  whatever the file's size) and a document type declaration is refused (``sitemap_bad_xml:
+  DOCTYPE …``): without one no entity can be declared, so neither entity expansion ("billion
+  laughs") nor external entities (XXE) can happen, and the parser opens nothing.
+* Errors: a body that is not well-formed XML gives ``sitemap_bad_xml: <expat's message> at
+  line L, column C``; the URLs read before the error are kept and queued. A sitemap cut short
+  (a stray ``&`` in one URL, a truncated transfer) still lists good URLs before the break, and
+  its page record says where it broke; lxml's recover mode, which Scrapy uses, keeps them too.
+  A broken gzip stream is ``sitemap_gzip_error``; XML whose root is neither ``urlset`` nor
+  ``sitemapindex`` (an HTML page) is ``sitemap_unknown_format``. Nothing raises.
+
+What a sitemap leads to (`read_sitemap`), with the depth, priority and meta rules:
+
+* A sitemap is a list of seeds: the URLs it lists, and an index's sitemaps, get the
+  sitemap request's own depth, so ``--max-depth 0`` fetches exactly what the sitemaps list.
+  An index may list indexes (the protocol forbids it, sites do it anyway) at most
+  `MAX_NESTING` deep (``meta["sitemap_nesting"]`` counts it); deeper ones are skipped
+  (``sitemap_nesting``), so a site cannot grow an endless chain of indexes under a depth limit.
+* ``<priority>`` (0.0 to 1.0, default 0.5) maps onto crawlq's integer priority by
+  `listed_priority`: ``sitemap's priority + round(10 * p) - 5``, one step per 0.1, so 0.5 keeps
+  the sitemap's priority, 1.0 is 5 above it and 0.0 five below. Child sitemaps keep the
+  index's priority.
+* ``<lastmod>`` is kept, as written, in ``meta["sitemap_lastmod"]`` of the request.
+* The spider chooses (`SitemapRules`): ``sitemap_rules`` (regex, callback) pairs pick the
+  callback of each listed URL by the first regex found in it (a URL no rule matches is skipped:
+  ``sitemap_rules``); ``sitemap_follow`` regexes choose which child sitemaps (of an index or of
+  robots.txt) are read (``sitemap_follow``). Both default to everything, with ``parse``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+from xml.parsers import expat
+
+from crawlq.errors import ConfigError, InvalidURL
+from crawlq.request import CrawlRequest
+from crawlq.scope import Scope
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_NESTING",
+    "MAX_URLS",
+    "MAX_VALUE_CHARS",
+    "SITEMAP_CALLBACK",
+    "Listed",
+    "Sitemap",
+    "SitemapEntry",
+    "SitemapKind",
+    "SitemapRules",
+    "is_sitemap",
+    "listed_priority",
+    "parse_sitemap",
+    "read_sitemap",
+    "robots_sitemaps",
+    "sitemap_request",
+]
+
+SITEMAP_CALLBACK = "crawlq:sitemap"
+"""The callback name that marks a request as a sitemap (not an identifier: no spider method
+can have it)."""
+
+MAX_URLS = 50_000
+"""Most URLs (or, in an index, sitemaps) taken from one file (sitemaps.org)."""
+
+MAX_BYTES = 52_428_800
+"""Largest sitemap read, in bytes, uncompressed: 50 MB as sitemaps.org counts them."""
+
+MAX_NESTING = 3
+"""Most levels of sitemap indexes under the first sitemap (the protocol allows one)."""
+
+MAX_VALUE_CHARS = 4096
+"""Longest ``<loc>``, ``<lastmod>`` or ``<priority>`` value kept, in characters (the
+protocol's URLs are under 2,048); a longer one makes its entry invalid."""
+
+NESTING_KEY = "sitemap_nesting"
+LASTMOD_KEY = "sitemap_lastmod"
+
+_CHUNK_BYTES = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_MAX_LASTMOD_CHARS = 64
+_BLANK = b" \t\r\n"
+_FIELDS = frozenset({"loc", "lastmod", "priority"})
+
+
+class SitemapKind(StrEnum):
+    """What a sitemap file turned out to be."""
+
+    URLSET = "urlset"
+    INDEX = "sitemapindex"
+    TEXT = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapEntry:
+    """One ``<url>`` (or ``<sitemap>``, or text line) of a sitemap.
+
+    Attributes:
+        loc: The URL as written, whitespace stripped (not validated here).
+        lastmod: ``<lastmod>`` as written (W3C Datetime), or None.
+        priority: ``<priority>`` clamped to 0.0..1.0, or None when absent or not a number.
+    """
+
+    loc: str
+    lastmod: str | None = None
+    priority: float | None = None
+
+
+@dataclass(slots=True)
+class Sitemap:
+    """A parsed sitemap file.
+
+    Attributes:
+        kind: What it is, or None when it was not recognised (see `error`).
+        entries: Its entries in document order, at most ``max_urls``.
+        found: Entries with a ``<loc>`` seen in all, including those over the limit.
+        invalid: Entries without a usable ``<loc>`` (missing or over `MAX_VALUE_CHARS`).
+        too_large: More than ``max_bytes`` (uncompressed): only that much was parsed.
+        problems: Error codes with their detail, in the order met.
+    """
+
+    kind: SitemapKind | None = None
+    entries: list[SitemapEntry] = field(default_factory=list)
+    found: int = 0
+    invalid: int = 0
+    too_large: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        """The page record's ``error``: every problem, ``; ``-separated, or None."""
+        return "; ".join(self.problems) if self.problems else None
+
+
+def sitemap_request(
+    url: str,
+    *,
+    priority: int = 0,
+    depth: int = 0,
+    meta: Mapping[str, Any] | None = None,
+) -> CrawlRequest:
+    """A request that reads ``url`` as a sitemap (XML, index, text, gzipped or not).
+
+    Args:
+        url: Absolute http(s) URL of the sitemap.
+        priority: Higher runs sooner; the URLs it lists are ranked around it
+            (`listed_priority`).
+        depth: Its depth, which the URLs it lists inherit (module docstring).
+        meta: Carried to the request (``sitemap_nesting`` counts index levels).
+
+    Raises:
+        InvalidURL: ``url`` is not an absolute http(s) URL.
+    """
+    return CrawlRequest(
+        url, priority=priority, depth=depth, callback=SITEMAP_CALLBACK, meta=dict(meta or {})
+    )
+
+
+def is_sitemap(request: CrawlRequest) -> bool:
+    """Whether ``request`` is to be read as a sitemap."""
+    return request.callback == SITEMAP_CALLBACK
+
+
+def listed_priority(base: int, sitemap_priority: float | None) -> int:
+    """The crawlq priority of a URL a sitemap lists with ``<priority>`` ``sitemap_priority``.
+
+    ``base + round(10 * p) - 5`` (halves round up), with ``p`` clamped to 0.0..1.0 and 0.5
+    (the protocol's default) when absent: 0.0 -> base - 5, 0.5 -> base, 1.0 -> base + 5.
+
+    Args:
+        base: The sitemap request's priority.
+        sitemap_priority: The entry's ``<priority>``, or None.
+    """
+    p = 0.5 if sitemap_priority is None else min(1.0, max(0.0, sitemap_priority))
+    return base + int(p * 10 + 0.5) - 5
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapRules:
+    """A spider's sitemap choices, compiled (`compile`; semantics in the module docstring).
+
+    Attributes:
+        rules: ``(pattern, callback)`` pairs; empty: every URL, callback ``parse``.
+        follow: Patterns of child sitemaps to read; empty: every one.
+    """
+
+    rules: tuple[tuple[re.Pattern[str], str | None], ...] = ()
+    follow: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def compile(
+        cls,
+        rules: Iterable[tuple[str | re.Pattern[str], Any]] = (),
+        follow: Iterable[str | re.Pattern[str]] = (),
+        is_callback: Callable[[str], bool] | None = None,
+    ) -> SitemapRules:
+        """Compile a spider's ``sitemap_rules`` and ``sitemap_follow``.
+
+        Args:
+            rules: ``(regex, callback)`` pairs; a callback is a method name, a function
+                (its ``__name__`` is taken) or None for ``parse``.
+            follow: Regexes.
+            is_callback: Says whether a name is a callback the spider may be given; None
+                accepts every name.
+
+        Raises:
+            ConfigError: Named ``spider``: a regex does not compile, a rule is not a pair,
+                or a callback is not one of the spider's public methods.
+        """
+        compiled: list[tuple[re.Pattern[str], str | None]] = []
+        for rule in rules:
+            if not isinstance(rule, tuple | list) or len(rule) != 2:
+                raise ConfigError("spider", f"sitemap_rules: {rule!r:.80} is not (regex, callback)")
+            pattern, callback = rule
+            name = callback if callback is None or isinstance(callback, str) else None
+            if callback is not None and name is None:
+                name = getattr(callback, "__name__", None)
+                if not isinstance(name, str):
+                    raise ConfigError("spider", f"sitemap_rules: bad callback {callback!r:.80}")
+            if name is not None and is_callback is not None and not is_callback(name):
+                raise ConfigError(
+                    "spider", f"sitemap_rules: {name!r} is not a public method of the spider"
+                )
+            compiled.append((_regex(pattern, "sitemap_rules"), name))
+        patterns = tuple(_regex(p, "sitemap_follow") for p in follow)
+        return cls(tuple(compiled), patterns)
+
+    def callback_for(self, url: str) -> tuple[bool, str | None]:
+        """Whether to follow a URL a sitemap lists, and with which callback (None: parse)."""
+        if not self.rules:
+            return True, None
+        for pattern, callback in self.rules:
+            if pattern.search(url):
+                return True, callback
+        return False, None
+
+    def follows(self, url: str) -> bool:
+        """Whether to read a child sitemap (of an index or robots.txt)."""
+        return not self.follow or any(p.search(url) for p in self.follow)
+
+
+def _regex(pattern: str | re.Pattern[str], what: str) -> re.Pattern[str]:
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    try:
+        return re.compile(pattern)
+    except (re.error, TypeError) as exc:
+        raise ConfigError("spider", f"{what}: bad regex {pattern!r:.80}: {exc}") from None
+
+
+@dataclass(slots=True)
+class Listed:
+    """What reading one sitemap gives the crawl (`read_sitemap`).
+
+    Attributes:
+        requests: In-scope requests to push: pages, or child sitemaps of an index.
+        skipped: Listed URLs not followed, by reason (scope reasons, ``invalid_url``,
+            ``sitemap_rules``, ``sitemap_follow``, ``sitemap_nesting``,
+            ``sitemap_too_many_urls``).
+        sitemap: The parse itself.
+    """
+
+    requests: list[CrawlRequest]
+    skipped: Counter[str]
+    sitemap: Sitemap
+
+
+def read_sitemap(
+    request: CrawlRequest,
+    body: bytes,
+    scope: Scope,
+    rules: SitemapRules,
+    *,
+    max_urls: int = MAX_URLS,
+    max_bytes: int = MAX_BYTES,
+) -> Listed:
+    """Parse a fetched sitemap and make the requests it leads to (module docstring).
+
+    Args:
+        request: The sitemap request (its depth, priority and nesting are inherited).
+        body: The response body (content-encoding undone; gzip or not).
+        scope: Every listed URL must pass it.
+        rules: The spider's `SitemapRules`.
+        max_urls: Most entries taken (`MAX_URLS`).
+        max_bytes: Most bytes parsed, uncompressed (`MAX_BYTES`); a longer body is cut.
+
+    Returns:
+        The requests, what was skipped and why, and the parse (its ``error`` is the page's).
+    """
+    sitemap = parse_sitemap(body, max_urls=max_urls, max_bytes=max_bytes)
+    skipped: Counter[str] = Counter()
+    if sitemap.invalid:
+        skipped["invalid_url"] += sitemap.invalid
+    if sitemap.found > len(sitemap.entries):
+        skipped["sitemap_too_many_urls"] += sitemap.found - len(sitemap.entries)
+    requests: list[CrawlRequest] = []
+    nesting = _nesting(request)
+    for entry in sitemap.entries:
+        made = _listed_request(request, entry, sitemap.kind, nesting, rules)
+        if isinstance(made, str):
+            skipped[made] += 1
+            continue
+        reason = scope.check(made)
+        if reason is None:
+            requests.append(made)
+        else:
+            skipped[reason] += 1
+    return Listed(requests, skipped, sitemap)
+
+
+def robots_sitemaps(
+    urls: Sequence[str], trigger: CrawlRequest, scope: Scope, rules: SitemapRules
+) -> tuple[list[CrawlRequest], Counter[str]]:
+    """Sitemap requests for the ``Sitemap:`` lines of a robots.txt.
+
+    They get the depth and priority of ``trigger``, the request whose robots.txt check
+    loaded the file, and pass ``sitemap_follow`` and the scope like any child sitemap.
+
+    Args:
+        urls: The absolute URLs of the lines (at most `MAX_URLS` are taken).
+        trigger: The request that loaded robots.txt.
+        scope: The crawl's scope.
+        rules: The spider's `SitemapRules`.
+
+    Returns:
+        The requests to push, and the URLs skipped by reason.
+    """
+    requests: list[CrawlRequest] = []
+    skipped: Counter[str] = Counter()
+    for url in urls[:MAX_URLS]:
+        if not rules.follows(url):
+            skipped["sitemap_follow"] += 1
+            continue
+        try:
+            made = sitemap_request(url, priority=trigger.priority, depth=trigger.depth)
+        except (InvalidURL, ValueError):
+            skipped["invalid_url"] += 1
+            continue
+        reason = scope.check(made)
+        if reason is None:
+            requests.append(made)
+        else:
+            skipped[reason] += 1
+    return requests, skipped
+
+
+def _nesting(request: CrawlRequest) -> int:
+    value = request.meta.get(NESTING_KEY, 0)
+    return value if type(value) is int and value >= 0 else MAX_NESTING
+
+
+def _listed_request(
+    parent: CrawlRequest,
+    entry: SitemapEntry,
+    kind: SitemapKind | None,
+    nesting: int,
+    rules: SitemapRules,
+) -> CrawlRequest | str:
+    """The request for one entry, or why it is skipped."""
+    meta: dict[str, Any] = {LASTMOD_KEY: entry.lastmod} if entry.lastmod else {}
+    try:
+        if kind is SitemapKind.INDEX:
+            if not rules.follows(entry.loc):
+                return "sitemap_follow"
+            if nesting >= MAX_NESTING:
+                return "sitemap_nesting"
+            meta[NESTING_KEY] = nesting + 1
+            return sitemap_request(
+                entry.loc, priority=parent.priority, depth=parent.depth, meta=meta
+            )
+        follow, callback = rules.callback_for(entry.loc)
+        if not follow:
+            return "sitemap_rules"
+        return CrawlRequest(
+            entry.loc,
+            priority=listed_priority(parent.priority, entry.priority),
+            depth=parent.depth,
+            callback=callback,
+            meta=meta,
+        )
+    except (InvalidURL, ValueError):
+        return "invalid_url"
+
+
+def parse_sitemap(body: bytes, *, max_urls: int = MAX_URLS, max_bytes: int = MAX_BYTES) -> Sitemap:
+    """Parse a sitemap body: XML (urlset or index) or text, gzipped or not (module docstring).
+
+    Args:
+        body: The response body.
+        max_urls: Most entries kept; more are counted in ``found``.
+        max_bytes: Most bytes parsed, uncompressed.
+
+    Returns:
+        The sitemap; problems are in its ``problems``, never raised.
+    """
+    sitemap = Sitemap()
+    chunks = _body_chunks(body, max_bytes, sitemap)
+    head = b""
+    for chunk in chunks:  # look for the first byte that is not a BOM or a blank
+        head += chunk
+        if head.removeprefix(codecs.BOM_UTF8).lstrip(_BLANK):
+            break
+    start = head.removeprefix(codecs.BOM_UTF8).lstrip(_BLANK)
+    if not start:
+        if not sitemap.problems:
+            sitemap.problems.append("sitemap_empty: no URLs")
+        return sitemap
+    reader: _XmlReader | _TextReader
+    if start.startswith(b"<"):
+        reader = _XmlReader(sitemap, max_urls)
+    else:
+        reader = _TextReader(sitemap, max_urls)
+    reader.feed(head)
+    for chunk in chunks:
+        if reader.failed:
+            break
+        reader.feed(chunk)
+    reader.close()
+    if sitemap.too_large:
+        sitemap.problems.insert(0, f"sitemap_too_large: more than {max_bytes} bytes")
+    if sitemap.found > max_urls:
+        sitemap.problems.insert(0, f"sitemap_too_many_urls: {max_urls} of {sitemap.found}")
+    return sitemap
+
+
+def _body_chunks(body: bytes, max_bytes: int, sitemap: Sitemap) -> Iterator[bytes]:
+    """The uncompressed body in chunks, at most ``max_bytes`` of it (then ``too_large``)."""
+    if body.startswith(_GZIP_MAGIC):
+        yield from _gunzip(body, max_bytes, sitemap)
+        return
+    view = memoryview(body)
+    if len(view) > max_bytes:
+        sitemap.too_large = True
+        view = view[:max_bytes]
+    for start in range(0, len(view), _CHUNK_BYTES):
+        yield bytes(view[start : start + _CHUNK_BYTES])
+
+
+def _gunzip(body: bytes, max_bytes: int, sitemap: Sitemap) -> Iterator[bytes]:
+    """Gunzip ``body`` as a stream (every member), stopping after ``max_bytes`` of output.
+
+    A compressed body longer than ``max_bytes`` is cut there (the fetcher reads no more),
+    so its end is missing: that counts as ``too_large``, not as a broken stream.
+    """
+    cut = len(body) > max_bytes
+    if cut:
+        sitemap.too_large = True
+        body = body[:max_bytes]
+    left = max_bytes
+    data = body
+    try:
+        while data:
+            inflater = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
+            while data and not inflater.eof:
+                out = inflater.decompress(data, min(_CHUNK_BYTES, left + 1))
+                data = inflater.unconsumed_tail
+                if len(out) > left:
+                    sitemap.too_large = True
+                    yield out[:left]
+                    return
+                left -= len(out)
+                if out:
+                    yield out
+            if not inflater.eof:
+                if not cut:
+                    sitemap.problems.append("sitemap_gzip_error: the gzip stream is cut short")
+                return
+            data = inflater.unused_data  # another gzip member follows (RFC 1952 §2.2)
+            if data and not data.startswith(_GZIP_MAGIC):
+                return  # trailing garbage after the last member: ignored, as gzip(1) does
+    except zlib.error as exc:
+        sitemap.problems.append(f"sitemap_gzip_error: {exc}")
+
+
+class _Stop(Exception):
+    """Raised from an expat handler to end the parse with ``problem``."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+class _XmlReader:
+    """A streaming reader of sitemap XML on expat (no tree; DTDs refused)."""
+
+    def __init__(self, sitemap: Sitemap, max_urls: int) -> None:
+        self.sitemap = sitemap
+        self.max_urls = max_urls
+        self.failed = False
+        parser = expat.ParserCreate(namespace_separator=" ")
+        parser.buffer_text = True
+        parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+        parser.StartDoctypeDeclHandler = self._doctype
+        parser.EntityDeclHandler = self._entity
+        parser.StartElementHandler = self._start
+        parser.EndElementHandler = self._end
+        parser.CharacterDataHandler = self._text
+        self.parser = parser
+        self.depth = 0
+        self.entry_name = ""
+        self.in_entry = False
+        self.field: str | None = None
+        self.parts: list[str] = []
+        self.size = 0
+        self.values: dict[str, str | None] = {}
+
+    def feed(self, data: bytes) -> None:
+        self._parse(data, final=False)
+
+    def close(self) -> None:
+        if not self.failed:
+            self._parse(b"", final=True)
+        if self.sitemap.kind is None and not self.sitemap.problems:
+            self.sitemap.problems.append("sitemap_unknown_format: no root element")
+
+    def _parse(self, data: bytes, *, final: bool) -> None:
+        try:
+            self.parser.Parse(data, final)
+        except _Stop as exc:
+            self.failed = True
+            self.sitemap.problems.append(exc.problem)
+        except expat.ExpatError as exc:
+            self.failed = True
+            if final and (self.sitemap.too_large or self.sitemap.problems):
+                return  # cut at max_bytes, or the gzip stream broke: it cannot end well
+            message = expat.errors.messages.get(exc.code, str(exc))
+            self.sitemap.problems.append(
+                f"sitemap_bad_xml: {message} at line {exc.lineno}, column {exc.offset}"
+            )
+
+    def _doctype(self, name: str, *_: object) -> None:
+        if name.lower() == "html":
+            raise _Stop("sitemap_unknown_format: an HTML document")
+        raise _Stop(f"sitemap_bad_xml: DOCTYPE {name[:40]!r} refused (DTDs are not read)")
+
+    def _entity(self, name: str, *_: object) -> None:
+        raise _Stop(f"sitemap_bad_xml: entity declaration {name[:40]!r} refused")
+
+    def _start(self, name: str, _attrs: object) -> None:
+        self.depth += 1
+        local = name.rpartition(" ")[2]
+        if self.depth == 1:
+            if local == "urlset":
+                self.sitemap.kind, self.entry_name = SitemapKind.URLSET, "url"
+            elif local == "sitemapindex":
+                self.sitemap.kind, self.entry_name = SitemapKind.INDEX, "sitemap"
+            else:
+                raise _Stop(f"sitemap_unknown_format: root element <{local[:40]}>")
+        elif self.depth == 2 and local == self.entry_name:
+            self.in_entry, self.values = True, {}
+        elif self.depth == 3 and self.in_entry and local in _FIELDS:
+            self.field, self.parts, self.size = local, [], 0
+
+    def _text(self, data: str) -> None:
+        if self.field is None or self.size > MAX_VALUE_CHARS:
+            return
+        self.size += len(data)
+        if self.size <= MAX_VALUE_CHARS:
+            self.parts.append(data)
+
+    def _end(self, _name: str) -> None:
+        if self.depth == 3 and self.field is not None:
+            value = "".join(self.parts).strip() if self.size <= MAX_VALUE_CHARS else None
+            self.values[self.field] = value
+            self.field, self.parts = None, []
+        elif self.depth == 2 and self.in_entry:
+            self.in_entry = False
+            self._entry(self.values)
+        self.depth -= 1
+
+    def _entry(self, values: dict[str, str | None]) -> None:
+        loc = values.get("loc")
+        if not loc:
+            self.sitemap.invalid += 1
+            return
+        sitemap = self.sitemap
+        sitemap.found += 1
+        if len(sitemap.entries) >= self.max_urls:
+            return
+        lastmod = values.get("lastmod") or None
+        if lastmod is not None and len(lastmod) > _MAX_LASTMOD_CHARS:
+            lastmod = None
+        sitemap.entries.append(SitemapEntry(loc, lastmod, _priority(values.get("priority"))))
+
+
+def _priority(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if value != value:  # NaN
+        return None
+    return min(1.0, max(0.0, value))
+
+
+class _TextReader:
+    """A reader of text sitemaps: one URL per line, UTF-8 (sitemaps.org)."""
+
+    def __init__(self, sitemap: Sitemap, max_urls: int) -> None:
+        sitemap.kind = SitemapKind.TEXT
+        self.sitemap = sitemap
+        self.max_urls = max_urls
+        self.failed = False
+        self.carry = b""
+        self.first = True
+
+    def feed(self, data: bytes) -> None:
+        data = self.carry + data
+        if self.first:
+            data, self.first = data.removeprefix(codecs.BOM_UTF8), False
+        lines = data.split(b"\n")
+        self.carry = lines.pop()
+        if len(self.carry) > MAX_VALUE_CHARS * 4:  # no URL is that long: keep memory bounded
+            self.carry = b"\0"  # the rest of the line is dropped with it (invalid)
+        for line in lines:
+            self._line(line)
+
+    def close(self) -> None:
+        self._line(self.carry)
+        self.carry = b""
+
+    def _line(self, raw: bytes) -> None:
+        line = raw.strip()
+        if not line:
+            return
+        text = line.decode("utf-8", errors="replace")
+        if len(text) > MAX_VALUE_CHARS or "\0" in text:
+            self.sitemap.invalid += 1
+            return
+        self.sitemap.found += 1
+        if len(self.sitemap.entries) < self.max_urls:
+            self.sitemap.entries.append(SitemapEntry(text))
