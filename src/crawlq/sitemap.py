@@ -431,32 +431,49 @@ def parse_sitemap(body: bytes, *, max_urls: int = MAX_URLS, max_bytes: int = MAX
     """
     sitemap = Sitemap()
     chunks = _body_chunks(body, max_bytes, sitemap)
-    head = b""
-    for chunk in chunks:  # look for the first byte that is not a BOM or a blank
-        head += chunk
-        if head.removeprefix(codecs.BOM_UTF8).lstrip(_BLANK):
-            break
-    start = head.removeprefix(codecs.BOM_UTF8).lstrip(_BLANK)
-    if not start:
-        if not sitemap.problems:
+    head = _head(chunks)
+    if not head:
+        if not sitemap.problems and not sitemap.too_large:
             sitemap.problems.append("sitemap_empty: no URLs")
-        return sitemap
-    reader: _XmlReader | _TextReader
-    if start.startswith(b"<"):
-        reader = _XmlReader(sitemap, max_urls)
     else:
-        reader = _TextReader(sitemap, max_urls)
-    reader.feed(head)
-    for chunk in chunks:
-        if reader.failed:
-            break
-        reader.feed(chunk)
-    reader.close()
+        reader: _XmlReader | _TextReader
+        if head.startswith(b"<"):
+            reader = _XmlReader(sitemap, max_urls)
+        else:
+            reader = _TextReader(sitemap, max_urls)
+        reader.feed(head)
+        for chunk in chunks:
+            if reader.failed:
+                break
+            reader.feed(chunk)
+        reader.close()
     if sitemap.too_large:
         sitemap.problems.insert(0, f"sitemap_too_large: more than {max_bytes} bytes")
     if sitemap.found > max_urls:
         sitemap.problems.insert(0, f"sitemap_too_many_urls: {max_urls} of {sitemap.found}")
     return sitemap
+
+
+def _head(chunks: Iterator[bytes]) -> bytes:
+    """The body from its first byte that is neither a UTF-8 byte order mark nor a blank.
+
+    Leading blanks are dropped chunk by chunk (never accumulated), so a body of 50 MB of
+    newlines costs one pass. Empty when there is no such byte.
+    """
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) < len(codecs.BOM_UTF8):
+            continue  # a gzip stream may start with very short pieces
+        head = head.removeprefix(codecs.BOM_UTF8)
+        break
+    head = head.lstrip(_BLANK)
+    while not head:
+        chunk = next(chunks, None)
+        if chunk is None:
+            break
+        head = chunk.lstrip(_BLANK)
+    return head
 
 
 def _body_chunks(body: bytes, max_bytes: int, sitemap: Sitemap) -> Iterator[bytes]:
@@ -516,14 +533,29 @@ class _Stop(Exception):
         self.problem = problem
 
 
+class _Full(Exception):
+    """Raised from an expat handler at the first entry over the limit: count from there."""
+
+
+_BLANK_LINE = re.compile(rb"^[ \t\r\f\v]*\n", re.MULTILINE)
+
+
 class _XmlReader:
-    """A streaming reader of sitemap XML on expat (no tree; DTDs refused)."""
+    """A streaming reader of sitemap XML on expat (no tree; DTDs refused).
+
+    Past ``max_urls`` entries the rest is not parsed, only counted: the ``<loc>`` start tags
+    (spelled with the prefix the entries used) are counted in the remaining bytes, so a 50 MB
+    file of tiny entries costs a regex scan instead of millions of parser callbacks. The
+    count is then an estimate (a ``<loc>`` in a comment counts) and the rest is not checked
+    for well-formedness: those URLs are not queued either way.
+    """
 
     def __init__(self, sitemap: Sitemap, max_urls: int) -> None:
         self.sitemap = sitemap
         self.max_urls = max_urls
         self.failed = False
         parser = expat.ParserCreate(namespace_separator=" ")
+        parser.namespace_prefixes = True  # names are "uri local prefix": learn loc's prefix
         parser.buffer_text = True
         parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
         parser.StartDoctypeDeclHandler = self._doctype
@@ -539,12 +571,22 @@ class _XmlReader:
         self.parts: list[str] = []
         self.size = 0
         self.values: dict[str, str | None] = {}
+        self.loc_tag = b"<loc"
+        self.fed: list[tuple[int, bytes]] = []  # the last two chunks and their offsets
+        self.offset = 0
+        self.counter: re.Pattern[bytes] | None = None  # set once past the limit
+        self.tail = b""
 
     def feed(self, data: bytes) -> None:
+        if self.counter is not None:
+            self._count(data)
+            return
+        self.fed = [*self.fed[-1:], (self.offset, data)]
+        self.offset += len(data)
         self._parse(data, final=False)
 
     def close(self) -> None:
-        if not self.failed:
+        if not self.failed and self.counter is None:
             self._parse(b"", final=True)
         if self.sitemap.kind is None and not self.sitemap.problems:
             self.sitemap.problems.append("sitemap_unknown_format: no root element")
@@ -552,6 +594,8 @@ class _XmlReader:
     def _parse(self, data: bytes, *, final: bool) -> None:
         try:
             self.parser.Parse(data, final)
+        except _Full:
+            self._start_counting()
         except _Stop as exc:
             self.failed = True
             self.sitemap.problems.append(exc.problem)
@@ -564,6 +608,23 @@ class _XmlReader:
                 f"sitemap_bad_xml: {message} at line {exc.lineno}, column {exc.offset}"
             )
 
+    def _start_counting(self) -> None:
+        """Leave the parser at the first entry over the limit; count the rest of the bytes."""
+        self.counter = re.compile(re.escape(self.loc_tag) + rb"[\s>/]")
+        at = self.parser.CurrentByteIndex  # the end tag of that entry
+        rest = b"".join(
+            chunk[max(0, at - start) :] for start, chunk in self.fed if start + len(chunk) > at
+        )
+        self.fed = []
+        self._count(rest)
+
+    def _count(self, data: bytes) -> None:
+        assert self.counter is not None
+        data = self.tail + data
+        self.sitemap.found += len(self.counter.findall(data))
+        # a tag cut between two chunks is whole in the next scan; a match never fits the tail
+        self.tail = data[-len(self.loc_tag) :]
+
     def _doctype(self, name: str, *_: object) -> None:
         if name.lower() == "html":
             raise _Stop("sitemap_unknown_format: an HTML document")
@@ -574,7 +635,8 @@ class _XmlReader:
 
     def _start(self, name: str, _attrs: object) -> None:
         self.depth += 1
-        local = name.rpartition(" ")[2]
+        parts = name.split(" ")
+        local = parts[1] if len(parts) > 1 else parts[0]
         if self.depth == 1:
             if local == "urlset":
                 self.sitemap.kind, self.entry_name = SitemapKind.URLSET, "url"
@@ -586,6 +648,8 @@ class _XmlReader:
             self.in_entry, self.values = True, {}
         elif self.depth == 3 and self.in_entry and local in _FIELDS:
             self.field, self.parts, self.size = local, [], 0
+            if local == "loc" and len(parts) == 3:
+                self.loc_tag = f"<{parts[2]}:loc".encode()
 
     def _text(self, data: str) -> None:
         if self.field is None or self.size > MAX_VALUE_CHARS:
@@ -612,7 +676,7 @@ class _XmlReader:
         sitemap = self.sitemap
         sitemap.found += 1
         if len(sitemap.entries) >= self.max_urls:
-            return
+            raise _Full
         lastmod = values.get("lastmod") or None
         if lastmod is not None and len(lastmod) > _MAX_LASTMOD_CHARS:
             lastmod = None
@@ -632,7 +696,10 @@ def _priority(text: str | None) -> float | None:
 
 
 class _TextReader:
-    """A reader of text sitemaps: one URL per line, UTF-8 (sitemaps.org)."""
+    """A reader of text sitemaps: one URL per line, UTF-8 (sitemaps.org).
+
+    Past ``max_urls`` URLs the rest is only counted: non-blank lines, by a byte scan.
+    """
 
     def __init__(self, sitemap: Sitemap, max_urls: int) -> None:
         sitemap.kind = SitemapKind.TEXT
@@ -640,22 +707,33 @@ class _TextReader:
         self.max_urls = max_urls
         self.failed = False
         self.carry = b""
-        self.first = True
 
     def feed(self, data: bytes) -> None:
         data = self.carry + data
-        if self.first:
-            data, self.first = data.removeprefix(codecs.BOM_UTF8), False
-        lines = data.split(b"\n")
-        self.carry = lines.pop()
+        cut = data.rfind(b"\n") + 1
+        self.carry = data[cut:]
         if len(self.carry) > MAX_VALUE_CHARS * 4:  # no URL is that long: keep memory bounded
             self.carry = b"\0"  # the rest of the line is dropped with it (invalid)
-        for line in lines:
+        if len(self.sitemap.entries) >= self.max_urls:
+            self._count(data, cut)
+            return
+        lines = data[:cut].split(b"\n")
+        for n, line in enumerate(lines):
             self._line(line)
+            if len(self.sitemap.entries) >= self.max_urls:
+                self.sitemap.found += sum(1 for rest in lines[n + 1 :] if rest.strip())
+                return
 
     def close(self) -> None:
-        self._line(self.carry)
+        if len(self.sitemap.entries) >= self.max_urls:
+            self.sitemap.found += bool(self.carry.strip())
+        else:
+            self._line(self.carry)
         self.carry = b""
+
+    def _count(self, data: bytes, end: int) -> None:
+        lines = data.count(b"\n", 0, end)
+        self.sitemap.found += lines - len(_BLANK_LINE.findall(data, 0, end))
 
     def _line(self, raw: bytes) -> None:
         line = raw.strip()

@@ -4,6 +4,7 @@ server saw, and what the store holds."""
 from __future__ import annotations
 
 import gzip
+import json
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -334,10 +335,32 @@ def test_cli_crawl_with_only_sitemaps_and_a_bad_one(tmp_path: Path) -> None:
 
 
 def test_follow_sitemaps_needs_robots_txt() -> None:
-    with pytest.raises(ConfigError, match="follow_sitemaps"):
-        Settings.build(cli={"follow_sitemaps": True, "obey_robots": False}, env={})
     proc = run_crawlq(
         "crawl", "http://127.0.0.1:1/", "--follow-sitemaps", "--ignore-robots", check=False
     )
     assert proc.returncode == 2
     assert "--follow-sitemaps" in proc.stderr
+
+
+def test_cli_seed_a_sitemap_into_a_shared_job(tmp_path: Path, redis_url: str, job: str) -> None:
+    site = SitemapSite()
+    with ServerThread(site.app()) as server:
+        base = server.base_url
+        site.put("/sitemap.xml", urlset(url_entry(f"{base}/p/1"), url_entry(f"{base}/p/2")))
+        store = str(tmp_path / "j.db")
+        seeded = run_crawlq(
+            "seed", "--frontier", redis_url, "--job", job, "--store", store, "--delay", "0",
+            "--sitemap", f"{base}/sitemap.xml",
+        )  # fmt: skip
+        assert "queued 1 new of 1" in seeded.stdout
+        run_crawlq(
+            "worker", "--frontier", redis_url, "--job", job, "--store", store,
+            "--exit-when-done", "--processes", "1", "-q",
+        )  # fmt: skip
+        assert Counter(site.paths()) == Counter(["/robots.txt", "/sitemap.xml", "/p/1", "/p/2"])
+    out = run_crawlq("export", "--store", store, "--what", "pages").stdout
+    assert sorted(json.loads(line)["url"] for line in out.splitlines()) == [
+        f"{base}/p/1",
+        f"{base}/p/2",
+        f"{base}/sitemap.xml",
+    ]

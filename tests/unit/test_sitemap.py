@@ -322,3 +322,45 @@ def test_spider_start_requests_include_its_sitemaps() -> None:
         ("http://a.test/sitemap.xml", SITEMAP_CALLBACK),
     ]
     assert not is_callback(spider, SITEMAP_CALLBACK)
+
+
+def test_entries_past_the_limit_are_counted_across_chunks_without_extensions() -> None:
+    image = "<image:image><image:loc>http://a.test/i.png</image:loc></image:image>"
+    entries = "".join(f"<url><loc>http://a.test/{n}</loc>{image}</url>" for n in range(40_000))
+    body = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+        f"{entries}<!-- the end --></urlset>"
+    ).encode()
+    assert len(body) > 3 * 2**20  # several chunks
+    sitemap = parse_sitemap(body, max_urls=100)
+    assert [e.loc for e in sitemap.entries] == [f"http://a.test/{n}" for n in range(100)]
+    assert sitemap.error == "sitemap_too_many_urls: 100 of 40000"
+    prefixed = "".join(
+        f"<sm:url><sm:loc>http://a.test/{n}</sm:loc></sm:url>" for n in range(50_000)
+    )
+    body = f'<sm:urlset xmlns:sm="{NS}">{prefixed}</sm:urlset>'.encode()
+    sitemap = parse_sitemap(body, max_urls=10)
+    assert len(sitemap.entries) == 10
+    assert sitemap.found == 50_000
+
+
+def test_text_lines_past_the_limit_are_counted() -> None:
+    body = b"".join(b"http://a.test/%d\n\n" % n for n in range(300_000)) + b"http://a.test/last"
+    sitemap = parse_sitemap(body, max_urls=7)
+    assert [e.loc for e in sitemap.entries] == [f"http://a.test/{n}" for n in range(7)]
+    assert sitemap.error == "sitemap_too_many_urls: 7 of 300001"
+
+
+def test_head_spanning_many_blank_chunks() -> None:
+    body = b"\n" * (3 * 2**20 + 5) + urlset("<loc>http://a.test/x</loc>")
+    assert locs(body) == ["http://a.test/x"]
+    assert locs(gzip.compress(body)) == ["http://a.test/x"]
+
+
+def test_follow_sitemaps_needs_obey_robots() -> None:
+    from crawlq.settings import Settings
+
+    with pytest.raises(ConfigError, match="follow_sitemaps"):
+        Settings.build(cli={"follow_sitemaps": True, "obey_robots": False}, env={})
+    assert Settings.build(cli={"follow_sitemaps": True}, env={}).follow_sitemaps
