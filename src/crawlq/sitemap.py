@@ -469,10 +469,10 @@ def _head(chunks: Iterator[bytes]) -> bytes:
         break
     head = head.lstrip(_BLANK)
     while not head:
-        chunk = next(chunks, None)
-        if chunk is None:
+        more = next(chunks, None)
+        if more is None:
             break
-        head = chunk.lstrip(_BLANK)
+        head = more.lstrip(_BLANK)
     return head
 
 

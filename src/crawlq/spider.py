@@ -39,7 +39,7 @@ from selectolax.lexbor import LexborHTMLParser
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import document_base, extract_links, extract_title, parse_html
 from crawlq.request import CrawlRequest, FetchResult
-from crawlq.sitemap import sitemap_request
+from crawlq.sitemap import SitemapRules, sitemap_request
 
 if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
     from parsel import Selector, SelectorList
@@ -52,6 +52,7 @@ __all__ = [
     "is_callback",
     "load_spider",
     "run_callback",
+    "sitemap_rules_of",
     "start_callback",
 ]
 
@@ -597,6 +598,17 @@ def is_callback(spider: Spider, name: str) -> bool:
     except SpiderError:
         return False
     return True
+
+
+def sitemap_rules_of(spider: Spider) -> SitemapRules:
+    """The spider's ``sitemap_rules`` and ``sitemap_follow``, compiled and checked.
+
+    Raises:
+        ConfigError: Named ``spider``: a bad regex, or a callback that is not a public method.
+    """
+    return SitemapRules.compile(
+        spider.sitemap_rules, spider.sitemap_follow, lambda name: is_callback(spider, name)
+    )
 
 
 def _callback_method(spider: Spider, name: str, url: str) -> Callable[..., Any]:

@@ -312,6 +312,7 @@ async def test_a_sitemap_rule_naming_no_public_method_stops_the_crawl_before_it_
     with pytest.raises(ConfigError, match="'_private' is not a public method"):
         await crawl_sitemaps(tmp_path / "s.db", sitemaps=[f"{base}/x.xml"], spider_cls=_BadRule)
     assert site.paths() == []
+    assert not (tmp_path / "s.db").exists()
 
 
 def test_cli_crawl_with_only_sitemaps_and_a_bad_one(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from crawlq.errors import ConfigError, InvalidURL
 from crawlq.frontier import Frontier, FrontierStats
 from crawlq.scope import MAX_URL_LENGTH, Scope
 from crawlq.settings import Settings
-from crawlq.spider import Spider
+from crawlq.spider import Spider, sitemap_rules_of
 from crawlq.store import StoreCounts
 
 __all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost", "warn_private_seed_hosts"]
@@ -145,7 +145,8 @@ class Crawl(WorkerHost):
     Raises:
         InvalidURL: A seed URL cannot be crawled (raised by the constructor, before anything
             is opened, so a bad seed never touches the store).
-        ConfigError: No seeds at all.
+        ConfigError: No seeds at all, or the spider's ``sitemap_rules``/``sitemap_follow``
+            are wrong.
     """
 
     def __init__(
@@ -163,6 +164,7 @@ class Crawl(WorkerHost):
         if seeds or sitemaps:
             self.spider.start_urls = list(seeds)
             self.spider.sitemap_urls = list(sitemaps)
+        sitemap_rules_of(self.spider)  # a bad rule stops the crawl here, before anything opens
         self.start_requests = list(self.spider.start_requests())
         for request in self.start_requests:
             if len(request.url) > MAX_URL_LENGTH:

@@ -62,7 +62,7 @@ from crawlq.spider import (
     Response,
     Spider,
     SpiderError,
-    is_callback,
+    sitemap_rules_of,
     start_callback,
 )
 from crawlq.store import ResultBatch
@@ -164,10 +164,7 @@ class Deps:
     def __post_init__(self) -> None:
         if self.throttle is None and self.politeness.autothrottle:
             self.throttle = AutoThrottle(self.politeness)
-        spider = self.spider
-        self.sitemap_rules = SitemapRules.compile(
-            spider.sitemap_rules, spider.sitemap_follow, functools.partial(is_callback, spider)
-        )
+        self.sitemap_rules = sitemap_rules_of(self.spider)
 
 
 def result_batch(outcomes: Iterable[Outcome]) -> ResultBatch:
