@@ -201,6 +201,11 @@ class Settings:
     """Seconds a fetched robots.txt is used before it is fetched again, by every worker of
     the job (one fetch per origin per job); at most 86400 (RFC 9309 §2.4: 24 hours)."""
 
+    follow_sitemaps: bool = False
+    """Read the sitemaps that each host's robots.txt names in ``Sitemap:`` lines
+    (``--follow-sitemaps``; `crawlq.sitemap`): once per job, when a worker first loads the
+    file. Needs ``obey_robots`` (robots.txt is not fetched without it)."""
+
     allowed_domains: tuple[str, ...] = ()
     """Hosts (and their subdomains) whose links are followed; empty: the seeds' hosts."""
 
@@ -447,6 +452,12 @@ class Settings:
         if not 0 < self.robots_ttl_s <= 86400:
             raise ConfigError(
                 "robots_ttl_s", f"must be in (0, 86400] (RFC 9309 §2.4), got {self.robots_ttl_s}"
+            )
+        if self.follow_sitemaps and not self.obey_robots:
+            raise ConfigError(
+                "follow_sitemaps",
+                "reads the Sitemap: lines of robots.txt, which is not fetched when obey_robots "
+                "is off (--ignore-robots); give the sitemaps with --sitemap instead",
             )
         for name in ("max_pages", "max_depth"):
             value = getattr(self, name)

@@ -40,6 +40,7 @@ from crawlq.cookies import NO_COOKIES, check_cookies
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import document_base, extract_links, extract_title, parse_html
 from crawlq.request import CrawlRequest, FetchResult
+from crawlq.sitemap import SitemapRules, sitemap_request
 
 if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
     from parsel import Selector, SelectorList
@@ -49,8 +50,10 @@ __all__ = [
     "Response",
     "Spider",
     "SpiderError",
+    "is_callback",
     "load_spider",
     "run_callback",
+    "sitemap_rules_of",
     "start_callback",
 ]
 
@@ -368,6 +371,14 @@ class Spider:
         custom_settings: Settings overriding the settings file, below environment and CLI
             (`crawlq.settings.Settings.build`).
         handle_httpstatus_list: Non-2xx statuses that still reach the callbacks.
+        sitemap_urls: Sitemaps to read at the start (`crawlq.sitemap`; robots.txt
+            ``Sitemap:`` lines are read with the ``follow_sitemaps`` setting).
+        sitemap_rules: ``(regex, callback)`` pairs, as Scrapy's ``SitemapSpider``: a URL a
+            sitemap lists goes to the callback of the first regex found in it (``re.search``),
+            and is skipped when none is; a callback is a public method's name. Empty: every
+            URL, to ``parse``.
+        sitemap_follow: Regexes of the child sitemaps (of an index or robots.txt) to read;
+            empty: all.
     """
 
     name: str = "default"
@@ -375,6 +386,9 @@ class Spider:
     allowed_domains: list[str] = []
     custom_settings: dict[str, Any] = {}
     handle_httpstatus_list: list[int] = []
+    sitemap_urls: list[str] = []
+    sitemap_rules: list[tuple[str, Any]] = []
+    sitemap_follow: list[str] = []
 
     def __init__(self, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -386,6 +400,7 @@ class Spider:
     def start_requests(self) -> Iterable[CrawlRequest]:
         """Yield the seed requests: one per `start_urls` entry, depth 0, priority 0.
 
+        Then a sitemap request (`crawlq.sitemap.sitemap_request`) per `sitemap_urls` entry.
         Override to seed with other methods, callbacks or priorities.
 
         Raises:
@@ -393,6 +408,8 @@ class Spider:
         """
         for url in self.start_urls:
             yield CrawlRequest(url=url, depth=0, priority=0)
+        for url in self.sitemap_urls:
+            yield sitemap_request(url)
 
     def parse(self, response: Response) -> Any:
         """Default callback: follow every link of the page (`Response.follow_all`).
@@ -586,6 +603,26 @@ def start_callback(spider: Spider, response: Response) -> CallbackRun:
 
 _NOT_CALLBACKS = frozenset(n for n in vars(Spider) if n != "parse")
 """The base class's own names other than ``parse`` (``start_requests``, ``wants_status``…)."""
+
+
+def is_callback(spider: Spider, name: str) -> bool:
+    """Whether a request may name ``name`` as its callback on ``spider`` (public methods)."""
+    try:
+        _callback_method(spider, name, "")
+    except SpiderError:
+        return False
+    return True
+
+
+def sitemap_rules_of(spider: Spider) -> SitemapRules:
+    """The spider's ``sitemap_rules`` and ``sitemap_follow``, compiled and checked.
+
+    Raises:
+        ConfigError: Named ``spider``: a bad regex, or a callback that is not a public method.
+    """
+    return SitemapRules.compile(
+        spider.sitemap_rules, spider.sitemap_follow, lambda name: is_callback(spider, name)
+    )
 
 
 def _callback_method(spider: Spider, name: str, url: str) -> Callable[..., Any]:

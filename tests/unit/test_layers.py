@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "testing": 4,  # loopback servers: `crawlq serve` and the tests use them
     "spider": 3,
     "links": 3,
+    "sitemap": 0,
     "decode": 0,
     "codings": 0,
     "cookies": 0,

@@ -291,6 +291,8 @@ class JobRuntime:
                 outcome = task.result()
                 if outcome.kind is Kind.RELEASE:  # robots.txt took the slot: the page waits
                     queue.appendleft(entry)
+                    if outcome.links:  # its sitemaps: enqueued with the task's other links
+                        outcomes.append((entry, outcome))
                 else:
                     outcomes.append((entry, outcome))
 

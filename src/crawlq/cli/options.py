@@ -8,8 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-from crawlq.errors import ConfigError
+from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
+from crawlq.sitemap import sitemap_request
 from crawlq.spider import Spider
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "observe_options",
     "output_options",
     "process_options",
+    "sitemap_option",
+    "sitemap_urls",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,6 +71,12 @@ def job_options(f: F) -> F:
                 is_flag=True,
                 default=False,
                 help="Keep no cookies and send none (default: a jar per worker process and job).",
+            ),
+            click.option(
+                "--follow-sitemaps",
+                is_flag=True,
+                default=None,
+                help="Read the sitemaps named in each host's robots.txt (Sitemap: lines).",
             ),
             click.option(
                 "--allow-domain", multiple=True, help="Follow links to DOMAIN (repeatable)."
@@ -153,6 +162,32 @@ def job_options(f: F) -> F:
             click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         ],
     )
+
+
+def sitemap_option(f: F) -> F:
+    """``--sitemap URL`` (repeatable): sitemaps to read, on ``crawl`` and ``seed``."""
+    return click.option(
+        "--sitemap",
+        multiple=True,
+        metavar="URL",
+        help="Read URL as a sitemap (XML, index, text, gzipped) and crawl what it lists "
+        "(repeatable).",
+    )(f)
+
+
+def sitemap_urls(values: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The ``--sitemap`` values, each checked as a sitemap request.
+
+    Raises:
+        click.BadParameter: A value is not an http(s) URL; the message names it.
+    """
+    urls = tuple(values or ())
+    for url in urls:
+        try:
+            sitemap_request(url)
+        except InvalidURL as exc:
+            raise click.BadParameter(str(exc), param_hint="--sitemap") from None
+    return urls
 
 
 def guard_options(f: F) -> F:
@@ -320,5 +355,5 @@ _OPTION_NAMES = {
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
     "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
-    "max_push_wait_s",
+    "max_push_wait_s", "follow_sitemaps",
 }  # fmt: skip

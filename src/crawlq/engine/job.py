@@ -73,6 +73,7 @@ JOB_FIELDS = (
     "cookies_enabled",
     "obey_robots",
     "robots_ttl_s",
+    "follow_sitemaps",
     "allow_private",
     "seed_hosts",
     "allowed_domains",

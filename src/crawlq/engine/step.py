@@ -24,6 +24,15 @@ with the cookie instead of being dropped as already seen (Scrapy's issue #1225),
 that brings no new cookie is deduplicated as before and a redirect loop still ends. Its
 record replaces the redirect's (both have the URL's ``record_fingerprint``): one record per
 URL, the last response.
+
+Sitemaps (`crawlq.sitemap`) are requests too, marked by their callback: fetched through the
+same gate, with the protocol's 50 MB cap instead of ``max_body_bytes`` (the fetcher reads at
+most one byte more, and the parser says ``sitemap_too_large`` when it got it). Their page
+record is stored like any (``error`` names a sitemap problem), and the URLs they list are the
+outcome's links (a sitemap index's: sitemap requests), through scope like any link, without
+the ``max_links_per_page`` cap (the protocol's 50,000 applies). With ``follow_sitemaps``, the
+``Sitemap:`` lines of a robots.txt ride on the outcome of the request whose check loaded the
+file into this process (a RELEASE or a FILTERED one): the engines push them like links.
 """
 
 from __future__ import annotations
@@ -54,10 +63,18 @@ from crawlq.politeness import HOST_UNREACHABLE, AutoThrottle, Politeness, strike
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.retry import decide
-from crawlq.robots import RobotsCache
+from crawlq.robots import RobotsCache, RobotsVerdict
 from crawlq.scope import FilterReason, Scope
 from crawlq.settings import Settings
-from crawlq.spider import CallbackRun, Response, Spider, SpiderError, start_callback
+from crawlq.sitemap import MAX_BYTES, SitemapRules, is_sitemap, read_sitemap, robots_sitemaps
+from crawlq.spider import (
+    CallbackRun,
+    Response,
+    Spider,
+    SpiderError,
+    sitemap_rules_of,
+    start_callback,
+)
 from crawlq.store import ResultBatch
 from crawlq.urls import url_keys
 
@@ -102,7 +119,8 @@ class Outcome:
         kind: How it ended.
         page: The page record (kind PAGE).
         items: Items the spider yielded for the page.
-        links: In-scope requests discovered (to push).
+        links: In-scope requests discovered (to push; also on a RELEASE or FILTERED outcome:
+            the sitemaps of a robots.txt this lease loaded).
         dead: The dead-letter record (kind DEAD).
         filtered: The filtered record (kind FILTERED).
         retry_delay_s: Seconds before the retry (kind RETRY).
@@ -138,6 +156,8 @@ class Deps:
         throttle: This worker's AutoThrottle state, when the job turns it on.
         pages: The worker's page thread: parsing and spider callbacks run there, off the
             event loop, each with a ``parse_timeout_s`` budget.
+        sitemap_rules: The spider's ``sitemap_rules`` and ``sitemap_follow``, compiled from
+            ``spider`` (raises `crawlq.errors.ConfigError` when they are wrong).
     """
 
     settings: Settings
@@ -150,10 +170,12 @@ class Deps:
     warc: WarcWriter | None = None
     throttle: AutoThrottle | None = None
     pages: PageWork = field(default_factory=PageWork)
+    sitemap_rules: SitemapRules = field(init=False)
 
     def __post_init__(self) -> None:
         if self.throttle is None and self.politeness.autothrottle:
             self.throttle = AutoThrottle(self.politeness)
+        self.sitemap_rules = sitemap_rules_of(self.spider)
 
 
 def result_batch(outcomes: Iterable[Outcome]) -> ResultBatch:
@@ -186,7 +208,7 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         if deps.robots is not None:
             robots = await deps.robots.check(req.url)
             if not robots.allowed:
-                return Outcome(
+                outcome = Outcome(
                     lease,
                     Kind.FILTERED,
                     filtered=FilteredRecord(
@@ -198,17 +220,26 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
                     ),
                     reason=FilterReason.ROBOTS_TXT,
                 )
+                return _with_robots_sitemaps(outcome, robots, deps)
             if robots.fetched:  # this lease's politeness slot went to robots.txt
                 await _apply_crawl_delay(req.host, deps)
-                return Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
+                outcome = Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
+                return _with_robots_sitemaps(outcome, robots, deps)
             if robots.loaded:
                 # This lease waited for robots.txt (another worker's fetch, or the shared
                 # copy): sending now would start the request late in its politeness slot,
                 # closer than the delay to the next one, and the lease may predate the
                 # host's Crawl-delay. Lease it again: once per host per process and TTL.
-                return Outcome(lease, Kind.RELEASE, reason="robots_txt_loaded")
+                outcome = Outcome(lease, Kind.RELEASE, reason="robots_txt_loaded")
+                return _with_robots_sitemaps(outcome, robots, deps)
+        sitemap = is_sitemap(req)
         result = await deps.fetcher.fetch(
-            req.url, method=req.method, body=req.body, cookies=req.cookies, follow_redirects=False
+            req.url,
+            method=req.method,
+            body=req.body,
+            cookies=req.cookies,
+            follow_redirects=False,
+            truncate_body_bytes=MAX_BYTES + 1 if sitemap else None,
         )
     except RobotsUnreachable as exc:
         if exc.requested:
@@ -234,7 +265,65 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         await _throttle(req.host, result, deps.throttle, deps)
     if result.location is not None:
         return await _redirected(lease, result, result.location, deps)
+    if sitemap:
+        return await _sitemap(lease, result, deps)
     return await _parse(lease, result, deps)
+
+
+def _with_robots_sitemaps(outcome: Outcome, robots: RobotsVerdict, deps: Deps) -> Outcome:
+    """Add the ``Sitemap:`` lines of a robots.txt this lease loaded (``follow_sitemaps``)."""
+    if deps.settings.follow_sitemaps and robots.sitemaps:
+        req = outcome.lease.request
+        outcome.links, outcome.skipped = robots_sitemaps(
+            robots.sitemaps, req, deps.scope, deps.sitemap_rules
+        )
+        logger.info(
+            "%s: robots.txt names %d sitemaps, %d in scope",
+            req.host,
+            len(robots.sitemaps),
+            len(outcome.links),
+        )
+    return outcome
+
+
+async def _sitemap(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
+    """Store the sitemap's page and queue what it lists (`crawlq.sitemap.read_sitemap`)."""
+    req = lease.request
+    if not 200 <= result.status < 300:
+        record = await _page_record(
+            lease, result, deps, final_url=result.final_url, title=None, error=_status_error(result)
+        )
+        return Outcome(lease, Kind.PAGE, page=record)
+    work = functools.partial(read_sitemap, req, result.body, deps.scope, deps.sitemap_rules)
+    try:
+        listed = await deps.pages.run(work, deps.settings.parse_timeout_s)
+    except PageTimeout:
+        logger.warning("%s: reading the sitemap ran past parse_timeout_s", req.url)
+        error = f"parse_timeout: reading the sitemap ran past {deps.settings.parse_timeout_s:g}s"
+        record = await _page_record(
+            lease, result, deps, final_url=result.final_url, title=None, error=error
+        )
+        return Outcome(lease, Kind.PAGE, page=record)
+    sitemap = listed.sitemap
+    logger.info(
+        "sitemap %s (%s): %d entries, %d queued%s",
+        req.url,
+        sitemap.kind or "unknown",
+        sitemap.found,
+        len(listed.requests),
+        f"; {sitemap.error}" if sitemap.error else "",
+    )
+    record = await _page_record(
+        lease, result, deps, final_url=result.final_url, title=None, error=sitemap.error
+    )
+    return Outcome(lease, Kind.PAGE, page=record, links=listed.requests, skipped=listed.skipped)
+
+
+def _status_error(result: FetchResult) -> str:
+    """The ``error`` of a page that was not parsed for its status (3xx, 4xx...)."""
+    if 300 <= result.status < 400:
+        return f"redirect_not_followed: {result.headers.get('location', '')}"
+    return f"http_{result.status}"
 
 
 async def _failed(lease: Lease, exc: FetchError, deps: Deps) -> Outcome:

@@ -333,6 +333,8 @@ class Worker:
         outcome = await self._outcome(lease)
         if outcome is None:
             return
+        if outcome.kind is Kind.RELEASE and outcome.links:
+            await self._push_released(outcome)
         if outcome.kind in (Kind.RELEASE, Kind.RETRY) and not self._holds(lease):
             self._pages_started -= 1  # lost to another worker: its to settle
             self._lost.discard(lease.lease_id)
@@ -356,6 +358,19 @@ class Worker:
         self._fetched.append(lease)  # its host slot is given back with our next lease call
         self._pending.append(outcome)
         self._results.set()
+
+    async def _push_released(self, outcome: Outcome) -> None:
+        """Push the links of a RELEASE outcome (a robots.txt's sitemaps) before its release.
+
+        Pushed now, not with a batch: the lease goes back to the queue instead of being
+        stored and acked, and the robots.txt it loaded is not loaded again by this process.
+        """
+        links = self._known.unknown(outcome.links)
+        if links:
+            await self._retrying("push", lambda: self.frontier.push(links))
+            self._known.add_all(link.fingerprint for link in links)
+        self.counters.links += len(outcome.links)
+        self.counters.skipped.update(outcome.skipped)
 
     def _fail(self, exc: CrawlqError) -> None:
         """Record an error that retrying does not fix (the first one wins) and stop."""
