@@ -61,7 +61,25 @@ def job_options(f: F) -> F:
             ),
             click.option("--retry-delay", type=float, default=None, help="Backoff base, s [1.0]."),
             click.option("--user-agent", default=None, help="User-Agent header [crawlq/0.1]."),
-            click.option("--ignore-robots", is_flag=True, default=False, help="Ignore robots.txt."),
+            click.option(
+                "--ignore-robots",
+                is_flag=True,
+                default=False,
+                help="Ignore robots.txt, and follow rel=nofollow links and meta robots nofollow.",
+            ),
+            click.option(
+                "--no-meta-refresh",
+                is_flag=True,
+                default=False,
+                help='Do not follow <meta http-equiv="refresh"> as a redirect.',
+            ),
+            click.option(
+                "--skip-extensions",
+                default=None,
+                metavar="LIST",
+                help="Comma-separated path extensions of links not followed (pdf,zip); "
+                "'' for none [images, media, archives, documents...].",
+            ),
             click.option(
                 "--allow-domain", multiple=True, help="Follow links to DOMAIN (repeatable)."
             ),
@@ -186,7 +204,15 @@ _RENAMED = {
     "retry_delay": "retry_delay_s",
     "max_delay": "max_delay_s",
 }
-_NOT_SETTINGS = {"ignore_robots", "allow_domain", "config", "processes", "quiet", "verbose"}
+_NOT_SETTINGS = {
+    "ignore_robots",
+    "no_meta_refresh",
+    "allow_domain",
+    "config",
+    "processes",
+    "quiet",
+    "verbose",
+}
 
 
 def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = None) -> Settings:
@@ -205,6 +231,8 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["exclude"] = options.get("exclude") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
+    if options.get("no_meta_refresh"):
+        cli["meta_refresh"] = False
     try:
         return Settings.build(
             file=options.get("config"),
@@ -223,6 +251,7 @@ _FLAGS = {
     "allowed_domains": "--allow-domain",
     "bloom_capacity": "--bloom",
     "obey_robots": "--ignore-robots",
+    "meta_refresh": "--no-meta-refresh",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }
@@ -244,5 +273,5 @@ _OPTION_NAMES = {
     "store", "max_depth", "host_concurrency", "delay", "timeout", "max_retries", "retry_delay",
     "user_agent", "include", "exclude", "spider", "frontier", "job", "concurrency", "max_pages",
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
-    "max_delay", "allow_private", "trust_job_code",
+    "max_delay", "allow_private", "trust_job_code", "skip_extensions",
 }  # fmt: skip
