@@ -247,15 +247,15 @@ class PageScan:
         nofollow: set[str] = set()
         skipped = 0
         for node in self._anchors:
-            attrs = node.attrs
-            href = attrs.sget("href")
+            attrs = node.attributes  # one call for href and rel: cheaper than two lookups
+            href = attrs.get("href")
             if not href:
                 continue
             raw = base.resolve(href)
             if raw is None:
                 continue
-            rel = attrs.sget("rel")  # "" when absent
-            marked = bool(rel) and "nofollow" in rel.lower().split()
+            rel = attrs.get("rel")
+            marked = rel is not None and "nofollow" in rel.lower().split()
             if raw in seen_raw:
                 known = seen_raw[raw]
                 if not marked and known is not None:
@@ -309,17 +309,22 @@ def scan_page(tree: LexborHTMLParser, page_url: str) -> PageScan:
         if tag == "a" or tag == "area":
             anchors.append(node)
             continue
-        attrs = node.attrs
+        attrs = node.attributes  # a few per page; values are None for a bare attribute
         if tag == "meta":
-            if attrs.sget("http-equiv").strip().lower() == "refresh":
-                refreshes.append(attrs.sget("content"))
-            elif attrs.sget("name").strip().lower() == "robots":
-                robots.update(d.strip().lower() for d in attrs.sget("content").split(","))
+            content = attrs.get("content") or ""
+            equiv = attrs.get("http-equiv")
+            if equiv is not None and equiv.strip().lower() == "refresh":
+                refreshes.append(content)
+                continue
+            name = attrs.get("name")
+            if name is not None and name.strip().lower() == "robots":
+                robots.update(d.strip().lower() for d in content.split(","))
         elif tag == "link":
-            if "canonical" in attrs.sget("rel").lower().split():
-                canonicals.append(attrs.sget("href"))
+            rel = attrs.get("rel")
+            if rel is not None and "canonical" in rel.lower().split():
+                canonicals.append(attrs.get("href") or "")
         elif tag == "base" and base_href is None:
-            base_href = attrs.sget("href")
+            base_href = attrs.get("href") or ""
     base = page_url if base_href is None else _resolve_base(base_href, page_url)
     refresh = canonical = None
     if refreshes or canonicals:  # a few pages in a crawl

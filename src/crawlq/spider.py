@@ -277,9 +277,9 @@ class Response:
 
     def _followed_links(self) -> list[str]:
         """`links` as `follow_all` takes them: without nofollow ones under ``obey_robots``."""
-        if not self._rules.honour_nofollow:
-            return self.links()
         links = self._page_links()
+        if not self._rules.honour_nofollow or not (links.nofollow or self.meta_robots):
+            return list(links.urls)
         followed = self.links(include_nofollow=False)
         if len(followed) < len(links.urls):
             self._skipped["nofollow"] = len(links.urls) - len(followed)

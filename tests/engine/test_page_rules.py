@@ -20,8 +20,8 @@ from crawlq.engine.crawl import Crawl
 from crawlq.settings import Settings
 from crawlq.spider import Response, Spider
 from crawlq.store import open_store
-from crawlq.testing import RequestLog
-from tests.conftest import pg_schema
+from crawlq.testing import RequestLog, ServerThread
+from tests.conftest import pg_schema, run_crawlq
 
 from .conftest import FAST, Results, assert_nothing_lost, crawl
 
@@ -296,3 +296,23 @@ async def test_the_skipped_extensions_are_a_setting(db: Path, site: str, log: Re
     ]
     assert every.report.counters.skipped == {}
     assert every.pages[f"{site}/files/manual.pdf"].status == 200
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_the_command_line_options(tmp_path: Path) -> None:
+    log = RequestLog()
+    with ServerThread(page_rules_app(log)) as server:
+        seeds = [f"{server.base_url}/refresh/start", f"{server.base_url}/ext/index"]
+        store = tmp_path / "cli.db"
+        args = ["--store", str(store), "--delay", "0", "--ignore-robots", "--max-depth", "1"]
+        proc = run_crawlq("crawl", *seeds, *args, "--no-meta-refresh", "--skip-extensions", "png")
+    assert requested(log) == [
+        "/ext/index",
+        "/ext/page.html",
+        "/files/manual.pdf",
+        "/refresh/not-followed",
+        "/refresh/start",
+    ]
+    assert "links not followed: 1 (extension 1)" in proc.stdout

@@ -257,3 +257,15 @@ def test_follow_all_takes_nofollow_links_when_robots_rules_are_off() -> None:
     base = "http://example.com/docs/guide/"
     assert [r.url for r in resp.follow_all()] == [base + "a.html", base + "b.html", base + "c.pdf"]
     assert resp.skipped_links == {}
+
+
+def test_the_readme_lists_the_default_skipped_extensions() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("The default list") : readme.index("replaces the list")]
+    listed: set[str] = set()
+    for line in section.splitlines():
+        if line.startswith("- "):  # "- kind: ext ext …"
+            listed.update(line.partition(":")[2].split())
+        elif line.startswith("  "):  # its continuation
+            listed.update(line.split())
+    assert listed == set(DEFAULT_SKIP_EXTENSIONS)

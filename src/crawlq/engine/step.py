@@ -379,9 +379,16 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     if parse or result.is_html:
         page.tags = result.text.count("<")
         work = functools.partial(
-            _parse_page, req, result, deps.spider, deps.scope, deps.settings, page, parse,
+            _parse_page,
+            req,
+            result,
+            deps.spider,
+            deps.scope,
+            deps.settings,
+            page,
+            parse,
             deps.link_rules,
-        )  # fmt: skip
+        )
         try:
             if page.tags <= INLINE_MAX_TAGS and _builtin_callback(deps.spider, req, parse):
                 page = work()
