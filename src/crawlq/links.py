@@ -39,6 +39,7 @@ from urllib.parse import urljoin, urlsplit
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlq.errors import InvalidURL
+from crawlq.scope import MAX_URL_LENGTH
 from crawlq.settings import DEFAULT_SKIP_EXTENSIONS, Settings
 from crawlq.urls import url_keys
 
@@ -200,10 +201,12 @@ class PageScan:
         base: The document base URL: the first ``<base href>`` resolved against the page URL
             when it is an http(s) URL, else the page URL.
         refresh: The first ``<meta http-equiv="refresh">`` whose content parses
-            (`parse_refresh`) and whose target is an http(s) URL, or None. Its target is
+            (`parse_refresh`) and whose target is an http(s) URL (of a content at most
+            `crawlq.scope.MAX_URL_LENGTH` + 100 characters long), or None. Its target is
             resolved against `base`.
-        canonical_url: The first ``<link rel="canonical" href>`` that is an http(s) URL,
-            resolved against `base` and normalised; None when there is none.
+        canonical_url: The first ``<link rel="canonical" href>`` that is an http(s) URL of
+            at most `crawlq.scope.MAX_URL_LENGTH` characters, resolved against `base` and
+            normalised; None when there is none.
         robots: Directives of every ``<meta name="robots" content>`` (comma-separated,
             lower-cased), e.g. ``{"noindex", "nofollow"}``. Names for one crawler
             (``googlebot``) are not read.
@@ -334,7 +337,7 @@ def scan_page(tree: LexborHTMLParser, page_url: str) -> PageScan:
             if refresh is not None:
                 break
         for href in canonicals:
-            raw = resolver.resolve(href)
+            raw = resolver.resolve(href) if len(href) <= MAX_URL_LENGTH else None
             canonical = None if raw is None else _normalize_or_none(raw)
             if canonical is not None:
                 break
@@ -351,8 +354,8 @@ def _refresh_of(content: str, resolver: _Base, base: str, page_url: str) -> Refr
     ``<meta>`` may still count.
     """
     parsed = parse_refresh(content)
-    if parsed is None:
-        return None
+    if parsed is None or len(content) > MAX_URL_LENGTH + 100:
+        return None  # not a refresh, or a URL longer than any followed (`crawlq.scope`)
     delay_s, url_string = parsed
     if url_string is None:
         return Refresh(delay_s, None)

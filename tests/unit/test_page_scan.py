@@ -269,3 +269,15 @@ def test_the_readme_lists_the_default_skipped_extensions() -> None:
         elif line.startswith("  "):  # its continuation
             listed.update(line.split())
     assert listed == set(DEFAULT_SKIP_EXTENSIONS)
+
+
+def test_overlong_refresh_and_canonical_urls_are_ignored() -> None:
+    def page(path: str) -> str:
+        return (
+            f'<meta http-equiv="refresh" content="0; url={path}"><link rel=canonical href={path}>'
+        )
+
+    s = scan(page("/" + "x" * 2000))
+    assert s.refresh is not None and s.refresh.url == s.canonical_url
+    s = scan(page("/" + "x" * 3000))  # longer than crawlq.scope.MAX_URL_LENGTH
+    assert (s.refresh, s.canonical_url) == (None, None)
