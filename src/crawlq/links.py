@@ -353,9 +353,11 @@ def _refresh_of(content: str, resolver: _Base, base: str, page_url: str) -> Refr
     not an http(s) URL is passed over, as the standard does for ``javascript:``, so a later
     ``<meta>`` may still count.
     """
+    if len(content) > MAX_URL_LENGTH + 100:
+        return None  # a URL longer than any followed (`crawlq.scope`)
     parsed = parse_refresh(content)
-    if parsed is None or len(content) > MAX_URL_LENGTH + 100:
-        return None  # not a refresh, or a URL longer than any followed (`crawlq.scope`)
+    if parsed is None:
+        return None
     delay_s, url_string = parsed
     if url_string is None:
         return Refresh(delay_s, None)
@@ -373,7 +375,9 @@ def _refresh_of(content: str, resolver: _Base, base: str, page_url: str) -> Refr
 
 
 _ASCII_WHITESPACE = "\t\n\f\r "
-_DIGITS = "0123456789"
+_WHITESPACE_RUN = re.compile(r"[\t\n\f\r ]*")  # Infra's ASCII whitespace (no \v)
+_DIGITS_RUN = re.compile(r"[0-9]*")
+_DIGITS_AND_DOTS_RUN = re.compile(r"[0-9.]*")
 _DELAY_DIGITS = 12
 
 
@@ -400,8 +404,7 @@ def parse_refresh(content: str) -> tuple[int, str | None] | None:
     end = len(content)
     pos = _skip_whitespace(content, 0)  # steps 2-3
     start = pos
-    while pos < end and content[pos] in _DIGITS:  # step 5
-        pos += 1
+    pos = _DIGITS_RUN.match(content, pos).end()  # type: ignore[union-attr]  # step 5
     if pos == start:
         if pos >= end or content[pos] != ".":  # step 6
             return None
@@ -410,8 +413,7 @@ def parse_refresh(content: str) -> tuple[int, str | None] | None:
         # step 7; a longer run of digits (a hostile page) is a delay past any limit, and
         # would exceed int()'s digit cap
         delay_s = int(content[start:pos]) if pos - start <= _DELAY_DIGITS else 10**_DELAY_DIGITS
-    while pos < end and (content[pos] in _DIGITS or content[pos] == "."):  # step 8
-        pos += 1
+    pos = _DIGITS_AND_DOTS_RUN.match(content, pos).end()  # type: ignore[union-attr]  # step 8
     if pos < end:  # step 10
         if content[pos] not in ";," and content[pos] not in _ASCII_WHITESPACE:
             return None
@@ -445,10 +447,7 @@ def parse_refresh(content: str) -> tuple[int, str | None] | None:
 
 
 def _skip_whitespace(text: str, pos: int) -> int:
-    end = len(text)
-    while pos < end and text[pos] in _ASCII_WHITESPACE:
-        pos += 1
-    return pos
+    return _WHITESPACE_RUN.match(text, pos).end()  # type: ignore[union-attr]  # matches ""
 
 
 # -- hostile documents -----------------------------------------------------------------------
