@@ -29,6 +29,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from crawlq.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_SKIP_EXTENSIONS",
     "JOB_NAME_RULE",
     "Settings",
     "check_job_name",
@@ -61,6 +62,31 @@ _SIZE_UNITS = {
     "gib": 1024**3,
     "tib": 1024**4,
 }
+
+
+DEFAULT_SKIP_EXTENSIONS: tuple[str, ...] = (
+    # images
+    "ai", "avif", "bmp", "cr2", "eps", "gif", "heic", "heif", "ico", "jfif", "jpe",
+    "jpeg", "jpg", "nef", "png", "psd", "raw", "svg", "svgz", "tif", "tiff", "webp",
+    # audio
+    "aac", "aif", "aiff", "amr", "flac", "m4a", "mid", "midi", "mka", "mp3", "oga",
+    "ogg", "opus", "ra", "wav", "weba", "wma",
+    # video
+    "3g2", "3gp", "asf", "avi", "flv", "m2ts", "m4v", "mkv", "mov", "mp4", "mpeg",
+    "mpg", "mts", "ogv", "qt", "rm", "swf", "ts", "vob", "webm", "wmv",
+    # styles, scripts, source maps, fonts
+    "css", "js", "map", "mjs", "eot", "otf", "ttf", "woff", "woff2",
+    # archives, packages, disk images, binaries
+    "7z", "apk", "bin", "bz2", "cab", "deb", "dll", "dmg", "exe", "gz", "img", "iso",
+    "jar", "lz", "lzma", "msi", "rar", "rpm", "so", "tar", "tbz", "tbz2", "tgz", "txz",
+    "war", "whl", "xz", "z", "zip", "zst",
+    # office documents, e-books, PDF
+    "doc", "docm", "docx", "epub", "key", "mobi", "numbers", "odg", "odp", "ods",
+    "odt", "pages", "pdf", "pps", "ppsx", "ppt", "pptm", "pptx", "ps", "rtf", "xls",
+    "xlsm", "xlsx",
+)  # fmt: skip
+"""The default of ``skip_extensions``: path extensions (lower case, no dot) of links that
+the page's link extraction leaves out (`crawlq.links.extract_links`)."""
 
 
 def check_job_name(name: str) -> str:
@@ -249,6 +275,21 @@ class Settings:
     max_redirects: int = 10
     """Redirect hops followed from one request before giving up (each hop is queued as its
     own request: see README "Redirects")."""
+
+    meta_refresh: bool = True
+    """Follow an HTML ``<meta http-equiv="refresh" content="N; url=...">`` as a redirect: the
+    page is stored and its target queued as a hop of its own, counted against
+    ``max_redirects`` (README "What pages say"). Off: such pages are parsed as any other."""
+
+    meta_refresh_max_delay_s: float = 100.0
+    """A meta refresh whose delay is longer than this many seconds is not followed (the
+    page is parsed as any other); Scrapy's ``METAREFRESH_MAXDELAY`` is 100 s too."""
+
+    skip_extensions: tuple[str, ...] = DEFAULT_SKIP_EXTENSIONS
+    """Path extensions (no dot, any case) of links that the page's link extraction leaves
+    out, counted as ``extension`` in the summary's links not followed; empty: none left
+    out. Default: `DEFAULT_SKIP_EXTENSIONS` (images, audio, video, styles, scripts, fonts,
+    archives, office documents, PDF). Requests a spider yields itself are not checked."""
 
     max_crawl_delay_s: float = 30.0
     """Largest robots.txt ``Crawl-delay`` honoured, in seconds (a longer one is capped)."""
@@ -481,6 +522,12 @@ class Settings:
             if not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Z]+", method):
                 raise ConfigError("inbox_methods", f"not an HTTP method: {method!r:.40}")
         object.__setattr__(self, "inbox_methods", methods)
+        object.__setattr__(self, "skip_extensions", _extensions(self.skip_extensions))
+        if self.meta_refresh_max_delay_s < 0:
+            raise ConfigError(
+                "meta_refresh_max_delay_s",
+                f"must not be negative, got {self.meta_refresh_max_delay_s}",
+            )
         for name in ("include", "exclude"):
             for pattern in getattr(self, name):
                 try:
@@ -560,6 +607,25 @@ class Settings:
                 _coerce_all({k: v for k, v in cli.items() if v is not None}, "command line")
             )
         return cls(**merged, explicit=frozenset(merged))
+
+
+def _extensions(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``skip_extensions`` lower-cased, without a leading dot, each once, in order.
+
+    Raises:
+        ConfigError: An entry is empty or holds a dot, slash or whitespace inside (an
+            extension is what follows the last dot of a path: ``gz``, not ``tar.gz``).
+    """
+    out: dict[str, None] = {}
+    for value in values:
+        ext = value.strip().lower().removeprefix(".")
+        if not ext or any(c in ext for c in "./\\?#") or len(ext.split()) != 1:
+            raise ConfigError(
+                "skip_extensions",
+                f"not a path extension: {value!r:.40} (give e.g. pdf or gz, without a dot)",
+            )
+        out[ext] = None
+    return tuple(out)
 
 
 _HINTS: dict[str, Any] = {}

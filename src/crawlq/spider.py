@@ -29,6 +29,7 @@ import inspect
 import logging
 import re
 import sys
+from collections import Counter
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -38,7 +39,15 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawlq.cookies import NO_COOKIES, check_cookies
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
-from crawlq.links import document_base, extract_links, extract_title, parse_html
+from crawlq.links import (
+    LinkRules,
+    PageLinks,
+    PageScan,
+    document_base,
+    extract_title,
+    parse_html,
+    scan_page,
+)
 from crawlq.request import CrawlRequest, FetchResult
 from crawlq.sitemap import SitemapRules, sitemap_request
 
@@ -60,6 +69,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _XML_TYPES = frozenset({"text/xml", "application/xml"})
+_DEFAULT_RULES = LinkRules()
 _NON_WORD = re.compile(r"\W")
 _HAS_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -97,9 +107,24 @@ class Response:
         markup: The text `tree` and `selector` parse: ``result.text``, or its start when the
             engine cut a page with more link tags than ``max_links_per_page``
             (`crawlq.links.screen_html`). None means ``result.text``.
+        scan: The engine's `crawlq.links.scan_page` of ``tree`` to share; made on first use
+            when None.
+        rules: Which links `links` and `follow_all` offer (the crawl's ``skip_extensions``
+            and ``obey_robots``); None: the defaults (`crawlq.links.LinkRules`).
     """
 
-    __slots__ = ("_base", "_links", "_markup", "_result", "_selector", "_tree", "request")
+    __slots__ = (
+        "_base",
+        "_links",
+        "_markup",
+        "_result",
+        "_rules",
+        "_scan",
+        "_selector",
+        "_skipped",
+        "_tree",
+        "request",
+    )
 
     def __init__(
         self,
@@ -108,14 +133,19 @@ class Response:
         *,
         tree: LexborHTMLParser | None = None,
         markup: str | None = None,
+        scan: PageScan | None = None,
+        rules: LinkRules | None = None,
     ) -> None:
         self.request = request
         self._result = result
         self._markup = result.text if markup is None else markup
         self._tree = tree
+        self._scan = scan
+        self._rules = _DEFAULT_RULES if rules is None else rules
         self._selector: Selector | None = None
         self._base: str | None = None
-        self._links: tuple[str, ...] | None = None
+        self._links: PageLinks | None = None
+        self._skipped: Counter[str] = Counter()
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.url}>"
@@ -197,16 +227,67 @@ class Response:
         """The document ``<title>``, whitespace collapsed; None when missing or blank."""
         return extract_title(self.tree)
 
-    def links(self) -> list[str]:
+    @property
+    def canonical_url(self) -> str | None:
+        """The page's ``<link rel="canonical">``, resolved and normalised; None if none."""
+        return self._page_scan().canonical_url
+
+    @property
+    def meta_robots(self) -> frozenset[str]:
+        """Directives of the page's ``<meta name="robots">``, lower case (``nofollow``...)."""
+        return self._page_scan().robots
+
+    @property
+    def skipped_links(self) -> Counter[str]:
+        """Links of the page that `links` and `follow_all` left out so far, by reason.
+
+        ``extension``: distinct links whose path extension is in ``skip_extensions``
+        (counted once `links` has run); ``nofollow``: links `follow_all` left out for
+        ``rel="nofollow"`` or the page's ``<meta name="robots">``. The engine adds them to
+        the crawl's "links not followed". The counter is live: do not change it.
+        """
+        return self._skipped
+
+    def links(self, *, include_nofollow: bool = True) -> list[str]:
         """Return the page's crawlable links (`crawlq.links.extract_links`, base = `url`).
 
+        Args:
+            include_nofollow: False leaves out links marked ``rel="nofollow"`` (a URL also
+                linked without it stays), and every link of a page whose
+                ``<meta name="robots">`` says ``nofollow`` or ``none``.
+
         Returns:
-            Absolute, normalised http(s) URLs without fragments or asset extensions, each
-            once, in document order. A new list on each call.
+            Absolute, normalised http(s) URLs without fragments or skipped extensions
+            (``skip_extensions``), each once, in document order. A new list on each call.
         """
+        links = self._page_links()
+        if include_nofollow:
+            return list(links.urls)
+        if self._page_scan().robots_nofollow:
+            return []
+        return [url for url in links.urls if url not in links.nofollow]
+
+    def _page_scan(self) -> PageScan:
+        if self._scan is None:
+            self._scan = scan_page(self.tree, self.url)
+        return self._scan
+
+    def _page_links(self) -> PageLinks:
         if self._links is None:
-            self._links = tuple(extract_links(self.tree, self.url))
-        return list(self._links)
+            self._links = self._page_scan().links(self._rules.skip_extensions)
+            if self._links.skipped_extension:
+                self._skipped["extension"] = self._links.skipped_extension
+        return self._links
+
+    def _followed_links(self) -> list[str]:
+        """`links` as `follow_all` takes them: without nofollow ones under ``obey_robots``."""
+        links = self._page_links()
+        if not self._rules.honour_nofollow or not (links.nofollow or self.meta_robots):
+            return list(links.urls)
+        followed = self.links(include_nofollow=False)
+        if len(followed) < len(links.urls):
+            self._skipped["nofollow"] = len(links.urls) - len(followed)
+        return followed
 
     def urljoin(self, href: str) -> str:
         """Resolve ``href`` against the document base (``<base href>``, else `url`).
@@ -221,7 +302,8 @@ class Response:
         if _HAS_AUTHORITY.match(href):
             return href  # absolute; urljoin would turn an invalid "http://" into the base
         if self._base is None:
-            self._base = document_base(self.tree, self.url)
+            scan = self._scan
+            self._base = document_base(self.tree, self.url) if scan is None else scan.base
         return urljoin(self._base, href)
 
     def follow(
@@ -308,7 +390,10 @@ class Response:
 
         Args:
             hrefs: URLs or selectors (a parsel `SelectorList` works); None means every link
-                of the page (`links`).
+                of the page (`links`) except, when the crawl obeys robots rules
+                (``obey_robots``, the default), links marked ``rel="nofollow"`` and every
+                link of a page whose ``<meta name="robots">`` says ``nofollow`` or
+                ``none``. To follow those anyway, pass ``response.links()``.
             callback: As in `follow`.
             priority: As in `follow`.
             meta: As in `follow`; each request gets its own copy.
@@ -333,10 +418,11 @@ class Response:
             depth = self.request.depth + 1
             rank = -depth if priority is None else priority
             return [
-                CrawlRequest(url, priority=rank, depth=depth, callback=name) for url in self.links()
+                CrawlRequest(url, priority=rank, depth=depth, callback=name)
+                for url in self._followed_links()
             ]
         requests: list[CrawlRequest] = []
-        for href in self.links() if hrefs is None else hrefs:
+        for href in self._followed_links() if hrefs is None else hrefs:
             try:
                 request = self.follow(
                     href,
@@ -413,6 +499,11 @@ class Spider:
 
     def parse(self, response: Response) -> Any:
         """Default callback: follow every link of the page (`Response.follow_all`).
+
+        Under ``obey_robots`` (the default) that leaves out ``rel="nofollow"`` links and the
+        links of a page whose ``<meta name="robots">`` says ``nofollow`` or ``none``;
+        override ``parse`` with ``yield from response.follow_all(response.links())`` to
+        follow them anyway.
 
         Args:
             response: The fetched page.

@@ -65,7 +65,25 @@ def job_options(f: F) -> F:
             ),
             click.option("--retry-delay", type=float, default=None, help="Backoff base, s [1.0]."),
             click.option("--user-agent", default=None, help="User-Agent header [crawlq/0.1]."),
-            click.option("--ignore-robots", is_flag=True, default=False, help="Ignore robots.txt."),
+            click.option(
+                "--ignore-robots",
+                is_flag=True,
+                default=False,
+                help="Ignore robots.txt, and follow rel=nofollow links and meta robots nofollow.",
+            ),
+            click.option(
+                "--no-meta-refresh",
+                is_flag=True,
+                default=False,
+                help='Do not follow <meta http-equiv="refresh"> as a redirect.',
+            ),
+            click.option(
+                "--skip-extensions",
+                default=None,
+                metavar="LIST",
+                help="Comma-separated path extensions of links not followed (pdf,zip); "
+                "'' for none [images, media, archives, documents...].",
+            ),
             click.option(
                 "--no-cookies",
                 is_flag=True,
@@ -291,7 +309,15 @@ _RENAMED = {
     "max_delay": "max_delay_s",
     "log_interval": "log_interval_s",
 }
-_NOT_SETTINGS = {"ignore_robots", "allow_domain", "config", "processes", "quiet", "verbose"}
+_NOT_SETTINGS = {
+    "ignore_robots",
+    "no_meta_refresh",
+    "allow_domain",
+    "config",
+    "processes",
+    "quiet",
+    "verbose",
+}
 
 
 def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = None) -> Settings:
@@ -312,6 +338,8 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
         cli["obey_robots"] = False
     if options.get("no_cookies"):
         cli["cookies_enabled"] = False
+    if options.get("no_meta_refresh"):
+        cli["meta_refresh"] = False
     try:
         return Settings.build(
             file=options.get("config"),
@@ -332,6 +360,7 @@ _FLAGS = {
     "max_push_wait_s": "--max-push-wait",
     "obey_robots": "--ignore-robots",
     "cookies_enabled": "--no-cookies",
+    "meta_refresh": "--no-meta-refresh",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }
@@ -355,5 +384,5 @@ _OPTION_NAMES = {
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
     "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
-    "max_push_wait_s", "follow_sitemaps",
+    "max_push_wait_s", "follow_sitemaps", "skip_extensions",
 }  # fmt: skip

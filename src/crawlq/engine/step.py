@@ -13,7 +13,10 @@ original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists t
 ``meta["redirect_times"]`` counts it against ``max_redirects``). So every hop passes the same
 gate as any request: scope, dedup (a hop to a URL already seen is not fetched again),
 robots.txt, the private-address guard and its host's politeness slot. Scrapy's redirect
-middleware schedules hops the same way.
+middleware schedules hops the same way. An HTML page with a ``<meta http-equiv="refresh">``
+to another URL (``meta_refresh``; a delay of at most ``meta_refresh_max_delay_s``) is a hop
+too, a GET: the page is stored with its title, ``final_url`` = the target, and goes to no
+callback, as Scrapy's meta refresh middleware does.
 
 Cookies travel with the hop: its ``cookies`` are the ones the fetcher says its target gets
 (`crawlq.request.FetchResult.location_cookies`: the request's own and those the redirect
@@ -58,7 +61,15 @@ from crawlq.errors import (
 )
 from crawlq.fetch import Fetcher, redirected_method
 from crawlq.frontier import Frontier
-from crawlq.links import DEPTH_CHECK_MIN_TAGS, extract_title, parse_html, screen_html
+from crawlq.links import (
+    DEPTH_CHECK_MIN_TAGS,
+    LinkRules,
+    Refresh,
+    extract_title,
+    parse_html,
+    scan_page,
+    screen_html,
+)
 from crawlq.politeness import HOST_UNREACHABLE, AutoThrottle, Politeness, strike_of
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
@@ -158,6 +169,8 @@ class Deps:
             event loop, each with a ``parse_timeout_s`` budget.
         sitemap_rules: The spider's ``sitemap_rules`` and ``sitemap_follow``, compiled from
             ``spider`` (raises `crawlq.errors.ConfigError` when they are wrong).
+        link_rules: Which links a page offers its spider (from ``settings``; not an
+            argument).
     """
 
     settings: Settings
@@ -171,11 +184,13 @@ class Deps:
     throttle: AutoThrottle | None = None
     pages: PageWork = field(default_factory=PageWork)
     sitemap_rules: SitemapRules = field(init=False)
+    link_rules: LinkRules = field(init=False)
 
     def __post_init__(self) -> None:
         if self.throttle is None and self.politeness.autothrottle:
             self.throttle = AutoThrottle(self.politeness)
         self.sitemap_rules = sitemap_rules_of(self.spider)
+        self.link_rules = LinkRules.from_settings(self.settings)
 
 
 def result_batch(outcomes: Iterable[Outcome]) -> ResultBatch:
@@ -399,6 +414,20 @@ async def _throttle(host: str, result: FetchResult, throttle: AutoThrottle, deps
 
 async def _redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) -> Outcome:
     """Store the redirect as a page of its own and queue its target (module docstring)."""
+    method, keep_body = redirected_method(result.status, lease.request.method)
+    return await _hop(lease, result, location, method, keep_body, deps)
+
+
+async def _hop(
+    lease: Lease,
+    result: FetchResult,
+    location: str,
+    method: str,
+    keep_body: bool,
+    deps: Deps,
+    page: _Parsed | None = None,
+) -> Outcome:
+    """Store a redirecting page and queue its target as a hop (3xx, or ``page``'s refresh)."""
     req = lease.request
     chain = req.meta.get("redirect_urls")
     chain = list(chain) if isinstance(chain, list) else []
@@ -406,7 +435,6 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
     if hops > deps.settings.max_redirects:
         detail = f"more than {deps.settings.max_redirects} redirects: {req.url} -> {location}"
         return _dead(lease, "too_many_redirects", detail)
-    method, keep_body = redirected_method(result.status, req.method)
     skipped: Counter[str] = Counter()
     links: list[CrawlRequest] = []
     error: str | None = None
@@ -433,8 +461,16 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
         else:
             skipped[reason] += 1
             error = f"redirect_not_followed: {location}"
-    page = await _page_record(lease, result, deps, final_url=location, title=None, error=error)
-    return Outcome(lease, Kind.PAGE, page=page, links=links, skipped=skipped)
+    record = await _page_record(
+        lease,
+        result,
+        deps,
+        final_url=location,
+        title=None if page is None else page.title,
+        error=error if page is None or error is not None else page.error,
+        canonical_url=None if page is None else page.canonical_url,
+    )
+    return Outcome(lease, Kind.PAGE, page=record, links=links, skipped=skipped)
 
 
 def _revisits(location: str, chain: list[object]) -> bool:
@@ -474,7 +510,15 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     if parse or result.is_html:
         page.tags = result.text.count("<")
         work = functools.partial(
-            _parse_page, req, result, deps.spider, deps.scope, deps.settings, page, parse
+            _parse_page,
+            req,
+            result,
+            deps.spider,
+            deps.scope,
+            deps.settings,
+            page,
+            parse,
+            deps.link_rules,
         )
         try:
             if page.tags <= INLINE_MAX_TAGS and _builtin_callback(deps.spider, req, parse):
@@ -492,6 +536,8 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
                 f"parse_timeout: parsing or the callback ran past "
                 f"{deps.settings.parse_timeout_s:g}s"
             )
+        if page.refresh_url is not None:  # a meta refresh: a redirect, no callback
+            return await _hop(lease, result, page.refresh_url, "GET", False, deps, page)
         if page.callback is not None:  # an async callback: the rest runs on the loop
             try:
                 found_items, found_requests = await page.callback.finish()
@@ -502,7 +548,13 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     if page.error is not None and page.error.startswith("spider_error:"):
         logger.error("spider error on %s: %s", req.url, page.error, exc_info=page.exc_info)
     record = await _page_record(
-        lease, result, deps, final_url=result.final_url, title=page.title, error=page.error
+        lease,
+        result,
+        deps,
+        final_url=result.final_url,
+        title=page.title,
+        error=page.error,
+        canonical_url=page.canonical_url,
     )
     return Outcome(
         lease, Kind.PAGE, page=record, items=page.items, links=page.links, skipped=page.skipped
@@ -515,9 +567,12 @@ class _Parsed:
 
     error: str | None
     title: str | None = None
+    canonical_url: str | None = None
+    refresh_url: str | None = None  # a meta refresh to follow instead of the callback
     items: list[ItemRecord] = field(default_factory=list)
     links: list[CrawlRequest] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    link_skips: Counter[str] | None = None  # the Response's links left out, by reason
     callback: CallbackRun | None = None
     tags: int = 0  # "<" in the text
     link_tags: int = 0
@@ -547,6 +602,8 @@ class _Parsed:
         bad = _first_unserialisable(found_items)
         if bad is not None:
             self.error, self.items = f"spider_error: item is not JSON-serialisable: {bad}", []
+        if self.link_skips:
+            self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
         for child in found_requests[:cap]:
             reason = scope.check(child)
@@ -575,10 +632,12 @@ def _parse_page(
     settings: Settings,
     page: _Parsed,
     parse: bool,
+    rules: LinkRules,
 ) -> _Parsed:
-    """Screen, parse, title, and the callback's synchronous part: the page thread's work."""
+    """Screen, parse, scan, and the callback's synchronous part: the page thread's work."""
     tree = None
     markup = None
+    scan = None
     if result.is_html:
         screened = screen_html(
             result.text, settings.max_html_depth, settings.max_links_per_page, tags=page.tags
@@ -589,9 +648,15 @@ def _parse_page(
         markup, page.link_tags = screened.markup, screened.link_tags
         tree = parse_html(markup)
         page.title = extract_title(tree)
+        scan = scan_page(tree, result.final_url)
+        page.canonical_url = scan.canonical_url
+        if scan.refresh is not None and _follows_refresh(scan.refresh, result, settings):
+            page.refresh_url = scan.refresh.url
+            return page
     if not parse:
         return page
-    response = Response(req, result, tree=tree, markup=markup)
+    response = Response(req, result, tree=tree, markup=markup, scan=scan, rules=rules)
+    page.link_skips = response.skipped_links
     try:
         run = start_callback(spider, response)
     except SpiderError as exc:
@@ -604,6 +669,20 @@ def _parse_page(
     return page
 
 
+def _follows_refresh(refresh: Refresh, result: FetchResult, settings: Settings) -> bool:
+    """True when a page's meta refresh is followed as a redirect (module docstring).
+
+    Not when ``meta_refresh`` is off, the delay is over ``meta_refresh_max_delay_s``, the
+    refresh reloads the page itself, or the response is a 3xx (its ``Location`` decides).
+    """
+    return (
+        settings.meta_refresh
+        and refresh.url is not None
+        and refresh.delay_s <= settings.meta_refresh_max_delay_s
+        and not 300 <= result.status < 400
+    )
+
+
 async def _page_record(
     lease: Lease,
     result: FetchResult,
@@ -612,6 +691,7 @@ async def _page_record(
     final_url: str,
     title: str | None,
     error: str | None,
+    canonical_url: str | None = None,
 ) -> PageRecord:
     """The page record of a response, archived first when the crawl writes WARC files."""
     req = lease.request
@@ -630,6 +710,7 @@ async def _page_record(
         error=error,
         spider=deps.spider.name,
         body=result.body if deps.settings.store_body else None,
+        canonical_url=canonical_url,
     )
     if deps.warc is not None:
         warc = await _archive(deps.warc, req, result, page.fetched_at)

@@ -269,7 +269,7 @@ class Store(Protocol):
 
 
 def page_from_row(row: Sequence[Any]) -> PageRecord:
-    """A page from a row of its fields in declaration order (fingerprint … warc_offset)."""
+    """A page from a row of its fields in declaration order (fingerprint … canonical_url)."""
     return PageRecord(*row)
 
 

@@ -9,7 +9,7 @@ adopted. A new version is one more tuple at the end of `STEPS`; never edit a rel
 
 from __future__ import annotations
 
-__all__ = ["STEPS", "V1", "V2"]
+__all__ = ["STEPS", "V1", "V2", "V3"]
 
 V1 = (
     "CREATE TABLE store_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -82,5 +82,12 @@ V2 = (
 )
 """Version 2: ``pages.warc_file`` and ``pages.warc_offset``."""
 
-STEPS: tuple[tuple[str, ...], ...] = (V1, V2)
+V3 = (
+    # What pages say: <link rel="canonical">.
+    "ALTER TABLE pages ADD COLUMN canonical_url text",
+    "COMMENT ON COLUMN pages.canonical_url IS '<link rel=canonical> of the page, or NULL'",
+)
+"""Version 3: ``pages.canonical_url``."""
+
+STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3)
 """The migration steps in order; the schema version is ``len(STEPS)``."""

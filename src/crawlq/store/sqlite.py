@@ -46,7 +46,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -54,6 +54,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE pages ADD COLUMN warc_file TEXT",
         "ALTER TABLE pages ADD COLUMN warc_offset INTEGER",
     ),
+    2: ("ALTER TABLE pages ADD COLUMN canonical_url TEXT",),
 }
 """``_MIGRATIONS[v]`` brings a file at schema version ``v`` to ``v + 1``."""
 
@@ -70,15 +71,15 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset
+    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -203,7 +204,8 @@ class SqliteStore:
         """
         body = "body" if with_body else "NULL"
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"  # read-only v1
-        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc} FROM pages"
+        canonical = "canonical_url" if self._version >= 3 else "NULL"  # read-only v1, v2
+        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {canonical} FROM pages"
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
         first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
         later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
@@ -365,9 +367,9 @@ def _schema_statements() -> tuple[str, ...]:
 def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
     """Read-only open: the schema version of the store in ``path``; changes nothing.
 
-    Versions 1.. are read as they are (1 lacks the WARC columns: `SqliteStore.pages` reads
-    NULL). A future step readers cannot bridge is refused here: "a crawl of this crawlq
-    migrates it".
+    Versions 1.. are read as they are (1 lacks the WARC columns, 2 ``canonical_url``:
+    `SqliteStore.pages` reads NULL). A future step readers cannot bridge is refused here: "a
+    crawl of this crawlq migrates it".
     """
     version = _schema_version(conn, path)
     if version is None:
@@ -460,6 +462,7 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.body,
             p.warc_file,
             p.warc_offset,
+            p.canonical_url,
         )
         for p in batch.pages
     ]
