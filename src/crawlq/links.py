@@ -11,7 +11,7 @@ first-seen order. Whether a link is *followed* (domains, depth, robots.txt) is d
 by the engine.
 
 It runs for every fetched page, so the per-link path avoids work it can skip: absolute and
-simple relative hrefs are resolved by string concatenation instead of ``urljoin``, repeated
+simple relative hrefs are resolved by string concatenation instead of the URL parser, repeated
 hrefs are dropped before normalisation, and normalisation results are kept in a small
 bounded LRU cache shared by all pages (navigation links repeat from page to page).
 
@@ -28,12 +28,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlq.errors import InvalidURL
-from crawlq.urls import url_keys
+from crawlq.urls import encode_query, query_codec, resolve, url_keys
 
 __all__ = [
     "DEPTH_CHECK_MIN_TAGS",
@@ -81,7 +81,7 @@ _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 _NORMALIZE_CACHE_SIZE = 4096
 _PLAIN_PATH_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/%!$&'()*+,=@"
-)  # path characters that need no parsing by urljoin: no "?", ";", "#" or ":"
+)  # path characters that need no URL parser: no "?", ";", "#", ":" or "\\"
 
 
 def parse_html(text: str) -> LexborHTMLParser:
@@ -113,7 +113,9 @@ def extract_title(tree: LexborHTMLParser) -> str | None:
     return title or None
 
 
-def extract_links(tree: LexborHTMLParser, base_url: str, limit: int | None = None) -> list[str]:
+def extract_links(
+    tree: LexborHTMLParser, base_url: str, limit: int | None = None, encoding: str | None = None
+) -> list[str]:
     """Return the crawlable links of a page, normalised, de-duplicated, in document order.
 
     Takes the ``href`` of every ``<a>`` and ``<area>``. Relative links are resolved against
@@ -121,12 +123,16 @@ def extract_links(tree: LexborHTMLParser, base_url: str, limit: int | None = Non
     http(s) URL) or else ``base_url``. Skipped silently: empty and fragment-only hrefs,
     ``javascript:``, ``mailto:``, ``tel:``, ``data:``, ``ftp:`` and every other non-http(s)
     scheme, paths ending in one of `IGNORED_EXTENSIONS`, and URLs that
-    `crawlq.urls.normalize` rejects. Fragments are dropped.
+    `crawlq.urls.normalize` rejects. Fragments are dropped. Hrefs are resolved as browsers
+    resolve them (WHATWG URL Standard, `crawlq.urls.resolve`), and the non-ASCII characters
+    of a query are percent-encoded in the page's ``encoding``, those of a path in UTF-8
+    (`crawlq.urls.encode_query`).
 
     Args:
         tree: A tree from `parse_html`.
         base_url: The absolute http(s) URL the document was served from (after redirects).
         limit: Most links returned (the first ones); None for all.
+        encoding: The page's character encoding (``FetchResult.encoding``); None for UTF-8.
 
     Returns:
         Absolute http(s) URLs in the form `crawlq.urls.normalize` returns, each once,
@@ -135,6 +141,7 @@ def extract_links(tree: LexborHTMLParser, base_url: str, limit: int | None = Non
     nodes = tree.css(_LINK_OR_BASE_SELECTOR)  # one tree walk, document order
     base_href = next((n.attrs.sget("href") for n in nodes if n.tag == "base"), None)
     base = _Base(base_url if base_href is None else _resolve_base(base_href, base_url))
+    query_encoding = query_codec(encoding)
     seen_raw: set[str] = set()
     seen: set[str] = set()
     links: list[str] = []
@@ -142,6 +149,8 @@ def extract_links(tree: LexborHTMLParser, base_url: str, limit: int | None = Non
         href = node.attrs.sget("href")
         if not href or node.tag == "base":
             continue
+        if query_encoding is not None:  # a page in another encoding than UTF-8
+            href = encode_query(href, query_encoding)
         raw = base.resolve(href)
         if raw is None or raw in seen_raw:
             continue
@@ -382,7 +391,10 @@ def _resolve_base(base_href: str, page_url: str) -> str:
     href = base_href.strip()
     if not href:
         return page_url
-    resolved = urljoin(page_url, href)
+    try:
+        resolved = resolve(href, page_url)
+    except InvalidURL:
+        return page_url
     return resolved if resolved[:5].lower() in ("http:", "https") else page_url
 
 
@@ -403,9 +415,11 @@ class _Base:
     def resolve(self, href: str) -> str | None:
         """Return ``href`` made absolute without its fragment, or None to skip it.
 
-        Only hrefs that `urljoin` would change in other ways than concatenation (dot
-        segments, a query-only or protocol-relative reference, control characters, spaces,
-        backslashes) go through `urljoin`; the rest are joined as strings.
+        Resolution is the WHATWG URL Standard's, as browsers do it (`crawlq.urls.resolve`).
+        Only hrefs that it would change in other ways than concatenation (dot segments, also
+        percent-encoded ones, a query-only or scheme-relative reference, ``http:`` without
+        ``//``, control characters, spaces, backslashes) go through it; the rest are joined
+        as strings. An href it refuses (``http://`` with no host) is skipped.
         """
         href = href.strip()
         hash_at = href.find("#")
@@ -421,42 +435,47 @@ class _Base:
                 return None  # javascript:, mailto:, tel:, data:, ftp:, …
             if clean and href.startswith("//", colon + 1):
                 return href  # absolute
-            return urljoin(self.url, href)
+            return self._parsed(href)
         first = href[0]
         if not clean or first == "?" or href.startswith("//"):
-            return urljoin(self.url, href)  # query-only and protocol-relative: rare
+            return self._parsed(href)  # query-only and scheme-relative: rare
+        if "%" in href and ("%2e" in href or "%2E" in href):
+            return self._parsed(href)  # "%2e%2e/" is a dot segment too
         if first == "." or "/." in href:
             if _PLAIN_PATH_CHARS.issuperset(href):
                 return self.origin + _remove_dot_segments(self.dir_segments, href)
-            return urljoin(self.url, href)
+            return self._parsed(href)
         if first == "/":
             return self.origin + href  # "/path/page.html"
         return self.dir + href  # "page.html", "dir/page.html?x=1"
 
+    def _parsed(self, href: str) -> str | None:
+        try:
+            return resolve(href, self.url)
+        except InvalidURL:
+            return None
+
 
 def _remove_dot_segments(base_segments: list[str], href: str) -> str:
-    """The path of ``urljoin(base, href)`` for a plain path ``href`` with dot segments.
+    """The path of `crawlq.urls.resolve` ``(href, base)`` for a plain path ``href`` with dots.
 
-    Follows `urllib.parse.urljoin` (RFC 3986 §5.2.2 and §5.2.4, with its habit of dropping
-    empty segments of a relative path) step by step, without its parsing: ``href`` has no
-    query, parameters, fragment or scheme (`_PLAIN_PATH_CHARS`).
+    Follows the WHATWG URL Standard's path state (§4.4) step by step, without its parsing:
+    ``href`` has no query, fragment, scheme, backslash or percent-encoded dot
+    (`_PLAIN_PATH_CHARS`); ``base_segments`` are the base's directory segments. Empty
+    segments are kept, as browsers keep them.
     """
-    if href[0] == "/":
-        segments = href.split("/")
-    else:
-        segments = base_segments + href.split("/")
-        segments[1:-1] = [s for s in segments[1:-1] if s]
+    segments = href.split("/") if href[0] == "/" else base_segments + href.split("/")
     resolved: list[str] = []
     for segment in segments:
         if segment == "..":
-            if resolved:
+            if len(resolved) > 1:
                 resolved.pop()
         elif segment != ".":
             resolved.append(segment)
     if segments[-1] in (".", ".."):
         resolved.append("")
     path = "/".join(resolved)
-    return path if path[:1] == "/" else "/" + path  # as urlunsplit does after a host
+    return path if path[:1] == "/" else "/" + path
 
 
 def _has_ignored_extension(url: str) -> bool:

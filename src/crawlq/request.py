@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import math
 import re
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlq.urls import request_fingerprint, url_keys
+from crawlq.urls import UrlRules, request_fingerprint, url_keys
 
 __all__ = [
     "MAX_DEPTH",
@@ -114,6 +115,20 @@ class CrawlRequest:
         object.__setattr__(self, "url", keys.url)
         object.__setattr__(self, "fingerprint", fingerprint)
         object.__setattr__(self, "host", keys.host)
+
+    def rewritten(self, rules: UrlRules) -> CrawlRequest:
+        """This request with the crawl's URL rules applied (`crawlq.urls.UrlRules`).
+
+        Returns:
+            ``self`` when the rules leave the URL as it is, else a copy with the rewritten URL
+            and its own fingerprint and host.
+
+        Raises:
+            InvalidURL: The rewritten URL cannot be crawled (cannot happen for rules that only
+                remove parameters).
+        """
+        url = rules.apply(self.url)
+        return self if url == self.url else dataclasses.replace(self, url=url)
 
     def to_json(self) -> str:
         """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).

@@ -32,13 +32,13 @@ import sys
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import document_base, extract_links, extract_title, parse_html
 from crawlq.request import CrawlRequest, FetchResult
+from crawlq.urls import encode_query, resolve
 
 if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
     from parsel import Selector, SelectorList
@@ -201,24 +201,32 @@ class Response:
             once, in document order. A new list on each call.
         """
         if self._links is None:
-            self._links = tuple(extract_links(self.tree, self.url))
+            self._links = tuple(extract_links(self.tree, self.url, encoding=self.encoding))
         return list(self._links)
 
     def urljoin(self, href: str) -> str:
         """Resolve ``href`` against the document base (``<base href>``, else `url`).
 
+        As a browser resolves a link on this page (`crawlq.urls.resolve`): backslashes,
+        ``///host`` and the like as the WHATWG URL Standard says, and a non-ASCII query
+        percent-encoded in the page's `encoding` (`crawlq.urls.encode_query`).
+
         Args:
             href: An absolute or relative URL; surrounding whitespace is ignored.
 
         Returns:
-            The absolute URL (not validated; `follow` does that).
+            The absolute URL (not validated; `follow` does that); ``href`` itself when it
+            cannot be resolved.
         """
-        href = href.strip()
+        href = encode_query(href.strip(), self.encoding)
         if _HAS_AUTHORITY.match(href):
-            return href  # absolute; urljoin would turn an invalid "http://" into the base
+            return href  # absolute
         if self._base is None:
             self._base = document_base(self.tree, self.url)
-        return urljoin(self._base, href)
+        try:
+            return resolve(href, self._base)
+        except InvalidURL:
+            return href
 
     def follow(
         self,

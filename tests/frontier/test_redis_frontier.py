@@ -300,7 +300,7 @@ async def test_poison_inbox_entries_are_rejected_and_the_valid_ones_queued(
 
 async def test_inbox_filter_rejects_with_its_reason(redis_url: str, job: str) -> None:
     f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
-    f.inbox_filter = lambda r: None if r.host == "a.test" else "out_of_scope: offsite"
+    f.inbox_filter = lambda r: r if r.host == "a.test" else "out_of_scope: offsite"
     client = aioredis.Redis.from_url(redis_url)
     try:
         await client.lpush(Keyspace(job).inbox, "http://a.test/in", "http://b.test/out")

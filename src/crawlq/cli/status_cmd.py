@@ -87,6 +87,7 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             "dead": stats.dead,
             "seen": stats.seen,
             "done": stats.done,
+            "over_budget": stats.over_budget,
             "stored": None,
             "pages_per_s": round(await rate(), 2) if rate else None,
             "workers": [{"id": wid, "last_seen_s": round(age, 1)} for wid, age in await live()]

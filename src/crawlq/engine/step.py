@@ -11,9 +11,9 @@ Redirects are not followed inside a fetch: a 3xx is stored as a page of its own 
 ``final_url`` = the target) and the target is queued as a request of its own, with the
 original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists the chain,
 ``meta["redirect_times"]`` counts it against ``max_redirects``). So every hop passes the same
-gate as any request: scope, dedup (a hop to a URL already seen is not fetched again),
-robots.txt, the private-address guard and its host's politeness slot. Scrapy's redirect
-middleware schedules hops the same way.
+gate as any request: the URL rules and scope (`crawlq.scope.Scope.admit`), dedup (a hop to a
+URL already seen is not fetched again), robots.txt, the private-address guard and its host's
+politeness slot. Scrapy's redirect middleware schedules hops the same way.
 """
 
 from __future__ import annotations
@@ -319,7 +319,7 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"
     if target is not None:
-        reason = deps.scope.check(target)
+        target, reason = deps.scope.admit(target)
         if reason is None:
             links.append(target)
         else:
@@ -417,8 +417,8 @@ class _Parsed:
         if bad is not None:
             self.error, self.items = f"spider_error: item is not JSON-serialisable: {bad}", []
         cap = settings.max_links_per_page
-        for child in found_requests[:cap]:
-            reason = scope.check(child)
+        for yielded in found_requests[:cap]:
+            child, reason = scope.admit(yielded)  # session ids stripped, traps refused
             if reason is None:
                 self.links.append(child)
             else:
