@@ -193,7 +193,7 @@ class SqliteFrontier:
             for name, ddl in (_HOST_COLUMNS_V3 | _HOST_COLUMNS_V4).items():
                 if name not in have:
                     conn.execute(f"ALTER TABLE frontier_hosts ADD COLUMN {name} {ddl}")
-            if "admitted" not in have:
+            if int(row[0]) < 4:
                 conn.execute(
                     "UPDATE frontier_hosts SET admitted=(SELECT count(*) FROM "
                     "frontier_requests r WHERE r.host=frontier_hosts.host)"
