@@ -1,0 +1,170 @@
+"""URL rules as browsers apply them, and crawler traps (README "URL rules and crawler traps").
+
+Every test crawls a loopback server that logs the request targets exactly as received
+(`tests.engine.rawsite.RawSite`), and reads back the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crawlq.spider import Response, Spider
+
+from .conftest import assert_nothing_lost, crawl
+from .rawsite import RawSite, response
+
+OK = response("<title>ok</title>")
+CP1252 = ((b"Content-Type", b"text/html; charset=windows-1252"),)
+
+
+# -- link queries in the page's encoding -------------------------------------------------------
+
+
+async def test_a_windows_1252_page_encodes_its_link_queries_in_windows_1252(db: Path) -> None:
+    """WHATWG URL "query state": the query in the document's encoding, the path in UTF-8."""
+    legacy = (
+        '<a href="/s?q=crème">q</a> <a href="/café/?q=crème">path</a>'
+        '<a href="/t?q=&#20013;">not in windows-1252</a> <a href="/ascii?q=1">ascii</a>'
+    ).encode("cp1252")
+    utf8 = '<a href="/u?q=crème">u</a>'
+
+    def answer(target: bytes) -> bytes:
+        if target == b"/legacy":
+            return response(legacy, headers=CP1252)
+        if target == b"/utf8":
+            return response(utf8)
+        return OK
+
+    async with RawSite(answer) as site:
+        seeds = [f"{site.base}/legacy", f"{site.base}/utf8"]
+        r = await crawl(db, seeds, obey_robots=False)
+    expected = [
+        b"/s?q=cr%E8me",
+        b"/caf%C3%A9/?q=cr%E8me",
+        b"/t?q=%26%2320013%3B",  # the character reference, percent-encoded
+        b"/ascii?q=1",
+        b"/u?q=cr%C3%A8me",
+    ]
+    assert sorted(site.targets) == sorted([b"/legacy", b"/utf8", *expected])
+    assert_nothing_lost(r, seeds + [site.base + t.decode() for t in expected])
+
+
+class FollowsByHand(Spider):
+    """Follows links it builds itself, as spiders do, on a windows-1252 page."""
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        if response.url.endswith("/legacy"):
+            yield response.follow("/f?q=crème")
+            yield response.follow(response.urljoin("g?q=é"))
+            yield response.follow("h\\i?q=ü")  # a backslash is a slash in http(s) URLs
+
+
+async def test_spider_follow_and_urljoin_use_the_page_encoding(db: Path) -> None:
+    legacy = "<title>legacy</title>".encode("cp1252")
+
+    def answer(target: bytes) -> bytes:
+        return response(legacy, headers=CP1252) if target == b"/d/legacy" else OK
+
+    async with RawSite(answer) as site:
+        r = await crawl(db, [f"{site.base}/d/legacy"], FollowsByHand, obey_robots=False)
+    followed = [b"/f?q=cr%E8me", b"/d/g?q=%E9", b"/d/h/i?q=%FC"]
+    assert sorted(site.targets) == sorted([b"/d/legacy", *followed])
+    assert set(r.pages) == {f"{site.base}{t.decode()}" for t in [b"/d/legacy", *followed]}
+
+
+# -- Location as browsers read it ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("location", "landed"),
+    [
+        (b"///127.0.0.1:{port}/landed", b"/landed"),
+        (b"\\\\127.0.0.1:{port}\\landed", b"/landed"),
+        (b"http:\\\\127.0.0.1:{port}/landed", b"/landed"),
+        (b"/\\127.0.0.1:{port}/landed", b"/landed"),
+        (b"http:landed", b"/dir/landed"),  # same scheme, no slashes: a relative path
+        (b"/caf\xe9", b"/caf%E9"),  # latin-1 bytes: each byte percent-encoded
+        (b"/caf\xc3\xa9", b"/caf%C3%A9"),  # raw UTF-8
+        (b"/caf\xc3\xa9/\xff\xfe%zz ?q=\x01x\x01", b"/caf%C3%A9/%FF%FE%zz%20?q=%01x"),
+    ],
+    ids=[
+        "triple-slash",
+        "backslashes",
+        "scheme-backslashes",
+        "slash-backslash",
+        "http-colon",
+        "latin-1",
+        "utf-8",
+        "mixed-bytes",
+    ],
+)
+async def test_a_location_is_resolved_as_browsers_resolve_it(
+    db: Path, location: bytes, landed: bytes
+) -> None:
+    def answer(target: bytes) -> bytes:
+        if target == b"/dir/start":
+            value = location.replace(b"{port}", str(site.port).encode())
+            return response(status=302, headers=[(b"Location", value)])
+        return OK
+
+    site = RawSite(answer)  # the Location may name the server's own port
+    async with site:
+        r = await crawl(db, [f"{site.base}/dir/start"], obey_robots=False)
+    assert site.targets == [b"/dir/start", landed]
+    target = site.base + landed.decode()
+    assert r.pages[f"{site.base}/dir/start"].final_url == target
+    assert r.pages[target].status == 200
+    assert r.dead == {}
+
+
+# -- no header content can end as internal_error -------------------------------------------------
+
+HOSTILE_HEADERS: dict[bytes, bytes] = {
+    b"/ct-latin1": response(
+        "<title>t</title>", headers=[(b"Content-Type", b"text/html; charset=\xe9\xff")]
+    ),
+    b"/ct-bytes": response("x", headers=[(b"Content-Type", b"text/\xff\xfe")]),
+    b"/text-charset": response("x", headers=[(b"Content-Type", b"text/plain; charset=\xff")]),
+    b"/other": response("<title>t</title>", headers=[(b"X-Note", b"\x80\x81\xc3")]),
+    b"/retry-superscript": response(status=503, headers=[(b"Retry-After", b"\xc2\xb2")]),
+    b"/retry-arabic": response(status=503, headers=[(b"Retry-After", "٣".encode())]),
+    b"/retry-huge": response(status=429, headers=[(b"Retry-After", b"9" * 5000)]),
+    b"/retry-date": response(
+        status=503, headers=[(b"Retry-After", b"Fri, 31 Dec 99999 23:59:59 GMT")]
+    ),
+    b"/multiple-choices": response(status=300, headers=[(b"Location", b"/caf\xe9")]),
+    b"/empty-location": response(status=301, headers=[(b"Location", b"")]),
+    b"/two-locations": response(
+        status=302, headers=[(b"Location", b"/first"), (b"Location", b"/second")]
+    ),
+    b"/bad-host-location": response(status=302, headers=[(b"Location", b"http://\xff\xfe/")]),
+    b"/encoding": response("x", headers=[(b"Content-Encoding", b"\xff")]),
+}
+
+
+async def test_no_header_content_ends_as_an_internal_error(db: Path) -> None:
+    """QA: a Location in latin-1 bytes, a Retry-After of "²" or 5,000 digits, a Content-Type
+    in raw bytes... each URL ends as one page, dead letter or filtered record, never as
+    ``internal_error`` and never failing the store write of its batch."""
+
+    def answer(target: bytes) -> bytes:
+        return HOSTILE_HEADERS.get(target, OK)
+
+    async with RawSite(answer) as site:
+        seeds = [site.base + path.decode() for path in HOSTILE_HEADERS]
+        r = await crawl(db, seeds, obey_robots=False, max_retries=0, max_retry_after_s=1.0)
+    reasons = {url.removeprefix(site.base): d.reason for url, d in r.dead.items()}
+    assert "internal_error" not in reasons.values(), reasons
+    for url in seeds:
+        r.outcome(url)
+    assert r.pages[f"{site.base}/ct-latin1"].title == "t"
+    assert r.pages[f"{site.base}/multiple-choices"].error == "redirect_not_followed: /caf\xe9"
+    assert r.pages[f"{site.base}/two-locations"].final_url == f"{site.base}/first"
+    assert site.count(b"/first") == 1 and site.count(b"/second") == 0
+    assert reasons["/retry-superscript"] == reasons["/retry-arabic"] == "http_503"
+    assert reasons["/retry-huge"] == "retry_after_too_long"
+    assert reasons["/bad-host-location"] == "bad_redirect"
