@@ -168,3 +168,100 @@ async def test_no_header_content_ends_as_an_internal_error(db: Path) -> None:
     assert reasons["/retry-superscript"] == reasons["/retry-arabic"] == "http_503"
     assert reasons["/retry-huge"] == "retry_after_too_long"
     assert reasons["/bad-host-location"] == "bad_redirect"
+
+
+# -- session identifiers ---------------------------------------------------------------------------
+
+
+class MintsSessionIds:
+    """A site that puts a new session id in every link of every page it serves."""
+
+    PAGES = (b"/", b"/a", b"/b?x=1", b"/c", b"/d", b"/e", b"/e2")
+
+    def __init__(self) -> None:
+        self.minted = 0
+
+    def __call__(self, target: bytes) -> bytes:
+        self.minted += 1
+        n = self.minted
+        if target == b"/e":  # a redirect whose target carries one too
+            return response(status=302, headers=[(b"Location", b"/e2;JSESSIONID=R%d" % n)])
+        links = (
+            f'<a href="/a;jsessionid={n}A">a</a> <a href="/b?PHPSESSID={n}&x=1">b</a>'
+            f'<a href="/c?utm_source=s{n}&utm_medium=m">c</a> <a href="/d?sid={n}">d</a>'
+            f'<a href="/e?sessionid={n}">e</a> <a href="/?sid={n}">home</a>'
+        )
+        return response(links)
+
+
+async def test_session_ids_are_stripped_so_only_the_real_pages_are_requested(db: Path) -> None:
+    site_answer = MintsSessionIds()
+    async with RawSite(site_answer) as site:
+        seed = f"{site.base}/;jsessionid=SEED?utm_campaign=c"
+        r = await crawl(db, [seed], obey_robots=False)
+    assert sorted(site.targets) == sorted(MintsSessionIds.PAGES)  # each real page once
+    urls = {site.base + p.decode() for p in MintsSessionIds.PAGES}
+    assert_nothing_lost(r, urls)
+    assert r.pages[f"{site.base}/e"].final_url == f"{site.base}/e2"
+
+
+async def test_an_empty_strip_list_keeps_session_ids(db: Path) -> None:
+    async with RawSite(MintsSessionIds()) as site:
+        r = await crawl(db, [f"{site.base}/"], obey_robots=False, strip_url_params=[], max_depth=2)
+    assert b"/a;jsessionid=1A" in site.targets
+    assert len(r.pages) > len(MintsSessionIds.PAGES)
+
+
+# -- traps: repeated segments, many query parameters -----------------------------------------------
+
+
+def soft_404(target: bytes) -> bytes:
+    """Every path answers the same page with a relative link: /x/, /x/a/b/, /x/a/b/a/b/, …"""
+    return response('<a href="a/b/">deeper</a>')
+
+
+async def test_a_path_repeating_its_segments_is_not_followed(db: Path) -> None:
+    async with RawSite(soft_404) as site:
+        r = await crawl(db, [f"{site.base}/x/"], obey_robots=False)
+    assert site.targets == [b"/x/", b"/x/a/b/", b"/x/a/b/a/b/"]  # a/b three times: refused
+    assert r.report.counters.skipped == {"repeated_segments": 1}
+
+
+async def test_max_path_repeats_none_follows_them(db: Path) -> None:
+    async with RawSite(soft_404) as site:
+        seeds = [f"{site.base}/x/"]
+        await crawl(db, seeds, obey_robots=False, max_path_repeats="none", max_depth=4)
+    assert len(site.targets) == 5
+
+
+async def test_a_link_with_too_many_query_parameters_is_not_followed(db: Path) -> None:
+    twenty = "&".join(f"p{i}=1" for i in range(20))
+    page = f'<a href="/q20?{twenty}">20</a> <a href="/q21?{twenty}&p20=1">21</a>'
+    async with RawSite(lambda t: response(page) if t == b"/" else OK) as site:
+        r = await crawl(db, [f"{site.base}/"], obey_robots=False)
+    assert site.targets == [b"/", f"/q20?{twenty}".encode()]
+    assert r.report.counters.skipped == {"too_many_query_params": 1}
+
+
+# -- the per-host page budget --------------------------------------------------------------------
+
+
+def twenty_pages(target: bytes) -> bytes:
+    """``/`` and ``/p0`` … ``/p19``: each links to the twenty ``/pN``."""
+    return response(" ".join(f'<a href="/p{i}">{i}</a>' for i in range(20)))
+
+
+@pytest.mark.parametrize("frontier", ["embedded", "redis"])
+async def test_max_pages_per_host_requests_at_most_that_many_pages(
+    db: Path, frontier: str, request: pytest.FixtureRequest
+) -> None:
+    shared: dict[str, Any] = {}
+    if frontier == "redis":
+        shared = {"frontier": request.getfixturevalue("redis_url")}
+        shared["job"] = request.getfixturevalue("job")
+    async with RawSite(twenty_pages) as site:
+        r = await crawl(db, [f"{site.base}/"], obey_robots=False, max_pages_per_host=5, **shared)
+    assert site.targets == [b"/", b"/p0", b"/p1", b"/p2", b"/p3"]
+    assert set(r.pages) == {site.base + t.decode() for t in site.targets}
+    # 16 links over the budget; the worker pushes a link once while it remembers pushing it
+    assert r.report.frontier.over_budget == 16

@@ -189,8 +189,8 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
         ]
     if report.frontier.over_budget:
         lines.append(
-            f"over max_pages_per_host: {report.frontier.over_budget} new URLs not queued "
-            "(counted each time one was found)"
+            f"over max_pages_per_host: {report.frontier.over_budget} links not queued "
+            "(their host had its budget of URLs)"
         )
     lines += [
         f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "

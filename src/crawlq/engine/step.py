@@ -325,7 +325,8 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
         else:
             skipped[reason] += 1
             error = f"redirect_not_followed: {location}"
-    page = await _page_record(lease, result, deps, final_url=location, title=None, error=error)
+    final_url = location if target is None else target.url  # as queued: URL rules applied
+    page = await _page_record(lease, result, deps, final_url=final_url, title=None, error=error)
     return Outcome(lease, Kind.PAGE, page=page, links=links, skipped=skipped)
 
 
