@@ -44,6 +44,7 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
     minute, live workers (heartbeats) and the busiest hosts. For a job of the Celery engine:
     pending (queued in the broker or running), delayed retries, dead, seen, done and stored
     pages ("engine": "celery" in --json, where queued, in_flight and workers are null).
+    Both: links not queued because their host had --max-pages-per-host URLs (over_budget).
 
     Stored pages are counted in the job's store; a job keeps its store URL without the
     password, which CRAWLQ_STORE (the same URL with it) supplies.
@@ -87,7 +88,6 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             "dead": stats.dead,
             "seen": stats.seen,
             "done": stats.done,
-            "over_budget": stats.over_budget,
             "stored": None,
             "pages_per_s": round(await rate(), 2) if rate else None,
             "workers": [{"id": wid, "last_seen_s": round(age, 1)} for wid, age in await live()]
@@ -108,6 +108,7 @@ async def _snapshot(url: str, job: str) -> dict[str, Any]:
             ],
             "engine": "native",
             "pending": None,
+            "over_budget": stats.over_budget,
         }
         pending = await _celery_pending(frontier)
         if pending is not None:
