@@ -200,10 +200,12 @@ def repeats_segments(url: str, max_repeats: int) -> bool:
     if start < 0:
         return False
     end = url.find("?", start)
-    path = url[start:] if end < 0 else url[start:end]
-    segments = [s for s in path.split("/") if s]
-    count = len(segments)
+    end = len(url) if end < 0 else end
     times = max_repeats + 1
+    if url.count("/", start, end) < times:
+        return False  # fewer segments than repeats: most paths stop here
+    segments = [s for s in url[start:end].split("/") if s]
+    count = len(segments)
     if count < times or len(set(segments)) == count:
         return False
     for size in range(1, count // times + 1):

@@ -383,6 +383,10 @@ def decode_location(raw: bytes) -> str:
 
 # -- rewriting rules: session identifiers and tracking parameters -----------------------------
 
+_RULES_CACHE_SIZE = 4096
+"""URLs whose `UrlRules.apply` answer is remembered (navigation links repeat from page to
+page); the cache is emptied when full, so it stays under ~1 MiB."""
+
 
 def _glob(pattern: str) -> str:
     """A regex for a parameter-name glob: ``*`` any run of name characters, ``?`` one."""
@@ -418,13 +422,14 @@ class UrlRules:
             (`crawlq.settings.Settings`).
     """
 
-    __slots__ = ("_candidate", "_name", "strip_params")
+    __slots__ = ("_candidate", "_done", "_name", "strip_params")
 
     def __init__(self, strip_params: Iterable[str]) -> None:
         names = tuple(dict.fromkeys(p.strip() for p in strip_params if p.strip()))
         self.strip_params = names
         self._candidate: re.Pattern[str] | None = None
         self._name: re.Pattern[str] | None = None
+        self._done: dict[str, str] = {}  # recent answers for URLs with "?" or ";"
         if names:
             either = "|".join(_glob(name) for name in names)
             self._candidate = re.compile(rf"[;?&](?:{either})(?=[=&;/#]|$)", re.IGNORECASE)
@@ -441,6 +446,15 @@ class UrlRules:
         """
         if self._candidate is None or ("?" not in url and ";" not in url):
             return url
+        done = self._done.get(url)
+        if done is None:
+            if len(self._done) >= _RULES_CACHE_SIZE:
+                self._done.clear()
+            done = self._done[url] = self._apply(url)
+        return url if done == url else done
+
+    def _apply(self, url: str) -> str:
+        assert self._candidate is not None
         if self._candidate.search(url) is None:
             return url
         parts = urlsplit(url)
