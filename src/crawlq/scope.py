@@ -53,8 +53,6 @@ class FilterReason(StrEnum):
     """The path repeats a sequence of segments more than ``max_path_repeats`` times in a row."""
     TOO_MANY_QUERY_PARAMS = "too_many_query_params"
     """The query has more than ``max_query_params`` parameters."""
-    MAX_PAGES_PER_HOST = "max_pages_per_host"
-    """The host had ``max_pages_per_host`` URLs admitted already (counted by the frontier)."""
 
 
 class Scope:

@@ -334,3 +334,19 @@ async def test_a_bloom_job_keeps_the_host_budget_too(redis_url: str, job: str) -
     finally:
         await f.drop()
         await f.close()
+
+
+async def test_a_garbled_host_count_does_not_fail_a_push(redis_url: str, job: str) -> None:
+    from crawlq.politeness import Politeness
+
+    rules = Politeness(default=POLICY, max_pages_per_host=3)
+    f = await RedisFrontier.open(redis_url, job, politeness=rules, create=True)
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.hset(Keyspace(job).admitted, "a.test", "not a number")
+        assert await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(5)]) == 3
+        assert await client.hget(Keyspace(job).admitted, "a.test") == b"3"
+    finally:
+        await client.aclose()
+        await f.drop()
+        await f.close()

@@ -26,7 +26,7 @@ for i = 4, #ARGV, 4 do
   local full = false
   if budget >= 0 then
     if room[host] == nil then
-      room[host] = budget - tonumber(redis.call("HGET", admitted_key, host) or "0")
+      room[host] = budget - (tonumber(redis.call("HGET", admitted_key, host)) or 0)
     end
     full = room[host] <= 0
   end
@@ -51,7 +51,9 @@ for i = 4, #ARGV, 4 do
     out[#out + 1] = 0
   end
 end
-for host, n in pairs(admitted) do redis.call("HINCRBY", admitted_key, host, n) end
+for host, n in pairs(admitted) do  -- HSET, not HINCRBY: a garbled count must not fail the step
+  redis.call("HSET", admitted_key, host, (tonumber(redis.call("HGET", admitted_key, host)) or 0) + n)
+end
 if added > 0 then redis.call("HINCRBY", KEYS[4], "seen", added) end
 if over > 0 then redis.call("HINCRBY", KEYS[4], "over_budget", over) end
 return out

@@ -48,7 +48,7 @@ while i <= #ARGV do
   local full = false
   if budget >= 0 then
     if room[hidx] == nil then
-      room[hidx] = budget - tonumber(redis.call("HGET", admitted_key, ARGV[7 + hidx]) or "0")
+      room[hidx] = budget - (tonumber(redis.call("HGET", admitted_key, ARGV[7 + hidx])) or 0)
     end
     full = room[hidx] <= 0
   end
@@ -85,7 +85,10 @@ while i <= #ARGV do
   end
   i = i + 4 + k
 end
-for hidx, n in pairs(admitted) do redis.call("HINCRBY", admitted_key, ARGV[7 + hidx], n) end
+for hidx, n in pairs(admitted) do  -- HSET, not HINCRBY: a garbled count must not fail the step
+  local host = ARGV[7 + hidx]
+  redis.call("HSET", admitted_key, host, (tonumber(redis.call("HGET", admitted_key, host)) or 0) + n)
+end
 if over > 0 then redis.call("HINCRBY", KEYS[4], "over_budget", over) end
 if added > 0 then
   redis.call("HINCRBY", KEYS[4], "queued", added)
