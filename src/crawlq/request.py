@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawlq.errors import InvalidURL
 from crawlq.urls import UrlRules, request_fingerprint, url_keys
 
 __all__ = [
@@ -120,15 +121,17 @@ class CrawlRequest:
         """This request with the crawl's URL rules applied (`crawlq.urls.UrlRules`).
 
         Returns:
-            ``self`` when the rules leave the URL as it is, else a copy with the rewritten URL
-            and its own fingerprint and host.
-
-        Raises:
-            InvalidURL: The rewritten URL cannot be crawled (cannot happen for rules that only
-                remove parameters).
+            ``self`` when the rules leave the URL as it is (or would make it one that cannot
+            be crawled, which rules that only remove parameters never do), else a copy with
+            the rewritten URL and its own fingerprint and host.
         """
         url = rules.apply(self.url)
-        return self if url == self.url else dataclasses.replace(self, url=url)
+        if url == self.url:
+            return self
+        try:
+            return dataclasses.replace(self, url=url)
+        except InvalidURL:
+            return self
 
     def to_json(self) -> str:
         """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).
