@@ -265,3 +265,38 @@ async def test_max_pages_per_host_requests_at_most_that_many_pages(
     assert set(r.pages) == {site.base + t.decode() for t in site.targets}
     # 16 links over the budget; the worker pushes a link once while it remembers pushing it
     assert r.report.frontier.over_budget == 16
+
+
+async def test_seed_and_inbox_entries_of_a_shared_job_get_the_jobs_url_rules(
+    tmp_path: Path, redis_url: str, job: str
+) -> None:
+    """`crawlq seed` and the inbox build requests outside any page: the job's rules apply."""
+    import redis.asyncio as aioredis
+
+    from crawlq.engine.backends import assembled_worker, open_backends
+    from crawlq.engine.service import seed
+    from crawlq.frontier.redis import Keyspace
+    from crawlq.request import CrawlRequest
+    from crawlq.scope import Scope
+    from crawlq.settings import Settings
+
+    cli = {"frontier": redis_url, "job": job, "store": str(tmp_path / "s.db"), "delay_s": 0}
+    cli["host_concurrency"] = 10
+    settings = Settings.build(cli={**cli, "strip_url_params": ["ref", "sid"]}, env={})
+    seeded = await seed(settings, [CrawlRequest("http://a.test/p?ref=x&k=1;sid=2")])
+    assert seeded.queued == 1
+    client = aioredis.Redis.from_url(redis_url)
+    try:  # a producer of its own, and an entry with a trap
+        await client.lpush(Keyspace(job).inbox, "http://a.test/q?sid=9", "http://a.test/x/x/x")
+    finally:
+        await client.aclose()
+    worker_settings = Settings.build(cli=cli, env={})  # no rules given: the job's are adopted
+    async with open_backends(worker_settings) as backends:
+        scope = Scope.from_settings(backends.settings, backends.settings.allowed_domains)
+        assert scope.url_rules.strip_params == ("ref", "sid")
+        async with assembled_worker(backends, Spider(), scope):  # gives the frontier its rules
+            leases = await backends.frontier.lease(10, "w", 30)
+            urls = sorted(lease.request.url for lease in leases)
+            rejected = await backends.frontier.rejected()  # type: ignore[attr-defined]
+    assert urls == ["http://a.test/p?k=1;sid=2", "http://a.test/q"]  # ";sid" is in a value
+    assert [r["reason"] for r in rejected] == ["out_of_scope: repeated_segments"]
