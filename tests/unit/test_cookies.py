@@ -149,9 +149,9 @@ def test_fit_cookies_keeps_what_a_request_may_carry() -> None:
 
 def test_the_inbox_refuses_a_revisit() -> None:
     check = inbox_filter(Settings(), Scope(("a.test",)))
-    assert check(CrawlRequest(URL, cookies={"sid": "1"})) is None
+    assert isinstance(check(CrawlRequest(URL, cookies={"sid": "1"})), CrawlRequest)  # queued
     refusal = check(CrawlRequest(URL, cookies={"sid": "1"}, revisit=True))
-    assert refusal is not None and refusal.startswith("revisit_not_allowed")
+    assert isinstance(refusal, str) and refusal.startswith("revisit_not_allowed")
 
 
 def test_no_cookies_option_and_job_setting() -> None:
