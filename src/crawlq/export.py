@@ -79,10 +79,11 @@ PAGE_COLUMNS = (
     "fingerprint",
     "warc_file",
     "warc_offset",
+    "referrer",
 )
 """Keys of an exported page, in order (``body_b64`` follows when bodies are exported)."""
 _BODY = "body_b64"
-_DEAD_COLUMNS = ("url", "reason", "detail", "attempts", "depth", "at", "fingerprint")
+_DEAD_COLUMNS = ("url", "reason", "detail", "attempts", "depth", "at", "fingerprint", "referrer")
 _FILTERED_COLUMNS = ("url", "reason", "depth", "at", "fingerprint")
 
 
@@ -217,6 +218,7 @@ def page_row(page: PageRecord, time: Callable[[float], Any] = iso_utc) -> dict[s
         "fingerprint": page.fingerprint.hex(),
         "warc_file": page.warc_file,
         "warc_offset": page.warc_offset,
+        "referrer": page.referrer,
     }
 
 
@@ -236,6 +238,7 @@ def dead_row(dead: DeadRecord, time: Callable[[float], Any] = iso_utc) -> dict[s
         "depth": dead.depth,
         "at": time(dead.at),
         "fingerprint": dead.fingerprint.hex(),
+        "referrer": dead.referrer,
     }
 
 

@@ -37,6 +37,8 @@ class PageRecord:
             directory), when the crawl archives to WARC (``warc_dir``); else None.
         warc_offset: Byte offset of that response record in ``warc_file`` (where its gzip
             member starts), or None.
+        referrer: URL of the page that linked to (or redirected to) this one; None for a
+            seed, an inbox entry without one, or a page stored before crawlq kept it.
     """
 
     fingerprint: bytes
@@ -55,6 +57,7 @@ class PageRecord:
     body: bytes | None = None
     warc_file: str | None = None
     warc_offset: int | None = None
+    referrer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,7 @@ class DeadRecord:
         attempts: How many fetches were tried.
         depth: Link depth from the seeds.
         at: Unix time in seconds.
+        referrer: URL of the page that linked to this one (None: a seed, or unknown).
     """
 
     fingerprint: bytes
@@ -99,6 +103,7 @@ class DeadRecord:
     attempts: int
     depth: int
     at: float
+    referrer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlq.urls import request_fingerprint, url_keys
+from crawlq.urls import normalize, request_fingerprint, url_keys
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_JSON_NESTING",
+    "MAX_REFERRER_CHARS",
     "PRIORITY_LIMIT",
     "CrawlRequest",
     "FetchResult",
@@ -42,6 +43,10 @@ MAX_JSON_NESTING = 32
 """Deepest nesting of arrays and objects accepted in a JSON request (`CrawlRequest.from_json`),
 checked by a linear scan before the JSON is parsed, so a deeply nested entry never reaches the
 recursive parser."""
+
+MAX_REFERRER_CHARS = 2083
+"""Longest ``referrer`` a JSON request (`CrawlRequest.from_json`) may carry, in characters:
+the longest URL crawlq follows (`crawlq.scope.MAX_URL_LENGTH`)."""
 
 _JSON_NESTING_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 """A JSON string (skipped whole, so brackets inside strings do not count) or a bracket."""
@@ -67,12 +72,17 @@ class CrawlRequest:
         callback: Name of the spider method that parses the response (None: ``parse``).
         cb_kwargs: Extra keyword arguments for the callback; must be JSON-serialisable.
         meta: Free-form JSON-serialisable data carried to the response (``response.meta``).
+        referrer: The URL of the page that linked to (or redirected to) this one, or None
+            for a seed. Set by the engine for every request a page yields
+            (`crawlq.engine.step`), recorded on the URL's page or dead letter; not part of
+            the fingerprint or of equality.
 
     Raises:
         InvalidURL: ``url`` is not an absolute http(s) URL.
         ValueError: ``method`` is not an HTTP token, ``priority`` is not an int, ``depth``
             is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, or ``meta`` or
-            ``cb_kwargs`` is not a mapping (a JSON object).
+            ``cb_kwargs`` is not a mapping (a JSON object), or ``referrer`` is neither None
+            nor a string.
     """
 
     url: str
@@ -83,6 +93,7 @@ class CrawlRequest:
     callback: str | None = None
     cb_kwargs: Mapping[str, Any] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    referrer: str | None = field(default=None, repr=False, compare=False)
     fingerprint: bytes = field(init=False, repr=False, compare=False)
     host: str = field(init=False, repr=False, compare=False)
 
@@ -103,6 +114,8 @@ class CrawlRequest:
             raise ValueError(f"method must be an HTTP token, got {self.method!r:.40}")
         if self.callback is not None and not isinstance(self.callback, str):
             raise ValueError(f"callback must be a method name, got {self.callback!r:.40}")
+        if self.referrer is not None and not isinstance(self.referrer, str):
+            raise ValueError(f"referrer must be a URL string, got {self.referrer!r:.40}")
         keys = url_keys(self.url)
         method = self.method
         if method == "GET" and not self.body:
@@ -119,7 +132,7 @@ class CrawlRequest:
         """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).
 
         Keys: ``url`` (required); ``method``, ``body_b64``, ``priority``, ``depth``,
-        ``callback``, ``cb_kwargs``, ``meta`` when they differ from the defaults.
+        ``callback``, ``cb_kwargs``, ``meta``, ``referrer`` when they differ from the defaults.
         """
         data: dict[str, Any] = {"url": self.url}
         if self.method != "GET":
@@ -136,6 +149,8 @@ class CrawlRequest:
             data["cb_kwargs"] = dict(self.cb_kwargs)
         if self.meta:
             data["meta"] = dict(self.meta)
+        if self.referrer:
+            data["referrer"] = self.referrer
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -153,8 +168,9 @@ class CrawlRequest:
             ValueError: not a JSON object with a string ``url``, nested too deep, or a field
                 of the wrong type, form or range (``method`` not a token string,
                 ``body_b64`` not base64, ``meta`` or ``cb_kwargs`` not an object,
-                ``priority`` or ``depth`` not an integer within its bounds).
-            InvalidURL: the URL cannot be crawled.
+                ``priority`` or ``depth`` not an integer within its bounds, ``referrer`` not
+                a URL string of at most `MAX_REFERRER_CHARS`).
+            InvalidURL: the URL (or the referrer) cannot be crawled.
         """
         if isinstance(text, bytes | bytearray):
             text = bytes(text).decode("utf-8")  # UnicodeDecodeError is a ValueError
@@ -183,7 +199,19 @@ class CrawlRequest:
             callback=data.get("callback"),
             cb_kwargs=data.get("cb_kwargs") or {},
             meta=data.get("meta") or {},
+            referrer=_referrer(data.get("referrer")),
         )
+
+
+def _referrer(value: Any) -> str | None:
+    """A JSON request's ``referrer``, checked and normalised (see `CrawlRequest.from_json`)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"referrer must be a URL string, got {value!r:.40}")
+    if len(value) > MAX_REFERRER_CHARS:
+        raise ValueError(f"referrer longer than {MAX_REFERRER_CHARS} characters")
+    return normalize(value)
 
 
 def _json_nesting(text: str) -> int:

@@ -260,6 +260,8 @@ async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) ->
     with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 1 looks like
         db.execute("ALTER TABLE pages DROP COLUMN warc_file")
         db.execute("ALTER TABLE pages DROP COLUMN warc_offset")
+        db.execute("ALTER TABLE pages DROP COLUMN referrer")
+        db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
         db.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
 

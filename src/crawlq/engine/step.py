@@ -315,6 +315,7 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
             callback=req.callback,
             cb_kwargs=req.cb_kwargs,
             meta={**req.meta, "redirect_urls": [*chain, req.url], "redirect_times": hops},
+            referrer=req.url,
         )
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"
@@ -418,6 +419,8 @@ class _Parsed:
             self.error, self.items = f"spider_error: item is not JSON-serialisable: {bad}", []
         cap = settings.max_links_per_page
         for child in found_requests[:cap]:
+            if child.referrer != req.url:  # the page that yielded it, whatever it claimed
+                child = dataclasses.replace(child, referrer=req.url)
             reason = scope.check(child)
             if reason is None:
                 self.links.append(child)
@@ -499,6 +502,7 @@ async def _page_record(
         error=error,
         spider=deps.spider.name,
         body=result.body if deps.settings.store_body else None,
+        referrer=req.referrer,
     )
     if deps.warc is not None:
         warc = await _archive(deps.warc, req, result, page.fetched_at)
@@ -540,6 +544,13 @@ def _private_address(lease: Lease, exc: FetchError) -> Outcome:
 def _dead(lease: Lease, reason: str, detail: str) -> Outcome:
     req = lease.request
     record = DeadRecord(
-        req.fingerprint, req.url, reason, detail, lease.attempt, req.depth, time.time()
+        req.fingerprint,
+        req.url,
+        reason,
+        detail,
+        lease.attempt,
+        req.depth,
+        time.time(),
+        req.referrer,
     )
     return Outcome(lease, Kind.DEAD, dead=record, reason=reason)

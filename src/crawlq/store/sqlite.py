@@ -34,11 +34,14 @@ from crawlq.errors import StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.secrecy import create_private
 from crawlq.store.base import (
+    LOOKUP_MAX,
     ResultBatch,
     StoreCounts,
+    StoredOutcome,
     dead_from_row,
     filtered_from_row,
     item_from_row,
+    outcomes_from_rows,
     page_from_row,
 )
 
@@ -46,13 +49,17 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         "ALTER TABLE pages ADD COLUMN warc_file TEXT",
         "ALTER TABLE pages ADD COLUMN warc_offset INTEGER",
+    ),
+    2: (  # the page that linked to each page and dead letter (crawlq inspect, dead list)
+        "ALTER TABLE pages ADD COLUMN referrer TEXT",
+        "ALTER TABLE dead_letters ADD COLUMN referrer TEXT",
     ),
 }
 """``_MIGRATIONS[v]`` brings a file at schema version ``v`` to ``v + 1``."""
@@ -70,25 +77,26 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, referrer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset
+    warc_offset = excluded.warc_offset, referrer = excluded.referrer
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
 """
 _UPSERT_DEAD = """
-INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at, referrer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, reason = excluded.reason, detail = excluded.detail,
-    attempts = excluded.attempts, depth = excluded.depth, at = excluded.at
+    attempts = excluded.attempts, depth = excluded.depth, at = excluded.at,
+    referrer = excluded.referrer
 """
 _UPSERT_FILTERED = """
 INSERT INTO filtered (fingerprint, url, reason, depth, at) VALUES (?, ?, ?, ?, ?)
@@ -202,8 +210,7 @@ class SqliteStore:
             StoreError: Any other SQLite failure, or the store is closed.
         """
         body = "body" if with_body else "NULL"
-        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"  # read-only v1
-        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc} FROM pages"
+        select = f"SELECT {_PAGE_COLUMNS}, {body}, {self._page_extras()} FROM pages"
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
         first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
         later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
@@ -232,7 +239,7 @@ class SqliteStore:
             StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
             StoreError: Any other SQLite failure, or the store is closed.
         """
-        select = "SELECT at, fingerprint, url, reason, detail, attempts, depth FROM dead_letters"
+        select = f"SELECT {self._dead_columns()} FROM dead_letters"
         order = "ORDER BY at, fingerprint LIMIT ?"
         first = (f"{select} {order}", ())
         later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
@@ -252,6 +259,41 @@ class SqliteStore:
         later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
         async for row in self._stream(first, later, lambda r: r[:2], _CHUNK_ROWS):
             yield filtered_from_row(row)
+
+    async def lookup(self, fingerprints: Sequence[bytes]) -> dict[bytes, StoredOutcome]:
+        """What the store holds for each fingerprint; see `crawlq.store.Store.lookup`.
+
+        Raises:
+            ValueError: More than `LOOKUP_MAX` fingerprints.
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        fps = list(dict.fromkeys(bytes(fp) for fp in fingerprints))
+        if len(fps) > LOOKUP_MAX:
+            raise ValueError(f"lookup takes at most {LOOKUP_MAX} fingerprints, got {len(fps)}")
+        if not fps:
+            return {}
+        marks = ",".join("?" * len(fps))
+        where = f"WHERE fingerprint IN ({marks})"
+        queries = (
+            f"SELECT {_PAGE_COLUMNS}, NULL, {self._page_extras()} FROM pages {where}",
+            f"SELECT fingerprint, count(*) FROM items {where} GROUP BY fingerprint",
+            f"SELECT {self._dead_columns()} FROM dead_letters {where}",
+            f"SELECT at, fingerprint, url, reason, depth FROM filtered {where}",
+        )
+        pages, items, dead, filtered = await self._run(
+            functools.partial(_read_snapshot, queries, tuple(fps))
+        )
+        return outcomes_from_rows(pages, items, dead, filtered)
+
+    def _page_extras(self) -> str:
+        """The page columns after ``body`` that this file has (read-only stores may be old)."""
+        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"
+        return f"{warc}, {'referrer' if self._version >= 3 else 'NULL'}"
+
+    def _dead_columns(self) -> str:
+        referrer = "referrer" if self._version >= 3 else "NULL"
+        return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
 
     async def close(self) -> None:
         """Close the connection after the calls already queued; idempotent."""
@@ -365,9 +407,9 @@ def _schema_statements() -> tuple[str, ...]:
 def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
     """Read-only open: the schema version of the store in ``path``; changes nothing.
 
-    Versions 1.. are read as they are (1 lacks the WARC columns: `SqliteStore.pages` reads
-    NULL). A future step readers cannot bridge is refused here: "a crawl of this crawlq
-    migrates it".
+    Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 the referrer:
+    `SqliteStore.pages` reads NULL). A future step readers cannot bridge is refused here: "a
+    crawl of this crawlq migrates it".
     """
     version = _schema_version(conn, path)
     if version is None:
@@ -460,11 +502,13 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.body,
             p.warc_file,
             p.warc_offset,
+            p.referrer,
         )
         for p in batch.pages
     ]
     dead_rows = [
-        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at) for d in batch.dead
+        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at, d.referrer)
+        for d in batch.dead
     ]
     filtered_rows = [(f.fingerprint, f.url, f.reason, f.depth, f.at) for f in batch.filtered]
     conn.execute("BEGIN IMMEDIATE")
@@ -521,6 +565,17 @@ def _counts(conn: sqlite3.Connection) -> StoreCounts:
         dead_by_reason=dict(by_dead),
         filtered_by_reason=dict(by_filtered),
     )
+
+
+def _read_snapshot(
+    queries: Sequence[str], params: tuple[Any, ...], conn: sqlite3.Connection
+) -> list[list[_Row]]:
+    """Run each query with ``params`` inside one read transaction (one snapshot)."""
+    conn.execute("BEGIN")
+    try:
+        return [conn.execute(query, params).fetchall() for query in queries]
+    finally:
+        conn.execute("COMMIT")
 
 
 def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[_Row]:
