@@ -205,7 +205,7 @@ class Crawl(WorkerHost):
         frontier, store = backends.frontier, backends.store
         self.scope = Scope(s.allowed_domains, s.include, s.exclude, s.max_depth)
         if self.retry_dead:
-            revived = await frontier.revive_dead()
+            revived = await frontier.replay_dead()
             logger.warning("requeued %d dead-lettered URLs (--retry-dead)", revived)
         seeded = await frontier.push(self.start_requests)
         budget = None

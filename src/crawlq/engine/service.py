@@ -105,7 +105,7 @@ async def seed(
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
         if retry_dead:
-            await backends.frontier.revive_dead()
+            await backends.frontier.replay_dead()
         queued = 0
         try:
             for start in range(0, len(requests), SEED_CHUNK):

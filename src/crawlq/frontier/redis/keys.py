@@ -10,7 +10,7 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``bloom`` | string | Bloom filter bits (``dedup="bloom"`` instead of ``seen``) |
 | ``reqs`` | hash | fingerprint -> ``host "\n" request JSON`` while not done |
 | ``scores`` | hash | fingerprint -> queue score (priority, then push order) |
-| ``attempts`` | hash | fingerprint -> deliveries so far |
+| ``attempts`` | hash | fingerprint -> deliveries so far (kept while dead) |
 | ``q:{host}`` | sorted set | one host's queued fingerprints by score |
 | ``ready`` | sorted set | hosts with queued work and a free slot, by next-allowed Unix ms |
 | ``inflight`` | hash | host -> slots taken: leases whose requests are not reported done |
@@ -22,6 +22,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
 | ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
+| ``dead_at`` | hash | dead fingerprint -> Unix ms it was dead-lettered |
+| ``last_error`` | hash | fingerprint -> reason of its last retry, until acked or dead |
 | ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq |
 | ``rate`` | hash | slot (second mod 120) -> ``"second count"`` of acks, for pages/s |
 | ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
@@ -75,6 +77,8 @@ class Keyspace:
         self.owner = p + "owner"
         self.delayed = p + "delayed"
         self.dead = p + "dead"
+        self.dead_at = p + "dead_at"
+        self.last_error = p + "last_error"
         self.stats = p + "stats"
         self.rate = p + "rate"
         self.inbox = p + "inbox"
