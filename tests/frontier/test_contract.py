@@ -7,7 +7,7 @@ import time
 
 from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
-from crawlq.frontier.base import DeadFilter
+from crawlq.frontier.base import DeadFilter, DeadLetter
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest
 
@@ -566,9 +566,10 @@ async def test_replay_dead_by_filter_and_admission(make_frontier: MakeFrontier) 
     assert await _dead_letters(f, DeadFilter(host="b.test")) == []
     refused: list[str] = []
 
-    def admit(request: CrawlRequest) -> bool:  # the caller's scope: /b left out
-        if request.url.endswith("/b"):
-            refused.append(request.url)
+    def admit(letter: DeadLetter) -> bool:  # the caller's scope: /b left out
+        assert letter.reason == "http_503"
+        if letter.request.url.endswith("/b"):
+            refused.append(letter.request.url)
             return False
         return True
 

@@ -16,7 +16,9 @@ __all__ = ["cli"]
 
 _COMMANDS = {
     "crawl": "crawlq.cli.crawl_cmd:crawl",
+    "dead": "crawlq.cli.dead_cmd:dead",
     "export": "crawlq.cli.export_cmd:export",
+    "inspect": "crawlq.cli.inspect_cmd:inspect",
     "seed": "crawlq.cli.seed_cmd:seed",
     "serve": "crawlq.cli.serve_cmd:serve",
     "status": "crawlq.cli.status_cmd:status",

@@ -381,7 +381,7 @@ class Frontier(Protocol):
     async def replay_dead(
         self,
         where: DeadFilter = EVERY_DEAD,
-        admit: Callable[[CrawlRequest], bool] | None = None,
+        admit: Callable[[DeadLetter], bool] | None = None,
     ) -> int:
         """Put the dead letters that ``where`` matches back in the queue, attempts afresh.
 
@@ -392,8 +392,8 @@ class Frontier(Protocol):
 
         Args:
             where: Which dead letters.
-            admit: Called with each matching request; one it returns False for stays dead
-                (the caller's scope check: a dead letter that the job's scope no longer
+            admit: Called with each matching dead letter; one it returns False for stays
+                dead (the caller's scope check: a dead letter that the job's scope no longer
                 takes is not fetched again). None admits all.
 
         Returns:

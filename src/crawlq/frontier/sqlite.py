@@ -702,7 +702,7 @@ class SqliteFrontier:
     async def replay_dead(
         self,
         where: DeadFilter = EVERY_DEAD,
-        admit: Callable[[CrawlRequest], bool] | None = None,
+        admit: Callable[[DeadLetter], bool] | None = None,
     ) -> int:
         """See `crawlq.frontier.base.Frontier.replay_dead`.
 
@@ -711,7 +711,7 @@ class SqliteFrontier:
         """
         replayed = 0
         async for chunk in self._chunks(self.dead_letters(where)):
-            chosen = [d.request for d in chunk if admit is None or admit(d.request)]
+            chosen = [d.request for d in chunk if admit is None or admit(d)]
             if chosen:
                 revived = await self._run(self._tx, functools.partial(self._revive, chosen))
                 self._counts[_DEAD] -= revived

@@ -766,7 +766,7 @@ class RedisFrontier:
     async def replay_dead(
         self,
         where: DeadFilter = EVERY_DEAD,
-        admit: Callable[[CrawlRequest], bool] | None = None,
+        admit: Callable[[DeadLetter], bool] | None = None,
     ) -> int:
         """See `crawlq.frontier.base.Frontier.replay_dead`.
 
@@ -779,7 +779,7 @@ class RedisFrontier:
             hosts: dict[str, int] = {}
             body: list[Any] = []
             for fp, letter in chunk:
-                if admit is None or admit(letter.request):
+                if admit is None or admit(letter):
                     body += [fp, hosts.setdefault(letter.request.host, len(hosts) + 1)]
             if not body:
                 continue
@@ -943,6 +943,15 @@ class RedisFrontier:
             hosts=tuple(h for h in per_host[:20] if h.queued or h.in_flight),
             backoff=backoff,
         )
+
+    async def job_engine(self) -> str:
+        """The engine that runs the job: ``celery`` or ``native``.
+
+        ``celery`` when a Celery engine marked it (the job hash's ``engine`` field, see
+        `crawlq.celery.state`).
+        """
+        engine = await self._call(lambda: self.client.hget(self.keys.job_info, "engine"))
+        return "celery" if engine == b"celery" else "native"
 
     async def backoff_hosts(self, limit: int = 20) -> tuple[HostBackoff, ...]:
         """Hosts in backoff (`FrontierStats.backoff`), also for a Celery-engine job."""

@@ -37,6 +37,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
 | ``pending_at`` | sorted set | Celery engine: pending fingerprint -> Unix ms it is due to run |
+| ``dead_requests`` | hash | Celery engine: dead-lettered fingerprint -> ``owner "\n" request
+  JSON`` (what ``crawlq dead replay`` sends again) |
 | ``slots:{host}`` | sorted set | Celery engine: politeness slot token -> hold deadline Unix ms |
 | ``running`` | hash | Celery engine: ``host:pid:thread`` of a worker -> the 20-byte fingerprints
   its task runs now (its heartbeat is ``workers`` -> ``host:pid``) |
@@ -90,6 +92,7 @@ class Keyspace:
         self.robots_claims = p + "robots_claims"
         self.pending = p + "pending"
         self.pending_at = p + "pending_at"
+        self.dead_requests = p + "dead_requests"
         self.running = p + "running"
 
     def queue(self, host: str) -> str:
