@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlq.urls import normalize, request_fingerprint, url_keys
+from crawlq.urls import request_fingerprint, url_keys
 
 __all__ = [
     "MAX_DEPTH",
@@ -211,7 +211,7 @@ def _referrer(value: Any) -> str | None:
         raise ValueError(f"referrer must be a URL string, got {value!r:.40}")
     if len(value) > MAX_REFERRER_CHARS:
         raise ValueError(f"referrer longer than {MAX_REFERRER_CHARS} characters")
-    return normalize(value)
+    return url_keys(value).url  # cached: the links of one page share their referrer
 
 
 def _json_nesting(text: str) -> int:

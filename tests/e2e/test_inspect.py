@@ -123,6 +123,9 @@ async def test_inspect_tells_each_state_of_an_embedded_crawl(tmp_path: Path) -> 
         check_every_story(("--store", str(path)), made)
         table = run_crawlq("inspect", f"{SITE}/dead", "--store", str(path)).stdout
         assert "dead-lettered" in table and HOME in table and "http_503" in table
+        busy = run_crawlq("dead", "replay", "--store", str(path), check=False)
+        assert busy.returncode == 1  # a crawl owns the file: a replay waits for it to end
+        assert "in use by another crawlq process" in busy.stderr
     finally:  # the frontier stayed owned by this "crawl" throughout
         await store.close()
         await frontier.close()
@@ -175,3 +178,26 @@ def test_an_unknown_job_is_named(redis_url: str, job: str) -> None:
     assert f"'{job}': no such job" in proc.stderr
     proc = run_crawlq("dead", "list", "--frontier", redis_url, "--job", job, check=False)
     assert proc.returncode == 2 and f"'{job}': no such job" in proc.stderr
+
+
+async def test_a_replay_checks_the_job_scope_again(redis_url: str, job: str) -> None:
+    from crawlq.frontier.redis import RedisFrontier
+
+    frontier = await RedisFrontier.open(
+        redis_url, job, default_policy=HostPolicy(0.0, 10), create=True
+    )
+    try:
+        await frontier.job_settings({"store": "unused.db", "allowed_domains": ["site.test"]})
+        await frontier.push([linked("in"), CrawlRequest("http://elsewhere.test/out")])
+        for lease in await frontier.lease(2, "w", 60.0):
+            await frontier.dead(lease, "timeout")
+        where = ("--frontier", redis_url, "--job", job)
+        proc = run_crawlq("dead", "replay", *where)
+        assert "replayed 1 dead letter (timeout 1); 1 left dead: out of the job's scope" in (
+            proc.stdout
+        )
+        assert (await frontier.inspect(linked("in").fingerprint)).state == "queued"
+        out = CrawlRequest("http://elsewhere.test/out").fingerprint
+        assert (await frontier.inspect(out)).state == "dead"
+    finally:
+        await frontier.close()
