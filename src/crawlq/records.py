@@ -37,6 +37,8 @@ class PageRecord:
             directory), when the crawl archives to WARC (``warc_dir``); else None.
         warc_offset: Byte offset of that response record in ``warc_file`` (where its gzip
             member starts), or None.
+        canonical_url: The page's ``<link rel="canonical">``, resolved against its base
+            and normalised, when it names an http(s) URL; else None.
         referrer: URL of the page that linked to (or redirected to) this one; None for a
             seed, an inbox entry without one, or a page stored before crawlq kept it.
     """
@@ -57,6 +59,7 @@ class PageRecord:
     body: bytes | None = None
     warc_file: str | None = None
     warc_offset: int | None = None
+    canonical_url: str | None = None
     referrer: str | None = None
 
 

@@ -7,7 +7,7 @@ import time
 
 from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
-from crawlq.frontier.base import DeadFilter, DeadLetter
+from crawlq.frontier.base import DeadFilter, DeadLetter, QueueBounds
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest
 
@@ -658,3 +658,60 @@ async def test_robots_claim_rejects_a_non_positive_ttl(make_frontier: MakeFronti
     f = await make_frontier()
     with pytest.raises(ValueError, match="ttl_s"):
         await f.robots_claim("http://a.test", "w", 0)
+
+
+# -- queue bounds (backpressure) -------------------------------------------------------------
+
+
+async def test_block_bound_refuses_a_producers_overflow_without_marking_it_seen(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    f.bounds = QueueBounds(max_queued=3)
+    offer = await f.offer(reqs("a", "b", "c", "d", "e"))
+    assert (offer.queued, offer.refused, offer.dropped) == (3, 2, 0)
+    stats = await f.stats()
+    assert (stats.queued, stats.seen) == (3, 3)
+    # a duplicate is never refused, even while full
+    assert (await f.offer(reqs("a"))).refused == 0
+    # room made by a worker lets the refused ones in: they were never marked seen
+    await drain(f, 2)
+    again = await f.offer(reqs("a", "b", "c", "d", "e"))
+    assert (again.queued, again.refused) == (2, 0)
+    assert (await f.stats()).seen == 5
+
+
+async def test_block_bound_does_not_apply_to_workers_links(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    f.bounds = QueueBounds(max_queued=2)
+    assert await f.push(reqs("a", "b", "c", "d")) == 4  # workers make room: never blocked
+    assert (await f.offer(reqs("e"))).refused == 1
+
+
+async def test_per_host_bound_leaves_other_hosts_room(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    f.bounds = QueueBounds(max_queued_per_host=2)
+    offer = await f.offer(reqs("1", "2", "3", host="a.test") + reqs("1", host="b.test"))
+    assert (offer.queued, offer.refused) == (3, 1)
+    hosts = {h.host: h.queued for h in (await f.stats()).hosts}
+    assert hosts == {"a.test": 2, "b.test": 1}
+
+
+async def test_drop_lowest_dead_letters_the_lowest_priority_and_loses_nothing(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    f.bounds = QueueBounds(max_queued=2, when_full="drop-lowest")
+    await f.push(reqs("low", priority=0) + reqs("mid", priority=5))
+    offer = await f.offer(reqs("high", priority=9))  # evicts "low"
+    assert (offer.queued, offer.refused, offer.dropped) == (1, 0, 1)
+    assert await f.push(reqs("lower", priority=-1)) == 0  # the new one is the lowest: dropped
+    stats = await f.stats()
+    assert (stats.queued, stats.dead, stats.seen) == (2, 2, 4)
+    assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["high", "mid"]
+    # the dropped ones are dead letters with their reason, and replayable
+    f.bounds = QueueBounds()
+    letters = [d async for d in f.dead_letters(DeadFilter(reason="frontier_full"))]
+    assert len(letters) == 2 and all(d.dead_at_ms is not None for d in letters)
+    assert await f.replay_dead(DeadFilter(reason="frontier_full")) == 2
+    assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["low", "lower"]

@@ -338,6 +338,9 @@ class CeleryCrawl:
             env["CRAWLQ_SPIDER"] = settings.spider
         if settings.trust_job_code:
             env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+        if settings.metrics_port is not None:  # the worker does the work: it serves metrics
+            env["CRAWLQ_METRICS_PORT"] = str(settings.metrics_port)
+            env["CRAWLQ_METRICS_HOST"] = settings.metrics_host
         cmd = [
             sys.executable, "-m", "celery", "-A", "crawlq.celery", "worker",
             "--concurrency", str(self.processes), "--loglevel", self.loglevel,

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from crawlq.celery.config import clamp_priority, dedup_redis_url
 from crawlq.celery.state import CeleryState, Heartbeat, process_id
 from crawlq.engine.job import bind_job
+from crawlq.engine.metrics import recorder
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
@@ -271,10 +272,16 @@ class JobRuntime:
         rules = self.deps.politeness
         policy = rules.configured(host) or rules.default  # Crawl-delay in Redis wins
 
+        metrics = recorder()
+
         async def one(entry: Entry, token: str) -> Outcome:
+            if metrics is not None:
+                metrics.in_flight.inc()
             try:
                 return await self._process(entry, token)
             finally:
+                if metrics is not None:
+                    metrics.in_flight.dec()
                 with contextlib.suppress(FrontierError):
                     await self.state.release(host, [token])
 
@@ -284,6 +291,8 @@ class JobRuntime:
                 outcome = task.result()
                 if outcome.kind is Kind.RELEASE:  # robots.txt took the slot: the page waits
                     queue.appendleft(entry)
+                    if outcome.links:  # its sitemaps: enqueued with the task's other links
+                        outcomes.append((entry, outcome))
                 else:
                     outcomes.append((entry, outcome))
 
@@ -329,7 +338,7 @@ class JobRuntime:
         except Exception as exc:
             logger.exception("internal error processing %s", req.url)
             record = DeadRecord(
-                req.fingerprint,
+                req.record_fingerprint,
                 req.url,
                 "internal_error",
                 f"{type(exc).__name__}: {exc}",
@@ -367,6 +376,13 @@ class JobRuntime:
         batch = result_batch(o for _, o in outcomes)
         if len(batch):
             await self.store.write(batch)
+        metrics = recorder()  # counted before the settle, as the native worker does
+        if metrics is not None:
+            for _, o in outcomes:
+                if o.kind is Kind.RETRY:
+                    metrics.retried(o.reason)
+                else:
+                    metrics.settled(o)
         report.enqueued = await self._enqueue_links(outcomes, publish)
         for entry, o in retries:
             retry = Entry(entry.request, entry.attempt + 1, retry=True)

@@ -58,6 +58,7 @@ from crawlq.clock import Clock, SystemClock
 from crawlq.errors import ConfigError, JobGone
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.errors import translate
+from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.scripts import SCRIPTS as FRONTIER_SCRIPTS
 from crawlq.frontier.redis.scripts import Script
 from crawlq.politeness import HostPolicy, Politeness
@@ -468,7 +469,8 @@ class CeleryState:
         """Take up to ``n`` request slots on ``host`` if politeness allows now.
 
         With a delay, at most one slot is granted per call and the host's window moves by
-        the delay; without one, up to the free concurrency.
+        the delay; without one, up to the free concurrency. While the job is paused
+        (`crawlq.frontier.redis.jobs`), nothing is granted and the wait is `PAUSE_POLL_MS`.
 
         Args:
             host: Politeness key (`crawlq.request.CrawlRequest.host`).
@@ -483,7 +485,7 @@ class CeleryState:
         prefix = f"{holder or self._token_prefix}|{self._token_seq}"
         args = [
             self.clock.wall_ms(), host, n, round(policy.delay_s * 1000), policy.concurrency,
-            max(1, round(hold_s * 1000)), prefix,
+            max(1, round(hold_s * 1000)), prefix, PAUSE_POLL_MS,
         ]  # fmt: skip
         granted, wait_ms = await self._script("acquire", [k.next, k.slots(host), k.policy], args)
         if granted:
@@ -499,8 +501,17 @@ class CeleryState:
 
     async def add_delayed(self, n: int) -> None:
         """Count ``n`` retries scheduled (negative: started)."""
-        if n:
+        if n < 0:
             await self._call(lambda: self.client.hincrby(self.keys.stats, "delayed", n))
+        elif n > 0:  # also the job's count of retries ever scheduled (`crawlq dashboard`)
+
+            async def both() -> None:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    pipe.hincrby(self.keys.stats, "delayed", n)
+                    pipe.hincrby(self.keys.stats, "retries", n)
+                    await pipe.execute()
+
+            await self._call(both)
 
     async def counts(self) -> Counts:
         """The job's counters now (one round trip).

@@ -8,10 +8,12 @@ from typing import Any
 
 import click
 
+from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
 from crawlq.cli.options import (
     build_settings,
     frontier_options,
     job_options,
+    observe_options,
     output_options,
     process_options,
 )
@@ -19,6 +21,7 @@ from crawlq.cli.output import configure_logging, print_summary, terminal_console
 from crawlq.cli.running import run_or_exit
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.service import WorkerService
+from crawlq.errors import ConfigError
 
 __all__ = ["worker"]
 
@@ -47,6 +50,7 @@ __all__ = ["worker"]
     help="Stop gracefully once process PID is no longer this process's parent.",
 )
 @output_options
+@observe_options
 def worker(
     quiet: bool,
     verbose: int,
@@ -68,20 +72,39 @@ def worker(
     if processes < 1:
         raise click.UsageError(f"processes: must be at least 1, got {processes}")
     settings = build_settings(options)
+    if settings.log_format == "json":  # JSON lines, terminal or not: no live display
+        console = None
+        configure_logging(-1 if quiet else verbose, None, "json")
     if processes > 1:
         env = {"CRAWLQ_FRONTIER": settings.frontier or ""}
         if "store" in settings.explicit:
             env["CRAWLQ_STORE"] = settings.store
-        sys.exit(_supervise(sys.argv[sys.argv.index("worker") + 1 :], processes, env))
+        try:
+            with supervisor_metrics(settings, env):
+                code = _supervise(sys.argv[sys.argv.index("worker") + 1 :], processes, env)
+        except ConfigError as exc:  # the metrics port cannot be bound
+            raise click.UsageError(str(exc)) from None
+        sys.exit(code)
     service = WorkerService(
         settings, exit_when_done=exit_when_done, page_budget=page_budget, parent_pid=parent_pid
     )
-    report = run_or_exit(service, None if quiet else console, failure="worker stopped")
+    try:
+        with worker_metrics(settings):
+            report = run_or_exit(
+                service,
+                None if quiet else console,
+                failure="worker stopped",
+                log_interval_s=None if quiet else settings.log_interval_s,
+            )
+    except ConfigError as exc:  # the metrics port cannot be bound
+        raise click.UsageError(str(exc)) from None
     if not quiet:
         print_summary(report, sys.stdout)
 
 
 _PASSED_IN_ENV = ("--frontier", "--store")
+_SUPERVISOR_ONLY = ("--processes", "--metrics-port", "--metrics-host")
+"""Options the supervisor keeps: its children serve no metrics of their own."""
 """Options whose value may hold a password: children get them in their environment."""
 
 
@@ -91,7 +114,7 @@ def _supervise(argv: list[str], processes: int, env: dict[str, str]) -> int:
     The frontier and store URLs go to the children in ``env`` (``CRAWLQ_FRONTIER``,
     ``CRAWLQ_STORE``), not on their command lines, which every local user can read.
     """
-    args = _without_options(argv, ("--processes", *_PASSED_IN_ENV))
+    args = _without_options(argv, (*_SUPERVISOR_ONLY, *_PASSED_IN_ENV))
     pool = WorkerProcesses([*args, "--processes", "1"], processes, env)
 
     async def run() -> list[int]:

@@ -70,16 +70,24 @@ JOB_FIELDS = (
     "retry_delay_s",
     "retry_max_delay_s",
     "user_agent",
+    "cookies_enabled",
     "obey_robots",
     "robots_ttl_s",
+    "follow_sitemaps",
     "allow_private",
     "seed_hosts",
     "allowed_domains",
     "include",
     "exclude",
     "max_depth",
+    "max_queued",
+    "max_queued_per_host",
+    "when_full",
     "max_body_bytes",
     "max_redirects",
+    "meta_refresh",
+    "meta_refresh_max_delay_s",
+    "skip_extensions",
     "max_html_depth",
     "max_links_per_page",
     "parse_timeout_s",
@@ -271,19 +279,22 @@ async def new_private_seed_hosts(proposed: Settings, job: Settings) -> list[str]
 def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], str | None]:
     """The check a shared frontier applies to each inbox request before queuing it.
 
-    An inbox entry is untrusted input: its method must be one of the job's
+    An inbox entry is untrusted input: it may not be a redirect ``revisit`` (whose record
+    would replace a stored page's), its method must be one of the job's
     ``inbox_methods`` (GET and HEAD by default), and unless the job sets
     ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
     max depth), as a discovered link must.
 
     Returns:
         A function of a request: None to queue it, else the reason it is rejected
-        (``method_not_allowed: POST``, ``out_of_scope: offsite``...).
+        (``method_not_allowed: POST``, ``out_of_scope: offsite``, ``revisit_not_allowed``...).
     """
     methods = frozenset(settings.inbox_methods)
     bypass = settings.inbox_bypass_scope
 
     def check(request: CrawlRequest) -> str | None:
+        if request.revisit:
+            return "revisit_not_allowed: only the engine queues redirect revisits"
         if request.method not in methods:
             allowed = ", ".join(sorted(methods)) or "none"
             return f"method_not_allowed: {request.method} (the job allows {allowed})"

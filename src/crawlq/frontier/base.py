@@ -62,6 +62,7 @@ from crawlq.robots_record import RobotsRecord
 
 __all__ = [
     "EVERY_DEAD",
+    "FRONTIER_FULL",
     "DeadFilter",
     "DeadLetter",
     "Frontier",
@@ -69,10 +70,15 @@ __all__ = [
     "HostBackoff",
     "HostPolicy",
     "HostStats",
+    "Offer",
+    "QueueBounds",
     "RobotsRecord",
     "UrlState",
     "host_matches",
 ]
+
+FRONTIER_FULL = "frontier_full"
+"""The dead-letter reason of a request dropped because the frontier was full (drop-lowest)."""
 
 StateName = Literal["queued", "in_flight", "delayed", "done", "dead", "unseen"]
 """Where a fingerprint is in the frontier (`UrlState.state`)."""
@@ -144,6 +150,60 @@ class FrontierStats:
     def pending(self) -> int:
         """Requests not settled yet: queued + delayed + in flight. Zero means the crawl is done."""
         return self.queued + self.delayed + self.in_flight
+
+
+@dataclass(frozen=True, slots=True)
+class QueueBounds:
+    """How many requests a job's frontier may hold queued, and what happens at the bound.
+
+    Queued means waiting for a lease (not in flight, not delayed). The bounds keep a fast
+    producer from running the backend (Redis) out of memory.
+
+    Attributes:
+        max_queued: Most requests queued in the job, or None for no bound.
+        max_queued_per_host: Most requests queued for one host, or None for no bound.
+        when_full: ``"block"``: a producer's push (`Frontier.offer`) takes only what fits and
+            the producer waits for room; links that workers push are queued anyway (workers
+            are the ones who make room: blocking them would stall the crawl), and inbox
+            entries stay in the inbox until there is room. ``"drop-lowest"``: every push
+            (producers and workers) queues the new request and dead-letters, with reason
+            `FRONTIER_FULL`, the lowest-priority request of the same host's queue (the newest
+            of equal priority), which may be the new request itself; nothing is silently lost,
+            and ``--retry-dead`` / dead-letter replay requeues the dropped ones later.
+    """
+
+    max_queued: int | None = None
+    max_queued_per_host: int | None = None
+    when_full: str = "block"
+
+    def __post_init__(self) -> None:
+        if self.when_full not in ("block", "drop-lowest"):
+            raise ValueError(f"when_full must be block or drop-lowest, got {self.when_full!r}")
+        for name in ("max_queued", "max_queued_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+
+    @property
+    def bounded(self) -> bool:
+        """Whether any bound is set."""
+        return self.max_queued is not None or self.max_queued_per_host is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What `Frontier.offer` did with a producer's requests.
+
+    Attributes:
+        queued: New requests queued.
+        refused: New requests not taken for lack of room (``block``): not marked seen, so
+            offering them again later queues them.
+        dropped: Requests dead-lettered as `FRONTIER_FULL` (``drop-lowest``), new or queued.
+    """
+
+    queued: int
+    refused: int = 0
+    dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +307,10 @@ class DeadLetter:
 class Frontier(Protocol):
     """The crawl frontier (see the module docstring for the semantics every method shares)."""
 
+    bounds: QueueBounds
+    """The job's queue bounds (`QueueBounds`); unbounded by default. Assignable, e.g. once
+    the job's settings are known."""
+
     politeness: Politeness
     """The job's host politeness rules (`crawlq.politeness`): the default policy, and the
     per-host overrides written for each host when its first request is pushed. Assignable,
@@ -258,13 +322,29 @@ class Frontier(Protocol):
     page, the figure that batching keeps low."""
 
     async def push(self, requests: Sequence[CrawlRequest]) -> int:
-        """Queue the requests whose fingerprints were never seen.
+        """Queue the requests whose fingerprints were never seen (workers' discovered links).
+
+        A ``block`` bound (`bounds`) does not apply here; ``drop-lowest`` does (`QueueBounds`).
 
         Args:
             requests: Any number, duplicates allowed (within the batch too).
 
         Returns:
             How many were new and queued.
+        """
+        ...
+
+    async def offer(self, requests: Sequence[CrawlRequest]) -> Offer:
+        """Push as a producer: under a ``block`` bound only the new requests that fit queue.
+
+        Like `push`, but under a ``block`` bound (`bounds`) the new requests that do not fit
+        are refused, not marked seen, so that offering them again later queues them.
+
+        Args:
+            requests: Any number, duplicates allowed (a duplicate is never refused).
+
+        Returns:
+            An `Offer`: how many were queued, refused and dropped.
         """
         ...
 

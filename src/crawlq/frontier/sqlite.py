@@ -39,12 +39,15 @@ from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
 from crawlq.frontier.base import (
     EVERY_DEAD,
+    FRONTIER_FULL,
     DeadFilter,
     DeadLetter,
     FrontierStats,
     HostBackoff,
     HostPolicy,
     HostStats,
+    Offer,
+    QueueBounds,
     StateName,
     UrlState,
     backoff_state,
@@ -120,6 +123,8 @@ class SqliteFrontier:
         self._seq = 0
         self._counts: Counter[int] = Counter()
         self._wakeup: asyncio.Event | None = None
+        self.bounds = QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()
@@ -304,12 +309,22 @@ class SqliteFrontier:
 
     async def push(self, requests: Sequence[CrawlRequest]) -> int:
         """See `crawlq.frontier.base.Frontier.push`."""
+        return (await self._offer(requests, producer=False)).queued
+
+    async def offer(self, requests: Sequence[CrawlRequest]) -> Offer:
+        """See `crawlq.frontier.base.Frontier.offer`."""
+        return await self._offer(requests, producer=True)
+
+    async def _offer(self, requests: Sequence[CrawlRequest], *, producer: bool) -> Offer:
         if not requests:
-            return 0
-        added = await self._run(self._push_sync, requests)
-        if added:
+            return Offer(0)
+        if self.bounds.bounded:
+            offer = await self._run(self._push_bounded_sync, requests, producer)
+        else:
+            offer = Offer(await self._run(self._push_sync, requests))
+        if offer.queued:
             self._wake()
-        return added
+        return offer
 
     def _push_sync(self, requests: Sequence[CrawlRequest]) -> int:
         by_host: dict[str, list[tuple[bytes, int, str, int, str]]] = defaultdict(list)
@@ -351,6 +366,97 @@ class SqliteFrontier:
         total = self._tx(step)
         self._counts[_QUEUED] += total
         return total
+
+    def _push_bounded_sync(self, requests: Sequence[CrawlRequest], producer: bool) -> Offer:
+        """`push`/`offer` under `bounds` (`crawlq.frontier.base.QueueBounds`), row by row."""
+        b = self.bounds
+        drop = b.when_full == "drop-lowest"
+        now_ms = self.clock.wall_ms()
+        rows = []
+        batch_seen: set[bytes] = set()
+        for req in requests:
+            if req.fingerprint not in batch_seen:
+                batch_seen.add(req.fingerprint)
+                self._seq += 1
+                rows.append((req.fingerprint, self._seq, req.host, req.priority, req.to_json()))
+
+        def step(conn: sqlite3.Connection) -> tuple[Offer, int]:
+            job_queued = self._counts[_QUEUED]
+            evicted = 0
+            host_queued: dict[str, int] = {}
+            delta: Counter[str] = Counter()
+            added = refused = dropped = 0
+            for fp, seq, host, priority, text in rows:
+                if conn.execute("SELECT 1 FROM frontier_requests WHERE fp=?", (fp,)).fetchone():
+                    continue
+                if host not in host_queued:
+                    got = conn.execute("SELECT queued FROM frontier_hosts WHERE host=?", (host,))
+                    row = got.fetchone()
+                    host_queued[host] = int(row[0]) if row else 0
+                full = (b.max_queued is not None and job_queued >= b.max_queued) or (
+                    b.max_queued_per_host is not None and host_queued[host] >= b.max_queued_per_host
+                )
+                state = _QUEUED
+                if full and not drop:
+                    if producer:
+                        refused += 1
+                        continue
+                elif full:
+                    dropped += 1
+                    lowest = conn.execute(
+                        "SELECT fp, priority FROM frontier_requests WHERE host=? AND state=? "
+                        "ORDER BY priority ASC, seq DESC LIMIT 1",
+                        (host, _QUEUED),
+                    ).fetchone()
+                    if lowest is not None and lowest[1] < priority:
+                        conn.execute(
+                            "UPDATE frontier_requests SET state=?, reason=?, dead_at_ms=? "
+                            "WHERE fp=?",
+                            (_DEAD, FRONTIER_FULL, now_ms, lowest[0]),
+                        )
+                        host_queued[host] -= 1
+                        delta[host] -= 1
+                        job_queued -= 1
+                        evicted += 1
+                    else:
+                        state = _DEAD
+                dead = state != _QUEUED
+                conn.execute(
+                    "INSERT INTO frontier_requests(fp, seq, host, priority, state, reason, "
+                    "request, dead_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (fp, seq, host, priority, state, FRONTIER_FULL if dead else None, text,
+                     now_ms if dead else None),
+                )  # fmt: skip
+                if state == _QUEUED:
+                    added += 1
+                    host_queued[host] += 1
+                    delta[host] += 1
+                    job_queued += 1
+            for host, change in delta.items():
+                override = self.politeness.configured(host)
+                conn.execute(
+                    "INSERT INTO frontier_hosts(host, queued, delay_ms, concurrency) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
+                    "queued=queued+excluded.queued, "
+                    "delay_ms=coalesce(delay_ms, excluded.delay_ms), "
+                    "concurrency=coalesce(concurrency, excluded.concurrency)",
+                    (
+                        host,
+                        change,
+                        None if override is None else round(override.delay_s * 1000),
+                        None if override is None else override.concurrency,
+                    ),
+                )
+            return Offer(added, refused, dropped), evicted
+
+        offer, evicted = self._tx(step)
+        self._counts[_QUEUED] += offer.queued - evicted
+        self._counts[_DEAD] += offer.dropped
+        if offer.dropped:
+            logger.warning(
+                "frontier full: %d request(s) dead-lettered as frontier_full", offer.dropped
+            )
+        return offer
 
     # -- lease ----------------------------------------------------------------------------
 

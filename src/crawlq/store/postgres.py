@@ -120,15 +120,16 @@ ON CONFLICT (fingerprint) DO UPDATE SET kind = excluded.kind
 WHERE outcomes.kind <> excluded.kind
 """  # a conflicting row is locked even when the WHERE leaves it unchanged
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, referrer)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset, referrer = excluded.referrer
+    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
+    referrer = excluded.referrer
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at)
@@ -366,10 +367,11 @@ class PostgresStore:
     def _page_extras(self) -> str:
         """The page columns after ``body`` that this schema has (read-only: may be old)."""
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL::text, NULL::bigint"
-        return f"{warc}, {'referrer' if self._version >= 3 else 'NULL::text'}"
+        canonical = "canonical_url" if self._version >= 3 else "NULL::text"
+        return f"{warc}, {canonical}, {'referrer' if self._version >= 4 else 'NULL::text'}"
 
     def _dead_columns(self) -> str:
-        referrer = "referrer" if self._version >= 3 else "NULL::text"
+        referrer = "referrer" if self._version >= 4 else "NULL::text"
         return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
 
     async def close(self) -> None:
@@ -495,9 +497,9 @@ class PostgresStore:
     async def _check_schema(self, conn: _Conn) -> None:
         """Read-only open: check that the store exists; create and migrate nothing.
 
-        Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 the referrer:
-        `pages` reads NULL). A
-        future step readers cannot bridge is refused here: "a crawl of this crawlq migrates it".
+        Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 ``canonical_url``,
+        1 to 3 the referrers: `pages` reads NULL). A future step readers cannot bridge is
+        refused here: "a crawl of this crawlq migrates it".
         """
         target = self._target
         cur = await conn.execute(_HAS_PAGES, (target.schema,))
@@ -700,6 +702,7 @@ class _BatchRows:
                 p.body,
                 _opt_text(p.warc_file),
                 p.warc_offset,
+                _opt_text(p.canonical_url),
                 _opt_text(p.referrer),
             )
             for p in batch.pages

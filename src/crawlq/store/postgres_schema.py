@@ -9,7 +9,7 @@ adopted. A new version is one more tuple at the end of `STEPS`; never edit a rel
 
 from __future__ import annotations
 
-__all__ = ["STEPS", "V1", "V2", "V3"]
+__all__ = ["STEPS", "V1", "V2", "V3", "V4"]
 
 V1 = (
     "CREATE TABLE store_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -83,13 +83,20 @@ V2 = (
 """Version 2: ``pages.warc_file`` and ``pages.warc_offset``."""
 
 V3 = (
+    # What pages say: <link rel="canonical">.
+    "ALTER TABLE pages ADD COLUMN canonical_url text",
+    "COMMENT ON COLUMN pages.canonical_url IS '<link rel=canonical> of the page, or NULL'",
+)
+"""Version 3: ``pages.canonical_url``."""
+
+V4 = (
     # The page that linked to each page and dead letter (crawlq inspect, crawlq dead list).
     "ALTER TABLE pages ADD COLUMN referrer text",
     "ALTER TABLE dead_letters ADD COLUMN referrer text",
     "COMMENT ON COLUMN pages.referrer IS 'URL of the page that linked here, or NULL'",
     "COMMENT ON COLUMN dead_letters.referrer IS 'URL of the page that linked here, or NULL'",
 )
-"""Version 3: ``pages.referrer`` and ``dead_letters.referrer``."""
+"""Version 4: ``pages.referrer`` and ``dead_letters.referrer``."""
 
-STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3)
+STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4)
 """The migration steps in order; the schema version is ``len(STEPS)``."""

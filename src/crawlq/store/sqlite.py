@@ -49,7 +49,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -57,7 +57,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE pages ADD COLUMN warc_file TEXT",
         "ALTER TABLE pages ADD COLUMN warc_offset INTEGER",
     ),
-    2: (  # the page that linked to each page and dead letter (crawlq inspect, dead list)
+    2: ("ALTER TABLE pages ADD COLUMN canonical_url TEXT",),
+    3: (  # the page that linked to each page and dead letter (crawlq inspect, dead list)
         "ALTER TABLE pages ADD COLUMN referrer TEXT",
         "ALTER TABLE dead_letters ADD COLUMN referrer TEXT",
     ),
@@ -77,15 +78,16 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, referrer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset, referrer = excluded.referrer
+    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
+    referrer = excluded.referrer
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -289,10 +291,11 @@ class SqliteStore:
     def _page_extras(self) -> str:
         """The page columns after ``body`` that this file has (read-only stores may be old)."""
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"
-        return f"{warc}, {'referrer' if self._version >= 3 else 'NULL'}"
+        canonical = "canonical_url" if self._version >= 3 else "NULL"
+        return f"{warc}, {canonical}, {'referrer' if self._version >= 4 else 'NULL'}"
 
     def _dead_columns(self) -> str:
-        referrer = "referrer" if self._version >= 3 else "NULL"
+        referrer = "referrer" if self._version >= 4 else "NULL"
         return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
 
     async def close(self) -> None:
@@ -407,9 +410,9 @@ def _schema_statements() -> tuple[str, ...]:
 def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
     """Read-only open: the schema version of the store in ``path``; changes nothing.
 
-    Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 the referrer:
-    `SqliteStore.pages` reads NULL). A future step readers cannot bridge is refused here: "a
-    crawl of this crawlq migrates it".
+    Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 ``canonical_url``,
+    1 to 3 the referrers: `SqliteStore.pages` reads NULL). A future step readers cannot
+    bridge is refused here: "a crawl of this crawlq migrates it".
     """
     version = _schema_version(conn, path)
     if version is None:
@@ -502,6 +505,7 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.body,
             p.warc_file,
             p.warc_offset,
+            p.canonical_url,
             p.referrer,
         )
         for p in batch.pages

@@ -24,7 +24,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
 | ``dead_at`` | hash | dead fingerprint -> Unix ms it was dead-lettered |
 | ``last_error`` | hash | fingerprint -> reason of its last retry, until acked or dead |
-| ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq |
+| ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq,
+  retries (ever scheduled) |
 | ``rate`` | hash | slot (second mod 120) -> ``"second count"`` of acks, for pages/s |
 | ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
 | ``claim:{worker}`` | list | inbox entries a worker took and has not pushed yet |
@@ -32,7 +33,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``workers`` | sorted set | worker id -> last heartbeat Unix ms |
 | ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
 | ``job`` | hash | ``id`` (random, set when the job is created; every write checks it),
-  ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job) |
+  ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job),
+  ``created_ms`` (server time), ``paused`` (set while paused; `crawlq.frontier.redis.jobs`) |
 | ``robots`` | hash | origin -> robots.txt record (`crawlq.robots_record.RobotsRecord`) |
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
@@ -106,6 +108,20 @@ class Keyspace:
     def claim(self, worker_id: str) -> str:
         """The list of inbox entries ``worker_id`` has taken but not pushed yet."""
         return f"{self.prefix}claim:{worker_id}"
+
+    @staticmethod
+    def jobs_pattern() -> str:
+        """A SCAN pattern matching the ``job`` hash of every job (one key per job)."""
+        return "crawlq:{*}:job"
+
+    @staticmethod
+    def job_of(key: bytes) -> str | None:
+        """The job name in a ``job`` hash key that `jobs_pattern` matched, or None."""
+        text = key.decode("utf-8", "replace")
+        if not (text.startswith("crawlq:{") and text.endswith("}:job")):
+            return None
+        name = text[len("crawlq:{") : -len("}:job")]
+        return name if name and "{" not in name and "}" not in name else None
 
     def pattern(self) -> str:
         """A SCAN/KEYS pattern matching every key of the job."""
