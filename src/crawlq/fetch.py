@@ -1,4 +1,4 @@
-"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, classified errors.
+r"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, classified errors.
 
 `Fetcher.fetch` either returns a complete `FetchResult` or raises a `FetchError` that is
 already classified for the retry policy (`crawlq.retry`): no aiohttp exception escapes.
@@ -10,11 +10,16 @@ Rules and their sources:
   303, 307 and 308 with a ``Location``, resolved against the current URL (RFC 3986 §5).
   303 switches to GET (§15.4.4); so do 301 and 302 after a POST, as browsers do (§15.4.2,
   §15.4.3, WHATWG Fetch "HTTP-redirect fetch"). 307/308 keep the method and body.
-  Credentials (``Authorization``, ``Cookie``) are not sent on to another origin.
+  Credentials (``Authorization``, ``Cookie``) are not sent on to another origin. The
+  ``Location`` is read from its bytes and resolved as browsers do (WHATWG URL Standard,
+  `crawlq.urls.decode_location` and `crawlq.urls.resolve`): ``///host/p`` goes to ``host``,
+  a latin-1 ``/caf\xe9`` to ``/caf%E9``.
 * Content codings (RFC 9110 §8.4) are undone by `crawlq.codings`, not by aiohttp (whose
   ``auto_decompress`` handles one coding only and passes any other list through still
   coded): ``gzip, gzip`` and ``deflate, gzip`` are decoded in reverse order, an unknown
   coding is an error, and ``max_body_bytes`` caps the decoded body as it streams.
+* Header values are decoded without loss and without lone surrogates (`_joined_headers`):
+  nothing a server puts in a header can fail the code that stores or logs it.
 * Retryable statuses: 408, 429 and 5xx raise `RetryableStatus` carrying the server's
   ``Retry-After`` (RFC 9110 §10.2.3) in seconds; every other status is returned.
 * Time: one budget of ``timeout_s`` covers the whole fetch, redirects included, so a fetch
@@ -77,7 +82,7 @@ from crawlq.errors import (
 from crawlq.request import FetchResult, RawExchange
 from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
-from crawlq.urls import normalize, url_keys
+from crawlq.urls import decode_location, normalize, url_keys
 
 __all__ = [
     "MAX_JAR_COOKIES",
@@ -521,12 +526,12 @@ class Fetcher:
                 timeout=timeout,
             ) as resp:
                 status = resp.status
-                resp_headers = _joined_headers(resp.headers)
+                resp_headers = _joined_headers(resp.raw_headers)
                 logger.debug("%s %s -> %d", method, current, status)
                 if is_retryable_status(status):
                     retry_after_s = parse_retry_after(resp_headers.get("retry-after"), time.time())
                     raise RetryableStatus(url, status, retry_after_s)
-                location = resp_headers.get("location")
+                location = _location(resp.raw_headers) if status in REDIRECT_STATUSES else None
                 target = None
                 carried: Mapping[str, str] = NO_COOKIES
                 if status in REDIRECT_STATUSES and location:
@@ -658,13 +663,33 @@ def _pairs(morsels: Iterable[tuple[str, object]]) -> list[tuple[str, str]]:
     return [(name, str(getattr(m, "value", ""))) for name, m in morsels]
 
 
-def _joined_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Lower-case header names and join repeated headers with ", " (RFC 9110 §5.3)."""
+def _joined_headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Lower-case header names and join repeated headers with ", " (RFC 9110 §5.3).
+
+    Values are decoded from the bytes received: as UTF-8 when they are valid UTF-8, else as
+    ISO-8859-1, which maps every byte to a character (RFC 9110 §5.5 calls bytes beyond ASCII
+    ``obs-text``, opaque data; WHATWG Fetch reads header values byte for byte, "isomorphic
+    decode"). So no value holds a lone surrogate (aiohttp's own decoding keeps undecodable
+    bytes as surrogates, which no store, log or JSON encoder can write) whatever the server
+    sends.
+    """
     out: dict[str, str] = {}
-    for name, value in headers.items():
-        key = name.lower()
+    for name_bytes, value_bytes in raw:
+        key = name_bytes.decode("latin-1").lower()
+        try:
+            value = value_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            value = value_bytes.decode("latin-1")
         out[key] = f"{out[key]}, {value}" if key in out else value
     return out
+
+
+def _location(raw: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The first ``Location`` header as browsers read it (`crawlq.urls.decode_location`)."""
+    for name, value in raw:
+        if len(name) == 8 and name.lower() == b"location":
+            return decode_location(value.strip(b" \t")) or None
+    return None
 
 
 def _raw_exchange(attempt: _Attempt, resp: aiohttp.ClientResponse) -> RawExchange:

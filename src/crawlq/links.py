@@ -17,7 +17,7 @@ extension. Whether a link is *followed* (nofollow, domains, depth, robots.txt) i
 later, by the spider (`crawlq.spider.Response.follow_all`) and the engine.
 
 It runs for every fetched page, so the per-link path avoids work it can skip: absolute and
-simple relative hrefs are resolved by string concatenation instead of ``urljoin``, repeated
+simple relative hrefs are resolved by string concatenation instead of the URL parser, repeated
 hrefs are dropped before normalisation, and normalisation results are kept in a small
 bounded LRU cache shared by all pages (navigation links repeat from page to page).
 
@@ -34,14 +34,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlq.errors import InvalidURL
 from crawlq.scope import MAX_URL_LENGTH
 from crawlq.settings import DEFAULT_SKIP_EXTENSIONS, Settings
-from crawlq.urls import url_keys
+from crawlq.urls import encode_query, query_codec, resolve, url_keys
 
 __all__ = [
     "DEPTH_CHECK_MIN_TAGS",
@@ -67,14 +67,13 @@ IGNORED_EXTENSIONS: frozenset[str] = frozenset(DEFAULT_SKIP_EXTENSIONS)
 default of the ``skip_extensions`` setting (`crawlq.settings.DEFAULT_SKIP_EXTENSIONS`)."""
 
 # The document base URL is the first <base href> in tree order, wherever the links are.
-_LINK_OR_BASE_SELECTOR = "a[href], area[href], base[href]"
 _BASE_SELECTOR = "base[href]"
 _TITLE_SELECTOR = "title:not(svg *)"  # the HTML <title>, not an SVG image's <title>
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
 _NORMALIZE_CACHE_SIZE = 4096
 _PLAIN_PATH_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/%!$&'()*+,=@"
-)  # path characters that need no parsing by urljoin: no "?", ";", "#" or ":"
+)  # path characters that need no URL parser: no "?", ";", "#", ":" or "\\"
 
 
 def parse_html(text: str) -> LexborHTMLParser:
@@ -110,6 +109,7 @@ def extract_links(
     tree: LexborHTMLParser,
     base_url: str,
     limit: int | None = None,
+    encoding: str | None = None,
     *,
     skip_extensions: frozenset[str] = IGNORED_EXTENSIONS,
 ) -> list[str]:
@@ -121,19 +121,23 @@ def extract_links(
     ``javascript:``, ``mailto:``, ``tel:``, ``data:``, ``ftp:`` and every other non-http(s)
     scheme, paths ending in one of ``skip_extensions``, and URLs that
     `crawlq.urls.normalize` rejects. Fragments are dropped. ``rel="nofollow"`` is not
-    looked at here (`PageScan.links` reports it).
+    looked at here (`PageScan.links` reports it). Hrefs are resolved as browsers resolve
+    them (WHATWG URL Standard, `crawlq.urls.resolve`), and the non-ASCII characters of a
+    query are percent-encoded in the page's ``encoding``, those of a path in UTF-8
+    (`crawlq.urls.encode_query`).
 
     Args:
         tree: A tree from `parse_html`.
         base_url: The absolute http(s) URL the document was served from (after redirects).
         limit: Most links returned (the first ones); None for all.
         skip_extensions: Path extensions (lower case, no dot) whose links are left out.
+        encoding: The page's character encoding (``FetchResult.encoding``); None for UTF-8.
 
     Returns:
         Absolute http(s) URLs in the form `crawlq.urls.normalize` returns, each once,
         in the order of their first occurrence.
     """
-    return list(scan_page(tree, base_url).links(skip_extensions, limit).urls)
+    return list(scan_page(tree, base_url).links(skip_extensions, limit, encoding).urls)
 
 
 # -- what a page says: links, base, meta refresh, canonical, meta robots ---------------------
@@ -234,7 +238,10 @@ class PageScan:
         return not self.robots.isdisjoint(_ROBOTS_NOFOLLOW)
 
     def links(
-        self, skip_extensions: frozenset[str] = IGNORED_EXTENSIONS, limit: int | None = None
+        self,
+        skip_extensions: frozenset[str] = IGNORED_EXTENSIONS,
+        limit: int | None = None,
+        encoding: str | None = None,
     ) -> PageLinks:
         """Return the crawlable links of the page (the rules of `extract_links`).
 
@@ -242,7 +249,10 @@ class PageScan:
             skip_extensions: Path extensions (lower case, no dot) whose links are left out
                 and counted.
             limit: Most links returned (the first ones); None for all.
+            encoding: The page's character encoding, for the queries of its links; None
+                for UTF-8.
         """
+        query_encoding = query_codec(encoding)
         base = _Base(self.base)
         seen_raw: dict[str, str | None] = {}  # resolved href -> its URL (None: not a link)
         seen: set[str] = set()
@@ -254,6 +264,8 @@ class PageScan:
             href = attrs.get("href")
             if not href:
                 continue
+            if query_encoding is not None:  # a page in another encoding than UTF-8
+                href = encode_query(href, query_encoding)
             raw = base.resolve(href)
             if raw is None:
                 continue
@@ -674,7 +686,10 @@ def _resolve_base(base_href: str, page_url: str) -> str:
     href = base_href.strip()
     if not href:
         return page_url
-    resolved = urljoin(page_url, href)
+    try:
+        resolved = resolve(href, page_url)
+    except InvalidURL:
+        return page_url
     return resolved if resolved[:5].lower() in ("http:", "https") else page_url
 
 
@@ -695,9 +710,11 @@ class _Base:
     def resolve(self, href: str) -> str | None:
         """Return ``href`` made absolute without its fragment, or None to skip it.
 
-        Only hrefs that `urljoin` would change in other ways than concatenation (dot
-        segments, a query-only or protocol-relative reference, control characters, spaces,
-        backslashes) go through `urljoin`; the rest are joined as strings.
+        Resolution is the WHATWG URL Standard's, as browsers do it (`crawlq.urls.resolve`).
+        Only hrefs that it would change in other ways than concatenation (dot segments, also
+        percent-encoded ones, a query-only or scheme-relative reference, ``http:`` without
+        ``//``, control characters, spaces, backslashes) go through it; the rest are joined
+        as strings. An href it refuses (``http://`` with no host) is skipped.
         """
         href = href.strip()
         hash_at = href.find("#")
@@ -713,42 +730,47 @@ class _Base:
                 return None  # javascript:, mailto:, tel:, data:, ftp:, …
             if clean and href.startswith("//", colon + 1):
                 return href  # absolute
-            return urljoin(self.url, href)
+            return self._parsed(href)
         first = href[0]
         if not clean or first == "?" or href.startswith("//"):
-            return urljoin(self.url, href)  # query-only and protocol-relative: rare
+            return self._parsed(href)  # query-only and scheme-relative: rare
+        if "%" in href and ("%2e" in href or "%2E" in href):
+            return self._parsed(href)  # "%2e%2e/" is a dot segment too
         if first == "." or "/." in href:
             if _PLAIN_PATH_CHARS.issuperset(href):
                 return self.origin + _remove_dot_segments(self.dir_segments, href)
-            return urljoin(self.url, href)
+            return self._parsed(href)
         if first == "/":
             return self.origin + href  # "/path/page.html"
         return self.dir + href  # "page.html", "dir/page.html?x=1"
 
+    def _parsed(self, href: str) -> str | None:
+        try:
+            return resolve(href, self.url)
+        except InvalidURL:
+            return None
+
 
 def _remove_dot_segments(base_segments: list[str], href: str) -> str:
-    """The path of ``urljoin(base, href)`` for a plain path ``href`` with dot segments.
+    """The path of `crawlq.urls.resolve` ``(href, base)`` for a plain path ``href`` with dots.
 
-    Follows `urllib.parse.urljoin` (RFC 3986 §5.2.2 and §5.2.4, with its habit of dropping
-    empty segments of a relative path) step by step, without its parsing: ``href`` has no
-    query, parameters, fragment or scheme (`_PLAIN_PATH_CHARS`).
+    Follows the WHATWG URL Standard's path state (§4.4) step by step, without its parsing:
+    ``href`` has no query, fragment, scheme, backslash or percent-encoded dot
+    (`_PLAIN_PATH_CHARS`); ``base_segments`` are the base's directory segments. Empty
+    segments are kept, as browsers keep them.
     """
-    if href[0] == "/":
-        segments = href.split("/")
-    else:
-        segments = base_segments + href.split("/")
-        segments[1:-1] = [s for s in segments[1:-1] if s]
+    segments = href.split("/") if href[0] == "/" else base_segments + href.split("/")
     resolved: list[str] = []
     for segment in segments:
         if segment == "..":
-            if resolved:
+            if len(resolved) > 1:
                 resolved.pop()
         elif segment != ".":
             resolved.append(segment)
     if segments[-1] in (".", ".."):
         resolved.append("")
     path = "/".join(resolved)
-    return path if path[:1] == "/" else "/" + path  # as urlunsplit does after a host
+    return path if path[:1] == "/" else "/" + path
 
 
 def _has_extension(url: str, extensions: frozenset[str]) -> bool:

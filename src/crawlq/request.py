@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import math
 import re
@@ -19,7 +20,8 @@ from typing import Any
 
 from crawlq.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
 from crawlq.decode import Sniffed, sniff
-from crawlq.urls import request_fingerprint, url_keys
+from crawlq.errors import InvalidURL
+from crawlq.urls import UrlRules, request_fingerprint, url_keys
 
 __all__ = [
     "MAX_DEPTH",
@@ -158,6 +160,22 @@ class CrawlRequest:
             fingerprint = revisit_fingerprint(fingerprint, self.cookies)
         object.__setattr__(self, "fingerprint", fingerprint)
         object.__setattr__(self, "host", keys.host)
+
+    def rewritten(self, rules: UrlRules) -> CrawlRequest:
+        """This request with the crawl's URL rules applied (`crawlq.urls.UrlRules`).
+
+        Returns:
+            ``self`` when the rules leave the URL as it is (or would make it one that cannot
+            be crawled, which rules that only remove parameters never do), else a copy with
+            the rewritten URL and its own fingerprint and host.
+        """
+        url = rules.apply(self.url)
+        if url == self.url:
+            return self
+        try:
+            return dataclasses.replace(self, url=url)
+        except InvalidURL:
+            return self
 
     def to_json(self) -> str:
         """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).

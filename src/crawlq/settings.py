@@ -251,6 +251,28 @@ class Settings:
     exclude: tuple[str, ...] = ()
     """Regexes: URLs matching any of them are not followed."""
 
+    strip_url_params: tuple[str, ...] = ("jsessionid", "phpsessid", "sid", "sessionid", "utm_*")
+    """Query parameters (``?sid=…``) and path parameters (``;jsessionid=…``) removed from every
+    URL that enters the crawl (links, redirect targets, seeds, inbox entries), before it is
+    fingerprinted and requested: names or globs (``utm_*``), matched without regard to case
+    (`crawlq.urls.UrlRules`). So a site that mints a new session id in every link offers one
+    URL per page. Empty: nothing is removed."""
+
+    max_path_repeats: int | None = 2
+    """Crawler trap: a link whose path repeats one sequence of segments more than this many
+    times in a row (``/a/b/a/b/a/b/`` is ``[a, b]`` three times) is not followed (filtered
+    ``repeated_segments``). None: no limit."""
+
+    max_query_params: int | None = 20
+    """Crawler trap: a link with more query parameters than this is not followed (filtered
+    ``too_many_query_params``). None: no limit."""
+
+    max_pages_per_host: int | None = None
+    """Per-host page budget: at most this many URLs of one host (``host:port``) are admitted
+    into the crawl, across all workers (counted by the frontier as new URLs are pushed);
+    later new URLs of that host are not queued and are counted as ``max_pages_per_host``
+    (not recorded one by one). None: no budget."""
+
     max_body_bytes: int = 10 * 1024 * 1024
     """Largest response body accepted, in bytes; a larger one is dead-lettered, not stored."""
 
@@ -500,10 +522,6 @@ class Settings:
                 "reads the Sitemap: lines of robots.txt, which is not fetched when obey_robots "
                 "is off (--ignore-robots); give the sitemaps with --sitemap instead",
             )
-        for name in ("max_pages", "max_depth"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigError(name, f"must not be negative, got {value}")
         for name in ("max_queued", "max_queued_per_host"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -514,6 +532,21 @@ class Settings:
             raise ConfigError(
                 "max_push_wait_s", f"must not be negative, got {self.max_push_wait_s}"
             )
+        for name in ("max_pages", "max_depth", "max_query_params"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(name, f"must not be negative, got {value}")
+        for name in ("max_path_repeats", "max_pages_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(name, f"must be at least 1 (or none), got {value}")
+        params = tuple(p.strip() for p in self.strip_url_params if p.strip())
+        for param in params:
+            if any(c in param for c in "=&;/#"):
+                raise ConfigError(
+                    "strip_url_params", f"not a parameter name or glob: {param!r:.60}"
+                )
+        object.__setattr__(self, "strip_url_params", params)
         if self.job is not None:
             check_job_name(self.job)
         check_store(self.store)

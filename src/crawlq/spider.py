@@ -33,7 +33,6 @@ from collections import Counter
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -50,6 +49,7 @@ from crawlq.links import (
 )
 from crawlq.request import CrawlRequest, FetchResult
 from crawlq.sitemap import SitemapRules, sitemap_request
+from crawlq.urls import encode_query, resolve
 
 if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
     from parsel import Selector, SelectorList
@@ -274,7 +274,8 @@ class Response:
 
     def _page_links(self) -> PageLinks:
         if self._links is None:
-            self._links = self._page_scan().links(self._rules.skip_extensions)
+            scan = self._page_scan()
+            self._links = scan.links(self._rules.skip_extensions, encoding=self.encoding)
             if self._links.skipped_extension:
                 self._skipped["extension"] = self._links.skipped_extension
         return self._links
@@ -292,19 +293,27 @@ class Response:
     def urljoin(self, href: str) -> str:
         """Resolve ``href`` against the document base (``<base href>``, else `url`).
 
+        As a browser resolves a link on this page (`crawlq.urls.resolve`): backslashes,
+        ``///host`` and the like as the WHATWG URL Standard says, and a non-ASCII query
+        percent-encoded in the page's `encoding` (`crawlq.urls.encode_query`).
+
         Args:
             href: An absolute or relative URL; surrounding whitespace is ignored.
 
         Returns:
-            The absolute URL (not validated; `follow` does that).
+            The absolute URL (not validated; `follow` does that); ``href`` itself when it
+            cannot be resolved.
         """
-        href = href.strip()
+        href = encode_query(href.strip(), self.encoding)
         if _HAS_AUTHORITY.match(href):
-            return href  # absolute; urljoin would turn an invalid "http://" into the base
+            return href  # absolute
         if self._base is None:
             scan = self._scan
             self._base = document_base(self.tree, self.url) if scan is None else scan.base
-        return urljoin(self._base, href)
+        try:
+            return resolve(href, self._base)
+        except InvalidURL:
+            return href
 
     def follow(
         self,

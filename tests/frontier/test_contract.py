@@ -715,3 +715,58 @@ async def test_drop_lowest_dead_letters_the_lowest_priority_and_loses_nothing(
     assert len(letters) == 2 and all(d.dead_at_ms is not None for d in letters)
     assert await f.replay_dead(DeadFilter(reason="frontier_full")) == 2
     assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["low", "lower"]
+
+
+# -- the per-host page budget (max_pages_per_host) --------------------------------------------
+
+
+def budget(n: int) -> Politeness:
+    return Politeness(default=HostPolicy(0.0, 1000), max_pages_per_host=n)
+
+
+async def test_a_host_admits_at_most_its_budget_of_new_urls(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(politeness=budget(3))
+    assert await f.push(reqs("a", "b", "a") + reqs("x", host="b.test")) == 3
+    assert await f.push(reqs("c", "d", "e") + reqs("y", "z", host="b.test")) == 3
+    stats = await f.stats()
+    assert (stats.queued, stats.seen, stats.over_budget) == (6, 6, 2)
+    queued = sorted(await drain(f))
+    assert queued == sorted(
+        [f"http://a.test/{p}" for p in "abc"] + [f"http://b.test/{p}" for p in "xyz"]
+    )
+
+
+async def test_urls_over_the_budget_stay_unseen_and_count_each_time(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(politeness=budget(1))
+    assert await f.push(reqs("a", "b")) == 1
+    assert await f.push(reqs("a", "b")) == 0  # a: seen (not counted); b: over again
+    assert (await f.stats()).over_budget == 2
+    assert (await f.stats()).seen == 1
+
+
+async def test_the_budget_counts_urls_ever_admitted_not_queued_ones(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(politeness=budget(2))
+    await f.push(reqs("a"))
+    (lease,) = await f.lease(1, "w", VT)
+    await f.ack([lease])  # done: still counts against the budget
+    assert await f.push(reqs("b", "c")) == 1
+    assert await drain(f) == ["http://a.test/b"]
+
+
+async def test_concurrent_pushes_never_exceed_the_budget(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(politeness=budget(10))
+    batches = [reqs(*(f"p{w}-{i}" for i in range(20))) for w in range(6)]
+    counts = await asyncio.gather(*(f.push(b) for b in batches))
+    assert sum(counts) == 10
+    stats = await f.stats()
+    assert (stats.queued, stats.over_budget) == (10, 110)
+
+
+async def test_without_a_budget_nothing_is_over_it(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    assert await f.push(reqs(*(f"p{i}" for i in range(50)))) == 50
+    assert (await f.stats()).over_budget == 0

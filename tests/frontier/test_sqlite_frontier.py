@@ -12,7 +12,7 @@ import pytest
 from crawlq.errors import FrontierError, FrontierLocked
 from crawlq.frontier import HostPolicy, open_frontier
 from crawlq.frontier.sqlite import SCHEMA_VERSION, SqliteFrontier
-from crawlq.politeness import Strike, StrikePlan
+from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest
 from crawlq.robots_record import RobotsRecord
 
@@ -158,7 +158,59 @@ async def test_version_2_file_gains_the_robots_table(tmp_path: Path) -> None:
         assert version.fetchone() == (str(SCHEMA_VERSION),)
 
 
-async def test_version_3_file_gains_the_dead_time_and_keeps_its_dead_letters(
+async def test_version_3_file_counts_the_urls_it_holds_against_the_host_budget(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(3)])
+    await f.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE frontier_meta SET value='3' WHERE key='schema_version'")
+        # version 4 added the column and filled it from the requests (SQLite cannot drop the
+        # last column of this table: a comment follows it)
+        db.execute("UPDATE frontier_hosts SET admitted=0")
+    rules = Politeness(default=POLICY, max_pages_per_host=4)
+    f = await SqliteFrontier.open(path, politeness=rules)
+    try:
+        assert await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(3, 6)]) == 1
+        assert (await f.stats()).over_budget == 2
+    finally:
+        await f.close()
+    f = await SqliteFrontier.open(path, politeness=rules)  # the count survives a reopen
+    try:
+        assert (await f.stats()).over_budget == 2
+        assert await f.push([CrawlRequest("http://a.test/new")]) == 0
+    finally:
+        await f.close()
+
+
+async def test_open_frontier_dispatch(tmp_path: Path) -> None:
+    f = await open_frontier(f"sqlite:///{tmp_path}/x.db")
+    await f.close()
+    assert (tmp_path / "x.db").exists()
+    with pytest.raises(Exception, match="redis"):
+        await open_frontier("redis://127.0.0.1:6379/0")
+    with pytest.raises(Exception, match="SQLite file path"):
+        await open_frontier("mysql://x")
+
+
+async def test_argument_errors_name_the_argument(tmp_path: Path) -> None:
+    f = await SqliteFrontier.open(tmp_path / "f.db", default_policy=POLICY)
+    try:
+        with pytest.raises(ValueError, match="n must be"):
+            await f.lease(0, "w", 60)
+        with pytest.raises(ValueError, match="visibility_timeout_s"):
+            await f.lease(1, "w", 0)
+        with pytest.raises(ValueError, match="delay_s"):
+            HostPolicy(-1, 1)
+    finally:
+        await f.close()
+
+
+async def test_version_4_file_gains_the_dead_time_and_keeps_its_dead_letters(
     tmp_path: Path,
 ) -> None:
     import sqlite3
@@ -171,8 +223,8 @@ async def test_version_3_file_gains_the_dead_time_and_keeps_its_dead_letters(
     for lease in await f.lease(2, "w", 30.0):
         await f.dead(lease, "http_503")
     await f.close()
-    with sqlite3.connect(path) as db:  # what crawlq with frontier schema 3 left
-        db.execute("UPDATE frontier_meta SET value='3' WHERE key='schema_version'")
+    with sqlite3.connect(path) as db:  # what crawlq with frontier schema 4 left
+        db.execute("UPDATE frontier_meta SET value='4' WHERE key='schema_version'")
         db.execute("DROP INDEX frontier_dead")
         db.execute("ALTER TABLE frontier_requests DROP COLUMN dead_at_ms")
     db.close()
@@ -230,26 +282,3 @@ async def test_a_read_only_look_needs_no_ownership_and_writes_nothing(tmp_path: 
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
     with pytest.raises(FrontierError, match="no crawlq frontier in"):
         await SqliteFrontier.open(other, read_only=True)
-
-
-async def test_open_frontier_dispatch(tmp_path: Path) -> None:
-    f = await open_frontier(f"sqlite:///{tmp_path}/x.db")
-    await f.close()
-    assert (tmp_path / "x.db").exists()
-    with pytest.raises(Exception, match="redis"):
-        await open_frontier("redis://127.0.0.1:6379/0")
-    with pytest.raises(Exception, match="SQLite file path"):
-        await open_frontier("mysql://x")
-
-
-async def test_argument_errors_name_the_argument(tmp_path: Path) -> None:
-    f = await SqliteFrontier.open(tmp_path / "f.db", default_policy=POLICY)
-    try:
-        with pytest.raises(ValueError, match="n must be"):
-            await f.lease(0, "w", 60)
-        with pytest.raises(ValueError, match="visibility_timeout_s"):
-            await f.lease(1, "w", 0)
-        with pytest.raises(ValueError, match="delay_s"):
-            HostPolicy(-1, 1)
-    finally:
-        await f.close()

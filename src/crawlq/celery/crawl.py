@@ -48,6 +48,7 @@ from crawlq.retry import backoff_s
 from crawlq.secrecy import has_password
 from crawlq.settings import Settings
 from crawlq.store import Store
+from crawlq.urls import UrlRules
 
 __all__ = ["CeleryCrawl", "celery_settings"]
 
@@ -201,7 +202,11 @@ class CeleryCrawl:
         )
 
     async def _seed(self, state: CeleryState, settings: Settings) -> int:
-        flags = await state.admit([(r, "seed") for r in self.requests], run=False)
+        rules = UrlRules(settings.strip_url_params)  # the job's, as for its links
+        self.requests = [r.rewritten(rules) for r in self.requests]
+        flags = await state.admit(
+            [(r, "seed") for r in self.requests], run=False, budget=settings.max_pages_per_host
+        )
         new = [r for r, ok in zip(self.requests, flags, strict=True) if ok]
         self._send(new)
         return len(new)
@@ -390,6 +395,7 @@ def _stats(counts: Counts) -> FrontierStats:
         done=counts.done,
         dead=counts.dead,
         seen=counts.seen,
+        over_budget=counts.over_budget,
     )
 
 

@@ -198,7 +198,7 @@ class JobRuntime:
         fetcher = Fetcher.from_settings(s, max_connections=max(s.concurrency, s.celery_batch))
         spider = load_spider(s.spider)()
         domains = s.allowed_domains or tuple(spider.allowed_domains)
-        scope = Scope(domains, s.include, s.exclude, s.max_depth)
+        scope = Scope.from_settings(s, domains)
         robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness)
         Heartbeat.of_process(s.heartbeat_s).add(url, job)  # what says this process is alive
@@ -219,7 +219,7 @@ class JobRuntime:
         deps = self._host_scopes.get(request.host)
         if deps is None:
             s = self.settings
-            scope = Scope((request.host,), s.include, s.exclude, s.max_depth)
+            scope = Scope.from_settings(s, (request.host,))
             deps = self._host_scopes[request.host] = dataclasses.replace(self.deps, scope=scope)
         return deps
 
@@ -232,7 +232,12 @@ class JobRuntime:
             StoreError: The store refused the results for another reason.
         """
         report = BatchReport()
-        flags = await self.state.admit([(e.request, "task") for e in entries], run=True)
+        rules = self.deps.scope.url_rules  # scrape.delay(url) gets the job's URL rules too
+        entries = [dataclasses.replace(e, request=e.request.rewritten(rules)) for e in entries]
+        budget = self.settings.max_pages_per_host
+        flags = await self.state.admit(
+            [(e.request, "task") for e in entries], run=True, budget=budget
+        )
         todo = [e for e, ok in zip(entries, flags, strict=True) if ok]
         report.skipped = len(entries) - len(todo)
         retried = sum(1 for e in entries if e.retry)
@@ -412,7 +417,7 @@ class JobRuntime:
         if not pairs:
             return 0
         links = [link for link, _ in pairs]
-        flags = await self.state.admit(pairs, run=False)
+        flags = await self.state.admit(pairs, run=False, budget=self.settings.max_pages_per_host)
         groups: dict[tuple[str, int], list[Entry]] = defaultdict(list)
         published: set[bytes] = set()
         for link, ok in zip(links, flags, strict=True):

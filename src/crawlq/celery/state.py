@@ -123,6 +123,7 @@ class Counts:
         dead: URLs dead-lettered.
         delayed: Retries scheduled and not started yet (approximate: a worker killed while
             holding one leaves it counted).
+        over_budget: New URLs not admitted because their host was at ``max_pages_per_host``.
     """
 
     pending: int
@@ -130,6 +131,7 @@ class Counts:
     done: int
     dead: int
     delayed: int
+    over_budget: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +239,13 @@ class CeleryState:
         job = (self.keys.job_info, self.job_id or "")
         return await self._call(lambda: _SCRIPTS[name].run(self.client, keys, args, job))
 
-    async def admit(self, entries: Sequence[tuple[CrawlRequest, str]], *, run: bool) -> list[bool]:
+    async def admit(
+        self,
+        entries: Sequence[tuple[CrawlRequest, str]],
+        *,
+        run: bool,
+        budget: int | None = None,
+    ) -> list[bool]:
         """Mark URLs seen and pending; say which to enqueue (or, with ``run``, to run).
 
         The URLs returned True are due now: a task should run them within the visibility
@@ -250,6 +258,10 @@ class CeleryState:
                 for those still pending under the same owner (its task was delivered again
                 after a crash and must publish them again). True when a task is about to run
                 them: True for new and for pending ones, False for settled ones.
+            budget: The job's ``max_pages_per_host``: a host admits at most this many
+                fingerprints over the job's life (counted here for every worker at once); a
+                new one over it is False, not marked seen, and counted in ``over_budget``.
+                None: no budget.
 
         Returns:
             One bool per entry.
@@ -261,9 +273,10 @@ class CeleryState:
             return []
         k = self.keys
         args: list[Any] = ["run" if run else "push", self.clock.wall_ms()]
+        args.append(-1 if budget is None else budget)
         for request, owner in entries:
-            args += [request.fingerprint, owner, request.to_json()]
-        keys = [k.seen, k.pending, k.pending_at, k.stats]
+            args += [request.fingerprint, owner, request.to_json(), request.host]
+        keys = [k.seen, k.pending, k.pending_at, k.stats, k.admitted]
         flags = await self._script("admit", keys, args)
         if not self._marked:  # once per instance (after the job check): a Celery-engine job
             await self._call(lambda: self.client.hsetnx(k.job_info, ENGINE_FIELD, "celery"))
@@ -525,16 +538,21 @@ class CeleryState:
         async def read() -> list[Any]:
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.hlen(k.pending)
-                pipe.hmget(k.stats, ["seen", "done", "dead", "delayed"])
+                pipe.hmget(k.stats, ["seen", "done", "dead", "delayed", "over_budget"])
                 pipe.hget(k.job_info, "id")
                 return await pipe.execute()
 
-        pending, (seen, done, dead, delayed), job_id = await self._call(read)
+        pending, (seen, done, dead, delayed, over), job_id = await self._call(read)
         found = None if job_id is None else bytes(job_id).decode()
         if found != self.job_id:
             raise JobGone(self.job, self.job_id, found)
         return Counts(
-            int(pending), int(seen or 0), int(done or 0), int(dead or 0), max(0, int(delayed or 0))
+            int(pending),
+            int(seen or 0),
+            int(done or 0),
+            int(dead or 0),
+            max(0, int(delayed or 0)),
+            int(over or 0),
         )
 
     async def close(self) -> None:

@@ -101,6 +101,32 @@ def job_options(f: F) -> F:
             ),
             click.option("--include", multiple=True, help="Only follow URLs matching REGEX."),
             click.option("--exclude", multiple=True, help="Do not follow URLs matching REGEX."),
+            click.option(
+                "--strip-url-param",
+                multiple=True,
+                help="Remove this query or ;path parameter (a name or glob such as utm_*) from "
+                "every URL (repeatable; replaces the default list jsessionid, phpsessid, sid, "
+                "sessionid, utm_*; '' removes nothing).",
+            ),
+            click.option(
+                "--max-query-params",
+                type=int,
+                default=None,
+                help="Do not follow URLs with more query parameters than N [20].",
+            ),
+            click.option(
+                "--max-path-repeats",
+                type=int,
+                default=None,
+                help="Do not follow URLs whose path repeats a sequence of segments more than "
+                "N times in a row [2].",
+            ),
+            click.option(
+                "--max-pages-per-host",
+                type=int,
+                default=None,
+                help="Admit at most N URLs of one host into the crawl [no limit].",
+            ),
             click.option("--spider", default=None, help="Spider: module:Class or file.py:Class."),
             click.option(
                 "--trust-job-code",
@@ -334,6 +360,7 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["allowed_domains"] = options.get("allow_domain") or None
     cli["include"] = options.get("include") or None
     cli["exclude"] = options.get("exclude") or None
+    cli["strip_url_params"] = options.get("strip_url_param") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
     if options.get("no_cookies"):
@@ -361,6 +388,7 @@ _FLAGS = {
     "obey_robots": "--ignore-robots",
     "cookies_enabled": "--no-cookies",
     "meta_refresh": "--no-meta-refresh",
+    "strip_url_params": "--strip-url-param",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }
@@ -384,5 +412,6 @@ _OPTION_NAMES = {
     "bloom_capacity", "store_body", "warc_dir", "warc_max_size_bytes", "autothrottle",
     "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
-    "max_push_wait_s", "follow_sitemaps", "skip_extensions",
+    "max_push_wait_s", "follow_sitemaps", "skip_extensions", "max_query_params", "max_path_repeats",
+    "max_pages_per_host",
 }  # fmt: skip

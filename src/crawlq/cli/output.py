@@ -230,6 +230,11 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
             f"frontier round trips: {c.round_trips}"
             + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
         ]
+    if report.frontier.over_budget:
+        lines.append(
+            f"over max_pages_per_host: {report.frontier.over_budget} links not queued "
+            "(their host had its budget of URLs)"
+        )
     lines += [
         f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "
         f"in flight: {report.frontier.in_flight}",
@@ -261,6 +266,7 @@ def status_table(report: Mapping[str, Any]) -> Table:
         ("dead", report["dead"]),
         ("seen", report["seen"]),
         ("done", report["done"]),
+        ("over max_pages_per_host", report.get("over_budget", 0)),
         ("stored pages", "?" if stored is None else stored),
         ("pages/s (last minute)", "?" if rate is None else f"{rate:.1f}"),
         ("live workers", "? (celery inspect ping)" if celery else len(report.get("workers", []))),

@@ -61,6 +61,7 @@ def status(
     minute, live workers (heartbeats) and the busiest hosts. For a job of the Celery engine:
     pending (queued in the broker or running), delayed retries, dead, seen, done and stored
     pages ("engine": "celery" in --json, where queued, in_flight and workers are null).
+    Both: links not queued because their host had --max-pages-per-host URLs (over_budget).
 
     Stored pages are counted in the job's store; a job keeps its store URL without the
     password, which CRAWLQ_STORE (the same URL with it) supplies.

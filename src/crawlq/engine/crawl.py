@@ -212,12 +212,13 @@ class Crawl(WorkerHost):
     async def _run(self, backends: Backends, on_start: Callable[[], None] | None) -> CrawlReport:
         s = self.settings
         frontier, store = backends.frontier, backends.store
-        self.scope = Scope(s.allowed_domains, s.include, s.exclude, s.max_depth)
+        self.scope = Scope.from_settings(s, s.allowed_domains)
         revived = 0
         if self.retry_dead:  # the replay of every dead letter (crawlq.engine.dead)
             revived = await frontier.replay_dead()
             logger.warning("requeued %d dead-lettered URLs (--retry-dead)", revived)
-        seeded = await frontier.push(self.start_requests)
+        rules = self.scope.url_rules  # seeds too: no session id enters the crawl
+        seeded = await frontier.push([r.rewritten(rules) for r in self.start_requests])
         budget = None
         if s.max_pages is not None:
             budget = max(0, s.max_pages - (await store.counts()).pages)

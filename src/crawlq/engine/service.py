@@ -39,6 +39,7 @@ from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
 from crawlq.store import Store
+from crawlq.urls import UrlRules
 
 __all__ = ["PARENT_CHECK_S", "MultiProcessCrawl", "SeedResult", "WorkerService", "seed"]
 
@@ -110,6 +111,8 @@ async def seed(
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
         replayed = await backends.frontier.replay_dead() if retry_dead else 0
+        rules = UrlRules(backends.settings.strip_url_params)  # the job's, as for its links
+        requests = [r.rewritten(rules) for r in requests]
         queued = 0
         try:
             for start in range(0, len(requests), SEED_CHUNK):
@@ -270,7 +273,7 @@ class WorkerService(WorkerHost):
                 f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
                 "give --allow-domain",
             )
-        scope = Scope(domains, s.include, s.exclude, s.max_depth)
+        scope = Scope.from_settings(s, domains)
         budget = self.page_budget
         if s.max_pages is not None:
             left = max(0, s.max_pages - (await backends.store.counts()).pages)

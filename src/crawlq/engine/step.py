@@ -11,12 +11,13 @@ Redirects are not followed inside a fetch: a 3xx is stored as a page of its own 
 ``final_url`` = the target) and the target is queued as a request of its own, with the
 original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists the chain,
 ``meta["redirect_times"]`` counts it against ``max_redirects``). So every hop passes the same
-gate as any request: scope, dedup (a hop to a URL already seen is not fetched again),
-robots.txt, the private-address guard and its host's politeness slot. Scrapy's redirect
-middleware schedules hops the same way. An HTML page with a ``<meta http-equiv="refresh">``
-to another URL (``meta_refresh``; a delay of at most ``meta_refresh_max_delay_s``) is a hop
-too, a GET: the page is stored with its title, ``final_url`` = the target, and goes to no
-callback, as Scrapy's meta refresh middleware does.
+gate as any request: the URL rules and scope (`crawlq.scope.Scope.admit`), dedup (a hop to a
+URL already seen is not fetched again), robots.txt, the private-address guard and its host's
+politeness slot. Scrapy's redirect middleware schedules hops the same way. An HTML page
+with a ``<meta http-equiv="refresh">`` to another URL (``meta_refresh``; a delay of at most
+``meta_refresh_max_delay_s``) is a hop too, a GET: the page is stored with its title,
+``final_url`` = the target, and goes to no callback, as Scrapy's meta refresh middleware
+does.
 
 Cookies travel with the hop: its ``cookies`` are the ones the fetcher says its target gets
 (`crawlq.request.FetchResult.location_cookies`: the request's own and those the redirect
@@ -456,17 +457,18 @@ async def _hop(
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"
     if target is not None:
-        reason = deps.scope.check(target)
+        target, reason = deps.scope.admit(target)
         if reason is None:
             links.append(target)
         else:
             skipped[reason] += 1
             error = f"redirect_not_followed: {location}"
+    final_url = location if target is None else target.url  # as queued: URL rules applied
     record = await _page_record(
         lease,
         result,
         deps,
-        final_url=location,
+        final_url=final_url,
         title=None if page is None else page.title,
         error=error if page is None or error is not None else page.error,
         canonical_url=None if page is None else page.canonical_url,
@@ -606,10 +608,10 @@ class _Parsed:
         if self.link_skips:
             self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
-        for child in found_requests[:cap]:
-            if child.referrer != req.url:  # the page that yielded it, whatever it claimed
-                child = dataclasses.replace(child, referrer=req.url)
-            reason = scope.check(child)
+        for yielded in found_requests[:cap]:
+            if yielded.referrer != req.url:  # the page that yielded it, whatever it claimed
+                yielded = dataclasses.replace(yielded, referrer=req.url)
+            child, reason = scope.admit(yielded)  # session ids stripped, traps refused
             if reason is None:
                 self.links.append(child)
             else:

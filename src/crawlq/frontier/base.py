@@ -133,6 +133,9 @@ class FrontierStats:
         done: Acked.
         dead: Dead-lettered.
         seen: Distinct fingerprints ever pushed (= the sum of the five above).
+        over_budget: New URLs not queued because their host had ``max_pages_per_host``
+            URLs already (`Frontier.push`); counted each time one is pushed (a worker does
+            not push again a link it remembers pushing, so mostly once per worker).
         hosts: The busiest hosts by queue length (at most 20).
         backoff: Hosts in backoff (at most 20), the latest next-allowed time first.
     """
@@ -143,6 +146,7 @@ class FrontierStats:
     done: int
     dead: int
     seen: int
+    over_budget: int = 0
     hosts: tuple[HostStats, ...] = field(default=())
     backoff: tuple[HostBackoff, ...] = field(default=())
 
@@ -325,6 +329,12 @@ class Frontier(Protocol):
         """Queue the requests whose fingerprints were never seen (workers' discovered links).
 
         A ``block`` bound (`bounds`) does not apply here; ``drop-lowest`` does (`QueueBounds`).
+
+        With a per-host page budget (``politeness.max_pages_per_host``), a host takes at most
+        that many new fingerprints over the life of the job, counted in the same atomic step
+        for every worker; a new request of a host at its budget is neither queued nor marked
+        seen, and is counted in `FrontierStats.over_budget` (a URL pushed again is counted
+        again, as scope's skipped links are).
 
         Args:
             requests: Any number, duplicates allowed (within the batch too).

@@ -62,17 +62,21 @@ __all__ = ["SqliteFrontier"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # 2: state 5 (leased, its host slot freed by `lease(fetched=...)`)
 # 3: frontier_robots (the job's robots.txt cache, CREATE ... IF NOT EXISTS in schema.sql), and
 #    frontier_hosts.pushbacks, failures, flags (crawlq.politeness: host backoff and breaker)
-# 4: frontier_requests.dead_at_ms (crawlq dead list --since), index frontier_dead
+# 4: frontier_hosts.admitted (URLs of the host ever pushed: the max_pages_per_host budget),
+#    filled from frontier_requests when an older file is opened
+# 5: frontier_requests.dead_at_ms (crawlq dead list --since), index frontier_dead
 _HOST_COLUMNS_V3 = {
     "pushbacks": "INTEGER NOT NULL DEFAULT 0",
     "failures": "INTEGER NOT NULL DEFAULT 0",
     "flags": "TEXT NOT NULL DEFAULT ''",
 }
-_REQUEST_COLUMNS_V4 = {"dead_at_ms": "INTEGER"}
+_HOST_COLUMNS_V4 = {"admitted": "INTEGER NOT NULL DEFAULT 0"}
+_OVER_BUDGET = "over_budget"  # frontier_meta key: new URLs refused by max_pages_per_host
+_REQUEST_COLUMNS_V5 = {"dead_at_ms": "INTEGER"}
 # A host's effective concurrency and delay: probing ('p') takes one request at a time; a down
 # host ('d') is drained at once (its requests are dead-lettered without a request).
 _CONC = "CASE flags WHEN 'p' THEN 1 WHEN 'd' THEN 1000000 ELSE coalesce(concurrency, ?) END"
@@ -92,6 +96,11 @@ _STATE_NAMES: dict[int, StateName] = {
 _CHUNK = 500  # host parameters per "IN (...)" statement (SQLite allows 32,766)
 _MAX_READY_HOSTS = 512  # hosts considered per lease call, oldest window first
 _T = TypeVar("_T")
+_INSERT_REQUEST = (
+    "INSERT OR IGNORE INTO frontier_requests(fp, seq, host, priority, state, request) "
+    "VALUES (?, ?, ?, ?, 0, ?)"
+)
+_SEEN = "SELECT 1 FROM frontier_requests WHERE fp=?"
 
 
 class SqliteFrontier:
@@ -129,6 +138,7 @@ class SqliteFrontier:
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()
         self._version = SCHEMA_VERSION
+        self._over_budget = 0  # new URLs max_pages_per_host kept out (frontier_meta)
 
     @classmethod
     async def open(
@@ -218,13 +228,18 @@ class SqliteFrontier:
             )
         elif int(row[0]) < SCHEMA_VERSION:  # the script above added what version 2 needs
             for table, columns in (
-                ("frontier_hosts", _HOST_COLUMNS_V3),
-                ("frontier_requests", _REQUEST_COLUMNS_V4),
+                ("frontier_hosts", _HOST_COLUMNS_V3 | _HOST_COLUMNS_V4),
+                ("frontier_requests", _REQUEST_COLUMNS_V5),
             ):
                 have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
                 for name, ddl in columns.items():
                     if name not in have:
                         conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}")
+            if int(row[0]) < 4:
+                conn.execute(
+                    "UPDATE frontier_hosts SET admitted=(SELECT count(*) FROM "
+                    "frontier_requests r WHERE r.host=frontier_hosts.host)"
+                )
             conn.execute(
                 "UPDATE frontier_meta SET value=? WHERE key='schema_version'",
                 (str(SCHEMA_VERSION),),
@@ -249,6 +264,8 @@ class SqliteFrontier:
         self._seq = conn.execute("SELECT coalesce(max(seq), 0) FROM frontier_requests").fetchone()[
             0
         ]
+        over = conn.execute("SELECT value FROM frontier_meta WHERE key=?", (_OVER_BUDGET,))
+        self._over_budget = int((over.fetchone() or (0,))[0])
 
     def _open_read_only_sync(self) -> None:
         if not self.path.is_file():
@@ -273,15 +290,15 @@ class SqliteFrontier:
                 f"understands ({SCHEMA_VERSION}); upgrade crawlq"
             )
         have = {r[1] for r in conn.execute("PRAGMA table_info(frontier_requests)")}
-        self._version = SCHEMA_VERSION if "dead_at_ms" in have else 3
+        self._version = SCHEMA_VERSION if "dead_at_ms" in have else 4
         self._counts = Counter(
             dict(conn.execute("SELECT state, count(*) FROM frontier_requests GROUP BY state"))
         )
         self._counts[_LEASED] += self._counts.pop(_FETCHED, 0)
 
     def _dead_at(self) -> str:
-        """The dead-time column, or NULL in a read-only look at a file older than version 4."""
-        return "dead_at_ms" if self._version >= 4 else "NULL"
+        """The dead-time column, or NULL in a read-only look at a file older than version 5."""
+        return "dead_at_ms" if self._version >= 5 else "NULL"
 
     def _tx(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         if self.read_only:
@@ -338,40 +355,52 @@ class SqliteFrontier:
                 (req.fingerprint, self._seq, req.host, req.priority, req.to_json())
             )
 
-        def step(conn: sqlite3.Connection) -> int:
-            total = 0
+        budget = self.politeness.max_pages_per_host
+
+        def step(conn: sqlite3.Connection) -> tuple[int, int]:
+            total = over = 0
             for host, rows in by_host.items():
                 before = conn.total_changes
-                conn.executemany(
-                    "INSERT OR IGNORE INTO frontier_requests(fp, seq, host, priority, state, "
-                    "request) VALUES (?, ?, ?, ?, 0, ?)",
-                    rows,
-                )
+                if budget is None:
+                    conn.executemany(_INSERT_REQUEST, rows)
+                else:
+                    over += self._insert_within(conn, host, rows, budget)
                 added = conn.total_changes - before
                 if added:
                     override = self.politeness.configured(host)
                     delay_ms = None if override is None else round(override.delay_s * 1000)
                     conc = None if override is None else override.concurrency
                     conn.execute(
-                        "INSERT INTO frontier_hosts(host, queued, delay_ms, concurrency) "
-                        "VALUES (?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
-                        "queued=queued+excluded.queued, "
+                        "INSERT INTO frontier_hosts(host, queued, admitted, delay_ms, "
+                        "concurrency) VALUES (?, ?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
+                        "queued=queued+excluded.queued, admitted=admitted+excluded.admitted, "
                         "delay_ms=coalesce(delay_ms, excluded.delay_ms), "
                         "concurrency=coalesce(concurrency, excluded.concurrency)",
-                        (host, added, delay_ms, conc),
+                        (host, added, added, delay_ms, conc),
                     )
                     total += added
-            return total
+            if over:
+                conn.execute(
+                    "INSERT INTO frontier_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                    "UPDATE SET value=CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+                    (_OVER_BUDGET, str(over)),
+                )
+            return total, over
 
-        total = self._tx(step)
+        total, over = self._tx(step)
         self._counts[_QUEUED] += total
+        self._over_budget += over
         return total
 
     def _push_bounded_sync(self, requests: Sequence[CrawlRequest], producer: bool) -> Offer:
-        """`push`/`offer` under `bounds` (`crawlq.frontier.base.QueueBounds`), row by row."""
+        """`push`/`offer` under `bounds` (`crawlq.frontier.base.QueueBounds`), row by row.
+
+        The page budget (``max_pages_per_host``) is checked first, as in `_push_sync`.
+        """
         b = self.bounds
         drop = b.when_full == "drop-lowest"
         now_ms = self.clock.wall_ms()
+        budget = self.politeness.max_pages_per_host
         rows = []
         batch_seen: set[bytes] = set()
         for req in requests:
@@ -380,19 +409,26 @@ class SqliteFrontier:
                 self._seq += 1
                 rows.append((req.fingerprint, self._seq, req.host, req.priority, req.to_json()))
 
-        def step(conn: sqlite3.Connection) -> tuple[Offer, int]:
+        def step(conn: sqlite3.Connection) -> tuple[Offer, int, int]:
             job_queued = self._counts[_QUEUED]
-            evicted = 0
+            evicted = over = 0
             host_queued: dict[str, int] = {}
+            host_admitted: dict[str, int] = {}
             delta: Counter[str] = Counter()
+            admitted: Counter[str] = Counter()
             added = refused = dropped = 0
             for fp, seq, host, priority, text in rows:
-                if conn.execute("SELECT 1 FROM frontier_requests WHERE fp=?", (fp,)).fetchone():
+                if conn.execute(_SEEN, (fp,)).fetchone():
                     continue
                 if host not in host_queued:
-                    got = conn.execute("SELECT queued FROM frontier_hosts WHERE host=?", (host,))
-                    row = got.fetchone()
-                    host_queued[host] = int(row[0]) if row else 0
+                    got = conn.execute(
+                        "SELECT queued, admitted FROM frontier_hosts WHERE host=?", (host,)
+                    ).fetchone()
+                    host_queued[host] = int(got[0]) if got else 0
+                    host_admitted[host] = int(got[1]) if got else 0
+                if budget is not None and host_admitted[host] >= budget:
+                    over += 1
+                    continue
                 full = (b.max_queued is not None and job_queued >= b.max_queued) or (
                     b.max_queued_per_host is not None and host_queued[host] >= b.max_queued_per_host
                 )
@@ -427,36 +463,69 @@ class SqliteFrontier:
                     (fp, seq, host, priority, state, FRONTIER_FULL if dead else None, text,
                      now_ms if dead else None),
                 )  # fmt: skip
+                host_admitted[host] += 1
+                admitted[host] += 1
                 if state == _QUEUED:
                     added += 1
                     host_queued[host] += 1
                     delta[host] += 1
                     job_queued += 1
-            for host, change in delta.items():
+            for host in admitted.keys() | delta.keys():
                 override = self.politeness.configured(host)
                 conn.execute(
-                    "INSERT INTO frontier_hosts(host, queued, delay_ms, concurrency) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
-                    "queued=queued+excluded.queued, "
+                    "INSERT INTO frontier_hosts(host, queued, admitted, delay_ms, concurrency) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
+                    "queued=queued+excluded.queued, admitted=admitted+excluded.admitted, "
                     "delay_ms=coalesce(delay_ms, excluded.delay_ms), "
                     "concurrency=coalesce(concurrency, excluded.concurrency)",
                     (
                         host,
-                        change,
+                        delta[host],
+                        admitted[host],
                         None if override is None else round(override.delay_s * 1000),
                         None if override is None else override.concurrency,
                     ),
                 )
-            return Offer(added, refused, dropped), evicted
+            if over:
+                conn.execute(
+                    "INSERT INTO frontier_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                    "UPDATE SET value=CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+                    (_OVER_BUDGET, str(over)),
+                )
+            return Offer(added, refused, dropped), evicted, over
 
-        offer, evicted = self._tx(step)
+        offer, evicted, over = self._tx(step)
         self._counts[_QUEUED] += offer.queued - evicted
         self._counts[_DEAD] += offer.dropped
+        self._over_budget += over
         if offer.dropped:
             logger.warning(
                 "frontier full: %d request(s) dead-lettered as frontier_full", offer.dropped
             )
         return offer
+
+    @staticmethod
+    def _insert_within(
+        conn: sqlite3.Connection,
+        host: str,
+        rows: list[tuple[bytes, int, str, int, str]],
+        budget: int,
+    ) -> int:
+        """Insert the new ``rows`` of ``host`` while it has room in its budget.
+
+        Returns:
+            How many new ones were left out (their fingerprints stay unseen: found again, they
+            are counted again).
+        """
+        got = conn.execute("SELECT admitted FROM frontier_hosts WHERE host=?", (host,)).fetchone()
+        room = budget - (got[0] if got else 0)
+        over = 0
+        for row in rows:
+            if room > 0:
+                room -= conn.execute(_INSERT_REQUEST, row).rowcount
+            elif conn.execute(_SEEN, row[:1]).fetchone() is None:
+                over += 1
+        return over
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -1022,6 +1091,7 @@ class SqliteFrontier:
             done=c[_DONE],
             dead=c[_DEAD],
             seen=c.total(),
+            over_budget=self._over_budget,
             hosts=tuple(HostStats(*row) for row in rows),
             backoff=tuple(
                 HostBackoff(host, pushbacks, failures, backoff_state(flags), next_at)

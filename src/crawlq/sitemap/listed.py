@@ -248,7 +248,7 @@ def read_sitemap(
         if isinstance(made, str):
             skipped[made] += 1
             continue
-        reason = scope.check(made)
+        made, reason = scope.admit(made)  # the URL rules (session ids), then the scope
         if reason is None:
             requests.append(made)
         else:
@@ -284,7 +284,7 @@ def robots_sitemaps(
         except (InvalidURL, ValueError):
             skipped["invalid_url"] += 1
             continue
-        reason = scope.check(made)
+        made, reason = scope.admit(made)
         if reason is None:
             requests.append(made)
         else:

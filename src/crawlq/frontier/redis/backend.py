@@ -90,8 +90,9 @@ _REJECTED_PREFIX_BYTES = 1024
 INBOX_MAX_ENTRY_BYTES = 64 * 1024
 """Default largest inbox entry, in bytes (`RedisFrontier.inbox_max_entry_bytes`)."""
 
-InboxFilter = Callable[[CrawlRequest], str | None]
-"""Decides whether an inbox request may be queued: None, or the reason to reject it."""
+InboxFilter = Callable[[CrawlRequest], CrawlRequest | str]
+"""Decides whether an inbox request may be queued: the request to queue (the job's URL rules
+may rewrite it), or the reason to reject it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,11 +321,13 @@ class RedisFrontier:
             policy = self.politeness.configured(host)
             if policy is not None:
                 overrides += [hidx, round(policy.delay_s * 1000), policy.concurrency]
-        args += [len(hosts), *hosts, len(overrides) // 3, *overrides, *body]
+        budget = self.politeness.max_pages_per_host
+        args += [len(hosts), *hosts, len(overrides) // 3, *overrides]
+        args += [-1 if budget is None else budget, *body]
         keys = [
             seen_key, k.reqs, k.scores, k.stats, k.ready, k.inflight, k.next, k.policy,
-            k.inbox, k.idle, k.claim(claim_of or "-"), *(k.queue(h) for h in hosts), k.dead,
-            k.dead_at,
+            k.inbox, k.idle, k.claim(claim_of or "-"), k.admitted,
+            *(k.queue(h) for h in hosts), k.dead, k.dead_at,
         ]  # fmt: skip
         queued, refused, dropped = await self._script("push", keys, args)
         if dropped:
@@ -616,9 +619,10 @@ class RedisFrontier:
         if len(request.url) > _MAX_URL_LENGTH:
             raise InvalidURL(request.url[:100] + "…", "longer than 2083 characters")
         if self.inbox_filter is not None:
-            refusal = self.inbox_filter(request)
-            if refusal is not None:
-                raise ValueError(refusal)
+            verdict = self.inbox_filter(request)
+            if isinstance(verdict, str):
+                raise ValueError(verdict)
+            request = verdict
         return request
 
     def _rejection(self, raw: bytes, reason: str) -> str:
@@ -1015,6 +1019,7 @@ class RedisFrontier:
             done=c.get("done", 0),
             dead=c.get("dead", 0),
             seen=c.get("seen", 0),
+            over_budget=c.get("over_budget", 0),
             hosts=tuple(h for h in per_host[:20] if h.queued or h.in_flight),
             backoff=backoff,
         )

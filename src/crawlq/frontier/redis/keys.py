@@ -25,7 +25,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``dead_at`` | hash | dead fingerprint -> Unix ms it was dead-lettered |
 | ``last_error`` | hash | fingerprint -> reason of its last retry, until acked or dead |
 | ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq,
-  retries (ever scheduled) |
+  retries (ever scheduled), over_budget, dropped |
+| ``admitted`` | hash | host -> new fingerprints ever pushed (the ``max_pages_per_host`` count) |
 | ``rate`` | hash | slot (second mod 120) -> ``"second count"`` of acks, for pages/s |
 | ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
 | ``claim:{worker}`` | list | inbox entries a worker took and has not pushed yet |
@@ -84,6 +85,7 @@ class Keyspace:
         self.dead_at = p + "dead_at"
         self.last_error = p + "last_error"
         self.stats = p + "stats"
+        self.admitted = p + "admitted"
         self.rate = p + "rate"
         self.inbox = p + "inbox"
         self.rejected = p + "rejected"

@@ -3,7 +3,7 @@
 -- KEYS[1]  seen      set of 20-byte fingerprints (dedup "set") or Bloom bits string ("bloom")
 -- KEYS[2]  reqs      hash  fp -> host "\n" request JSON
 -- KEYS[3]  scores    hash  fp -> queue score
--- KEYS[4]  stats     hash  counters (queued, seen, seq)
+-- KEYS[4]  stats     hash  counters (queued, seen, seq, dead, dropped, over_budget)
 -- KEYS[5]  ready     zset  host -> next-allowed Unix ms
 -- KEYS[6]  inflight  hash  host -> leases held
 -- KEYS[7]  next      hash  host -> next-allowed Unix ms
@@ -11,7 +11,10 @@
 -- KEYS[9]  inbox     list  (wake-up tokens "" for idle workers go here)
 -- KEYS[10] idle      zset  worker -> waiting since (Unix ms)
 -- KEYS[11] claim     list  the calling worker's inbox claim, deleted when ARGV[6] == "1"
--- KEYS[12..11+H] q:{host} zset of each host named in ARGV (same order)
+-- KEYS[12] admitted  hash  host -> new fingerprints ever pushed (the page budget's count)
+-- KEYS[13..12+H] q:{host} zset of each host named in ARGV (same order)
+-- KEYS[13+H] dead    hash  fp -> reason "\n" value (drop-lowest's dead letters)
+-- KEYS[14+H] dead_at hash  fp -> Unix ms it was dead-lettered (drop-lowest)
 -- ARGV[1] now (Unix ms)  ARGV[2] default delay (ms; unused here)  ARGV[3] default concurrency
 -- ARGV[4] dedup mode "set" | "bloom"   ARGV[5] k = Bloom bit positions per request (0 for set)
 -- ARGV[6] "1" to delete KEYS[11] (the inbox entries are pushed), else "0"
@@ -23,9 +26,10 @@
 -- ARGV[11] H = number of hosts, ARGV[12..11+H] host names
 -- ARGV[12+H] O = number of per-host overrides, then O triples: host index, delay (ms),
 --   concurrency: written for hosts with no policy entry yet (crawlq.politeness overrides)
+-- then B = the page budget per host (max_pages_per_host; -1: none): a new fingerprint of a
+--   host with B admitted already is neither queued nor marked seen, only counted
+--   (stats over_budget)
 -- then per request: fp, host index (1..H), priority (int), value, then k bit positions
--- KEYS[12+H] dead hash fp -> reason "\n" value (after the H queues)
--- KEYS[13+H] dead_at hash fp -> Unix ms it was dead-lettered
 -- Returns: {queued (new requests queued), refused (block), dropped (drop)}.
 check_job()
 local now = tonumber(ARGV[1])
@@ -34,7 +38,8 @@ local mode, k = ARGV[4], tonumber(ARGV[5])
 local max_job, max_host = tonumber(ARGV[7]), tonumber(ARGV[8])
 local drop_mode, producer = ARGV[9] == "drop", ARGV[10] == "1"
 local nhosts = tonumber(ARGV[11])
-local dead_key, dead_at_key = KEYS[12 + nhosts], KEYS[13 + nhosts]
+local admitted_key = KEYS[12]
+local dead_key, dead_at_key = KEYS[13 + nhosts], KEYS[14 + nhosts]
 local PRIO = 8589934592 -- 2^33: score = -priority * 2^33 + push sequence
 local added, refused, dropped, evicted, touched = 0, 0, 0, 0, {}
 local queued = tonumber(redis.call("HGET", KEYS[4], "queued") or "0")
@@ -47,6 +52,8 @@ for o = 0, noverrides - 1 do
     set_policy(KEYS[8], host, ARGV[at + 1], ARGV[at + 2], "")
   end
 end
+local budget = tonumber(ARGV[13 + nhosts + 3 * noverrides])
+local room, admitted, over = {}, {}, 0
 
 -- Whether fp was pushed before (without marking it).
 local function seen_before(i, fp)
@@ -70,15 +77,26 @@ local function mark_seen(i, fp)
   return new
 end
 
-local i = 13 + nhosts + 3 * noverrides
+local i = 14 + nhosts + 3 * noverrides
 while i <= #ARGV do
   local fp, hidx, prio, value = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
-  local queue = KEYS[11 + hidx]
+  local queue = KEYS[12 + hidx]
+  local over_budget = false
+  if budget >= 0 then
+    if room[hidx] == nil then
+      room[hidx] = budget - (tonumber(redis.call("HGET", admitted_key, ARGV[11 + hidx])) or 0)
+    end
+    over_budget = room[hidx] <= 0
+  end
   local full = bounded and ((max_job > 0 and queued + added - evicted >= max_job)
     or (max_host > 0 and redis.call("ZCARD", queue) >= max_host))
-  if full and not drop_mode and producer then
+  if over_budget then
+    if not seen_before(i, fp) then over = over + 1 end
+  elseif full and not drop_mode and producer then
     if not seen_before(i, fp) then refused = refused + 1 end
   elseif mark_seen(i, fp) then
+    admitted[hidx] = (admitted[hidx] or 0) + 1
+    if budget >= 0 then room[hidx] = room[hidx] - 1 end
     local seq = redis.call("HINCRBY", KEYS[4], "seq", 1)
     local score = string.format("%.0f", -prio * PRIO + seq)
     redis.call("HSET", KEYS[3], fp, score)
@@ -109,6 +127,11 @@ while i <= #ARGV do
   end
   i = i + 4 + k
 end
+for hidx, n in pairs(admitted) do  -- HSET, not HINCRBY: a garbled count must not fail the step
+  local host = ARGV[11 + hidx]
+  redis.call("HSET", admitted_key, host, (tonumber(redis.call("HGET", admitted_key, host)) or 0) + n)
+end
+if over > 0 then redis.call("HINCRBY", KEYS[4], "over_budget", over) end
 if dropped > 0 then
   redis.call("HINCRBY", KEYS[4], "dead", dropped)
   redis.call("HINCRBY", KEYS[4], "dropped", dropped)
@@ -119,7 +142,7 @@ if added > 0 or evicted > 0 then
 end
 if added > 0 then
   local hosts = {}
-  for hidx in pairs(touched) do hosts[#hosts + 1] = {ARGV[11 + hidx], KEYS[11 + hidx]} end
+  for hidx in pairs(touched) do hosts[#hosts + 1] = {ARGV[11 + hidx], KEYS[12 + hidx]} end
   local kk = {ready = KEYS[5], inflight = KEYS[6], next = KEYS[7], policy = KEYS[8],
               inbox = KEYS[9], idle = KEYS[10]}
   make_ready(kk, hosts, dconc, added)
