@@ -81,10 +81,11 @@ PAGE_COLUMNS = (
     "warc_file",
     "warc_offset",
     "canonical_url",
+    "referrer",
 )
 """Keys of an exported page, in order (``body_b64`` follows when bodies are exported)."""
 _BODY = "body_b64"
-_DEAD_COLUMNS = ("url", "reason", "detail", "attempts", "depth", "at", "fingerprint")
+_DEAD_COLUMNS = ("url", "reason", "detail", "attempts", "depth", "at", "fingerprint", "referrer")
 _FILTERED_COLUMNS = ("url", "reason", "depth", "at", "fingerprint")
 
 
@@ -220,6 +221,7 @@ def page_row(page: PageRecord, time: Callable[[float], Any] = iso_utc) -> dict[s
         "warc_file": page.warc_file,
         "warc_offset": page.warc_offset,
         "canonical_url": page.canonical_url,
+        "referrer": page.referrer,
     }
 
 
@@ -239,6 +241,7 @@ def dead_row(dead: DeadRecord, time: Callable[[float], Any] = iso_utc) -> dict[s
         "depth": dead.depth,
         "at": time(dead.at),
         "fingerprint": dead.fingerprint.hex(),
+        "referrer": dead.referrer,
     }
 
 

@@ -8,12 +8,12 @@ Columns, by ``what`` (times as ``timestamp[us, UTC]``, fingerprints as lower-cas
 
 * ``pages``: url, final_url, status (int32), content_type, depth (int32), title, fetched_at,
   size (int64 bytes), elapsed_s (float64), attempt (int32), error, spider, fingerprint,
-  warc_file, warc_offset (int64), canonical_url, then ``body`` (binary) only when bodies
-  are asked for.
+  warc_file, warc_offset (int64), canonical_url, referrer, then ``body`` (binary) only when
+  bodies are asked for.
 * ``items``: url, spider, created_at, fingerprint, index (int32), data: the item as a JSON
   object in a string column (items have no fixed columns; read it with e.g. DuckDB's
   ``json_extract`` or ``pandas.json_normalize``).
-* ``dead``: url, reason, detail, attempts (int32), depth (int32), at, fingerprint.
+* ``dead``: url, reason, detail, attempts (int32), depth (int32), at, fingerprint, referrer.
 * ``filtered``: url, reason, depth (int32), at, fingerprint.
 """
 
@@ -58,6 +58,7 @@ _PAGES = pa.schema(
         ("warc_file", pa.string()),
         ("warc_offset", pa.int64()),
         ("canonical_url", pa.string()),
+        ("referrer", pa.string()),
     ]
 )
 _ITEMS = pa.schema(
@@ -79,6 +80,7 @@ _DEAD = pa.schema(
         ("depth", pa.int32()),
         ("at", _TIME),
         ("fingerprint", pa.string()),
+        ("referrer", pa.string()),
     ]
 )
 _FILTERED = pa.schema(

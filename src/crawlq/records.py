@@ -39,6 +39,8 @@ class PageRecord:
             member starts), or None.
         canonical_url: The page's ``<link rel="canonical">``, resolved against its base
             and normalised, when it names an http(s) URL; else None.
+        referrer: URL of the page that linked to (or redirected to) this one; None for a
+            seed, an inbox entry without one, or a page stored before crawlq kept it.
     """
 
     fingerprint: bytes
@@ -58,6 +60,7 @@ class PageRecord:
     warc_file: str | None = None
     warc_offset: int | None = None
     canonical_url: str | None = None
+    referrer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,7 @@ class DeadRecord:
         attempts: How many fetches were tried.
         depth: Link depth from the seeds.
         at: Unix time in seconds.
+        referrer: URL of the page that linked to this one (None: a seed, or unknown).
     """
 
     fingerprint: bytes
@@ -102,6 +106,7 @@ class DeadRecord:
     attempts: int
     depth: int
     at: float
+    referrer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from crawlq.urls import UrlRules, request_fingerprint, url_keys
 __all__ = [
     "MAX_DEPTH",
     "MAX_JSON_NESTING",
+    "MAX_REFERRER_CHARS",
     "PRIORITY_LIMIT",
     "CrawlRequest",
     "FetchResult",
@@ -46,6 +47,10 @@ MAX_JSON_NESTING = 32
 """Deepest nesting of arrays and objects accepted in a JSON request (`CrawlRequest.from_json`),
 checked by a linear scan before the JSON is parsed, so a deeply nested entry never reaches the
 recursive parser."""
+
+MAX_REFERRER_CHARS = 2083
+"""Longest ``referrer`` a JSON request (`CrawlRequest.from_json`) may carry, in characters:
+the longest URL crawlq follows (`crawlq.scope.MAX_URL_LENGTH`)."""
 
 _JSON_NESTING_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 """A JSON string (skipped whole, so brackets inside strings do not count) or a bracket."""
@@ -75,6 +80,10 @@ class CrawlRequest:
         callback: Name of the spider method that parses the response (None: ``parse``).
         cb_kwargs: Extra keyword arguments for the callback; must be JSON-serialisable.
         meta: Free-form JSON-serialisable data carried to the response (``response.meta``).
+        referrer: The URL of the page that linked to (or redirected to) this one, or None
+            for a seed. Set by the engine for every request a page yields
+            (`crawlq.engine.step`), recorded on the URL's page or dead letter; not part of
+            the fingerprint or of equality.
         cookies: Cookies sent with this request, name to value, besides the worker's jar
             (`crawlq.fetch`; these win over the jar's of the same name). Checked by
             `crawlq.cookies.check_cookies`; a read-only mapping. Not in ``repr`` (values are
@@ -94,8 +103,9 @@ class CrawlRequest:
         InvalidURL: ``url`` is not an absolute http(s) URL.
         ValueError: ``method`` is not an HTTP token, ``priority`` is not an int, ``depth``
             is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, ``meta`` or
-            ``cb_kwargs`` is not a mapping (a JSON object), or ``cookies`` breaks a rule of
-            `crawlq.cookies.check_cookies` (the message starts with ``cookies:``).
+            ``cb_kwargs`` is not a mapping (a JSON object), ``referrer`` is neither None nor
+            a string, or ``cookies`` breaks a rule of `crawlq.cookies.check_cookies` (the
+            message starts with ``cookies:``).
     """
 
     url: str
@@ -108,6 +118,7 @@ class CrawlRequest:
     meta: Mapping[str, Any] = field(default_factory=dict)
     cookies: Mapping[str, str] = field(default_factory=_no_cookies, repr=False)
     revisit: bool = False
+    referrer: str | None = field(default=None, repr=False, compare=False)
     fingerprint: bytes = field(init=False, repr=False, compare=False)
     host: str = field(init=False, repr=False, compare=False)
     record_fingerprint: bytes = field(init=False, repr=False, compare=False)
@@ -129,6 +140,8 @@ class CrawlRequest:
             raise ValueError(f"method must be an HTTP token, got {self.method!r:.40}")
         if self.callback is not None and not isinstance(self.callback, str):
             raise ValueError(f"callback must be a method name, got {self.callback!r:.40}")
+        if self.referrer is not None and not isinstance(self.referrer, str):
+            raise ValueError(f"referrer must be a URL string, got {self.referrer!r:.40}")
         if self.cookies is not NO_COOKIES:
             object.__setattr__(self, "cookies", check_cookies(self.cookies))
         if type(self.revisit) is not bool:
@@ -169,8 +182,8 @@ class CrawlRequest:
 
         Keys: ``url`` (required); ``method``, ``body_b64``, ``priority``, ``depth``,
         ``callback``, ``cb_kwargs``, ``meta``, ``cookies`` (an object of name: value),
-        ``revisit`` when they differ from the defaults. Cookie values are in the text: it
-        holds secrets wherever it is kept (frontier, broker, dead letters).
+        ``revisit``, ``referrer`` when they differ from the defaults. Cookie values are in the
+        text: it holds secrets wherever it is kept (frontier, broker, dead letters).
         """
         data: dict[str, Any] = {"url": self.url}
         if self.method != "GET":
@@ -187,6 +200,8 @@ class CrawlRequest:
             data["cb_kwargs"] = dict(self.cb_kwargs)
         if self.meta:
             data["meta"] = dict(self.meta)
+        if self.referrer:
+            data["referrer"] = self.referrer
         if self.cookies:
             data["cookies"] = dict(self.cookies)
         if self.revisit:
@@ -202,7 +217,11 @@ class CrawlRequest:
         ``±PRIORITY_LIMIT`` (524,287) and ``depth`` an integer in ``0..MAX_DEPTH``: a float
         (``1e999``, ``1.0``), a boolean or a string is refused, as are ``NaN`` and
         ``Infinity`` anywhere. Arrays and objects may nest `MAX_JSON_NESTING` (32) deep at
-        most, checked before parsing.
+        most, checked before parsing. A ``referrer`` must be an http(s) URL of at most
+        `MAX_REFERRER_CHARS`; it is normalised as a request URL is (`crawlq.urls.normalize`:
+        credentials and fragment dropped, unsafe characters percent-encoded), so what a
+        producer writes there carries no password into the store and no control character
+        into a terminal.
 
         Raises:
             ValueError: not a JSON object with a string ``url``, nested too deep, or a field
@@ -210,8 +229,9 @@ class CrawlRequest:
                 ``body_b64`` not base64, ``meta`` or ``cb_kwargs`` not an object,
                 ``priority`` or ``depth`` not an integer within its bounds, ``cookies`` not
                 an object of strings that `crawlq.cookies.check_cookies` accepts,
-                ``revisit`` not a boolean). No message quotes a cookie value.
-            InvalidURL: the URL cannot be crawled.
+                ``revisit`` not a boolean, ``referrer`` not a URL string of at most
+                `MAX_REFERRER_CHARS`). No message quotes a cookie value.
+            InvalidURL: the URL (or the referrer) cannot be crawled.
         """
         if isinstance(text, bytes | bytearray):
             text = bytes(text).decode("utf-8")  # UnicodeDecodeError is a ValueError
@@ -244,7 +264,19 @@ class CrawlRequest:
             meta=data.get("meta") or {},
             cookies=data.get("cookies") or NO_COOKIES,
             revisit=data.get("revisit", False),
+            referrer=_referrer(data.get("referrer")),
         )
+
+
+def _referrer(value: Any) -> str | None:
+    """A JSON request's ``referrer``, checked and normalised (see `CrawlRequest.from_json`)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"referrer must be a URL string, got {value!r:.40}")
+    if len(value) > MAX_REFERRER_CHARS:
+        raise ValueError(f"referrer longer than {MAX_REFERRER_CHARS} characters")
+    return url_keys(value).url  # cached: the links of one page share their referrer
 
 
 def _json_nesting(text: str) -> int:

@@ -333,7 +333,8 @@ class Response:
         no host): yielding None from a callback is allowed and ignored, so
         ``yield response.follow(href)`` needs no check.
 
-        The new request has ``depth = self.depth + 1``. Unless ``priority`` is given it gets
+        The new request has ``depth = self.depth + 1`` and this page's request URL as its
+        ``referrer``. Unless ``priority`` is given it gets
         ``priority = -(self.depth + 1)``: since a higher priority runs sooner, pages near the
         seeds (indexes, tables of contents) are fetched before the leaves they lead to, and
         the frontier stays small.
@@ -378,6 +379,7 @@ class Response:
                 cb_kwargs=dict(cb_kwargs) if cb_kwargs else {},
                 meta=dict(meta) if meta else {},
                 cookies=cookies or NO_COOKIES,
+                referrer=self.request.url,
             )
         except InvalidURL as exc:
             logger.debug("not following %r from %s: %s", href, self.url, exc.reason)
@@ -426,8 +428,9 @@ class Response:
             # the same requests as `follow` makes, without resolving each link again.
             depth = self.request.depth + 1
             rank = -depth if priority is None else priority
+            here = self.request.url
             return [
-                CrawlRequest(url, priority=rank, depth=depth, callback=name)
+                CrawlRequest(url, priority=rank, depth=depth, callback=name, referrer=here)
                 for url in self._followed_links()
             ]
         requests: list[CrawlRequest] = []

@@ -27,7 +27,7 @@ FAST = ["--delay", "0", "--retry-delay", "0.05", "-q"]
 
 PAGE_COLUMNS = (
     "url,final_url,status,content_type,depth,title,fetched_at,size,elapsed_s,attempt,error,"
-    "spider,fingerprint,warc_file,warc_offset,canonical_url"
+    "spider,fingerprint,warc_file,warc_offset,canonical_url,referrer"
 )
 
 
@@ -360,6 +360,7 @@ def test_retry_dead_requeues_what_failed_before(tmp_path: Path) -> None:
         "--ignore-robots", "-q", "--retry-dead",
     )  # fmt: skip
     assert "retries: 0" in again.stdout
+    assert "dead letters replayed first (--retry-dead): 1" in again.stdout
     assert "dead-lettered: 1 (connect_error 1)" in again.stdout
     rows = [json.loads(x) for x in export(store, "--what", "dead").splitlines() if x]
     assert len(rows) == 1 and rows[0]["attempts"] == 1  # tried afresh, not a 2nd retry

@@ -314,6 +314,41 @@ async def test_inbox_filter_rejects_with_its_reason(redis_url: str, job: str) ->
         await f.close()
 
 
+async def test_inspect_with_bloom_dedup_says_done_is_not_exact(redis_url: str, job: str) -> None:
+    bloom = BloomDedup(capacity=10_000, error_rate=0.001)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, bloom=bloom, create=True)
+    try:
+        await f.push(reqs("1", "2"))
+        first, second = await f.lease(2, "w", 60)
+        await f.ack([first])
+        done = await f.inspect(first.request.fingerprint)
+        assert (done.state, done.exact) == ("done", False)
+        assert (await f.inspect(second.request.fingerprint)).state == "in_flight"
+        assert (await f.inspect(CrawlRequest("http://a.test/3").fingerprint)).state == "unseen"
+    finally:
+        await f.close()
+
+
+async def test_a_garbled_dead_letter_is_skipped_not_fatal(redis_url: str, job: str) -> None:
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    try:
+        await f.push(reqs("1", "2"))
+        for lease in await f.lease(2, "w", 60):
+            await f.dead(lease, "http_503")
+        client = aioredis.Redis.from_url(redis_url)
+        fp = CrawlRequest("http://a.test/1").fingerprint
+        await client.hset(Keyspace(job).dead, fp, b"http_503\na.test\n{not json")
+        await client.hset(Keyspace(job).dead_at, fp, b"soon")
+        await client.aclose()
+        letters = [d.request.url async for d in f.dead_letters()]
+        assert letters == ["http://a.test/2"]
+        state = await f.inspect(fp)
+        assert (state.state, state.request, state.dead_at_ms) == ("dead", None, None)
+        assert await f.replay_dead() == 1  # the garbled one stays where it is
+    finally:
+        await f.close()
+
+
 async def test_a_bloom_job_keeps_the_host_budget_too(redis_url: str, job: str) -> None:
     from crawlq.politeness import Politeness
 

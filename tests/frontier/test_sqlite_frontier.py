@@ -208,3 +208,77 @@ async def test_argument_errors_name_the_argument(tmp_path: Path) -> None:
             HostPolicy(-1, 1)
     finally:
         await f.close()
+
+
+async def test_version_4_file_gains_the_dead_time_and_keeps_its_dead_letters(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from crawlq.frontier.base import DeadFilter
+
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    await f.push([CrawlRequest("http://a.test/1"), CrawlRequest("http://a.test/2")])
+    for lease in await f.lease(2, "w", 30.0):
+        await f.dead(lease, "http_503")
+    await f.close()
+    with sqlite3.connect(path) as db:  # what crawlq with frontier schema 4 left
+        db.execute("UPDATE frontier_meta SET value='4' WHERE key='schema_version'")
+        db.execute("DROP INDEX frontier_dead")
+        db.execute("ALTER TABLE frontier_requests DROP COLUMN dead_at_ms")
+    db.close()
+    looked = await SqliteFrontier.open(path, default_policy=POLICY, read_only=True)
+    try:  # an old file is read as it is: dead letters without a time
+        assert [d.dead_at_ms async for d in looked.dead_letters()] == [None, None]
+    finally:
+        await looked.close()
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    try:
+        assert len([d async for d in f.dead_letters(DeadFilter(reason="http_503"))]) == 2
+        assert [d async for d in f.dead_letters(DeadFilter(since_ms=0))] == []  # time unknown
+        assert await f.replay_dead() == 2
+    finally:
+        await f.close()
+    with sqlite3.connect(path) as db:
+        version = db.execute("SELECT value FROM frontier_meta WHERE key='schema_version'")
+        assert version.fetchone() == (str(SCHEMA_VERSION),)
+    db.close()
+
+
+async def test_a_read_only_look_needs_no_ownership_and_writes_nothing(tmp_path: Path) -> None:
+    from crawlq.errors import FrontierError
+
+    path = tmp_path / "f.db"
+    owner = await SqliteFrontier.open(path, default_policy=POLICY)
+    try:
+        await owner.push([CrawlRequest("http://a.test/1"), CrawlRequest("http://a.test/2")])
+        (lease,) = await owner.lease(1, "crawler", 30.0)
+        await owner.dead(lease, "timeout")
+        look = await SqliteFrontier.open(path, default_policy=POLICY, read_only=True)
+        try:  # the owner keeps its lock: the crawl goes on while an operator looks
+            state = await look.inspect(CrawlRequest("http://a.test/2").fingerprint)
+            assert state.state == "queued"
+            (held,) = await owner.lease(1, "crawler", 30.0)
+            state = await look.inspect(held.request.fingerprint)
+            assert (state.state, state.worker_id) == ("in_flight", "crawler")
+            assert [d.reason async for d in look.dead_letters()] == ["timeout"]
+            assert await look.job_settings(None) is None
+            with pytest.raises(FrontierError, match="read-only"):
+                await look.replay_dead()
+            with pytest.raises(FrontierError, match="read-only"):
+                await look.push([CrawlRequest("http://a.test/3")])
+        finally:
+            await look.close()
+        assert (await owner.stats()).dead == 1
+    finally:
+        await owner.close()
+    with pytest.raises(FrontierError, match=r"no crawlq frontier in .*nothing\.db"):
+        await SqliteFrontier.open(tmp_path / "nothing.db", read_only=True)
+    assert not (tmp_path / "nothing.db").exists()
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(FrontierError, match="no crawlq frontier in"):
+        await SqliteFrontier.open(other, read_only=True)

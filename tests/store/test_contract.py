@@ -328,3 +328,48 @@ async def test_a_closed_store_refuses_calls(store: Store) -> None:
         await store.write(ResultBatch(pages=[page(1)]))
     with pytest.raises(StoreError, match="closed"):
         await collect(store.pages())
+
+
+async def test_referrers_round_trip_on_pages_and_dead_letters(store: Store) -> None:
+    linked = page(1, referrer="https://example.com/index.html")
+    failed = dead(2, referrer="https://example.com/1")
+    await store.write(ResultBatch(pages=[linked, page(3)], dead=[failed]))
+    assert await collect(store.pages()) == [linked, page(3)]
+    assert [p.referrer for p in await collect(store.pages())] == [
+        "https://example.com/index.html",
+        None,
+    ]
+    assert await collect(store.dead()) == [failed]
+
+
+async def test_lookup_tells_each_fingerprint_its_one_outcome(store: Store) -> None:
+    archived = page(1, warc_file="crawlq-1.warc.gz", warc_offset=77, referrer="https://e.com/")
+    await store.write(
+        ResultBatch(
+            pages=[archived, page(2)],
+            items=[item(1, 0), item(1, 1)],
+            dead=[dead(3, referrer="https://example.com/1")],
+            filtered=[filtered(4)],
+        )
+    )
+    found = await store.lookup([fp(1), fp(2), fp(3), fp(4), fp(5), fp(1)])
+    assert sorted(found) == sorted([fp(1), fp(2), fp(3), fp(4)])  # 5: never stored
+    assert found[fp(1)].kind == "page"
+    assert found[fp(1)].page == archived  # no body, WARC location and referrer kept
+    assert (found[fp(1)].items, found[fp(2)].items) == (2, 0)
+    assert found[fp(3)].kind == "dead"
+    assert found[fp(3)].dead == dead(3, referrer="https://example.com/1")
+    assert found[fp(4)].kind == "filtered"
+    assert found[fp(4)].filtered == filtered(4)
+    assert await store.lookup([]) == {}
+    # a later outcome replaces the earlier one: the page is now a dead letter
+    await store.write(ResultBatch(dead=[dead(1)]))
+    again = await store.lookup([fp(1)])
+    assert again[fp(1)].kind == "dead" and again[fp(1)].items == 0
+
+
+async def test_lookup_takes_a_bounded_number_of_fingerprints(store: Store) -> None:
+    from crawlq.store.base import LOOKUP_MAX
+
+    with pytest.raises(ValueError, match=f"at most {LOOKUP_MAX}"):
+        await store.lookup([fp(n) for n in range(LOOKUP_MAX + 1)])

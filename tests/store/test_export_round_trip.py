@@ -61,6 +61,7 @@ async def test_pages_jsonl_with_bodies_reads_back_equal(store: Store) -> None:
             body=None if r["body_b64"] is None else base64.b64decode(r["body_b64"]),
             warc_file=r["warc_file"],
             warc_offset=r["warc_offset"],
+            referrer=r["referrer"],
         )
         for r in rows
     ]

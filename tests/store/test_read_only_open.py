@@ -182,6 +182,8 @@ async def test_a_read_only_sqlite_store_reads_version_1_without_migrating(tmp_pa
         conn.execute("ALTER TABLE pages DROP COLUMN warc_file")
         conn.execute("ALTER TABLE pages DROP COLUMN warc_offset")
         conn.execute("ALTER TABLE pages DROP COLUMN canonical_url")
+        conn.execute("ALTER TABLE pages DROP COLUMN referrer")
+        conn.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
         conn.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
     conn.close()
     read_only = await open_store(str(path), read_only=True)

@@ -259,6 +259,8 @@ async def test_a_version_2_file_gains_canonical_url(tmp_path: Path) -> None:
     await store.close()
     with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 2 looks like
         db.execute("ALTER TABLE pages DROP COLUMN canonical_url")
+        db.execute("ALTER TABLE pages DROP COLUMN referrer")
+        db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
         db.execute("UPDATE store_meta SET value = '2' WHERE key = 'schema_version'")
     db.close()
 
@@ -280,6 +282,32 @@ async def test_a_version_2_file_gains_canonical_url(tmp_path: Path) -> None:
     db.close()
 
 
+async def test_a_version_3_file_gains_the_referrers(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    store = await SqliteStore.open(path)
+    await store.write(ResultBatch(pages=[page(1)], dead=[dead(2)]))
+    await store.close()
+    with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 3 looks like
+        db.execute("ALTER TABLE pages DROP COLUMN referrer")
+        db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
+        db.execute("UPDATE store_meta SET value = '3' WHERE key = 'schema_version'")
+    db.close()
+    read_only = await SqliteStore.open(path, read_only=True)  # read as it is
+    try:
+        assert [p.referrer async for p in read_only.pages()] == [None]
+        found = await read_only.lookup([page(1).fingerprint, dead(2).fingerprint])
+        assert found[dead(2).fingerprint].dead == dead(2)
+    finally:
+        await read_only.close()
+    store = await SqliteStore.open(path)
+    try:
+        linked = dataclasses.replace(page(3), referrer="https://e.com/")
+        await store.write(ResultBatch(pages=[linked]))
+        assert [p async for p in store.pages()] == [page(1), linked]
+    finally:
+        await store.close()
+
+
 async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     store = await SqliteStore.open(path)
@@ -289,6 +317,8 @@ async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) ->
         db.execute("ALTER TABLE pages DROP COLUMN warc_file")
         db.execute("ALTER TABLE pages DROP COLUMN warc_offset")
         db.execute("ALTER TABLE pages DROP COLUMN canonical_url")
+        db.execute("ALTER TABLE pages DROP COLUMN referrer")
+        db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
         db.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
 

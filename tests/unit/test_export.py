@@ -107,7 +107,7 @@ async def test_pages_jsonl_round_trip() -> None:
     assert [list(row) for row in rows] == [
         ["url", "final_url", "status", "content_type", "depth", "title", "fetched_at", "size",
          "elapsed_s", "attempt", "error", "spider", "fingerprint", "warc_file", "warc_offset",
-         "canonical_url"]
+         "canonical_url", "referrer"]
     ] * 2  # fmt: skip
     for row, page in zip(rows, PAGES, strict=True):
         assert row == {
@@ -127,6 +127,7 @@ async def test_pages_jsonl_round_trip() -> None:
             "warc_file": page.warc_file,
             "warc_offset": page.warc_offset,
             "canonical_url": page.canonical_url,
+            "referrer": page.referrer,
         }
         parsed = datetime.strptime(row["fetched_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
         assert parsed.replace(tzinfo=UTC).timestamp() == pytest.approx(page.fetched_at, abs=1e-3)
@@ -139,12 +140,12 @@ async def test_pages_csv_header_and_rows() -> None:
     assert rows[0] == [
         "url", "final_url", "status", "content_type", "depth", "title", "fetched_at", "size",
         "elapsed_s", "attempt", "error", "spider", "fingerprint", "warc_file", "warc_offset",
-        "canonical_url",
+        "canonical_url", "referrer",
     ]  # fmt: skip
     assert rows[1] == [
         "https://e.com/", "https://e.com/", "200", "text/html", "0", "Accueil · é",
         "2026-11-29T18:01:02.123Z", "5120", "0.25", "1", "", "docs", "01" * 20,
-        "crawlq-1.warc.gz", "1234", "https://e.com/home",
+        "crawlq-1.warc.gz", "1234", "https://e.com/home", "",
     ]  # fmt: skip
     assert rows[2][5] == ""  # a None title is an empty cell
     assert rows[2][10] == "http_404"
@@ -169,6 +170,7 @@ async def test_dead_and_filtered_rows() -> None:
         "depth": 2,
         "at": "2026-11-29T18:01:03.123Z",
         "fingerprint": "03" * 20,
+        "referrer": None,
     }
     out = io.StringIO()
     assert await export(store, "filtered", "csv", out) == 2

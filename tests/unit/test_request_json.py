@@ -79,3 +79,26 @@ def test_inbox_filter_checks_method_and_scope_unless_the_job_allows() -> None:
     post = CrawlRequest("http://b.test/x", method="POST")
     assert loose(post) is post
     assert loose(CrawlRequest("http://b.test/x", method="HEAD")) is not None
+
+
+def test_a_referrer_travels_with_the_request_and_is_not_part_of_its_identity() -> None:
+    linked = CrawlRequest(URL, referrer="http://a.test/index.html")
+    back = CrawlRequest.from_json(linked.to_json())
+    assert back.referrer == "http://a.test/index.html"
+    assert json.loads(linked.to_json())["referrer"] == "http://a.test/index.html"
+    assert "referrer" not in json.loads(CrawlRequest(URL).to_json())  # a seed has none
+    assert back == CrawlRequest(URL) and back.fingerprint == CrawlRequest(URL).fingerprint
+
+
+def test_an_untrusted_referrer_is_normalised_or_refused() -> None:
+    # credentials and fragments never reach the store; control characters are encoded
+    entry = json.dumps({"url": URL, "referrer": "HTTP://user:secret@A.test/p a\x1b[31m#frag"})
+    referrer = CrawlRequest.from_json(entry).referrer
+    assert referrer is not None
+    assert "secret" not in referrer and "user" not in referrer and "#" not in referrer
+    assert "\x1b" not in referrer and " " not in referrer
+    for bad in (5, ["http://a.test/"], "javascript:alert(1)", "http://a.test/" + "x" * 2100):
+        with pytest.raises(ValueError):
+            CrawlRequest.from_json(json.dumps({"url": URL, "referrer": bad}))
+    with pytest.raises(ValueError, match="referrer"):
+        CrawlRequest(URL, referrer=b"http://a.test/")  # type: ignore[arg-type]

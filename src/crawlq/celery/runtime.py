@@ -350,6 +350,7 @@ class JobRuntime:
                 entry.attempt,
                 req.depth,
                 time.time(),
+                req.referrer,
             )
             return Outcome(lease, Kind.DEAD, dead=record, reason="internal_error")
 

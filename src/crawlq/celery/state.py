@@ -19,6 +19,11 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
   it runs in ``running`` (`CeleryState.start_task`). When a worker's heartbeat is stale, the
   URLs it was running and that are still pending are taken in one step, and the caller sends
   them again: a killed worker's URLs need not wait for the broker's visibility timeout.
+* **Dead letters** (``settle``, ``replay``): a dead-lettered URL's request is kept in
+  ``dead_requests`` (its reason and detail are in the store), so that ``crawlq dead replay``
+  can make it pending again and send it as it was (`CeleryState.replay`).
+* **Inspection** (``inspect``): one read of a URL's pending entry, due time and the runner
+  whose task holds it (`CeleryState.inspect`).
 * **Engine mark**: the first `CeleryState.admit` of each instance sets the field ``engine`` of
   the job's ``job`` hash to ``celery`` (if unset), so that ``crawlq status`` reads the Celery
   counters of the job (``pending``) instead of the native frontier's queues.
@@ -43,7 +48,7 @@ import socket
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import redis as sync_redis
 from redis.asyncio import Redis
@@ -60,7 +65,15 @@ from crawlq.politeness import HostPolicy, Politeness
 from crawlq.request import CrawlRequest
 from crawlq.settings import check_job_name
 
-__all__ = ["ENGINE_FIELD", "CeleryState", "Counts", "Grant", "Heartbeat", "process_id"]
+__all__ = [
+    "ENGINE_FIELD",
+    "CeleryState",
+    "Counts",
+    "Grant",
+    "Heartbeat",
+    "TaskState",
+    "process_id",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +84,8 @@ this package imports celery)."""
 
 _T = TypeVar("_T")
 _SCRIPTS = {
-    name: Script(name, "crawlq.celery") for name in ("admit", "settle", "acquire", "orphans")
+    name: Script(name, "crawlq.celery")
+    for name in ("admit", "settle", "acquire", "orphans", "inspect", "replay")
 }
 
 
@@ -118,6 +132,33 @@ class Counts:
     dead: int
     delayed: int
     over_budget: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    """One URL as the Celery engine's state in Redis knows it (`CeleryState.inspect`).
+
+    Attributes:
+        fingerprint: The 20-byte fingerprint.
+        state: ``pending`` (admitted, not settled: in the broker's queue, waiting for a
+            retry's countdown, or reserved by a worker; Redis cannot tell which),
+            ``running`` (a live or dead worker's task holds it now: see ``heartbeat_ms``),
+            ``settled`` (its outcome is in the store) or ``unseen`` (never admitted).
+        request: The pending request, or a dead-lettered one's (`dead_requests`).
+        owner: Who admitted it: the hex fingerprint of the page that found it, ``seed``,
+            ``task`` (sent with ``scrape.delay``) or ``replay``.
+        due_ms: Pending: the Unix ms by which a task should run it (its countdown's end).
+        runner: Running: ``host:pid:thread`` of the worker whose task holds it.
+        heartbeat_ms: Running: that worker process's last heartbeat, Unix ms.
+    """
+
+    fingerprint: bytes
+    state: Literal["pending", "running", "settled", "unseen"]
+    request: CrawlRequest | None = None
+    owner: str | None = None
+    due_ms: int | None = None
+    runner: str | None = None
+    heartbeat_ms: int | None = None
 
 
 class CeleryState:
@@ -260,8 +301,81 @@ class CeleryState:
             return 0
         k = self.keys
         args = [len(done), len(answered), *answered, *done, *dead]
-        keys = [k.pending, k.pending_at, k.stats, k.strikes, k.policy]
+        keys = [k.pending, k.pending_at, k.stats, k.strikes, k.policy, k.dead_requests]
         return int(await self._script("settle", keys, args))
+
+    async def inspect(self, fingerprint: bytes) -> TaskState:
+        """Read one URL's state in one step (``inspect.lua``); writes nothing.
+
+        Raises:
+            JobGone: The job this state joined is gone or replaced.
+            FrontierUnavailable: Redis does not answer.
+        """
+        k = self.keys
+        fp = bytes(fingerprint)
+        keys = [k.job_info, k.seen, k.pending, k.pending_at, k.running, k.workers, k.dead_requests]
+        got = await self._call(lambda: _SCRIPTS["inspect"].run(self.client, keys, [fp]))
+        job_id, seen, pending, due, runner, beat, dead = got
+        found = None if job_id is None else bytes(job_id).decode(errors="replace")
+        if found != self.job_id:
+            raise JobGone(self.job, self.job_id, found)
+        value = pending if pending is not None else dead
+        owner, request = _owner_and_request(value)
+        if pending is not None:
+            if runner is not None:
+                return TaskState(fp, "running", request, owner, _ms(due), _text(runner), _ms(beat))
+            return TaskState(fp, "pending", request, owner, _ms(due))
+        if int(seen):
+            return TaskState(fp, "settled", request, owner)
+        return TaskState(fp, "unseen")
+
+    async def dead_requests(self, fingerprints: Sequence[bytes]) -> dict[bytes, CrawlRequest]:
+        """The kept requests of dead-lettered URLs (those that decode), by fingerprint."""
+        fps = list(fingerprints)
+        if not fps:
+            return {}
+        values = await self._call(lambda: self.client.hmget(self.keys.dead_requests, fps))
+        out = {}
+        for fp, value in zip(fps, values, strict=True):
+            request = _owner_and_request(value)[1]
+            if request is not None:
+                out[bytes(fp)] = request
+        return out
+
+    async def pending_of(self, fingerprints: Sequence[bytes]) -> set[bytes]:
+        """Which of ``fingerprints`` are pending now (admitted and not settled)."""
+        fps = list(fingerprints)
+        if not fps:
+            return set()
+        pipe_result = await self._call(lambda: self._exists_many(self.keys.pending, fps))
+        return {bytes(fp) for fp, there in zip(fps, pipe_result, strict=True) if there}
+
+    async def _exists_many(self, key: str, fields: list[bytes]) -> list[Any]:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for name in fields:
+                pipe.hexists(key, name)
+            return list(await pipe.execute())
+
+    async def replay(self, requests: Sequence[CrawlRequest]) -> list[bool]:
+        """Make dead-lettered URLs pending again, due now (``replay.lua``).
+
+        The admit step of ``crawlq dead replay``: the caller then sends a task for each one
+        returned True.
+
+        A URL is made pending only when the job admitted it once and it is not pending now,
+        so two replays at once send it once, and its count moves from dead to pending.
+
+        Returns:
+            One bool per request.
+        """
+        if not requests:
+            return []
+        k = self.keys
+        args: list[Any] = [self.clock.wall_ms()]
+        for request in requests:
+            args += [request.fingerprint, request.to_json()]
+        keys = [k.seen, k.pending, k.pending_at, k.stats, k.dead_requests]
+        return [bool(x) for x in await self._script("replay", keys, args)]
 
     async def due(self, fingerprints: Sequence[bytes], delay_s: float) -> None:
         """Record that pending URLs were sent with a countdown: they run in ``delay_s`` s."""
@@ -445,6 +559,29 @@ class CeleryState:
         """Close the connection pool."""
         with contextlib.suppress(RedisError, OSError):
             await self.client.aclose()
+
+
+def _owner_and_request(value: Any) -> tuple[str | None, CrawlRequest | None]:
+    r"""The owner and request of a ``pending`` value (``owner "\n" request JSON``), leniently."""
+    if value is None:
+        return None, None
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    owner, _, text = raw.partition(b"\n")
+    try:
+        return _text(owner), CrawlRequest.from_json(text)
+    except ValueError:  # shared state: whoever can write the key may write anything
+        return _text(owner), None
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _ms(value: Any) -> int | None:
+    try:
+        return None if value is None else round(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _fingerprints(packed: bytes) -> list[bytes]:

@@ -17,7 +17,9 @@ __all__ = ["cli"]
 _COMMANDS = {
     "crawl": "crawlq.cli.crawl_cmd:crawl",
     "dashboard": "crawlq.cli.dashboard_cmd:dashboard",
+    "dead": "crawlq.cli.dead_cmd:dead",
     "export": "crawlq.cli.export_cmd:export",
+    "inspect": "crawlq.cli.inspect_cmd:inspect",
     "job": "crawlq.cli.jobs_cmd:job",
     "jobs": "crawlq.cli.jobs_cmd:jobs",
     "seed": "crawlq.cli.seed_cmd:seed",

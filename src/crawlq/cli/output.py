@@ -29,11 +29,13 @@ __all__ = [
     "ProgressDisplay",
     "RedactingFormatter",
     "configure_logging",
+    "dead_table",
     "exit_on_broken_pipe",
     "print_summary",
     "status_table",
     "stderr_console",
     "stdout_console",
+    "story_table",
     "terminal_console",
 ]
 
@@ -219,6 +221,8 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
         + ("; --retry-dead requeues them" if s.dead else ""),
         f"filtered: {_reasons(s.filtered_by_reason)}",
     ]
+    if report.replayed:
+        lines.append(f"dead letters replayed first (--retry-dead): {report.replayed}")
     if report.full_counters:  # else each worker process printed its own
         lines += [
             f"links not followed: {_reasons(c.skipped)}",
@@ -276,5 +280,73 @@ def status_table(report: Mapping[str, Any]) -> Table:
             b["host"],
             f"{what} until {b['until']}: {b['pushbacks']} 429/503, "
             f"{b['failures']} connection failures in a row",
+        )
+    return table
+
+
+_STATE_WORDS = {
+    "queued": "queued",
+    "in_flight": "in flight",
+    "delayed": "delayed (waiting for a retry)",
+    "pending": "pending (Celery engine: admitted, not settled)",
+    "stored": "stored",
+    "dead": "dead-lettered",
+    "filtered": "filtered (never requested)",
+    "done": "done (acked; no record in this store)",
+    "never_seen": "never seen",
+}
+
+
+def _cell(value: Any) -> Any:
+    """A value as table text: markup-free, ``-`` for none.
+
+    Crawled data (a title, a URL) could hold ``[bold]``: it is never read as rich markup.
+    """
+    from rich.text import Text
+
+    return Text("-" if value is None or value == "" else str(value))
+
+
+def story_table(story: Mapping[str, Any]) -> Table:
+    """``crawlq inspect``'s story as a table (see `crawlq.engine.story`)."""
+    from rich.table import Table
+
+    state = str(story["state"])
+    table = Table(title=f"{story['url']}", show_header=False, box=None, title_justify="left")
+    table.add_column(justify="right", style="bold")
+    table.add_column()
+    table.add_row("state", _cell(_STATE_WORDS.get(state, state)))
+    table.add_row("canonical URL", _cell(story["canonical_url"]))
+    table.add_row("fingerprint", _cell(story["fingerprint"]))
+    if story.get("engine") == "celery":
+        table.add_row("engine", _cell("celery"))
+    for name, value in (story.get("details") or {}).items():
+        table.add_row(name.replace("_", " "), _cell(value))
+    shown = set(story.get("details") or {})
+    for name, value in (story.get("request") or {}).items():
+        if name not in shown and not (name == "method" and value == "GET"):
+            table.add_row(name, _cell(value))
+    stored = story.get("stored")
+    if stored and state not in ("stored", "dead", "filtered"):
+        summary = ", ".join(f"{k} {v}" for k, v in stored.items() if v not in (None, ""))
+        table.add_row("in the store", _cell(summary))
+    for note in story.get("notes") or ():
+        table.add_row("note", _cell(note))
+    return table
+
+
+def dead_table(rows: list[Mapping[str, Any]]) -> Table:
+    """``crawlq dead list`` as a table (rows of `crawlq.engine.dead.DeadRow.to_json`)."""
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} dead letter{'' if len(rows) == 1 else 's'}")
+    for name in ("url", "reason", "attempts", "at", "referrer", "detail"):
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(
+            *(
+                _cell(row.get(name))
+                for name in ("url", "reason", "attempts", "at", "referrer", "detail")
+            )
         )
     return table

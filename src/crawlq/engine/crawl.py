@@ -70,6 +70,7 @@ class CrawlReport:
         full_counters: False when ``counters`` hold only the pages stored (the work was
             done by other processes: each worker reports its own links, retries and round
             trips).
+        replayed: Dead letters of earlier runs put back in the queue first (``retry_dead``).
     """
 
     stopped_by: str
@@ -79,6 +80,7 @@ class CrawlReport:
     elapsed_s: float
     seeded: int
     full_counters: bool = True
+    replayed: int = 0
 
 
 class WorkerHost:
@@ -211,8 +213,9 @@ class Crawl(WorkerHost):
         s = self.settings
         frontier, store = backends.frontier, backends.store
         self.scope = Scope.from_settings(s, s.allowed_domains)
-        if self.retry_dead:
-            revived = await frontier.revive_dead()
+        revived = 0
+        if self.retry_dead:  # the replay of every dead letter (crawlq.engine.dead)
+            revived = await frontier.replay_dead()
             logger.warning("requeued %d dead-lettered URLs (--retry-dead)", revived)
         rules = self.scope.url_rules  # seeds too: no session id enters the crawl
         seeded = await frontier.push([r.rewritten(rules) for r in self.start_requests])
@@ -234,4 +237,5 @@ class Crawl(WorkerHost):
             frontier=await frontier.stats(),
             elapsed_s=time.monotonic() - self._started,
             seeded=seeded,
+            replayed=revived,
         )

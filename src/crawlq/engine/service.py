@@ -72,12 +72,14 @@ class SeedResult:
         settings: The job's settings in force.
         private_hosts: Hosts of these seeds that the job's private-address guard will refuse
             (the job existed with other seed hosts and without ``allow_private``).
+        replayed: Dead letters put back in the queue first (``retry_dead``).
     """
 
     given: int
     queued: int
     settings: Settings
     private_hosts: tuple[str, ...] = ()
+    replayed: int = 0
 
 
 async def seed(
@@ -108,8 +110,7 @@ async def seed(
     async with open_backends(settings, create=True, runs_spider=False) as backends:
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
-        if retry_dead:
-            await backends.frontier.revive_dead()
+        replayed = await backends.frontier.replay_dead() if retry_dead else 0
         rules = UrlRules(backends.settings.strip_url_params)  # the job's, as for its links
         requests = [r.rewritten(rules) for r in requests]
         queued = 0
@@ -128,7 +129,7 @@ async def seed(
                     logger.warning("frontier has room again: seeding goes on")
         except FrontierError as exc:
             raise SeedInterrupted(queued, len(requests), exc) from exc
-        return SeedResult(len(requests), queued, backends.settings, tuple(private))
+        return SeedResult(len(requests), queued, backends.settings, tuple(private), replayed)
 
 
 def _room_wait(waited_since: float | None, settings: Settings, queued: int) -> float:
@@ -418,6 +419,7 @@ class MultiProcessCrawl:
                 elapsed_s=time.monotonic() - self._started,
                 seeded=seeded.queued,
                 full_counters=False,
+                replayed=seeded.replayed,
             )
         if failed and stopped_by == "stopped":
             raise CrawlqError(

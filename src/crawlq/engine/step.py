@@ -452,6 +452,7 @@ async def _hop(
             meta={**req.meta, "redirect_urls": [*chain, req.url], "redirect_times": hops},
             cookies=cookies,
             revisit=bool(cookies) and _revisits(location, [*chain, req.url]),
+            referrer=req.url,
         )
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"
@@ -608,6 +609,8 @@ class _Parsed:
             self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
         for yielded in found_requests[:cap]:
+            if yielded.referrer != req.url:  # the page that yielded it, whatever it claimed
+                yielded = dataclasses.replace(yielded, referrer=req.url)
             child, reason = scope.admit(yielded)  # session ids stripped, traps refused
             if reason is None:
                 self.links.append(child)
@@ -713,6 +716,7 @@ async def _page_record(
         spider=deps.spider.name,
         body=result.body if deps.settings.store_body else None,
         canonical_url=canonical_url,
+        referrer=req.referrer,
     )
     if deps.warc is not None:
         warc = await _archive(deps.warc, req, result, page.fetched_at)
@@ -754,6 +758,13 @@ def _private_address(lease: Lease, exc: FetchError) -> Outcome:
 def _dead(lease: Lease, reason: str, detail: str) -> Outcome:
     req = lease.request
     record = DeadRecord(
-        req.record_fingerprint, req.url, reason, detail, lease.attempt, req.depth, time.time()
+        req.record_fingerprint,
+        req.url,
+        reason,
+        detail,
+        lease.attempt,
+        req.depth,
+        time.time(),
+        req.referrer,
     )
     return Outcome(lease, Kind.DEAD, dead=record, reason=reason)

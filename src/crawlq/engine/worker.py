@@ -426,6 +426,7 @@ class Worker:
                 lease.attempt,
                 req.depth,
                 time.time(),
+                req.referrer,
             )
             return Outcome(lease, Kind.DEAD, dead=record, reason="internal_error")
 

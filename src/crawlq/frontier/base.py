@@ -6,7 +6,7 @@ leases. The states of a request, by fingerprint:
 ```
 push ─► queued ──lease──► leased ──ack──► done
           ▲  ▲              │ │ └─dead──► dead (dead-letter record, with reason)
-          │  └──release─────┘ │               revive_dead: dead ─► queued
+          │  └──release─────┘ │               replay_dead: dead ─► queued
           │  └──lease expires─┤   (its worker died: not renewed within the timeout)
           └─due── delayed ◄───┘retry(delay_s)
 ```
@@ -33,6 +33,12 @@ push ─► queued ──lease──► leased ──ack──► done
   missing or expired, claims its fetch in the same step (`robots_claim`); the claimer fetches
   and stores the result (`robots_put`), while the others wait for it and ask again
   (`robots_get` only reads). Beyond its expiry, what a record means is the worker's business.
+* **Looking at one URL and at the dead letters.** `inspect` reads one fingerprint's state,
+  `dead_letters` streams the dead letters that match a `DeadFilter`, and `replay_dead` puts
+  them back in their host queues, attempts counted afresh: the same request under the same
+  fingerprint, so dedup and politeness hold as for any queued request, and the caller's
+  ``admit`` check (the job's scope) decides which may go back. None of them waits for
+  leases, and `inspect` and `dead_letters` write nothing.
 * **Settling a lease that is no longer held** (it expired and went to someone else, or was
   already settled) changes nothing and is reported through the return value, never raised:
   the store's idempotent writes absorb the duplicate fetch.
@@ -46,16 +52,19 @@ range raise ``ValueError`` naming them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import RobotsRecord
 
 __all__ = [
+    "EVERY_DEAD",
     "FRONTIER_FULL",
+    "DeadFilter",
+    "DeadLetter",
     "Frontier",
     "FrontierStats",
     "HostBackoff",
@@ -64,10 +73,15 @@ __all__ = [
     "Offer",
     "QueueBounds",
     "RobotsRecord",
+    "UrlState",
+    "host_matches",
 ]
 
 FRONTIER_FULL = "frontier_full"
 """The dead-letter reason of a request dropped because the frontier was full (drop-lowest)."""
+
+StateName = Literal["queued", "in_flight", "delayed", "done", "dead", "unseen"]
+"""Where a fingerprint is in the frontier (`UrlState.state`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +208,104 @@ class Offer:
     queued: int
     refused: int = 0
     dropped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UrlState:
+    """One fingerprint's state in the frontier, as `Frontier.inspect` reads it.
+
+    Attributes:
+        fingerprint: The 20-byte request fingerprint.
+        state: ``queued`` (waiting for a lease), ``in_flight`` (leased), ``delayed``
+            (waiting for a retry's due time), ``done`` (acked: its outcome is in the store, a
+            page or a filtered record), ``dead`` (dead-lettered) or ``unseen`` (never pushed).
+        exact: False when the frontier dedups with a Bloom filter and the state is ``done``
+            only because the filter says the fingerprint was seen (a false positive is
+            possible at the filter's rate); True otherwise.
+        request: The request as queued (URL, priority, depth, referrer), when the frontier
+            still holds it: queued, in flight, delayed and dead (a done request is dropped).
+        attempts: Deliveries so far (leases, this one included when in flight); None when
+            not known (done, unseen).
+        ready_at_ms: Queued: the Unix ms before which its host starts no request (its
+            politeness window, backoff included). Delayed: the retry's due time. Else None.
+        worker_id: In flight: the worker that holds the lease.
+        deadline_ms: In flight: the lease's deadline (Unix ms), renewed by the worker's
+            heartbeats.
+        reason: Queued, in flight or delayed after a failure: the last retry's reason code
+            (``timeout``, ``http_503``...). Dead: the dead-letter reason. Else None.
+        dead_at_ms: Dead: when it was dead-lettered (Unix ms); None when unknown (a dead
+            letter written before crawlq recorded the time).
+    """
+
+    fingerprint: bytes
+    state: StateName
+    exact: bool = True
+    request: CrawlRequest | None = None
+    attempts: int | None = None
+    ready_at_ms: int | None = None
+    worker_id: str | None = None
+    deadline_ms: int | None = None
+    reason: str | None = None
+    dead_at_ms: int | None = None
+
+
+def host_matches(host: str, wanted: str) -> bool:
+    """Whether politeness key ``host`` is the host ``wanted`` names (`DeadFilter.host`).
+
+    ``wanted`` is a politeness key (``example.com``, ``127.0.0.1:8080``, ``[::1]:8080``):
+    it matches that key, and a key without a port also matches the host on any port.
+    Letters are compared case-insensitively.
+    """
+    wanted = wanted.lower()
+    has_port = "]:" in wanted if wanted.startswith("[") else ":" in wanted
+    return host == wanted or (not has_port and host.startswith(wanted + ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class DeadFilter:
+    """Which dead letters `Frontier.dead_letters` and `Frontier.replay_dead` act on.
+
+    Every criterion given must hold; the default matches every dead letter.
+
+    Attributes:
+        reason: The dead-letter reason, exactly (``http_503``, ``connect_error``...).
+        host: A politeness key (see `host_matches`).
+        since_ms: Dead-lettered at or after this Unix ms (a dead letter whose time is not
+            known never matches).
+    """
+
+    reason: str | None = None
+    host: str | None = None
+    since_ms: int | None = None
+
+    def matches(self, host: str, reason: str, dead_at_ms: int | None) -> bool:
+        """Whether a dead letter of ``host`` with ``reason``, dead since ``dead_at_ms``, matches."""
+        if self.reason is not None and reason != self.reason:
+            return False
+        if self.host is not None and not host_matches(host, self.host):
+            return False
+        return self.since_ms is None or (dead_at_ms is not None and dead_at_ms >= self.since_ms)
+
+
+EVERY_DEAD = DeadFilter()
+"""The filter that matches every dead letter."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A dead-lettered request, as `Frontier.dead_letters` streams it.
+
+    Attributes:
+        request: The request (its ``referrer`` names the page that linked to it).
+        reason: The dead-letter reason code.
+        attempts: Deliveries it had (None when not known).
+        dead_at_ms: When it was dead-lettered, Unix ms (None when not known).
+    """
+
+    request: CrawlRequest
+    reason: str
+    attempts: int | None
+    dead_at_ms: int | None
 
 
 class Frontier(Protocol):
@@ -333,10 +445,46 @@ class Frontier(Protocol):
         """
         ...
 
-    async def revive_dead(self) -> int:
-        """Put every dead-lettered request back in the queue, its attempts counted afresh.
+    async def inspect(self, fingerprint: bytes) -> UrlState:
+        """Read where one fingerprint is now, and what the frontier knows of it.
 
-        For crawls whose failures had a cause that is gone now (a site that was down).
+        One atomic read (a snapshot), no write: a URL moving on meanwhile shows as it was.
+
+        Args:
+            fingerprint: A 20-byte request fingerprint (`crawlq.urls.fingerprint`).
+
+        Returns:
+            Its state (``unseen`` when it was never pushed).
+        """
+        ...
+
+    def dead_letters(self, where: DeadFilter = EVERY_DEAD) -> AsyncIterator[DeadLetter]:
+        """Stream the dead letters that ``where`` matches, in no particular order.
+
+        Read in chunks: memory does not grow with their number. Not a snapshot: a dead
+        letter replayed or written during the stream may be yielded or not; one present and
+        unchanged throughout is yielded once. A stored request that does not decode (shared
+        state is untrusted) is logged and skipped.
+        """
+        ...
+
+    async def replay_dead(
+        self,
+        where: DeadFilter = EVERY_DEAD,
+        admit: Callable[[DeadLetter], bool] | None = None,
+    ) -> int:
+        """Put the dead letters that ``where`` matches back in the queue, attempts afresh.
+
+        For failures whose cause is gone (a site that was down, a flag flipped). Each goes
+        back under its fingerprint to its place in its host's queue (its priority and push
+        order), so it is fetched once more, under its host's politeness; a host whose
+        breaker had declared it down starts afresh. ``--retry-dead`` is this with no filter.
+
+        Args:
+            where: Which dead letters.
+            admit: Called with each matching dead letter; one it returns False for stays
+                dead (the caller's scope check: a dead letter that the job's scope no longer
+                takes is not fetched again). None admits all.
 
         Returns:
             How many requests were requeued.

@@ -1,6 +1,8 @@
 -- crawlq embedded frontier (SQLite). Shares its file with the SQLite store (tables pages, items, ...).
 -- state: 0 queued, 1 leased, 2 delayed (retry due at ready_at_ms), 3 done, 4 dead,
 -- 5 leased with its request done on the wire (its host slot given back; schema version 2).
+-- dead_at_ms (schema version 4; added by SqliteFrontier to older files): when it was
+-- dead-lettered.
 CREATE TABLE IF NOT EXISTS frontier_requests (
     fp          BLOB PRIMARY KEY,      -- 20-byte SHA-1 fingerprint
     seq         INTEGER NOT NULL,      -- push order: FIFO within a priority
@@ -13,13 +15,15 @@ CREATE TABLE IF NOT EXISTS frontier_requests (
     worker_id   TEXT,
     deadline_ms INTEGER,
     reason      TEXT,                  -- last retry reason, or the dead-letter reason
-    request     TEXT NOT NULL          -- CrawlRequest.to_json()
+    request     TEXT NOT NULL,         -- CrawlRequest.to_json()
+    dead_at_ms  INTEGER                -- Unix ms it was dead-lettered (state 4)
 ) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS frontier_queue ON frontier_requests (host, priority DESC, seq) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS frontier_delayed ON frontier_requests (ready_at_ms) WHERE state = 2;
 CREATE INDEX IF NOT EXISTS frontier_leased ON frontier_requests (deadline_ms) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS frontier_fetched ON frontier_requests (deadline_ms) WHERE state = 5;
+CREATE INDEX IF NOT EXISTS frontier_dead ON frontier_requests (fp) WHERE state = 4;
 
 CREATE TABLE IF NOT EXISTS frontier_hosts (
     host        TEXT PRIMARY KEY,

@@ -9,6 +9,11 @@ Ownership: opening takes an exclusive ``flock`` on ``<path>.lock``. A second pro
 `FrontierLocked`; a process killed with SIGKILL drops the lock with its life, and the next
 owner puts the dead run's leases straight back in the queue (each keeps its delivery count),
 so a resumed crawl neither waits for visibility timeouts nor loses a URL.
+
+Looking without owning: ``open(path, read_only=True)`` (``crawlq inspect``, ``crawlq dead
+list``) takes no lock and opens the file read-only, so it can look at the frontier of a crawl
+that is running (WAL readers never block the writer); it reads what the owner has committed,
+leases included, and every write raises `FrontierError`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -23,7 +29,7 @@ import secrets
 import sqlite3
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -32,13 +38,18 @@ from typing import Any, TypeVar
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
 from crawlq.frontier.base import (
+    EVERY_DEAD,
     FRONTIER_FULL,
+    DeadFilter,
+    DeadLetter,
     FrontierStats,
     HostBackoff,
     HostPolicy,
     HostStats,
     Offer,
     QueueBounds,
+    StateName,
+    UrlState,
     backoff_state,
 )
 from crawlq.politeness import Politeness, Strike, StrikePlan
@@ -51,12 +62,13 @@ __all__ = ["SqliteFrontier"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # 2: state 5 (leased, its host slot freed by `lease(fetched=...)`)
 # 3: frontier_robots (the job's robots.txt cache, CREATE ... IF NOT EXISTS in schema.sql), and
 #    frontier_hosts.pushbacks, failures, flags (crawlq.politeness: host backoff and breaker)
 # 4: frontier_hosts.admitted (URLs of the host ever pushed: the max_pages_per_host budget),
 #    filled from frontier_requests when an older file is opened
+# 5: frontier_requests.dead_at_ms (crawlq dead list --since), index frontier_dead
 _HOST_COLUMNS_V3 = {
     "pushbacks": "INTEGER NOT NULL DEFAULT 0",
     "failures": "INTEGER NOT NULL DEFAULT 0",
@@ -64,6 +76,7 @@ _HOST_COLUMNS_V3 = {
 }
 _HOST_COLUMNS_V4 = {"admitted": "INTEGER NOT NULL DEFAULT 0"}
 _OVER_BUDGET = "over_budget"  # frontier_meta key: new URLs refused by max_pages_per_host
+_REQUEST_COLUMNS_V5 = {"dead_at_ms": "INTEGER"}
 # A host's effective concurrency and delay: probing ('p') takes one request at a time; a down
 # host ('d') is drained at once (its requests are dead-lettered without a request).
 _CONC = "CASE flags WHEN 'p' THEN 1 WHEN 'd' THEN 1000000 ELSE coalesce(concurrency, ?) END"
@@ -72,6 +85,14 @@ _QUEUED, _LEASED, _DELAYED, _DONE, _DEAD, _FETCHED = range(6)
 # _FETCHED rows are leased too (counted under _LEASED in ``_counts``): their request is done on
 # the wire, so they no longer hold one of their host's concurrency slots.
 _HELD = f"state IN ({_LEASED}, {_FETCHED})"
+_STATE_NAMES: dict[int, StateName] = {
+    _QUEUED: "queued",
+    _LEASED: "in_flight",
+    _FETCHED: "in_flight",
+    _DELAYED: "delayed",
+    _DONE: "done",
+    _DEAD: "dead",
+}
 _CHUNK = 500  # host parameters per "IN (...)" statement (SQLite allows 32,766)
 _MAX_READY_HOSTS = 512  # hosts considered per lease call, oldest window first
 _T = TypeVar("_T")
@@ -89,12 +110,19 @@ class SqliteFrontier:
         path: The database file (created if missing).
         politeness: The job's host politeness rules.
         clock: Source of "now" (tests pass a `crawlq.clock.ManualClock`).
+        read_only: Look without owning (module docstring).
     """
 
     def __init__(
-        self, path: str | Path, politeness: Politeness, clock: Clock | None = None
+        self,
+        path: str | Path,
+        politeness: Politeness,
+        clock: Clock | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.politeness = politeness
         self.round_trips = 0
         self.clock: Clock = clock or SystemClock()
@@ -109,6 +137,7 @@ class SqliteFrontier:
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()
+        self._version = SCHEMA_VERSION
         self._over_budget = 0  # new URLs max_pages_per_host kept out (frontier_meta)
 
     @classmethod
@@ -119,20 +148,24 @@ class SqliteFrontier:
         default_policy: HostPolicy | None = None,
         politeness: Politeness | None = None,
         clock: Clock | None = None,
+        read_only: bool = False,
     ) -> SqliteFrontier:
         """Open (or create) the frontier in ``path`` and take ownership of it.
 
         ``politeness`` gives the job's rules; ``default_policy`` alone is a shorthand for
-        rules with that default and nothing else.
+        rules with that default and nothing else. With ``read_only`` the file is only looked
+        at (module docstring): it must exist, nothing is created, migrated or recovered, and
+        no lock is taken.
 
         Raises:
             FrontierLocked: Another live process owns the file.
             FrontierUnavailable: The file cannot be opened (missing directory, not a database).
-            FrontierError: The file was written by a newer crawlq (schema version).
+            FrontierError: The file was written by a newer crawlq (schema version); with
+                ``read_only``, the file holds no crawlq frontier.
         """
-        self = cls(path, _rules(politeness, default_policy), clock)
+        self = cls(path, _rules(politeness, default_policy), clock, read_only=read_only)
         try:
-            await self._run(self._open_sync)
+            await self._run(self._open_read_only_sync if read_only else self._open_sync)
         except BaseException:
             await self.close()
             raise
@@ -194,10 +227,14 @@ class SqliteFrontier:
                 f"understands ({SCHEMA_VERSION}); upgrade crawlq"
             )
         elif int(row[0]) < SCHEMA_VERSION:  # the script above added what version 2 needs
-            have = {r[1] for r in conn.execute("PRAGMA table_info(frontier_hosts)")}
-            for name, ddl in (_HOST_COLUMNS_V3 | _HOST_COLUMNS_V4).items():
-                if name not in have:
-                    conn.execute(f"ALTER TABLE frontier_hosts ADD COLUMN {name} {ddl}")
+            for table, columns in (
+                ("frontier_hosts", _HOST_COLUMNS_V3 | _HOST_COLUMNS_V4),
+                ("frontier_requests", _REQUEST_COLUMNS_V5),
+            ):
+                have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                for name, ddl in columns.items():
+                    if name not in have:
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}")
             if int(row[0]) < 4:
                 conn.execute(
                     "UPDATE frontier_hosts SET admitted=(SELECT count(*) FROM "
@@ -230,7 +267,42 @@ class SqliteFrontier:
         over = conn.execute("SELECT value FROM frontier_meta WHERE key=?", (_OVER_BUDGET,))
         self._over_budget = int((over.fetchone() or (0,))[0])
 
+    def _open_read_only_sync(self) -> None:
+        if not self.path.is_file():
+            raise FrontierError(f"no crawlq frontier in {self.path}: no such file")
+        try:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            conn = sqlite3.connect(uri, isolation_level=None, timeout=30.0, uri=True)
+            conn.execute("PRAGMA busy_timeout=30000")
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        except sqlite3.Error as exc:
+            raise FrontierUnavailable(f"cannot open frontier {self.path}: {exc}") from exc
+        self._conn = conn
+        if not {"frontier_requests", "frontier_meta", "frontier_hosts"} <= tables:
+            raise FrontierError(f"no crawlq frontier in {self.path} (no frontier tables)")
+        row = conn.execute("SELECT value FROM frontier_meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row is not None else 1
+        if version > SCHEMA_VERSION:
+            raise FrontierError(
+                f"{self.path} has frontier schema version {version}, newer than this crawlq "
+                f"understands ({SCHEMA_VERSION}); upgrade crawlq"
+            )
+        have = {r[1] for r in conn.execute("PRAGMA table_info(frontier_requests)")}
+        self._version = SCHEMA_VERSION if "dead_at_ms" in have else 4
+        self._counts = Counter(
+            dict(conn.execute("SELECT state, count(*) FROM frontier_requests GROUP BY state"))
+        )
+        self._counts[_LEASED] += self._counts.pop(_FETCHED, 0)
+
+    def _dead_at(self) -> str:
+        """The dead-time column, or NULL in a read-only look at a file older than version 5."""
+        return "dead_at_ms" if self._version >= 5 else "NULL"
+
     def _tx(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        if self.read_only:
+            raise FrontierError(f"frontier {self.path} is open read-only")
         conn = self._db()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -327,6 +399,7 @@ class SqliteFrontier:
         """
         b = self.bounds
         drop = b.when_full == "drop-lowest"
+        now_ms = self.clock.wall_ms()
         budget = self.politeness.max_pages_per_host
         rows = []
         batch_seen: set[bytes] = set()
@@ -373,8 +446,9 @@ class SqliteFrontier:
                     ).fetchone()
                     if lowest is not None and lowest[1] < priority:
                         conn.execute(
-                            "UPDATE frontier_requests SET state=?, reason=? WHERE fp=?",
-                            (_DEAD, FRONTIER_FULL, lowest[0]),
+                            "UPDATE frontier_requests SET state=?, reason=?, dead_at_ms=? "
+                            "WHERE fp=?",
+                            (_DEAD, FRONTIER_FULL, now_ms, lowest[0]),
                         )
                         host_queued[host] -= 1
                         delta[host] -= 1
@@ -382,11 +456,12 @@ class SqliteFrontier:
                         evicted += 1
                     else:
                         state = _DEAD
+                dead = state != _QUEUED
                 conn.execute(
                     "INSERT INTO frontier_requests(fp, seq, host, priority, state, reason, "
-                    "request) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (fp, seq, host, priority, state, None if state == _QUEUED else FRONTIER_FULL,
-                     text),
+                    "request, dead_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (fp, seq, host, priority, state, FRONTIER_FULL if dead else None, text,
+                     now_ms if dead else None),
                 )  # fmt: skip
                 host_admitted[host] += 1
                 admitted[host] += 1
@@ -702,6 +777,7 @@ class SqliteFrontier:
         self, leases: Sequence[Lease], state: int, reason: str | None, due_ms: int | None
     ) -> int:
         attempt_delta = -1 if state == _QUEUED else 0
+        dead_at = self.clock.wall_ms() if state == _DEAD else None
 
         def step(conn: sqlite3.Connection) -> int:
             held = self._held_states(conn, leases)
@@ -710,8 +786,8 @@ class SqliteFrontier:
             conn.executemany(
                 "UPDATE frontier_requests SET state=?, attempt=attempt+?, "
                 "reason=coalesce(?, reason), ready_at_ms=coalesce(?, ready_at_ms), "
-                "lease_id=NULL, worker_id=NULL, deadline_ms=NULL WHERE fp=?",
-                [(state, attempt_delta, reason, due_ms, fp) for fp in held],
+                "lease_id=NULL, worker_id=NULL, deadline_ms=NULL, dead_at_ms=? WHERE fp=?",
+                [(state, attempt_delta, reason, due_ms, dead_at, fp) for fp in held],
             )
             settled = Counter(host for _, host in held.values())
             slots = Counter(host for was, host in held.values() if was == _LEASED)
@@ -726,27 +802,124 @@ class SqliteFrontier:
         self._counts[state] += count
         return count
 
-    async def revive_dead(self) -> int:
-        """See `crawlq.frontier.base.Frontier.revive_dead`."""
+    # -- looking at one URL, and at the dead letters ---------------------------------------
 
-        def step(conn: sqlite3.Connection) -> int:
-            hosts = Counter(
-                host
-                for (host,) in conn.execute(
-                    "UPDATE frontier_requests SET state=0, attempt=0, reason=NULL "
-                    "WHERE state=4 RETURNING host"
+    async def inspect(self, fingerprint: bytes) -> UrlState:
+        """See `crawlq.frontier.base.Frontier.inspect`."""
+
+        def read() -> Any:
+            return (
+                self._db()
+                .execute(
+                    "SELECT r.state, r.request, r.attempt, r.ready_at_ms, r.worker_id, "
+                    f"r.deadline_ms, r.reason, r.{self._dead_at()}, h.next_at_ms "
+                    "FROM frontier_requests r LEFT JOIN frontier_hosts h ON h.host = r.host "
+                    "WHERE r.fp = ?",
+                    (bytes(fingerprint),),
                 )
+                .fetchone()
             )
-            self._adjust_hosts(conn, hosts, Counter())
-            self._host_answered(conn, hosts)  # revived hosts start afresh
-            return hosts.total()
 
-        revived: int = await self._run(self._tx, step)
-        self._counts[_DEAD] -= revived
-        self._counts[_QUEUED] += revived
-        if revived:
+        row = await self._run(read)
+        if row is None:
+            return UrlState(bytes(fingerprint), "unseen")
+        state, request, attempt, ready_at, worker, deadline, reason, dead_at, next_at = row
+        name = _STATE_NAMES.get(state)
+        if name is None:
+            raise FrontierError(f"frontier {self.path}: unknown state {state!r}")
+        return UrlState(
+            fingerprint=bytes(fingerprint),
+            state=name,
+            request=None if name == "done" else CrawlRequest.from_json(request),
+            attempts=attempt,
+            ready_at_ms={"queued": next_at or 0, "delayed": ready_at}.get(name),
+            worker_id=worker if name == "in_flight" else None,
+            deadline_ms=deadline if name == "in_flight" else None,
+            reason=None if name == "done" else reason,
+            dead_at_ms=dead_at if name == "dead" else None,
+        )
+
+    async def dead_letters(self, where: DeadFilter = EVERY_DEAD) -> AsyncIterator[DeadLetter]:
+        """See `crawlq.frontier.base.Frontier.dead_letters`. Read by fingerprint, in chunks."""
+        after = b""
+        while True:
+            rows = await self._run(self._dead_chunk, after, where)
+            for fp, host, request, attempt, reason, dead_at in rows:
+                if where.matches(host, reason or "", dead_at):
+                    letter = self._dead_letter(fp, request, reason, attempt, dead_at)
+                    if letter is not None:
+                        yield letter
+            if len(rows) < _CHUNK:
+                return
+            after = rows[-1][0]
+
+    def _dead_chunk(self, after: bytes, where: DeadFilter) -> list[Any]:
+        """Dead rows after fingerprint ``after``; narrowed in SQL by reason when given."""
+        sql = (
+            f"SELECT fp, host, request, attempt, reason, {self._dead_at()} "
+            f"FROM frontier_requests WHERE state={_DEAD} AND fp > ?"
+        )
+        params: list[Any] = [after]
+        if where.reason is not None:
+            sql += " AND reason = ?"
+            params.append(where.reason)
+        return self._db().execute(f"{sql} ORDER BY fp LIMIT ?", [*params, _CHUNK]).fetchall()
+
+    def _dead_letter(
+        self, fp: bytes, request: str, reason: str | None, attempt: int, dead_at: int | None
+    ) -> DeadLetter | None:
+        try:
+            return DeadLetter(CrawlRequest.from_json(request), reason or "", attempt, dead_at)
+        except ValueError as exc:  # a file written by hand or by a broken crawlq
+            logger.warning("skipping unreadable dead letter %s in %s: %s", fp.hex(), self.path, exc)
+            return None
+
+    async def replay_dead(
+        self,
+        where: DeadFilter = EVERY_DEAD,
+        admit: Callable[[DeadLetter], bool] | None = None,
+    ) -> int:
+        """See `crawlq.frontier.base.Frontier.replay_dead`.
+
+        Dead letters are chosen chunk by chunk and each chunk is requeued in one transaction
+        that requeues only rows still dead.
+        """
+        replayed = 0
+        async for chunk in self._chunks(self.dead_letters(where)):
+            chosen = [d.request for d in chunk if admit is None or admit(d)]
+            if chosen:
+                revived = await self._run(self._tx, functools.partial(self._revive, chosen))
+                self._counts[_DEAD] -= revived
+                self._counts[_QUEUED] += revived
+                replayed += revived
+        if replayed:
             self._wake()
-        return revived
+        return replayed
+
+    @staticmethod
+    async def _chunks(letters: AsyncIterator[DeadLetter]) -> AsyncIterator[list[DeadLetter]]:
+        chunk: list[DeadLetter] = []
+        async for letter in letters:
+            chunk.append(letter)
+            if len(chunk) >= _CHUNK:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def _revive(self, requests: Sequence[CrawlRequest], conn: sqlite3.Connection) -> int:
+        hosts: Counter[str] = Counter()
+        for request in requests:
+            cur = conn.execute(
+                "UPDATE frontier_requests SET state=0, attempt=0, reason=NULL, dead_at_ms=NULL "
+                f"WHERE fp=? AND state={_DEAD} RETURNING host",
+                (request.fingerprint,),
+            )
+            for (host,) in cur:
+                hosts[host] += 1
+        self._adjust_hosts(conn, hosts, Counter())
+        self._host_answered(conn, hosts)  # replayed hosts start afresh: breaker closed
+        return hosts.total()
 
     # -- policy, stats, close -------------------------------------------------------------
 
@@ -816,6 +989,8 @@ class SqliteFrontier:
             ).fetchone()
             return None if row is None else dict(json.loads(row[0]))
 
+        if proposed is None:  # a read: also in a read-only look
+            return await self._run(lambda: step(self._db()))
         return await self._run(self._tx, step)
 
     # -- robots.txt -----------------------------------------------------------------------

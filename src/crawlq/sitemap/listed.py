@@ -79,6 +79,7 @@ def sitemap_request(
     priority: int = 0,
     depth: int = 0,
     meta: Mapping[str, Any] | None = None,
+    referrer: str | None = None,
 ) -> CrawlRequest:
     """A request that reads ``url`` as a sitemap (XML, index, text, gzipped or not).
 
@@ -88,12 +89,18 @@ def sitemap_request(
             (`listed_priority`).
         depth: Its depth, which the URLs it lists inherit (module docstring).
         meta: Carried to the request (``sitemap_nesting`` counts index levels).
+        referrer: The sitemap index that lists it, if any.
 
     Raises:
         InvalidURL: ``url`` is not an absolute http(s) URL.
     """
     return CrawlRequest(
-        url, priority=priority, depth=depth, callback=SITEMAP_CALLBACK, meta=dict(meta or {})
+        url,
+        priority=priority,
+        depth=depth,
+        callback=SITEMAP_CALLBACK,
+        meta=dict(meta or {}),
+        referrer=referrer,
     )
 
 
@@ -307,7 +314,11 @@ def _listed_request(
                 return "sitemap_nesting"
             meta[NESTING_KEY] = nesting + 1
             return sitemap_request(
-                entry.loc, priority=parent.priority, depth=parent.depth, meta=meta
+                entry.loc,
+                priority=parent.priority,
+                depth=parent.depth,
+                meta=meta,
+                referrer=parent.url,
             )
         follow, callback = rules.callback_for(entry.loc)
         if not follow:
@@ -318,6 +329,7 @@ def _listed_request(
             depth=parent.depth,
             callback=callback,
             meta=meta,
+            referrer=parent.url,
         )
     except (InvalidURL, ValueError):
         return "invalid_url"

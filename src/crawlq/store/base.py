@@ -18,18 +18,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 
 __all__ = [
     "FINGERPRINT_BYTES",
+    "LOOKUP_MAX",
     "ResultBatch",
     "Store",
     "StoreCounts",
+    "StoredOutcome",
     "dead_from_row",
     "filtered_from_row",
     "item_from_row",
+    "outcomes_from_rows",
     "page_from_row",
 ]
 
@@ -153,6 +156,36 @@ class StoreCounts:
         return self.pages + self.dead + self.filtered
 
 
+LOOKUP_MAX = 1000
+"""Most fingerprints one `Store.lookup` call takes."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOutcome:
+    """What the store holds for one fingerprint (`Store.lookup`).
+
+    Exactly one of a page, a dead letter or a filtered record (invariant 1).
+
+    Attributes:
+        page: The page (its ``body`` is not loaded: None), or None.
+        items: How many items the page has (0 without a page).
+        dead: The dead letter, or None.
+        filtered: The filtered record, or None.
+    """
+
+    page: PageRecord | None = None
+    items: int = 0
+    dead: DeadRecord | None = None
+    filtered: FilteredRecord | None = None
+
+    @property
+    def kind(self) -> Literal["page", "dead", "filtered"]:
+        """Which record it is."""
+        if self.page is not None:
+            return "page"
+        return "dead" if self.dead is not None else "filtered"
+
+
 class Store(Protocol):
     """Where crawl results live: pages, their items, dead letters and filtered URLs.
 
@@ -239,6 +272,26 @@ class Store(Protocol):
         """
         ...
 
+    async def lookup(self, fingerprints: Sequence[bytes]) -> dict[bytes, StoredOutcome]:
+        """Return what the store holds for each of ``fingerprints``, as of one moment.
+
+        For ``crawlq inspect`` and ``crawlq dead list``: one read per kind of record, not a
+        scan. Pages come without their bodies.
+
+        Args:
+            fingerprints: At most `LOOKUP_MAX` 20-byte fingerprints (duplicates allowed).
+
+        Returns:
+            The fingerprints the store has a record of, each with its outcome; the others
+            are left out.
+
+        Raises:
+            ValueError: More than `LOOKUP_MAX` fingerprints.
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring.
+        """
+        ...
+
     def dead(self) -> AsyncIterator[DeadRecord]:
         """Stream dead letters in ``(at, fingerprint)`` order; chunked, as `pages`.
 
@@ -269,7 +322,7 @@ class Store(Protocol):
 
 
 def page_from_row(row: Sequence[Any]) -> PageRecord:
-    """A page from a row of its fields in declaration order (fingerprint … canonical_url)."""
+    """A page from a row of its fields in declaration order (fingerprint … referrer)."""
     return PageRecord(*row)
 
 
@@ -279,8 +332,34 @@ def item_from_row(row: Sequence[Any], data: dict[str, Any]) -> ItemRecord:
 
 
 def dead_from_row(row: Sequence[Any]) -> DeadRecord:
-    """A dead letter from ``(at, fingerprint, url, reason, detail, attempts, depth)``."""
-    return DeadRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[0])
+    """A dead letter from ``(at, fingerprint, url, reason, detail, attempts, depth, referrer)``."""
+    return DeadRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[0], row[7])
+
+
+def outcomes_from_rows(
+    pages: Sequence[Sequence[Any]],
+    items: Sequence[Sequence[Any]],
+    dead: Sequence[Sequence[Any]],
+    filtered: Sequence[Sequence[Any]],
+) -> dict[bytes, StoredOutcome]:
+    """`Store.lookup`'s answer from the SQL backends' rows.
+
+    Pages as `page_from_row` (body None), ``(fingerprint, count)`` of items, dead letters as
+    `dead_from_row`, filtered records as `filtered_from_row`.
+    """
+    counts = {bytes(fp): int(n) for fp, n in items}
+    out: dict[bytes, StoredOutcome] = {}
+    for row in pages:
+        page = page_from_row(row)
+        fp = bytes(page.fingerprint)
+        out[fp] = StoredOutcome(page=page, items=counts.get(fp, 0))
+    for row in dead:
+        record = dead_from_row(row)
+        out.setdefault(bytes(record.fingerprint), StoredOutcome(dead=record))
+    for row in filtered:
+        f = filtered_from_row(row)
+        out.setdefault(bytes(f.fingerprint), StoredOutcome(filtered=f))
+    return out
 
 
 def filtered_from_row(row: Sequence[Any]) -> FilteredRecord:

@@ -55,11 +55,14 @@ from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.secrecy import quote_userinfo, redact
 from crawlq.store.base import (
+    LOOKUP_MAX,
     ResultBatch,
     StoreCounts,
+    StoredOutcome,
     dead_from_row,
     filtered_from_row,
     item_from_row,
+    outcomes_from_rows,
     page_from_row,
 )
 from crawlq.store.postgres_schema import STEPS
@@ -117,26 +120,28 @@ ON CONFLICT (fingerprint) DO UPDATE SET kind = excluded.kind
 WHERE outcomes.kind <> excluded.kind
 """  # a conflicting row is locked even when the WHERE leaves it unchanged
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url
+    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
+    referrer = excluded.referrer
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at)
 VALUES (%s, %s, %s, %s, %s::jsonb, %s)
 """
 _UPSERT_DEAD = """
-INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
+INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at, referrer)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, reason = excluded.reason, detail = excluded.detail,
-    attempts = excluded.attempts, depth = excluded.depth, at = excluded.at
+    attempts = excluded.attempts, depth = excluded.depth, at = excluded.at,
+    referrer = excluded.referrer
 """
 _UPSERT_FILTERED = """
 INSERT INTO filtered (fingerprint, url, reason, depth, at) VALUES (%s, %s, %s, %s, %s)
@@ -274,9 +279,7 @@ class PostgresStore:
             StoreError: Any other PostgreSQL failure, or the store is closed.
         """
         body = "body" if with_body else "NULL::bytea"
-        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL::text, NULL::bigint"
-        canonical = "canonical_url" if self._version >= 3 else "NULL::text"
-        select_ = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {canonical} FROM pages"
+        select_ = f"SELECT {_PAGE_COLUMNS}, {body}, {self._page_extras()} FROM pages"
         first = f"{select_} WHERE fetched_at >= %s" if since is not None else select_
         later = f"{select_} WHERE (fetched_at, fingerprint) > (%s, %s)"
         order = " ORDER BY fetched_at, fingerprint LIMIT %s"
@@ -309,7 +312,7 @@ class PostgresStore:
             StoreUnavailable: The server cannot be reached.
             StoreError: Any other PostgreSQL failure, or the store is closed.
         """
-        select_ = "SELECT at, fingerprint, url, reason, detail, attempts, depth FROM dead_letters"
+        select_ = f"SELECT {self._dead_columns()} FROM dead_letters"
         order = " ORDER BY at, fingerprint LIMIT %s"
         later = f"{select_} WHERE (at, fingerprint) > (%s, %s){order}"
         async for row in self._stream((select_ + order, ()), later, _key2, _CHUNK_ROWS):
@@ -327,6 +330,49 @@ class PostgresStore:
         later = f"{select_} WHERE (at, fingerprint) > (%s, %s){order}"
         async for row in self._stream((select_ + order, ()), later, _key2, _CHUNK_ROWS):
             yield filtered_from_row(row)
+
+    async def lookup(self, fingerprints: Sequence[bytes]) -> dict[bytes, StoredOutcome]:
+        """What the store holds for each fingerprint, in one snapshot (`Store.lookup`).
+
+        Raises:
+            ValueError: More than `LOOKUP_MAX` fingerprints.
+            StoreUnavailable: The server cannot be reached.
+            StoreError: Any other PostgreSQL failure, or the store is closed.
+        """
+        fps = list(dict.fromkeys(bytes(fp) for fp in fingerprints))
+        if len(fps) > LOOKUP_MAX:
+            raise ValueError(f"lookup takes at most {LOOKUP_MAX} fingerprints, got {len(fps)}")
+        if not fps:
+            return {}
+        where = "WHERE fingerprint = ANY(%s)"
+        queries = (
+            f"SELECT {_PAGE_COLUMNS}, NULL::bytea, {self._page_extras()} FROM pages {where}",
+            f"SELECT fingerprint, count(*) FROM items {where} GROUP BY fingerprint",
+            f"SELECT {self._dead_columns()} FROM dead_letters {where}",
+            f"SELECT at, fingerprint, url, reason, depth FROM filtered {where}",
+        )
+
+        async def read(conn: _Conn) -> list[list[_Row]]:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                out = []
+                for query in queries:
+                    cur = await conn.execute(query, (fps,))
+                    out.append(await cur.fetchall())
+                return out
+
+        pages, items, dead, filtered = await self._run(read)
+        return outcomes_from_rows(pages, items, dead, filtered)
+
+    def _page_extras(self) -> str:
+        """The page columns after ``body`` that this schema has (read-only: may be old)."""
+        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL::text, NULL::bigint"
+        canonical = "canonical_url" if self._version >= 3 else "NULL::text"
+        return f"{warc}, {canonical}, {'referrer' if self._version >= 4 else 'NULL::text'}"
+
+    def _dead_columns(self) -> str:
+        referrer = "referrer" if self._version >= 4 else "NULL::text"
+        return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
 
     async def close(self) -> None:
         """Wait for the calls that hold a connection, then close every connection; idempotent."""
@@ -451,9 +497,9 @@ class PostgresStore:
     async def _check_schema(self, conn: _Conn) -> None:
         """Read-only open: check that the store exists; create and migrate nothing.
 
-        Versions 1.. are read as they are (1 lacks the WARC columns, 2 ``canonical_url``:
-        `pages` reads NULL). A future step readers cannot bridge is refused here: "a crawl of
-        this crawlq migrates it".
+        Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 ``canonical_url``,
+        1 to 3 the referrers: `pages` reads NULL). A future step readers cannot bridge is
+        refused here: "a crawl of this crawlq migrates it".
         """
         target = self._target
         cur = await conn.execute(_HAS_PAGES, (target.schema,))
@@ -657,6 +703,7 @@ class _BatchRows:
                 _opt_text(p.warc_file),
                 p.warc_offset,
                 _opt_text(p.canonical_url),
+                _opt_text(p.referrer),
             )
             for p in batch.pages
         )
@@ -669,6 +716,7 @@ class _BatchRows:
                 d.attempts,
                 d.depth,
                 d.at,
+                _opt_text(d.referrer),
             )
             for d in batch.dead
         )

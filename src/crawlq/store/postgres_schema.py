@@ -9,7 +9,7 @@ adopted. A new version is one more tuple at the end of `STEPS`; never edit a rel
 
 from __future__ import annotations
 
-__all__ = ["STEPS", "V1", "V2", "V3"]
+__all__ = ["STEPS", "V1", "V2", "V3", "V4"]
 
 V1 = (
     "CREATE TABLE store_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -89,5 +89,14 @@ V3 = (
 )
 """Version 3: ``pages.canonical_url``."""
 
-STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3)
+V4 = (
+    # The page that linked to each page and dead letter (crawlq inspect, crawlq dead list).
+    "ALTER TABLE pages ADD COLUMN referrer text",
+    "ALTER TABLE dead_letters ADD COLUMN referrer text",
+    "COMMENT ON COLUMN pages.referrer IS 'URL of the page that linked here, or NULL'",
+    "COMMENT ON COLUMN dead_letters.referrer IS 'URL of the page that linked here, or NULL'",
+)
+"""Version 4: ``pages.referrer`` and ``dead_letters.referrer``."""
+
+STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4)
 """The migration steps in order; the schema version is ``len(STEPS)``."""

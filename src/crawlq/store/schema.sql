@@ -1,4 +1,4 @@
--- crawlq result store, schema version 3 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
+-- crawlq result store, schema version 4 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
 -- older files are migrated by the steps in _MIGRATIONS there).
 --
 -- These tables share one SQLite file with the frontier, whose tables are all prefixed
@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS pages (
     body         BLOB,              -- NULL unless bodies are kept (store_body)
     warc_file    TEXT,              -- WARC file of the response record (warc_dir), or NULL
     warc_offset  INTEGER,           -- its byte offset in warc_file (or NULL)
-    canonical_url TEXT              -- <link rel="canonical"> resolved (or NULL)
+    canonical_url TEXT,             -- <link rel="canonical"> resolved (or NULL)
+    referrer     TEXT               -- URL of the page that linked here, or NULL (a seed)
 );
 -- Export order and the `since` filter (keyset pagination on fetched_at, fingerprint).
 CREATE INDEX IF NOT EXISTS pages_fetched_at ON pages (fetched_at, fingerprint);
@@ -59,7 +60,8 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     detail      TEXT NOT NULL,
     attempts    INTEGER NOT NULL,
     depth       INTEGER NOT NULL,
-    at          REAL NOT NULL       -- Unix seconds
+    at          REAL NOT NULL,      -- Unix seconds
+    referrer    TEXT                -- URL of the page that linked here, or NULL (a seed)
 );
 CREATE INDEX IF NOT EXISTS dead_letters_at ON dead_letters (at, fingerprint);
 CREATE INDEX IF NOT EXISTS dead_letters_reason ON dead_letters (reason);

@@ -34,11 +34,14 @@ from crawlq.errors import StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.secrecy import create_private
 from crawlq.store.base import (
+    LOOKUP_MAX,
     ResultBatch,
     StoreCounts,
+    StoredOutcome,
     dead_from_row,
     filtered_from_row,
     item_from_row,
+    outcomes_from_rows,
     page_from_row,
 )
 
@@ -46,7 +49,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -55,6 +58,10 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE pages ADD COLUMN warc_offset INTEGER",
     ),
     2: ("ALTER TABLE pages ADD COLUMN canonical_url TEXT",),
+    3: (  # the page that linked to each page and dead letter (crawlq inspect, dead list)
+        "ALTER TABLE pages ADD COLUMN referrer TEXT",
+        "ALTER TABLE dead_letters ADD COLUMN referrer TEXT",
+    ),
 }
 """``_MIGRATIONS[v]`` brings a file at schema version ``v`` to ``v + 1``."""
 
@@ -71,25 +78,27 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url
+    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
+    referrer = excluded.referrer
 """
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
 """
 _UPSERT_DEAD = """
-INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at, referrer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, reason = excluded.reason, detail = excluded.detail,
-    attempts = excluded.attempts, depth = excluded.depth, at = excluded.at
+    attempts = excluded.attempts, depth = excluded.depth, at = excluded.at,
+    referrer = excluded.referrer
 """
 _UPSERT_FILTERED = """
 INSERT INTO filtered (fingerprint, url, reason, depth, at) VALUES (?, ?, ?, ?, ?)
@@ -203,9 +212,7 @@ class SqliteStore:
             StoreError: Any other SQLite failure, or the store is closed.
         """
         body = "body" if with_body else "NULL"
-        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"  # read-only v1
-        canonical = "canonical_url" if self._version >= 3 else "NULL"  # read-only v1, v2
-        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {canonical} FROM pages"
+        select = f"SELECT {_PAGE_COLUMNS}, {body}, {self._page_extras()} FROM pages"
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
         first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
         later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
@@ -234,7 +241,7 @@ class SqliteStore:
             StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
             StoreError: Any other SQLite failure, or the store is closed.
         """
-        select = "SELECT at, fingerprint, url, reason, detail, attempts, depth FROM dead_letters"
+        select = f"SELECT {self._dead_columns()} FROM dead_letters"
         order = "ORDER BY at, fingerprint LIMIT ?"
         first = (f"{select} {order}", ())
         later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
@@ -254,6 +261,42 @@ class SqliteStore:
         later = f"{select} WHERE (at, fingerprint) > (?, ?) {order}"
         async for row in self._stream(first, later, lambda r: r[:2], _CHUNK_ROWS):
             yield filtered_from_row(row)
+
+    async def lookup(self, fingerprints: Sequence[bytes]) -> dict[bytes, StoredOutcome]:
+        """What the store holds for each fingerprint; see `crawlq.store.Store.lookup`.
+
+        Raises:
+            ValueError: More than `LOOKUP_MAX` fingerprints.
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, or the store is closed.
+        """
+        fps = list(dict.fromkeys(bytes(fp) for fp in fingerprints))
+        if len(fps) > LOOKUP_MAX:
+            raise ValueError(f"lookup takes at most {LOOKUP_MAX} fingerprints, got {len(fps)}")
+        if not fps:
+            return {}
+        marks = ",".join("?" * len(fps))
+        where = f"WHERE fingerprint IN ({marks})"
+        queries = (
+            f"SELECT {_PAGE_COLUMNS}, NULL, {self._page_extras()} FROM pages {where}",
+            f"SELECT fingerprint, count(*) FROM items {where} GROUP BY fingerprint",
+            f"SELECT {self._dead_columns()} FROM dead_letters {where}",
+            f"SELECT at, fingerprint, url, reason, depth FROM filtered {where}",
+        )
+        pages, items, dead, filtered = await self._run(
+            functools.partial(_read_snapshot, queries, tuple(fps))
+        )
+        return outcomes_from_rows(pages, items, dead, filtered)
+
+    def _page_extras(self) -> str:
+        """The page columns after ``body`` that this file has (read-only stores may be old)."""
+        warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"
+        canonical = "canonical_url" if self._version >= 3 else "NULL"
+        return f"{warc}, {canonical}, {'referrer' if self._version >= 4 else 'NULL'}"
+
+    def _dead_columns(self) -> str:
+        referrer = "referrer" if self._version >= 4 else "NULL"
+        return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
 
     async def close(self) -> None:
         """Close the connection after the calls already queued; idempotent."""
@@ -367,9 +410,9 @@ def _schema_statements() -> tuple[str, ...]:
 def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
     """Read-only open: the schema version of the store in ``path``; changes nothing.
 
-    Versions 1.. are read as they are (1 lacks the WARC columns, 2 ``canonical_url``:
-    `SqliteStore.pages` reads NULL). A future step readers cannot bridge is refused here: "a
-    crawl of this crawlq migrates it".
+    Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 ``canonical_url``,
+    1 to 3 the referrers: `SqliteStore.pages` reads NULL). A future step readers cannot
+    bridge is refused here: "a crawl of this crawlq migrates it".
     """
     version = _schema_version(conn, path)
     if version is None:
@@ -463,11 +506,13 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.warc_file,
             p.warc_offset,
             p.canonical_url,
+            p.referrer,
         )
         for p in batch.pages
     ]
     dead_rows = [
-        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at) for d in batch.dead
+        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at, d.referrer)
+        for d in batch.dead
     ]
     filtered_rows = [(f.fingerprint, f.url, f.reason, f.depth, f.at) for f in batch.filtered]
     conn.execute("BEGIN IMMEDIATE")
@@ -524,6 +569,17 @@ def _counts(conn: sqlite3.Connection) -> StoreCounts:
         dead_by_reason=dict(by_dead),
         filtered_by_reason=dict(by_filtered),
     )
+
+
+def _read_snapshot(
+    queries: Sequence[str], params: tuple[Any, ...], conn: sqlite3.Connection
+) -> list[list[_Row]]:
+    """Run each query with ``params`` inside one read transaction (one snapshot)."""
+    conn.execute("BEGIN")
+    try:
+        return [conn.execute(query, params).fetchall() for query in queries]
+    finally:
+        conn.execute("COMMIT")
 
 
 def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[_Row]:

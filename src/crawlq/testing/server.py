@@ -19,6 +19,8 @@ pick distinct keys do not interfere):
 ``/redirect-to?url=U&status=C``   one redirect (default 302) to ``U``; each
                                   ``&set_cookie=V`` adds a ``Set-Cookie: V`` header
 ``/redirect-loop/a``, ``/b``      a redirects to b, b to a
+``/switch/{name}``                503 while `FaultState.switch_down` is set, then a 200 page
+                                  titled ``name`` (a host that fails until a flag flips)
 ``/delay/{s}``                    sleeps ``s`` seconds before answering 200
 ``/drop``                         closes the connection without a response
 ``/partial``                      ``Content-Length: 1000`` but 100 bytes sent, then closes
@@ -94,12 +96,14 @@ class FaultState:
         robots_status: Status served at ``/robots.txt``.
         robots_headers: Extra headers served at ``/robots.txt`` (``Location`` for redirects).
         counters: Requests seen per counter key (``flaky:KEY``, ``retry-after:KEY``).
+        switch_down: ``/switch/{name}`` answers 503 while True.
     """
 
     robots_txt: str = "User-agent: *\nDisallow: /private/\n"
     robots_status: int = 200
     robots_headers: dict[str, str] = field(default_factory=dict)
     counters: collections.Counter[str] = field(default_factory=collections.Counter)
+    switch_down: bool = False
 
 
 FAULT_STATE = web.AppKey("crawlq_fault_state", FaultState)
@@ -134,6 +138,7 @@ def make_fault_app(log: RequestLog | None = None) -> web.Application:
             web.get(r"/redirect/{n:\d+}", _redirect_chain),
             web.route("*", "/redirect-to", _redirect_to),
             web.get(r"/redirect-loop/{side:[ab]}", _redirect_loop),
+            web.get(r"/switch/{name}", _switch),
             web.get(r"/delay/{seconds:[\d.]+}", _delay),
             web.get("/drop", _drop),
             web.get("/partial", _partial),
@@ -197,6 +202,12 @@ async def _flaky(request: web.Request) -> web.StreamResponse:
     if seen <= int(request.match_info["fails"]):
         return _html_response(f"Failure {seen}", status=500)
     return _html_response("Recovered")
+
+
+async def _switch(request: web.Request) -> web.StreamResponse:
+    if request.app[FAULT_STATE].switch_down:
+        return _html_response("Down for now", status=503)
+    return _html_response(request.match_info["name"])
 
 
 async def _retry_after(request: web.Request) -> web.StreamResponse:

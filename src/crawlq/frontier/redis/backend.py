@@ -38,7 +38,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -49,12 +49,16 @@ from redis.exceptions import RedisError
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import ConfigError, FrontierError, InvalidURL, JobGone
 from crawlq.frontier.base import (
+    EVERY_DEAD,
+    DeadFilter,
+    DeadLetter,
     FrontierStats,
     HostBackoff,
     HostPolicy,
     HostStats,
     Offer,
     QueueBounds,
+    UrlState,
     backoff_state,
 )
 from crawlq.frontier.redis.errors import translate
@@ -323,7 +327,7 @@ class RedisFrontier:
         keys = [
             seen_key, k.reqs, k.scores, k.stats, k.ready, k.inflight, k.next, k.policy,
             k.inbox, k.idle, k.claim(claim_of or "-"), k.admitted,
-            *(k.queue(h) for h in hosts), k.dead,
+            *(k.queue(h) for h in hosts), k.dead, k.dead_at,
         ]  # fmt: skip
         queued, refused, dropped = await self._script("push", keys, args)
         if dropped:
@@ -697,7 +701,7 @@ class RedisFrontier:
         if delay_s < 0:
             raise ValueError(f"delay_s must not be negative, got {delay_s}")
         due = self.clock.wall_ms() + round(delay_s * 1000)
-        return await self._settle("retry", [(lease, str(due))]) == 1
+        return await self._settle("retry", [(lease, f"{due} {reason}")]) == 1
 
     async def dead(self, lease: Lease, reason: str) -> bool:
         """See `crawlq.frontier.base.Frontier.dead`."""
@@ -720,37 +724,152 @@ class RedisFrontier:
         keys = [
             k.leases, k.owner, k.inflight, k.next, k.policy, k.ready, k.stats, k.reqs,
             k.scores, k.attempts, k.delayed, k.dead, k.rate, k.inbox, k.idle, k.strikes,
-            *(k.queue(h) for h in hosts),
+            k.last_error, k.dead_at, *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         args = [self.clock.wall_ms(), mode, self.politeness.default.concurrency, len(hosts)]
         return int(await self._script("settle", keys, [*args, *hosts, *body]))
 
-    async def revive_dead(self) -> int:
-        """See `crawlq.frontier.base.Frontier.revive_dead`. Scans the dead letters in chunks."""
+    # -- looking at one URL, and at the dead letters ---------------------------------------
+
+    async def inspect(self, fingerprint: bytes) -> UrlState:
+        """See `crawlq.frontier.base.Frontier.inspect`: one read-only script (``inspect.lua``).
+
+        With Bloom-filter dedup, ``done`` is what the filter says (`UrlState.exact` False).
+
+        Raises:
+            JobGone: The job this client joined is gone or was replaced.
+        """
         k = self.keys
-        revived = 0
+        fp = bytes(fingerprint)
+        seen_key, mode, _ = self._dedup_args()
+        bits = self.bloom.positions(fp) if self.bloom is not None else []
+        keys = [
+            k.job_info, seen_key, k.reqs, k.dead, k.attempts, k.owner, k.leases, k.delayed,
+            k.next, k.last_error, k.dead_at,
+        ]  # fmt: skip
+        got = await self._call(lambda: SCRIPTS["inspect"].run(self.client, keys, [fp, mode, *bits]))
+        job_id, seen, value, dead, attempts, owner, deadline, due, next_at, error, dead_at = got
+        found = None if job_id is None else _text(job_id)
+        if self.job_id is not None and found != self.job_id:
+            raise JobGone(self.job, self.job_id, found)
+        tries = _int(attempts)
+        if dead is not None:
+            reason, _, rest = bytes(dead).partition(b"\n")
+            return UrlState(
+                fp,
+                "dead",
+                request=_request(rest.partition(b"\n")[2]),
+                attempts=tries,
+                reason=_text(reason),
+                dead_at_ms=_int(dead_at),
+            )
+        if value is not None:
+            request = _request(bytes(value).partition(b"\n")[2])
+            last = None if error is None else _text(error)
+            if owner is not None:
+                worker = _text(owner).rstrip("\n").partition(" ")[2]
+                return UrlState(
+                    fp,
+                    "in_flight",
+                    request=request,
+                    attempts=tries,
+                    worker_id=worker or None,
+                    deadline_ms=_int(deadline),
+                    reason=last,
+                )
+            if due is not None:
+                return UrlState(
+                    fp, "delayed", request=request, attempts=tries, ready_at_ms=_int(due),
+                    reason=last,
+                )  # fmt: skip
+            return UrlState(
+                fp, "queued", request=request, attempts=tries or 0,
+                ready_at_ms=_int(next_at) or 0, reason=last,
+            )  # fmt: skip
+        if int(seen):
+            return UrlState(fp, "done", exact=self.bloom is None)
+        return UrlState(fp, "unseen")
+
+    async def dead_letters(self, where: DeadFilter = EVERY_DEAD) -> AsyncIterator[DeadLetter]:
+        """See `crawlq.frontier.base.Frontier.dead_letters`. ``HSCAN`` of the dead letters."""
+        async for chunk in self._dead_chunks(where):
+            for _, letter in chunk:
+                yield letter
+
+    async def _dead_chunks(
+        self, where: DeadFilter
+    ) -> AsyncIterator[list[tuple[bytes, DeadLetter]]]:
+        """The matching dead letters, by fingerprint, one ``HSCAN`` chunk at a time."""
+        k = self.keys
         cursor = 0
         while True:
 
-            async def scan(at: int = cursor) -> tuple[int, dict[bytes, bytes]]:
+            async def scan(at: int = cursor) -> tuple[int, dict[bytes, bytes], list[Any]]:
                 nxt, found = await self.client.hscan(k.dead, at, count=500)
-                return int(nxt), dict(found)  # type: ignore[arg-type]
+                fps = list(found)
+                if not fps:
+                    return int(nxt), {}, []
+                async with self.client.pipeline(transaction=False) as pipe:
+                    pipe.hmget(k.attempts, fps)
+                    pipe.hmget(k.dead_at, fps)
+                    extra = await pipe.execute()
+                return int(nxt), dict(found), list(zip(*extra, strict=True))  # type: ignore[arg-type]
 
-            cursor, chunk = await self._call(scan)
+            cursor, found, extra = await self._call(scan)
+            chunk: list[tuple[bytes, DeadLetter]] = []
+            for (fp, value), (attempts, dead_at) in zip(found.items(), extra, strict=True):
+                letter = self._dead_letter(bytes(fp), bytes(value), attempts, dead_at)
+                if letter is not None and where.matches(
+                    letter.request.host, letter.reason, letter.dead_at_ms
+                ):
+                    chunk.append((bytes(fp), letter))
             if chunk:
-                hosts: dict[str, int] = {}
-                body: list[Any] = []
-                for fp, value in chunk.items():
-                    host = value.split(b"\n", 2)[1].decode()
-                    body += [fp, hosts.setdefault(host, len(hosts) + 1)]
-                keys = [
-                    k.dead, k.reqs, k.scores, k.attempts, k.stats, k.ready, k.inflight, k.next,
-                    k.policy, k.inbox, k.idle, k.strikes, *(k.queue(h) for h in hosts),
-                ]  # fmt: skip
-                args = [self.politeness.default.concurrency, len(hosts), *hosts, *body]
-                revived += int(await self._script("revive", keys, args))
+                yield chunk
             if cursor == 0:
-                return revived
+                return
+
+    def _dead_letter(
+        self, fp: bytes, value: bytes, attempts: Any, dead_at: Any
+    ) -> DeadLetter | None:
+        r"""A ``dead`` hash value (``reason "\n" host "\n" request JSON``), or None if garbled."""
+        reason, _, rest = value.partition(b"\n")
+        try:
+            request = CrawlRequest.from_json(rest.partition(b"\n")[2])
+        except ValueError as exc:  # shared state: whoever can write the key may write anything
+            logger.warning(
+                "skipping unreadable dead letter %s of job %s: %s", fp.hex(), self.job, exc
+            )
+            return None
+        return DeadLetter(request, _text(reason), _int(attempts), _int(dead_at))
+
+    async def replay_dead(
+        self,
+        where: DeadFilter = EVERY_DEAD,
+        admit: Callable[[DeadLetter], bool] | None = None,
+    ) -> int:
+        """See `crawlq.frontier.base.Frontier.replay_dead`.
+
+        Scans the dead letters in chunks; each chunk's chosen ones are requeued by one script
+        (``revive.lua``), which re-checks that each is still dead.
+        """
+        k = self.keys
+        revived = 0
+        async for chunk in self._dead_chunks(where):
+            hosts: dict[str, int] = {}
+            body: list[Any] = []
+            for fp, letter in chunk:
+                if admit is None or admit(letter):
+                    body += [fp, hosts.setdefault(letter.request.host, len(hosts) + 1)]
+            if not body:
+                continue
+            keys = [
+                k.dead, k.reqs, k.scores, k.attempts, k.stats, k.ready, k.inflight, k.next,
+                k.policy, k.inbox, k.idle, k.strikes, k.dead_at, k.last_error,
+                *(k.queue(h) for h in hosts),
+            ]  # fmt: skip
+            args = [self.politeness.default.concurrency, len(hosts), *hosts, *body]
+            revived += int(await self._script("revive", keys, args))
+        return revived
 
     # -- policy, job settings, stats ------------------------------------------------------
 
@@ -905,6 +1024,15 @@ class RedisFrontier:
             backoff=backoff,
         )
 
+    async def job_engine(self) -> str:
+        """The engine that runs the job: ``celery`` or ``native``.
+
+        ``celery`` when a Celery engine marked it (the job hash's ``engine`` field, see
+        `crawlq.celery.state`).
+        """
+        engine = await self._call(lambda: self.client.hget(self.keys.job_info, "engine"))
+        return "celery" if engine == b"celery" else "native"
+
     async def backoff_hosts(self, limit: int = 20) -> tuple[HostBackoff, ...]:
         """Hosts in backoff (`FrontierStats.backoff`), also for a Celery-engine job."""
         k = self.keys
@@ -988,3 +1116,21 @@ class RedisFrontier:
 def _text(value: bytes | str) -> str:
     """A reply from a Redis of ``decode_responses=False`` as text (shared state: lenient)."""
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _int(value: Any) -> int | None:
+    """A stored integer (or score), or None when missing or not a number (shared state)."""
+    if value is None:
+        return None
+    try:
+        return round(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _request(value: bytes) -> CrawlRequest | None:
+    """A stored request JSON, or None when it does not decode (shared state is untrusted)."""
+    try:
+        return CrawlRequest.from_json(value)
+    except ValueError:
+        return None

@@ -10,7 +10,7 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``bloom`` | string | Bloom filter bits (``dedup="bloom"`` instead of ``seen``) |
 | ``reqs`` | hash | fingerprint -> ``host "\n" request JSON`` while not done |
 | ``scores`` | hash | fingerprint -> queue score (priority, then push order) |
-| ``attempts`` | hash | fingerprint -> deliveries so far |
+| ``attempts`` | hash | fingerprint -> deliveries so far (kept while dead) |
 | ``q:{host}`` | sorted set | one host's queued fingerprints by score |
 | ``ready`` | sorted set | hosts with queued work and a free slot, by next-allowed Unix ms |
 | ``inflight`` | hash | host -> slots taken: leases whose requests are not reported done |
@@ -22,6 +22,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
 | ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
+| ``dead_at`` | hash | dead fingerprint -> Unix ms it was dead-lettered |
+| ``last_error`` | hash | fingerprint -> reason of its last retry, until acked or dead |
 | ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq,
   retries (ever scheduled), over_budget, dropped |
 | ``admitted`` | hash | host -> new fingerprints ever pushed (the ``max_pages_per_host`` count) |
@@ -38,6 +40,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
 | ``pending_at`` | sorted set | Celery engine: pending fingerprint -> Unix ms it is due to run |
+| ``dead_requests`` | hash | Celery engine: dead-lettered fingerprint -> ``owner "\n" request
+  JSON`` (what ``crawlq dead replay`` sends again) |
 | ``slots:{host}`` | sorted set | Celery engine: politeness slot token -> hold deadline Unix ms |
 | ``running`` | hash | Celery engine: ``host:pid:thread`` of a worker -> the 20-byte fingerprints
   its task runs now (its heartbeat is ``workers`` -> ``host:pid``) |
@@ -78,6 +82,8 @@ class Keyspace:
         self.owner = p + "owner"
         self.delayed = p + "delayed"
         self.dead = p + "dead"
+        self.dead_at = p + "dead_at"
+        self.last_error = p + "last_error"
         self.stats = p + "stats"
         self.admitted = p + "admitted"
         self.rate = p + "rate"
@@ -90,6 +96,7 @@ class Keyspace:
         self.robots_claims = p + "robots_claims"
         self.pending = p + "pending"
         self.pending_at = p + "pending_at"
+        self.dead_requests = p + "dead_requests"
         self.running = p + "running"
 
     def queue(self, host: str) -> str:

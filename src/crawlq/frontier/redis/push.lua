@@ -14,6 +14,7 @@
 -- KEYS[12] admitted  hash  host -> new fingerprints ever pushed (the page budget's count)
 -- KEYS[13..12+H] q:{host} zset of each host named in ARGV (same order)
 -- KEYS[13+H] dead    hash  fp -> reason "\n" value (drop-lowest's dead letters)
+-- KEYS[14+H] dead_at hash  fp -> Unix ms it was dead-lettered (drop-lowest)
 -- ARGV[1] now (Unix ms)  ARGV[2] default delay (ms; unused here)  ARGV[3] default concurrency
 -- ARGV[4] dedup mode "set" | "bloom"   ARGV[5] k = Bloom bit positions per request (0 for set)
 -- ARGV[6] "1" to delete KEYS[11] (the inbox entries are pushed), else "0"
@@ -38,7 +39,7 @@ local max_job, max_host = tonumber(ARGV[7]), tonumber(ARGV[8])
 local drop_mode, producer = ARGV[9] == "drop", ARGV[10] == "1"
 local nhosts = tonumber(ARGV[11])
 local admitted_key = KEYS[12]
-local dead_key = KEYS[13 + nhosts]
+local dead_key, dead_at_key = KEYS[13 + nhosts], KEYS[14 + nhosts]
 local PRIO = 8589934592 -- 2^33: score = -priority * 2^33 + push sequence
 local added, refused, dropped, evicted, touched = 0, 0, 0, 0, {}
 local queued = tonumber(redis.call("HGET", KEYS[4], "queued") or "0")
@@ -107,10 +108,12 @@ while i <= #ARGV do
         redis.call("ZREM", queue, last[1])
         redis.call("HDEL", KEYS[2], last[1])
         redis.call("HSET", dead_key, last[1], "frontier_full\n" .. (old or ""))
+        redis.call("HSET", dead_at_key, last[1], now)
         evicted = evicted + 1
       else
         keep = false
         redis.call("HSET", dead_key, fp, "frontier_full\n" .. value)
+        redis.call("HSET", dead_at_key, fp, now)
         redis.call("HINCRBY", KEYS[4], "seen", 1)
       end
       dropped = dropped + 1

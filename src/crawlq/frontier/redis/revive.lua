@@ -1,39 +1,47 @@
--- revive.lua: put dead-lettered requests back in their host queues, attempts counted afresh.
+-- revive.lua: put dead-lettered requests back in their host queues, attempts counted afresh
+-- (replay_dead; --retry-dead replays them all). The caller chose them from the dead hash; each
+-- is re-checked here, so one replayed twice at once is requeued once.
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] dead hash fp -> reason "\n" host "\n" request JSON   KEYS[2] reqs hash fp -> value
 -- KEYS[3] scores hash fp -> queue score   KEYS[4] attempts hash fp -> deliveries
 -- KEYS[5] stats hash counters   KEYS[6] ready zset   KEYS[7] inflight hash   KEYS[8] next hash
 -- KEYS[9] policy hash   KEYS[10] inbox list (wake-up tokens)   KEYS[11] idle zset
 -- KEYS[12] strikes hash kind "\n" host -> count (revived hosts start afresh: breaker closed)
--- KEYS[13..12+H] q:{host} per host in ARGV
+-- KEYS[13] dead_at hash fp -> Unix ms   KEYS[14] last_error hash fp -> last retry reason
+-- KEYS[15..14+H] q:{host} per host in ARGV
 -- ARGV[1] default concurrency  ARGV[2] H  ARGV[3..2+H] hosts  then per entry: fp, host index
 -- Returns: number of requests requeued.
 check_job()
+local dead, reqs, scores, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local stats, strikes, policy, dead_at, last_error = KEYS[5], KEYS[12], KEYS[9], KEYS[13], KEYS[14]
+local QUEUES = 14
 local dconc, nhosts = tonumber(ARGV[1]), tonumber(ARGV[2])
 local revived, touched = 0, {}
 local i = 3 + nhosts
 while i <= #ARGV do
   local fp, h = ARGV[i], tonumber(ARGV[i + 1])
-  local v = redis.call("HGET", KEYS[1], fp)
-  local score = redis.call("HGET", KEYS[3], fp)
+  local v = redis.call("HGET", dead, fp)
+  local score = redis.call("HGET", scores, fp)
   if v and score then
     local value = string.sub(v, string.find(v, "\n", 1, true) + 1)
-    redis.call("HDEL", KEYS[1], fp)
-    redis.call("HSET", KEYS[2], fp, value)
-    redis.call("HDEL", KEYS[4], fp)
-    redis.call("ZADD", KEYS[12 + h], score, fp)
+    redis.call("HDEL", dead, fp)
+    redis.call("HDEL", dead_at, fp)
+    redis.call("HDEL", last_error, fp)
+    redis.call("HSET", reqs, fp, value)
+    redis.call("HDEL", attempts, fp)
+    redis.call("ZADD", KEYS[QUEUES + h], score, fp)
     revived = revived + 1
     touched[h] = true
   end
   i = i + 2
 end
 if revived == 0 then return 0 end
-redis.call("HINCRBY", KEYS[5], "dead", -revived)
-redis.call("HINCRBY", KEYS[5], "queued", revived)
+redis.call("HINCRBY", stats, "dead", -revived)
+redis.call("HINCRBY", stats, "queued", revived)
 local hosts = {}
-for h in pairs(touched) do host_answered(KEYS[12], KEYS[9], ARGV[2 + h]) end
-for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[2 + h], KEYS[12 + h]} end
-local k = {ready = KEYS[6], inflight = KEYS[7], next = KEYS[8], policy = KEYS[9],
+for h in pairs(touched) do host_answered(strikes, policy, ARGV[2 + h]) end
+for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[2 + h], KEYS[QUEUES + h]} end
+local k = {ready = KEYS[6], inflight = KEYS[7], next = KEYS[8], policy = policy,
            inbox = KEYS[10], idle = KEYS[11]}
 make_ready(k, hosts, dconc, revived)
 return revived

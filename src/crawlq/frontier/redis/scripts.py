@@ -93,6 +93,7 @@ SCRIPTS = {
         "drain_inbox",
         "recover_claims",
         "revive",
+        "inspect",
         "strike",
         "policy",
         "robots_get",

@@ -10,10 +10,13 @@
 -- KEYS[11] delayed zset fp..host -> due ms    KEYS[12] dead hash fp -> reason "\n" value
 -- KEYS[13] rate hash slot -> "second count"   KEYS[14] inbox list (wake-up tokens)
 -- KEYS[15] idle zset worker -> waiting since  KEYS[16] strikes hash kind "\n" host -> count
--- KEYS[17..16+H] q:{host} per host in ARGV
+-- KEYS[17] last_error hash fp -> last retry reason   KEYS[18] dead_at hash fp -> Unix ms
+-- KEYS[19..18+H] q:{host} per host in ARGV
 -- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release"
 -- ARGV[3] default concurrency  ARGV[4] H  ARGV[5..4+H] hosts
--- then per lease: fp, lease_id, host index, extra (retry: due Unix ms; dead: reason; else "")
+-- then per lease: fp, lease_id, host index, extra (retry: due Unix ms, a space and the
+-- reason; dead: reason; else "")
+-- A dead letter keeps its attempts (and gets its time in dead_at) until replayed.
 -- An ack means the host answered: its strikes in a row and breaker flags are cleared.
 -- When this leaves the job drained (nothing leased, delayed or ready), idle workers get a
 -- wake-up token each, so one waiting on its own last leases sees the end at once.
@@ -35,14 +38,18 @@ while i <= #ARGV do
       redis.call("HDEL", KEYS[8], fp)
       redis.call("HDEL", KEYS[9], fp)
       redis.call("HDEL", KEYS[10], fp)
+      redis.call("HDEL", KEYS[17], fp)
     elseif mode == "retry" then
-      redis.call("ZADD", KEYS[11], extra, fp .. host)
+      local due, why = string.match(extra, "^(%d+) ?(.*)$")
+      redis.call("ZADD", KEYS[11], due, fp .. host)
+      if why ~= "" then redis.call("HSET", KEYS[17], fp, why) end
     elseif mode == "dead" then
       redis.call("HSET", KEYS[12], fp, extra .. "\n" .. (redis.call("HGET", KEYS[8], fp) or ""))
+      redis.call("HSET", KEYS[18], fp, now)
       redis.call("HDEL", KEYS[8], fp)
-      redis.call("HDEL", KEYS[10], fp) -- the score stays: revive.lua requeues it in place
+      redis.call("HDEL", KEYS[17], fp) -- the score and attempts stay: revive.lua requeues it
     else -- release: back to its place in the queue, this delivery not counted
-      redis.call("ZADD", KEYS[16 + h], redis.call("HGET", KEYS[9], fp), fp)
+      redis.call("ZADD", KEYS[18 + h], redis.call("HGET", KEYS[9], fp), fp)
       redis.call("HINCRBY", KEYS[10], fp, -1)
     end
     settled = settled + 1
@@ -67,7 +74,7 @@ if mode == "ack" then
   redis.call("HSET", KEYS[13], slot, sec .. " " .. count)
 end
 local hosts = {}
-for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[16 + h]} end
+for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[18 + h]} end
 local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
            inbox = KEYS[14], idle = KEYS[15]}
 if mode == "ack" then

@@ -1,0 +1,275 @@
+"""``crawlq dead list`` and ``crawlq dead replay``: dead letters an operator can act on.
+
+Both take the same filters (``--reason``, ``--host``, ``--since``) and the crawl's location
+options (as ``inspect``). A replay goes through the frontier (`crawlq.engine.dead`; for the
+Celery engine `crawlq.celery.operate`, which sends the tasks on ``--broker``). Exit status: 0
+done, 1 a backend cannot be read or written (an embedded crawl still running on the file
+included), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from crawlq.cli.jobview import BadInput, JobView, open_view
+from crawlq.cli.output import dead_table, stdout_console
+from crawlq.engine.dead import DeadRow, ReplayReport, job_scope, native_dead_rows, replay_native
+from crawlq.errors import CrawlqError
+from crawlq.frontier.base import DeadFilter
+
+__all__ = ["dead", "parse_since"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(value: str, now_s: float) -> float:
+    """``--since`` as Unix seconds.
+
+    An ISO 8601 time (``2026-12-01``, ``2026-12-01T10:00:00Z``; UTC unless it says
+    otherwise) or an age (``90s``, ``30m``, ``2h``, ``7d``).
+
+    Raises:
+        ValueError: Neither form; the message names the value.
+    """
+    text = value.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", text)
+    if match:
+        return now_s - float(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{value!r}: not a time (2026-12-01T10:00:00Z) nor an age (30m, 2h, 7d)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _filters(f: F) -> F:
+    for decorator in reversed(
+        [
+            click.option(
+                "--reason", default=None, help="Only this dead-letter reason (http_503…)."
+            ),
+            click.option(
+                "--host",
+                default=None,
+                help="Only this host (example.com, or host:port; without a port: any port).",
+            ),
+            click.option(
+                "--since",
+                default=None,
+                help="Only dead-lettered since this time (ISO 8601, UTC) or age (30m, 2h, 7d).",
+            ),
+            click.option(
+                "--frontier",
+                default=None,
+                help="redis://… of a shared job, or a SQLite frontier file "
+                "(default: embedded in --store).",
+            ),
+            click.option("--job", default=None, help="The job name (with a Redis frontier)."),
+            click.option(
+                "--store",
+                default=None,
+                help="A SQLite file [crawlq.db] or postgresql://… (default for a job: its own).",
+            ),
+            click.option("--json", "as_json", is_flag=True, help="JSON, for scripts."),
+        ]
+    ):
+        f = decorator(f)
+    return f
+
+
+def _where(reason: str | None, host: str | None, since: str | None) -> DeadFilter:
+    if host is not None:
+        host = host.strip().lower()
+        if "//" in host:  # a URL: its host
+            from crawlq.urls import host_key
+
+            try:
+                host = host_key(host)
+            except CrawlqError as exc:
+                raise click.BadParameter(str(exc), param_hint="--host") from None
+        if not host or "/" in host or " " in host:
+            raise click.BadParameter(f"{host!r}: not a host name", param_hint="--host")
+    since_ms = None
+    if since is not None:
+        try:
+            since_ms = round(parse_since(since, time.time()) * 1000)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--since") from None
+    return DeadFilter(reason=reason or None, host=host, since_ms=since_ms)
+
+
+@click.group()
+def dead() -> None:
+    """List dead letters, or replay them through the frontier."""
+
+
+@dead.command("list")
+@_filters
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most N.")
+def list_(
+    reason: str | None,
+    host: str | None,
+    since: str | None,
+    frontier: str | None,
+    job: str | None,
+    store: str | None,
+    as_json: bool,
+    limit: int | None,
+) -> None:
+    """List dead letters: URL, reason, attempts, when, the page that linked to it, detail.
+
+    --json writes one JSON object per line (JSON Lines).
+    """
+    where = _where(reason, host, since)
+
+    async def run() -> list[DeadRow]:
+        rows: list[DeadRow] = []
+        shown = 0
+        async with open_view(frontier, job, store) as view:
+            async for row in _rows(view, where):
+                if as_json:
+                    click.echo(json.dumps(row.to_json()))
+                else:
+                    rows.append(row)
+                shown += 1
+                if limit is not None and shown >= limit:
+                    break
+        return rows
+
+    rows = _run(run, "list dead letters")
+    if not as_json:
+        stdout_console().print(dead_table([r.to_json() for r in rows]))
+
+
+def _rows(view: JobView, where: DeadFilter) -> Any:
+    if view.celery is not None:
+        if view.store is None:
+            raise CrawlqError(
+                f"the dead letters of a Celery job are in its store: {view.store_problem}"
+            )
+        from crawlq.celery.operate import celery_dead_rows
+
+        return celery_dead_rows(view.celery, view.store, where)
+    return native_dead_rows(view.frontier, view.store, where)
+
+
+@dead.command()
+@_filters
+@click.option("--dry-run", is_flag=True, help="Say what would be replayed; change nothing.")
+@click.option(
+    "--broker",
+    default=None,
+    help="Celery engine: the broker to send the tasks to (CRAWLQ_BROKER_URL).",
+)
+def replay(
+    reason: str | None,
+    host: str | None,
+    since: str | None,
+    frontier: str | None,
+    job: str | None,
+    store: str | None,
+    as_json: bool,
+    dry_run: bool,
+    broker: str | None,
+) -> None:
+    """Put dead letters back in the queue, attempts counted afresh.
+
+    Each goes back to its host's queue under its fingerprint: it is fetched once more, under
+    its host's politeness, if the job's scope still takes it. Workers (or the next `crawlq
+    crawl` of an embedded store) fetch them.
+    """
+    where = _where(reason, host, since)
+
+    async def run() -> tuple[ReplayReport, JobView | None]:
+        async with open_view(frontier, job, store, write=not dry_run) as view:
+            scope = job_scope(view.settings, f"{view.name}'s settings")
+            if view.celery is None:
+                return await replay_native(view.frontier, where, scope, dry_run=dry_run), view
+            return await _replay_celery(view, where, scope, dry_run, broker), view
+
+    report, view = _run(run, "replay dead letters")
+    if as_json:
+        click.echo(json.dumps(_report_json(report)))
+        return
+    click.echo(_report_text(report, view))
+
+
+async def _replay_celery(
+    view: JobView, where: DeadFilter, scope: Any, dry_run: bool, broker: str | None
+) -> ReplayReport:
+    from crawlq.celery.operate import replay_celery, task_sender
+    from crawlq.settings import Settings
+
+    assert view.celery is not None
+    if view.store is None:
+        raise CrawlqError(
+            f"the dead letters of a Celery job are in its store: {view.store_problem}"
+        )
+    if dry_run:
+        return await replay_celery(view.celery, view.store, where, scope, None)
+    cli: dict[str, Any] = {"job": view.celery.job, "frontier": None}
+    if broker is not None:
+        cli["broker_url"] = broker
+    settings = Settings.build(cli=cli)
+    if not settings.broker_url:
+        raise BadInput("--broker", "a Celery job's replay sends tasks: give --broker URL")
+    send, close = task_sender(settings)
+    try:
+        return await replay_celery(view.celery, view.store, where, scope, send)
+    finally:
+        close()
+
+
+def _report_json(report: ReplayReport) -> dict[str, Any]:
+    return {
+        "replayed": report.replayed,
+        "by_reason": dict(report.by_reason),
+        "out_of_scope": report.out_of_scope,
+        "dry_run": report.dry_run,
+    }
+
+
+def _report_text(report: ReplayReport, view: JobView | None) -> str:
+    reasons = ", ".join(f"{r} {n}" for r, n in report.by_reason.most_common())
+    counted = f"{report.replayed} dead letter{'' if report.replayed == 1 else 's'}"
+    if reasons:
+        counted += f" ({reasons})"
+    if report.dry_run:
+        line = f"would replay {counted}; nothing changed (--dry-run)"
+    else:
+        line = f"replayed {counted}"
+    if report.out_of_scope:
+        line += f"; {report.out_of_scope} left dead: out of the job's scope now"
+    if report.replayed and not report.dry_run and view is not None:
+        who = (
+            "the next `crawlq crawl` on this store fetches them"
+            if view.settings is None and view.celery is None
+            else "the job's workers fetch them"
+        )
+        line += f"\n{who}"
+    return line
+
+
+def _run(make: Callable[[], Any], what: str) -> Any:
+    try:
+        return asyncio.run(make())
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint=exc.option) from None
+    except CrawlqError as exc:
+        click.echo(f"crawlq: cannot {what}: {exc}", err=True)
+        sys.exit(1)

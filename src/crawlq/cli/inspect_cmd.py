@@ -1,0 +1,89 @@
+"""``crawlq inspect URL``: where one URL is in a crawl, and what came of it.
+
+The story joins the frontier's state and the store's record (`crawlq.engine.story`; for a
+job of the Celery engine, `crawlq.celery.operate`). Exit status: 0 when the story was told
+(``never_seen`` included), 1 when a backend cannot be read, 2 for bad input (a URL crawlq
+cannot crawl, a job or file that does not exist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import click
+
+from crawlq.cli.jobview import BadInput, JobView, open_view
+from crawlq.cli.output import stdout_console, story_table
+from crawlq.engine.story import UrlStory, native_story
+from crawlq.errors import CrawlqError, InvalidURL
+from crawlq.urls import UrlKeys, url_keys
+
+__all__ = ["inspect"]
+
+
+@click.command()
+@click.argument("url")
+@click.option(
+    "--frontier",
+    default=None,
+    help="redis://[:password@]host:port/db of a shared job, or a SQLite frontier file "
+    "(default: embedded in --store).",
+)
+@click.option("--job", default=None, help="The job name (with a Redis frontier).")
+@click.option(
+    "--store",
+    default=None,
+    help="The store: a SQLite file [crawlq.db] or postgresql://… (default for a job: its own).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+def inspect(
+    url: str, frontier: str | None, job: str | None, store: str | None, as_json: bool
+) -> None:
+    """Tell URL's story: canonical form, fingerprint, and where it is in the crawl.
+
+    Queued (priority, depth, ready at), in flight (worker, lease deadline), delayed (attempt,
+    due time, last error), stored (status, fetched at, WARC file and offset, items, error),
+    dead (reason, attempts, last error, the page that linked to it), filtered (reason), or
+    never seen. A running embedded crawl can be inspected: its file is read, not locked.
+    """
+    try:
+        keys = url_keys(url)
+    except InvalidURL as exc:
+        raise click.BadParameter(f"{url!r}: {exc.reason}", param_hint="URL") from None
+    try:
+        story = asyncio.run(_story(keys, frontier, job, store))
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint=exc.option) from None
+    except CrawlqError as exc:
+        click.echo(f"crawlq: cannot inspect {keys.url}: {exc}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(story.to_json(), indent=2))
+    else:
+        stdout_console().print(story_table(story.to_json()))
+
+
+async def _story(
+    keys: UrlKeys, frontier: str | None, job: str | None, store: str | None
+) -> UrlStory:
+    async with open_view(frontier, job, store) as view:
+        return await tell(view, keys)
+
+
+async def tell(view: JobView, keys: UrlKeys) -> UrlStory:
+    """The story of one URL in an open crawl."""
+    fp = keys.get_fingerprint
+    stored = None
+    problem = view.store_problem
+    if view.store is not None:
+        try:
+            stored = (await view.store.lookup([fp])).get(fp)
+        except CrawlqError as exc:
+            problem = str(exc)
+    if view.celery is not None:
+        from crawlq.celery.operate import celery_story
+
+        return await celery_story(keys, view.celery, stored, store_problem=problem)
+    return native_story(keys, await view.frontier.inspect(fp), stored, store_problem=problem)

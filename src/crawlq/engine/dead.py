@@ -1,0 +1,188 @@
+"""Dead letters an operator can act on: ``crawlq dead list`` and ``crawlq dead replay``.
+
+The native engine's dead letters live in the frontier (`Frontier.dead_letters`: what a
+replay puts back) and in the store (`crawlq.store.Store.lookup`: the failure's detail). A
+listing joins the two; a replay goes through the frontier (`Frontier.replay_dead`): each URL
+returns to its host's queue under its fingerprint, so dedup and politeness hold as for any
+request, its attempts are counted afresh, and the job's scope is checked again (`job_scope`):
+a dead letter the scope no longer takes stays dead. ``crawl --retry-dead`` is a replay of
+every dead letter. The Celery engine's counterpart is `crawlq.celery.operate`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from crawlq.export import iso_utc
+from crawlq.frontier import Frontier
+from crawlq.frontier.base import DeadFilter, DeadLetter
+from crawlq.scope import Scope
+from crawlq.settings import coerce_settings
+from crawlq.store import Store
+from crawlq.store.base import LOOKUP_MAX
+
+__all__ = ["DeadRow", "ReplayReport", "job_scope", "native_dead_rows", "replay_native"]
+
+SCOPE_FIELDS = ("allowed_domains", "include", "exclude", "max_depth")
+"""The job settings that make its scope (`crawlq.scope.Scope`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeadRow:
+    """One dead letter as ``crawlq dead list`` shows it.
+
+    Attributes:
+        url: The URL.
+        fingerprint: Its fingerprint.
+        host: Its politeness key.
+        reason: The dead-letter reason code.
+        attempts: Deliveries it had (None when not known).
+        at: When it was dead-lettered, Unix seconds (None when not known).
+        referrer: The page that linked to it (None: a seed, or not known).
+        detail: The failure's detail, from the store (None when the store has none).
+        depth: Its link depth.
+    """
+
+    url: str
+    fingerprint: bytes
+    host: str
+    reason: str
+    attempts: int | None
+    at: float | None
+    referrer: str | None
+    detail: str | None
+    depth: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON object (``crawlq dead list --json``: one per line)."""
+        return {
+            "url": self.url,
+            "reason": self.reason,
+            "host": self.host,
+            "attempts": self.attempts,
+            "at": None if self.at is None else iso_utc(self.at),
+            "referrer": self.referrer,
+            "detail": self.detail,
+            "depth": self.depth,
+            "fingerprint": self.fingerprint.hex(),
+        }
+
+
+@dataclass(slots=True)
+class ReplayReport:
+    """What a replay did (or, with ``dry_run``, would do).
+
+    Attributes:
+        replayed: URLs put back in the queue (dry run: that would be).
+        by_reason: Of those, how many per dead-letter reason.
+        out_of_scope: Matching dead letters left dead because the job's scope does not take
+            them any more.
+        dry_run: Nothing was changed.
+    """
+
+    replayed: int = 0
+    by_reason: Counter[str] = field(default_factory=Counter)
+    out_of_scope: int = 0
+    dry_run: bool = False
+
+
+def job_scope(stored: Mapping[str, Any] | None, source: str) -> Scope | None:
+    """The scope of a job from its stored settings, or None when it has none stored.
+
+    Raises:
+        ConfigError: A stored scope value of the wrong type (shared state is untrusted);
+            the message names the setting and ``source``.
+    """
+    if not stored:
+        return None
+    values = coerce_settings({k: stored[k] for k in SCOPE_FIELDS if k in stored}, source)
+    return Scope(
+        values.get("allowed_domains") or (),
+        values.get("include") or (),
+        values.get("exclude") or (),
+        values.get("max_depth"),
+    )
+
+
+async def native_dead_rows(
+    frontier: Frontier, store: Store | None, where: DeadFilter
+) -> AsyncIterator[DeadRow]:
+    """Stream the frontier's dead letters that ``where`` matches, with the store's detail.
+
+    The store is asked once per chunk of `LOOKUP_MAX` letters; without a store the detail is
+    None and the time comes from the frontier alone.
+    """
+    chunk: list[DeadLetter] = []
+    async for letter in frontier.dead_letters(where):
+        chunk.append(letter)
+        if len(chunk) >= LOOKUP_MAX:
+            for row in await _rows(chunk, store):
+                yield row
+            chunk = []
+    for row in await _rows(chunk, store):
+        yield row
+
+
+async def _rows(letters: list[DeadLetter], store: Store | None) -> list[DeadRow]:
+    if not letters:
+        return []
+    found = {} if store is None else await store.lookup([d.request.fingerprint for d in letters])
+    rows = []
+    for letter in letters:
+        req = letter.request
+        outcome = found.get(req.fingerprint)
+        record = None if outcome is None else outcome.dead
+        at = None if letter.dead_at_ms is None else letter.dead_at_ms / 1000
+        if at is None and record is not None:
+            at = record.at
+        attempts = (
+            letter.attempts if letter.attempts is not None else getattr(record, "attempts", None)
+        )
+        rows.append(
+            DeadRow(
+                url=req.url,
+                fingerprint=req.fingerprint,
+                host=req.host,
+                reason=letter.reason,
+                attempts=attempts,
+                at=at,
+                referrer=req.referrer or getattr(record, "referrer", None),
+                detail=None if record is None else record.detail,
+                depth=req.depth,
+            )
+        )
+    return rows
+
+
+async def replay_native(
+    frontier: Frontier, where: DeadFilter, scope: Scope | None, *, dry_run: bool = False
+) -> ReplayReport:
+    """Replay the matching dead letters through the frontier (module docstring).
+
+    Args:
+        frontier: The job's frontier (opened for writing unless ``dry_run``).
+        where: Which dead letters.
+        scope: The job's scope (`job_scope`), or None to take every one.
+        dry_run: Count what would be replayed; change nothing.
+    """
+    report = ReplayReport(dry_run=dry_run)
+    chosen: Counter[str] = Counter()
+
+    def admit(letter: DeadLetter) -> bool:
+        if scope is not None and scope.check(letter.request) is not None:
+            report.out_of_scope += 1
+            return False
+        chosen[letter.reason] += 1
+        return True
+
+    if dry_run:
+        async for letter in frontier.dead_letters(where):
+            admit(letter)
+        report.replayed = chosen.total()
+    else:
+        report.replayed = await frontier.replay_dead(where, admit)
+    report.by_reason = chosen
+    return report

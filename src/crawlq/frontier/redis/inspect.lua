@@ -1,0 +1,42 @@
+-- inspect.lua: read one fingerprint's state in one atomic step (crawlq inspect). Writes nothing.
+-- KEYS[1] job hash (its id is returned, so the caller sees a job that is gone or replaced)
+-- KEYS[2] seen set of fingerprints (dedup "set") or Bloom bits string ("bloom")
+-- KEYS[3] reqs hash fp -> host "\n" request JSON   KEYS[4] dead hash fp -> reason "\n" value
+-- KEYS[5] attempts hash fp -> deliveries   KEYS[6] owner hash fp -> "lease_id worker"
+-- KEYS[7] leases zset fp..host -> deadline Unix ms   KEYS[8] delayed zset fp..host -> due ms
+-- KEYS[9] next hash host -> next-allowed Unix ms   KEYS[10] last_error hash fp -> reason
+-- KEYS[11] dead_at hash fp -> Unix ms
+-- ARGV[1] fp (20 bytes)  ARGV[2] dedup mode "set" | "bloom"  ARGV[3..] Bloom bit positions
+-- Returns: {job id, seen (1|0), reqs value, dead value, attempts, owner, lease deadline,
+-- retry due, host next-allowed, last error, dead at}; a missing value is nil.
+local job, seen_key, reqs, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local fp, mode = ARGV[1], ARGV[2]
+local seen = 0
+if mode == "set" then
+  seen = redis.call("SISMEMBER", seen_key, fp)
+else
+  seen = 1
+  for j = 3, #ARGV do
+    if redis.call("GETBIT", seen_key, ARGV[j]) == 0 then seen = 0 end
+  end
+end
+local value = redis.call("HGET", reqs, fp)
+local dead_value = redis.call("HGET", dead, fp)
+local host = false
+if value then
+  host = string.sub(value, 1, (string.find(value, "\n", 1, true) or 1) - 1)
+elseif dead_value then
+  local rest = string.sub(dead_value, (string.find(dead_value, "\n", 1, true) or 0) + 1)
+  host = string.sub(rest, 1, (string.find(rest, "\n", 1, true) or 1) - 1)
+end
+local deadline, due, next_at = false, false, false
+if host then
+  deadline = redis.call("ZSCORE", KEYS[7], fp .. host)
+  due = redis.call("ZSCORE", KEYS[8], fp .. host)
+  next_at = redis.call("HGET", KEYS[9], host)
+end
+return {
+  redis.call("HGET", job, "id"), seen, value, dead_value,
+  redis.call("HGET", KEYS[5], fp), redis.call("HGET", KEYS[6], fp), deadline, due, next_at,
+  redis.call("HGET", KEYS[10], fp), redis.call("HGET", KEYS[11], fp),
+}
