@@ -258,6 +258,8 @@ async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) ->
     await store.write(ResultBatch(pages=[page(1), page(2)]))
     await store.close()
     with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 1 looks like
+        db.execute("DROP INDEX pages_spider_errors")
+        db.execute("ALTER TABLE pages DROP COLUMN request")
         db.execute("ALTER TABLE pages DROP COLUMN warc_file")
         db.execute("ALTER TABLE pages DROP COLUMN warc_offset")
         db.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")

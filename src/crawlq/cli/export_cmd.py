@@ -33,7 +33,13 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
     default="pages",
     show_default=True,
 )
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv", "parquet"]),
+    default=None,
+    help="[default: from the -o FILE extension (.jsonl, .ndjson, .csv, .parquet), else jsonl]",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--since", default=None, help="Only records at or after this ISO 8601 time.")
 @click.option(
@@ -47,7 +53,7 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 def export(
     store: str,
     what: str,
-    fmt: str,
+    fmt: str | None,
     output: str | None,
     since: str | None,
     body: bool,
@@ -67,6 +73,7 @@ def export(
     output closed it early (as `| head` does): the export stops there, silently, with the
     status a shell shows for a tool stopped by SIGPIPE.
     """
+    fmt = _format_for(fmt, output)
     if body and what != "pages":
         raise click.UsageError("--body applies to --what pages only")
     if fmt == "parquet" and output is None:
@@ -108,6 +115,40 @@ def export(
         sys.exit(1)
     if output is not None:
         click.echo(f"wrote {rows} {what} rows to {output}", err=True)
+
+
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+"""File extensions that name an export format (``-o pages.csv`` means ``--format csv``)."""
+
+
+def _format_for(fmt: str | None, output: str | None) -> str:
+    """The export format: ``--format``, else the one ``-o FILE``'s extension names.
+
+    Standard output with no ``--format`` gets JSON Lines. A file whose extension names no
+    format needs ``--format``, and one whose extension names another format than
+    ``--format`` is refused: either way a ``.csv`` file never holds JSON Lines.
+
+    Raises:
+        click.UsageError: The format cannot be told, or contradicts the extension.
+    """
+    if output is None:
+        return fmt or "jsonl"
+    suffix = Path(output).suffix.lower()
+    implied = _EXTENSIONS.get(suffix)
+    if fmt is None:
+        if implied is None:
+            known = ", ".join(_EXTENSIONS)
+            raise click.UsageError(
+                f"cannot tell the format of {output!r} from its extension: give --format "
+                f"jsonl|csv|parquet, or name the file with one of {known}"
+            )
+        return implied
+    if implied is not None and implied != fmt:
+        raise click.UsageError(
+            f"--format {fmt} but {output!r} is named like a {implied} file: "
+            f"give -o FILE with a matching extension, or leave --format out"
+        )
+    return fmt
 
 
 async def _export(

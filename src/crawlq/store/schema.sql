@@ -1,4 +1,4 @@
--- crawlq result store, schema version 2 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
+-- crawlq result store, schema version 3 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
 -- older files are migrated by the steps in _MIGRATIONS there).
 --
 -- These tables share one SQLite file with the frontier, whose tables are all prefixed
@@ -29,12 +29,18 @@ CREATE TABLE IF NOT EXISTS pages (
     spider       TEXT NOT NULL,
     body         BLOB,              -- NULL unless bodies are kept (store_body)
     warc_file    TEXT,              -- WARC file of the response record (warc_dir), or NULL
-    warc_offset  INTEGER            -- its byte offset in warc_file, or NULL
+    warc_offset  INTEGER,           -- its byte offset in warc_file (or NULL)
+    -- the fetched request as JSON (its callback and meta) or NULL (older pages)
+    request      TEXT
 );
 -- Export order and the `since` filter (keyset pagination on fetched_at, fingerprint).
 CREATE INDEX IF NOT EXISTS pages_fetched_at ON pages (fetched_at, fingerprint);
 -- counts(): pages by status.
 CREATE INDEX IF NOT EXISTS pages_status ON pages (status);
+-- Pages the spider failed on (crawlq.store.base.SPIDER_ERROR_SQL): counted by kind, exported
+-- with --what errors and reparsed with --errors-only without reading the other pages.
+CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)
+    WHERE substr(error, 1, 14) = 'spider_error: ';
 
 -- The items a spider yielded for a page, replaced as a whole when the page is written again.
 CREATE TABLE IF NOT EXISTS items (

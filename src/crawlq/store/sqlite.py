@@ -34,25 +34,34 @@ from crawlq.errors import StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.secrecy import create_private
 from crawlq.store.base import (
+    SPIDER_ERROR_SQL,
+    ParseUpdate,
     ResultBatch,
     StoreCounts,
     dead_from_row,
     filtered_from_row,
     item_from_row,
+    last_update_wins,
     page_from_row,
+    spider_error_counts,
 )
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         "ALTER TABLE pages ADD COLUMN warc_file TEXT",
         "ALTER TABLE pages ADD COLUMN warc_offset INTEGER",
+    ),
+    2: (  # spider errors: the request for reparse, and an index of the failed pages
+        "ALTER TABLE pages ADD COLUMN request TEXT",
+        "CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)"
+        f" WHERE {SPIDER_ERROR_SQL}",
     ),
 }
 """``_MIGRATIONS[v]`` brings a file at schema version ``v`` to ``v + 1``."""
@@ -70,16 +79,22 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, request)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset
+    warc_offset = excluded.warc_offset, request = excluded.request
 """
+_REPARSED_PAGE = "UPDATE pages SET error = ?, spider = ? WHERE fingerprint = ? AND fetched_at = ?"
+_SPIDER_ERRORS_BY_TYPE = f"""
+SELECT substr(error, 15, instr(substr(error, 15) || ':', ':') - 1), count(*)
+FROM pages WHERE {SPIDER_ERROR_SQL} GROUP BY 1
+"""
+"""Spider-error pages by the text between the prefix and the next ':' (their kind)."""
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
 """
@@ -192,8 +207,26 @@ class SqliteStore:
         """
         return await self._run(_counts)
 
+    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> int:
+        """Replace pages' error and items in one transaction; see `crawlq.store.Store`.
+
+        Raises:
+            ValueError: An item's data is not a JSON-serialisable object.
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, the store is closed or read-only.
+        """
+        if self._read_only:
+            raise StoreError(f"store {self._path} is open read-only")
+        if not updates:
+            return 0
+        return await self._run(functools.partial(_replace_parse, last_update_wins(updates)))
+
     async def pages(
-        self, *, since: float | None = None, with_body: bool = False
+        self,
+        *,
+        since: float | None = None,
+        with_body: bool = False,
+        spider_errors_only: bool = False,
     ) -> AsyncIterator[PageRecord]:
         """Stream pages by ``(fetched_at, fingerprint)``; see `crawlq.store.Store.pages`.
 
@@ -203,10 +236,12 @@ class SqliteStore:
         """
         body = "body" if with_body else "NULL"
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"  # read-only v1
-        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc} FROM pages"
+        request = "request" if self._version >= 3 else "NULL"
+        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {request} FROM pages"
+        errors = f" AND {SPIDER_ERROR_SQL}" if spider_errors_only else ""
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
-        first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
-        later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
+        first = (f"{select} WHERE fetched_at >= ?{errors} {order}", (_lower(since),))
+        later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?){errors} {order}"
         chunk = _BODY_CHUNK_ROWS if with_body else _CHUNK_ROWS
         async for row in self._stream(first, later, lambda r: (r[7], r[0]), chunk):
             yield page_from_row(row)
@@ -460,6 +495,7 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.body,
             p.warc_file,
             p.warc_offset,
+            p.request,
         )
         for p in batch.pages
     ]
@@ -510,6 +546,7 @@ def _counts(conn: sqlite3.Connection) -> StoreCounts:
         by_filtered = conn.execute(
             "SELECT reason, count(*) FROM filtered GROUP BY reason"
         ).fetchall()
+        spider_errors = conn.execute(_SPIDER_ERRORS_BY_TYPE).fetchall()
     finally:
         conn.execute("COMMIT")
     return StoreCounts(
@@ -520,7 +557,29 @@ def _counts(conn: sqlite3.Connection) -> StoreCounts:
         pages_by_status=dict(by_status),
         dead_by_reason=dict(by_dead),
         filtered_by_reason=dict(by_filtered),
+        spider_errors_by_type=spider_error_counts(spider_errors),
     )
+
+
+def _replace_parse(updates: Sequence[ParseUpdate], conn: sqlite3.Connection) -> int:
+    """Apply `ParseUpdate` s in one IMMEDIATE transaction; returns the pages updated."""
+    items = {u.fingerprint: [_item_row(item) for item in u.items] for u in updates}  # may raise
+    updated = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for u in updates:
+            cursor = conn.execute(_REPARSED_PAGE, (u.error, u.spider, u.fingerprint, u.fetched_at))
+            if cursor.rowcount == 0:
+                continue  # gone, or fetched again since it was read: the newer fetch wins
+            updated += 1
+            conn.execute("DELETE FROM items WHERE fingerprint = ?", (u.fingerprint,))
+            conn.executemany(_INSERT_ITEM, items[u.fingerprint])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return updated
 
 
 def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[_Row]:
