@@ -74,7 +74,7 @@ async def test_replace_parse_sets_error_and_items_and_keeps_the_rest(store: Stor
     await store.write(
         ResultBatch(pages=[broken, page(2)], items=[item(2, 0), item(2, 1)])
     )  # page 1 failed with no items; page 2 has two
-    assert await store.replace_parse([_fixed(1, 0, 1, 2)]) == 1
+    assert await store.replace_parse([_fixed(1, 0, 1, 2)]) == {fp(1)}
     [one, two] = await collect(store.pages(with_body=True))
     assert one == dataclasses.replace(broken, error=None, spider="docs-v2")
     assert two == page(2)
@@ -92,9 +92,9 @@ async def test_replace_parse_sets_error_and_items_and_keeps_the_rest(store: Stor
 async def test_replace_parse_twice_is_the_same_store(store: Store) -> None:
     await store.write(ResultBatch(pages=[page(1, error=KEY_ERROR), page(2, error=TYPE_ERROR)]))
     updates = [_fixed(1, 0, 1), _fixed(2)]
-    assert await store.replace_parse(updates) == 2
+    assert await store.replace_parse(updates) == {fp(1), fp(2)}
     first = (await collect(store.pages()), await collect(store.items()), await store.counts())
-    assert await store.replace_parse(updates) == 2
+    assert await store.replace_parse(updates) == {fp(1), fp(2)}
     second = (await collect(store.pages()), await collect(store.items()), await store.counts())
     assert [(p.error, p.spider) for p in second[0]] == [(None, "docs-v2")] * 2
     assert [(i.fingerprint, i.index) for i in second[1]] == [(fp(1), 0), (fp(1), 1)]
@@ -106,10 +106,10 @@ async def test_replace_parse_twice_is_the_same_store(store: Store) -> None:
 
 async def test_replace_parse_with_fewer_items_removes_the_rest(store: Store) -> None:
     await store.write(ResultBatch(pages=[page(1)], items=[item(1, i) for i in range(4)]))
-    assert await store.replace_parse([_fixed(1, 0)]) == 1
+    assert len(await store.replace_parse([_fixed(1, 0)])) == 1
     assert [(i.index, i.data) for i in await collect(store.items())] == [(0, {"fixed": 0})]
     still_failing = ParseUpdate(fp(1), page(1).fetched_at, TYPE_ERROR, "docs", [])
-    assert await store.replace_parse([still_failing]) == 1
+    assert len(await store.replace_parse([still_failing])) == 1
     assert await collect(store.items()) == []
     assert (await store.counts()).spider_errors_by_type == {"TypeError": 1}
 
@@ -123,7 +123,7 @@ async def test_replace_parse_never_overwrites_a_newer_fetch_or_another_outcome(
     refetched = page(1, fetched_at=page(1).fetched_at + 100, error=TYPE_ERROR)
     await store.write(ResultBatch(pages=[refetched], items=[item(1, 0, data={"new": True})]))
     await store.write(ResultBatch(dead=[dead(2)]))
-    assert await store.replace_parse(read) == 0
+    assert len(await store.replace_parse(read)) == 0
     assert await collect(store.pages()) == [refetched]
     assert [i.data for i in await collect(store.items())] == [{"new": True}]
     assert await collect(store.dead()) == [dead(2)]
@@ -139,7 +139,7 @@ async def test_replace_parse_with_unserialisable_items_writes_nothing(store: Sto
 
 
 async def test_replace_parse_of_nothing_is_a_no_op(store: Store) -> None:
-    assert await store.replace_parse([]) == 0
+    assert len(await store.replace_parse([])) == 0
 
 
 def test_parse_updates_hold_only_their_pages_items() -> None:
@@ -183,7 +183,7 @@ async def test_a_version_2_sqlite_store_is_migrated_and_its_errors_found(tmp_pat
     store = await SqliteStore.open(path)
     try:
         assert [p.url for p in await collect(store.pages(spider_errors_only=True))] == [page(1).url]
-        assert await store.replace_parse([_fixed(1, 0)]) == 1
+        assert len(await store.replace_parse([_fixed(1, 0)])) == 1
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
@@ -211,6 +211,6 @@ async def test_a_version_2_postgres_store_is_migrated(
         await store.write(ResultBatch(pages=[page(1, error=KEY_ERROR, request="{}"), page(2)]))
         assert [p.request for p in await collect(store.pages())] == ["{}", None]
         assert (await store.counts()).spider_errors_by_type == {"KeyError": 1}
-        assert await store.replace_parse([_fixed(1, 0)]) == 1
+        assert len(await store.replace_parse([_fixed(1, 0)])) == 1
     finally:
         await store.close()

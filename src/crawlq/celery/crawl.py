@@ -40,14 +40,14 @@ from crawlq.celery.state import CeleryState, Counts
 from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
 from crawlq.engine.job import new_private_seed_hosts
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.service import counted_since
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 from crawlq.secrecy import has_password
 from crawlq.settings import Settings
-from crawlq.store import Store
+from crawlq.store import Store, StoreCounts
 
 __all__ = ["CeleryCrawl", "celery_settings"]
 
@@ -118,7 +118,7 @@ class CeleryCrawl:
         self.loglevel = loglevel
         self._state: CeleryState | None = None
         self._store: Store | None = None
-        self._pages_before = 0
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
         self._stop = asyncio.Event()
         self._worker: subprocess.Popen[bytes] | None = None
         self._stopping_since: float | None = None  # when the local worker got SIGTERM
@@ -149,10 +149,10 @@ class CeleryCrawl:
         if self._state is None or self._store is None:
             return None
         counts = await self._state.counts()
-        pages = (await self._store.counts()).pages - self._pages_before
+        stored = await self._store.counts()
         return Progress(
             frontier=_stats(counts),
-            counters=WorkerCounters(pages=pages, started_s=self._started),
+            counters=counted_since(self._before, stored, self._started),
             in_flight=0,
             elapsed_s=time.monotonic() - self._started,
         )
@@ -174,7 +174,7 @@ class CeleryCrawl:
             state = await CeleryState.open(s.frontier, s.job)
             try:
                 self._state, self._store = state, backends.store
-                self._pages_before = (await backends.store.counts()).pages
+                self._before = await backends.store.counts()
                 self.settings = s
                 self._app = make_app(s)
                 seeded = await self._seed(state, s)
@@ -192,7 +192,7 @@ class CeleryCrawl:
             store = await backends.store.counts()
         return CrawlReport(
             stopped_by="stopped" if stopped else "done",
-            counters=WorkerCounters(pages=store.pages - self._pages_before),
+            counters=counted_since(self._before, store),
             store=store,
             frontier=_stats(counts),
             elapsed_s=time.monotonic() - self._started,

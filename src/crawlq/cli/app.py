@@ -17,6 +17,7 @@ __all__ = ["cli"]
 _COMMANDS = {
     "crawl": "crawlq.cli.crawl_cmd:crawl",
     "export": "crawlq.cli.export_cmd:export",
+    "reparse": "crawlq.cli.reparse_cmd:reparse",
     "seed": "crawlq.cli.seed_cmd:seed",
     "serve": "crawlq.cli.serve_cmd:serve",
     "status": "crawlq.cli.status_cmd:status",

@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -37,9 +38,16 @@ from crawlq.scope import Scope
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
-from crawlq.store import Store
+from crawlq.store import Store, StoreCounts
 
-__all__ = ["PARENT_CHECK_S", "MultiProcessCrawl", "SeedResult", "WorkerService", "seed"]
+__all__ = [
+    "PARENT_CHECK_S",
+    "MultiProcessCrawl",
+    "SeedResult",
+    "WorkerService",
+    "counted_since",
+    "seed",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -296,7 +304,7 @@ class MultiProcessCrawl:
         )
         self._frontier: Frontier | None = None
         self._store: Store | None = None
-        self._pages_before = 0
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
         self._stopped = False
         self._started = time.monotonic()
 
@@ -309,10 +317,9 @@ class MultiProcessCrawl:
         """Frontier counts and pages stored since the start, for all children together."""
         if self._frontier is None or self._store is None:
             return None
-        pages = (await self._store.counts()).pages - self._pages_before
         return Progress(
             frontier=await self._frontier.stats(),
-            counters=WorkerCounters(pages=pages, started_s=self._started),
+            counters=counted_since(self._before, await self._store.counts(), self._started),
             in_flight=0,
             elapsed_s=time.monotonic() - self._started,
         )
@@ -327,7 +334,7 @@ class MultiProcessCrawl:
         seeded = await seed(self.settings, self.requests, retry_dead=self.retry_dead)
         async with open_backends(seeded.settings, runs_spider=False) as backends:
             self._frontier, self._store = backends.frontier, backends.store
-            self._pages_before = (await backends.store.counts()).pages
+            self._before = await backends.store.counts()
             limit, store_ = self.settings.max_pages, backends.store
             budget_spent = False
 
@@ -339,7 +346,7 @@ class MultiProcessCrawl:
             if limit is not None:
                 # Each child gets its share of the budget (the parent also stops them all
                 # once the store holds `limit` pages, whoever stored them).
-                share = -(-max(0, limit - self._pages_before) // self.pool.count)
+                share = -(-max(0, limit - self._before.pages) // self.pool.count)
                 self.pool.args += ["--page-budget", str(share)]
             # The job keeps no store password: the children get this process's store URL
             # (equal to the job's but for the password) through their environment.
@@ -372,7 +379,7 @@ class MultiProcessCrawl:
                 stopped_by = "stopped"
             report = CrawlReport(
                 stopped_by=stopped_by,
-                counters=WorkerCounters(pages=store.pages - self._pages_before),
+                counters=counted_since(self._before, store),
                 store=store,
                 frontier=frontier,
                 elapsed_s=time.monotonic() - self._started,
@@ -387,6 +394,23 @@ class MultiProcessCrawl:
         if failed:
             logger.warning("worker processes exited with %s; the others finished the job", codes)
         return report
+
+
+def counted_since(
+    before: StoreCounts, now: StoreCounts, started_s: float | None = None
+) -> WorkerCounters:
+    """The counters of a run whose work other processes did: what the store gained.
+
+    Pages stored, and pages with spider errors by kind, since ``before`` (kinds whose count
+    fell, as after a ``crawlq reparse``, count 0).
+    """
+    counters = WorkerCounters(
+        pages=now.pages - before.pages,
+        spider_errors=Counter(now.spider_errors_by_type) - Counter(before.spider_errors_by_type),
+    )
+    if started_s is not None:
+        counters.started_s = started_s
+    return counters
 
 
 async def _riding_out(read: Callable[[], Awaitable[_T]]) -> _T:

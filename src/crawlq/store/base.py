@@ -284,7 +284,7 @@ class Store(Protocol):
         """
         ...
 
-    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> int:
+    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
         """Replace the parse results of stored pages (``crawlq reparse``), in one transaction.
 
         For each update whose page the store still holds with the same ``fetched_at``: the
@@ -298,7 +298,7 @@ class Store(Protocol):
             updates: At most one per fingerprint counts (a later one replaces an earlier one).
 
         Returns:
-            How many pages were updated.
+            The fingerprints of the pages updated.
 
         Raises:
             ValueError: An item's ``data`` is not JSON-serialisable; nothing was written.

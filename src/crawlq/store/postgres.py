@@ -282,7 +282,7 @@ class PostgresStore:
         """
         return await self._run(_counts)
 
-    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> int:
+    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
         """Replace pages' error and items in one transaction; see `crawlq.store.Store`.
 
         Takes the ``outcomes`` row locks of the pages first, in fingerprint order, as
@@ -296,7 +296,7 @@ class PostgresStore:
         if self._read_only:
             raise StoreError(f"store {self._target.name} is open read-only")
         if not updates:
-            return 0
+            return frozenset()
         return await self._run(_Reparsed.of(last_update_wins(updates)).write)
 
     async def pages(
@@ -800,16 +800,16 @@ class _Reparsed:
         ]
         return cls(pages, items)
 
-    async def write(self, conn: _Conn) -> int:
+    async def write(self, conn: _Conn) -> frozenset[bytes]:
         """Update the pages that still hold the version read; replace their items."""
         columns = [list(column) for column in zip(*self.pages, strict=True)]
         async with conn.transaction(), conn.cursor() as cur:
             await cur.execute(_LOCK_OUTCOMES, (columns[0],))
             await cur.execute(_REPARSED_PAGES, columns)
-            updated = {row[0] for row in await cur.fetchall()}
+            updated = {bytes(row[0]) for row in await cur.fetchall()}
             if updated:
                 await cur.execute(_DELETE["items"], (list(updated),))
                 rows = [row for row in self.items if row[0] in updated]
                 if rows:
                     await cur.executemany(_INSERT_ITEM, rows)
-        return len(updated)
+        return frozenset(updated)

@@ -207,7 +207,7 @@ class SqliteStore:
         """
         return await self._run(_counts)
 
-    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> int:
+    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
         """Replace pages' error and items in one transaction; see `crawlq.store.Store`.
 
         Raises:
@@ -218,7 +218,7 @@ class SqliteStore:
         if self._read_only:
             raise StoreError(f"store {self._path} is open read-only")
         if not updates:
-            return 0
+            return frozenset()
         return await self._run(functools.partial(_replace_parse, last_update_wins(updates)))
 
     async def pages(
@@ -561,17 +561,17 @@ def _counts(conn: sqlite3.Connection) -> StoreCounts:
     )
 
 
-def _replace_parse(updates: Sequence[ParseUpdate], conn: sqlite3.Connection) -> int:
+def _replace_parse(updates: Sequence[ParseUpdate], conn: sqlite3.Connection) -> frozenset[bytes]:
     """Apply `ParseUpdate` s in one IMMEDIATE transaction; returns the pages updated."""
     items = {u.fingerprint: [_item_row(item) for item in u.items] for u in updates}  # may raise
-    updated = 0
+    updated: set[bytes] = set()
     conn.execute("BEGIN IMMEDIATE")
     try:
         for u in updates:
             cursor = conn.execute(_REPARSED_PAGE, (u.error, u.spider, u.fingerprint, u.fetched_at))
             if cursor.rowcount == 0:
                 continue  # gone, or fetched again since it was read: the newer fetch wins
-            updated += 1
+            updated.add(u.fingerprint)
             conn.execute("DELETE FROM items WHERE fingerprint = ?", (u.fingerprint,))
             conn.executemany(_INSERT_ITEM, items[u.fingerprint])
         conn.execute("COMMIT")
@@ -579,7 +579,7 @@ def _replace_parse(updates: Sequence[ParseUpdate], conn: sqlite3.Connection) -> 
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return updated
+    return frozenset(updated)
 
 
 def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[_Row]:
