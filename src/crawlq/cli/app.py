@@ -20,6 +20,7 @@ _COMMANDS = {
     "reparse": "crawlq.cli.reparse_cmd:reparse",
     "seed": "crawlq.cli.seed_cmd:seed",
     "serve": "crawlq.cli.serve_cmd:serve",
+    "settings": "crawlq.cli.settings_cmd:settings",
     "status": "crawlq.cli.status_cmd:status",
     "worker": "crawlq.cli.worker_cmd:worker",
 }

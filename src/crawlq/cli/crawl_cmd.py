@@ -164,7 +164,7 @@ def _native_runner(
     crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead)
     if processes is not None and processes > 1:
         args = ["--concurrency", str(settings.concurrency)]
-        args += ["-" + "v" * verbose] if verbose else ["-q"]  # the children print no summary
+        args += ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
         return MultiProcessCrawl(
             crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead
         )

@@ -19,6 +19,7 @@ __all__ = [
     "job_options",
     "output_options",
     "process_options",
+    "setting_of_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -187,6 +188,19 @@ _RENAMED = {
     "max_delay": "max_delay_s",
 }
 _NOT_SETTINGS = {"ignore_robots", "allow_domain", "config", "processes", "quiet", "verbose"}
+_OPTION_SETTINGS = {
+    "allow_domain": "allowed_domains",
+    "ignore_robots": "obey_robots",
+    "broker": "broker_url",
+}
+"""Options that set a setting of another name (besides `_RENAMED`): ``--broker`` is the
+Celery engine's ``broker_url`` (see ``crawlq crawl``)."""
+
+
+def setting_of_option(name: str) -> str | None:
+    """The setting a command option (by its Python name, ``delay``) sets, or None."""
+    setting = _OPTION_SETTINGS.get(name) or _RENAMED.get(name, name)
+    return setting if setting in Settings.field_names() else None
 
 
 def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = None) -> Settings:

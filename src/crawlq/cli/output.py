@@ -194,17 +194,33 @@ def _reasons(counts: Mapping[str, int]) -> str:
     return f"{sum(counts.values())} ({parts})"
 
 
-def print_summary(report: CrawlReport, out: TextIO) -> None:
-    """Write the end-of-crawl summary as plain ``key: value`` lines."""
+def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> None:
+    """Write the end-of-crawl summary as plain ``key: value`` lines.
+
+    ``worker``: the report of ``crawlq worker``, for which a stop is the normal end (the job
+    goes on with its other workers), not an interruption.
+    """
     c, s = report.counters, report.store
     rate = c.pages / report.elapsed_s if report.elapsed_s > 0 else 0.0
     ended = {
-        "done": "finished: nothing left to crawl",
-        "max_pages": "stopped at --max-pages",
-        "stopped": "interrupted: re-run the same command to resume",
+        "done": "crawl finished: nothing left to crawl",
+        "max_pages": "crawl stopped at --max-pages",
+        "stopped": "crawl interrupted: re-run the same command to resume",
     }.get(report.stopped_by, report.stopped_by)
+    if worker:
+        pending = report.frontier.pending
+        left = (
+            "the job has nothing left to crawl"
+            if pending == 0
+            else f"{pending} URLs left in the job (queued, retrying or in flight)"
+        )
+        ended = {
+            "done": f"worker finished: {left}",
+            "max_pages": f"worker stopped at --max-pages: {left}",
+            "stopped": f"worker stopped: {left}",
+        }.get(report.stopped_by, report.stopped_by)
     lines = [
-        f"crawl {ended}",
+        ended,
         f"pages stored: {c.pages} this run, {s.pages} in store",
         f"items: {c.items} this run, {s.items} in store"
         if report.full_counters

@@ -46,7 +46,8 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
     pages ("engine": "celery" in --json, where queued, in_flight and workers are null).
 
     Stored pages are counted in the job's store; a job keeps its store URL without the
-    password, which CRAWLQ_STORE (the same URL with it) supplies.
+    password, which CRAWLQ_STORE (the same URL with it) supplies. --watch runs until Ctrl-C,
+    which ends it with exit status 0.
     """
     try:
         check_job_name(job)
@@ -60,7 +61,8 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
         )
     try:
         if watch and not as_json:
-            asyncio.run(_watch(frontier, job, interval))
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how --watch ends: exit 0
+                asyncio.run(_watch(frontier, job, interval))
             return
         report = asyncio.run(_snapshot(frontier, job))
     except CrawlqError as exc:

@@ -43,6 +43,7 @@ from crawlq.store import Store, StoreCounts
 __all__ = [
     "PARENT_CHECK_S",
     "MultiProcessCrawl",
+    "MultiProcessWorker",
     "SeedResult",
     "WorkerService",
     "counted_since",
@@ -394,6 +395,92 @@ class MultiProcessCrawl:
         if failed:
             logger.warning("worker processes exited with %s; the others finished the job", codes)
         return report
+
+
+class MultiProcessWorker:
+    """``crawlq worker --processes P``: P worker processes of one job, shown and reported as one.
+
+    Each child is a ``crawlq worker --processes 1`` of the job, started with this process's
+    pid (so it prints no progress or summary of its own and leaves stopping to this
+    process); this process shows one live progress display from the frontier and the store,
+    forwards a stop to every child, and reports the job once.
+
+    Args:
+        settings: This process's settings (``frontier`` and ``job`` set).
+        processes: Worker processes to start (>= 1).
+        worker_args: The children's ``crawlq worker`` arguments (no secrets: the frontier
+            and store URLs go in ``env``).
+        env: Variables for the children's environment (``CRAWLQ_FRONTIER``, ``CRAWLQ_STORE``).
+        exit_when_done: The children exit when the whole job is drained.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        processes: int,
+        worker_args: Sequence[str],
+        env: dict[str, str],
+        *,
+        exit_when_done: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.exit_when_done = exit_when_done
+        self.pool = WorkerProcesses([*worker_args, "--processes", "1"], processes, env)
+        self._frontier: Frontier | None = None
+        self._store: Store | None = None
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
+        self._stopped = False
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
+        self._stopped = True
+        self.pool.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """Frontier counts and what the store gained since the start, for all children."""
+        if self._frontier is None or self._store is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=counted_since(self._before, await self._store.counts(), self._started),
+            in_flight=0,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+    async def run(self) -> CrawlReport:
+        """Bind the job, start the children, wait for all of them, report.
+
+        Raises:
+            ConfigError: As `WorkerService.run` (the job was never seeded, settings that
+                conflict with the job's): checked here once, before any child starts.
+            CrawlqError: A child exited with an error before it was asked to stop (its own
+                message is on stderr).
+        """
+        self._started = time.monotonic()
+        async with open_backends(self.settings, runs_spider=False) as backends:
+            self._frontier, self._store = backends.frontier, backends.store
+            self._before = await backends.store.counts()
+            self.pool.start()
+            try:
+                codes = await self.pool.wait()
+            finally:
+                self._frontier = self._store = None
+            store = await _riding_out(backends.store.counts)
+            frontier = await _riding_out(backends.frontier.stats)
+        failed = [c for c in codes if c not in (0, -15)]
+        if failed and not self._stopped:
+            raise CrawlqError(f"worker processes exited with {codes}")
+        done = self.exit_when_done and not self._stopped and frontier.pending == 0
+        return CrawlReport(
+            stopped_by="done" if done else "stopped",
+            counters=counted_since(self._before, store),
+            store=store,
+            frontier=frontier,
+            elapsed_s=time.monotonic() - self._started,
+            seeded=0,
+            full_counters=False,
+        )
 
 
 def counted_since(
