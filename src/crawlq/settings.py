@@ -507,13 +507,15 @@ def suggest(name: str, *, limit: int = 3) -> list[str]:
     """The setting names closest to an unknown ``name``, best first (possibly none).
 
     A name missing only its unit (``delay`` for ``delay_s``, ``max_body`` for
-    ``max_body_bytes``) comes first; then close spellings (`difflib`).
+    ``max_body_bytes``) is the one answer; else close spellings (`difflib`).
     """
-    names = [n for n in Settings.field_names()]
+    names = Settings.field_names()
     key = name.strip().lower().replace("-", "_")
-    found = [key + suffix for suffix in _UNIT_SUFFIXES if key + suffix in names]
-    found += [n for n in difflib.get_close_matches(key, names, n=limit, cutoff=0.6)]
-    return list(dict.fromkeys(n for n in found if n != key))[:limit]
+    with_unit = [key + suffix for suffix in _UNIT_SUFFIXES if key + suffix in names]
+    if with_unit:
+        return with_unit
+    close = difflib.get_close_matches(key, names, n=limit, cutoff=0.6)
+    return [n for n in close if n != key]
 
 
 def _env_name(name: str) -> str:
