@@ -129,7 +129,9 @@ def test_the_live_display_shows_spider_errors() -> None:
     console = Console(file=buffer, force_terminal=True, width=120)
     counters = WorkerCounters(pages=7, spider_errors=Counter({"KeyError": 2, "TypeError": 1}))
     with ProgressDisplay(console) as display:
-        display.update(Progress(FrontierStats(0, 0, 0, 0, 0, 0), counters, in_flight=0, elapsed_s=2.0))
+        display.update(
+            Progress(FrontierStats(0, 0, 0, 0, 0, 0), counters, in_flight=0, elapsed_s=2.0)
+        )
     text = buffer.getvalue()
     assert "spider errors" in text
     assert "3 (KeyError 2, …)" in text

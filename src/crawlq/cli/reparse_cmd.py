@@ -96,6 +96,9 @@ def reparse(
     except KeyboardInterrupt:
         sys.exit(1)
     _print_report(report, counts, sys.stdout)
+    if report.stopped:
+        click.echo("crawlq: reparse interrupted: re-run the same command to finish", err=True)
+        sys.exit(1)
     if fail_on_spider_errors and report.failing:
         sys.exit(EXIT_SPIDER_ERRORS)
 

@@ -68,6 +68,7 @@ class ReparseReport:
         not_parsed: Pages skipped because their status never reaches a callback, by status.
         other_spider: Pages skipped because another spider parsed them, by spider name.
         changed: Pages fetched again (or gone) while this ran: the newer record was kept.
+        stopped: `Reparse.stop` ended the run before every selected page was read.
         elapsed_s: Wall seconds.
     """
 
@@ -84,6 +85,7 @@ class ReparseReport:
     not_parsed: Counter[int] = field(default_factory=Counter)
     other_spider: Counter[str] = field(default_factory=Counter)
     changed: int = 0
+    stopped: bool = False
     elapsed_s: float = 0.0
 
 
@@ -144,6 +146,7 @@ class Reparse:
                     await self._write(pending)
                     pending = []
                 if self._stopping:
+                    self.report.stopped = True
                     break
             await self._write(pending)
         finally:
