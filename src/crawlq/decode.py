@@ -1,16 +1,33 @@
-"""Turn response bytes into text: pick the character encoding the way a browser would.
+"""Turn response bytes into text: decide whether a body is HTML, and pick its encoding.
 
-Rules, by media type (the ``Content-Type`` header without parameters):
+Is it HTML? (`sniff`, which `crawlq.request.FetchResult.is_html` and `decode_body` share):
 
-* HTML (``text/html``, ``application/xhtml+xml``, or no ``Content-Type`` at all when the body
-  sniffs as HTML): w3lib's ``html_to_unicode``, which follows the HTML Standard's encoding
+* A body without a usable ``Content-Type`` (none, ``unknown/unknown``, ``application/unknown``,
+  ``*/*``) is HTML when it opens with one of the HTML signatures of WHATWG MIME Sniffing §7.1
+  ("identifying a resource with an unknown MIME type"): after leading whitespace, a
+  case-insensitive ``<!DOCTYPE HTML``, ``<HTML``, ``<HEAD``, ``<SCRIPT``, ``<IFRAME``, ``<H1``,
+  ``<DIV``, ``<FONT``, ``<TABLE``, ``<A``, ``<STYLE``, ``<TITLE``, ``<B``, ``<BODY``, ``<BR``,
+  ``<P`` or ``<!--``, followed by a space or ``>``. Two liberties: a UTF-8 byte-order mark
+  before it is skipped (the standard calls such a body text/plain), and any ASCII whitespace
+  ends the tag name as a space does (a line break after ``<html``). HTTP/1.0 servers and bare
+  responses send no ``Content-Type``.
+* A body labelled ``text/html`` or ``application/xhtml+xml`` is not HTML when its bytes say
+  it is binary: it opens with a signature of a binary format (`BINARY_SIGNATURES`: PDF, PNG,
+  GIF, JPEG, WebP, ZIP, gzip… from the pattern tables of WHATWG MIME Sniffing §6), or has a
+  NUL byte in its first 1024 bytes (unless it is UTF-16 or UTF-32, by byte-order mark or
+  ``charset``). Browsers trust the label; a crawler that did would store a title and follow
+  links made of compressed bytes. `Sniffed.binary` says which rule fired.
+
+Encodings, by media type (the ``Content-Type`` header without parameters):
+
+* HTML (as above): w3lib's ``html_to_unicode``, which follows the HTML Standard's encoding
   sniffing (§13.2.3.2 "Determining the character encoding"): byte-order mark, then the
   header's ``charset``, then ``<meta charset>`` / ``<meta http-equiv>`` in the body, then
   detection (`detect_encoding`), then UTF-8. WHATWG label overrides apply (``latin-1``
   decodes as ``cp1252``).
 * other text (``text/*``, JSON, XML, JavaScript): the header's ``charset`` (RFC 9110 §8.3.2),
   else detection, else UTF-8.
-* anything else is binary: no encoding, empty text.
+* anything else, a binary body labelled HTML included, is binary: no encoding, empty text.
 
 Decoding never fails: undecodable bytes become U+FFFD.
 """
@@ -18,17 +35,53 @@ Decoding never fails: undecodable bytes become U+FFFD.
 from __future__ import annotations
 
 import codecs
+from typing import NamedTuple
 
 from w3lib.encoding import html_to_unicode, http_content_type_encoding
 
-__all__ = ["decode_body", "detect_encoding", "media_type"]
+__all__ = ["BINARY_SIGNATURES", "Sniffed", "decode_body", "detect_encoding", "media_type", "sniff"]
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _TEXT_TYPES = frozenset(
     {"application/json", "application/xml", "application/javascript", "application/ecmascript"}
 )
-_HTML_STARTS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<title", b"<script", b"<!--")
-"""Openings that mark an unlabelled body as HTML (a subset of WHATWG MIME Sniffing §7.1)."""
+_UNKNOWN_TYPES = frozenset({"", "unknown/unknown", "application/unknown", "*/*"})
+"""Labels that say nothing: the body is sniffed (WHATWG MIME Sniffing §7, "supplied MIME
+type is undefined or an unknown type")."""
+_HTML_SIGNATURES = (
+    b"<!doctype html", b"<html", b"<head", b"<script", b"<iframe", b"<h1", b"<div", b"<font",
+    b"<table", b"<a", b"<style", b"<title", b"<b", b"<body", b"<br", b"<p", b"<!--",
+)  # fmt: skip
+"""WHATWG MIME Sniffing §7.1 HTML signatures, lower-cased (each then needs a tag end)."""
+_TAG_ENDS = frozenset(bytes([byte]) for byte in b" >\t\n\x0c\r")
+"""Bytes that end a signature's tag name: space and ``>`` (the standard), or whitespace."""
+_SNIFF_BYTES = 1445
+"""The "resource header": how much of a body sniffing looks at (WHATWG MIME Sniffing §5.2)."""
+_WHITESPACE = b"\t\n\x0c\r "
+
+BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "application/pdf"),
+    (b"%!PS-Adobe-", "application/postscript"),
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"\x1aE\xdf\xa3", "video/webm"),
+    (b"wOFF", "font/woff"),
+    (b"wOF2", "font/woff2"),
+    (b"\x1f\x8b\x08", "application/x-gzip"),
+    (b"PK\x03\x04", "application/zip"),
+    (b"Rar!\x1a\x07", "application/x-rar-compressed"),
+    (b"7z\xbc\xaf'\x1c", "application/x-7z-compressed"),
+    (b"(\xb5/\xfd", "application/zstd"),
+    (b"\x7fELF", "application/x-executable"),
+)
+"""Openings of binary formats and their media types, from the tables of WHATWG MIME Sniffing
+§6.1 (images, with ``RIFF…WEBP`` checked apart), §6.2 (``video/webm``), §6.3 (fonts), §6.4
+(archives), plus zstd (RFC 8878 §3.1.1), 7z and ELF. Formats whose signature holds a NUL byte
+(ICO, MP4, TrueType, RAR 5…) are caught by the NUL rule."""
+_NUL_WINDOW_BYTES = 1024
+_WIDE_CHARSETS = ("utf-16", "utf_16", "utf-32", "utf_32")
 _DETECT_SAMPLE_BYTES = 64 * 1024
 """Bytes given to charset_normalizer: enough to decide, bounded so big bodies stay cheap."""
 
@@ -76,10 +129,11 @@ def decode_body(content_type: str | None, body: bytes) -> tuple[str | None, str]
         binary body.
     """
     kind = media_type(content_type)
-    if kind in _HTML_TYPES or (not kind and _sniffs_as_html(body)):
+    sniffed = sniff(content_type, body)
+    if sniffed.html:
         encoding, text = html_to_unicode(content_type, body, auto_detect_fun=detect_encoding)
         return _codec_name(encoding), text
-    if not _is_text(kind):
+    if sniffed.binary is not None or not _is_text(kind):
         return None, ""
     encoding = http_content_type_encoding(content_type) or detect_encoding(body) or "utf-8"
     encoding = _codec_name(encoding)
@@ -90,10 +144,69 @@ def _is_text(kind: str) -> bool:
     return kind.startswith("text/") or kind in _TEXT_TYPES or kind.endswith(("+json", "+xml"))
 
 
+class Sniffed(NamedTuple):
+    """What `sniff` found.
+
+    Attributes:
+        html: The body is to be parsed as HTML.
+        binary: For a body labelled HTML that is binary: why, such as ``"application/pdf
+            signature"`` or ``"NUL byte in the first 1024 bytes"``; else None.
+    """
+
+    html: bool
+    binary: str | None = None
+
+
+_NOT_HTML = Sniffed(False)
+_HTML = Sniffed(True)
+
+
+def sniff(content_type: str | None, body: bytes) -> Sniffed:
+    """Decide whether a response body is HTML (rules in the module docstring).
+
+    Args:
+        content_type: The ``Content-Type`` header value, or None when absent.
+        body: The body after content decoding.
+
+    Returns:
+        ``html`` True for a body labelled HTML that is not binary, and for an unlabelled body
+        with an HTML signature; ``binary`` the reason a body labelled HTML is not parsed.
+    """
+    kind = media_type(content_type)
+    if kind in _HTML_TYPES:
+        reason = _binary_reason(content_type, body)
+        return _HTML if reason is None else Sniffed(False, reason)
+    if kind in _UNKNOWN_TYPES and _sniffs_as_html(body):
+        return _HTML
+    return _NOT_HTML
+
+
 def _sniffs_as_html(body: bytes) -> bool:
-    """True when an unlabelled body starts like an HTML document (after a BOM and blanks)."""
-    head = body[:1024].removeprefix(codecs.BOM_UTF8).lstrip().lower()
-    return head.startswith(_HTML_STARTS)
+    """True when an unlabelled body opens with an HTML signature (module docstring)."""
+    head = body[:_SNIFF_BYTES].removeprefix(codecs.BOM_UTF8).lstrip(_WHITESPACE)
+    if not head.startswith(b"<"):
+        return False
+    head = head[:16].lower()
+    return any(
+        head.startswith(signature) and head[len(signature) : len(signature) + 1] in _TAG_ENDS
+        for signature in _HTML_SIGNATURES
+    )
+
+
+def _binary_reason(content_type: str | None, body: bytes) -> str | None:
+    """Why a body labelled HTML is binary, or None when it is not (module docstring)."""
+    for signature, kind in BINARY_SIGNATURES:
+        if body.startswith(signature):
+            return f"{kind} signature"
+    if body.startswith(b"RIFF") and body[8:12] == b"WEBP":
+        return "image/webp signature"
+    nul = body.find(b"\x00", 0, _NUL_WINDOW_BYTES)
+    if nul < 0 or body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None  # a UTF-32 BOM starts like a UTF-16 one
+    charset = (http_content_type_encoding(content_type) or "").lower()
+    if charset.startswith(_WIDE_CHARSETS):
+        return None
+    return f"NUL byte in the first {_NUL_WINDOW_BYTES} bytes"
 
 
 def _codec_name(encoding: str) -> str:

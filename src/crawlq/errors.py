@@ -47,6 +47,7 @@ __all__ = [
     "LeaseLost",
     "PermanentFetchError",
     "PrivateAddressError",
+    "QueueFullTimeout",
     "RetryableStatus",
     "RobotsUnreachable",
     "SeedInterrupted",
@@ -156,6 +157,18 @@ class JobGone(FrontierError):
         self.found = found
 
 
+class QueueFullTimeout(FrontierError):
+    """A producer waited ``max_push_wait_s`` for room in a full frontier (``max_queued``)."""
+
+    def __init__(self, waited_s: float, max_queued: int | None) -> None:
+        bound = f"max_queued {max_queued}" if max_queued is not None else "max_queued_per_host"
+        super().__init__(
+            f"the job's frontier stayed full ({bound}) for {waited_s:g}s: its workers drain it "
+            "slower than it is fed"
+        )
+        self.waited_s = waited_s
+
+
 class SeedInterrupted(FrontierError):
     """Seeding stopped part way: ``queued`` of ``given`` requests were queued before ``cause``.
 
@@ -164,8 +177,9 @@ class SeedInterrupted(FrontierError):
     """
 
     def __init__(self, queued: int, given: int, cause: FrontierError) -> None:
+        why = "waiting for room" if isinstance(cause, QueueFullTimeout) else "Redis refused"
         super().__init__(
-            f"queued {queued} of {given} before Redis refused: {cause}; re-run the same "
+            f"queued {queued} of {given} before {why}: {cause}; re-run the same "
             "command to resume (already-queued URLs are skipped)"
         )
         self.queued = queued

@@ -5,7 +5,8 @@ fingerprints as lower-case hex):
 
 * ``pages``: url, final_url, status, content_type, depth, title, fetched_at, size (bytes),
   elapsed_s, attempt, error, spider, fingerprint, warc_file, warc_offset (None unless the
-  crawl archived to WARC), then ``body_b64`` (the stored body in base64, None when the page
+  crawl archived to WARC), canonical_url (the page's ``<link rel="canonical">``, or None),
+  then ``body_b64`` (the stored body in base64, None when the page
   was stored without one) only when bodies are asked for.
 * ``items``: the item's own fields, then ``_url`` (the page URL) and ``_spider``. In JSON
   Lines, an item field named ``_url`` or ``_spider`` is shadowed by crawlq's value.
@@ -93,6 +94,7 @@ PAGE_COLUMNS = (
     "fingerprint",
     "warc_file",
     "warc_offset",
+    "canonical_url",
 )
 """Keys of an exported page, in order (``body_b64`` follows when bodies are exported)."""
 _BODY = "body_b64"
@@ -256,6 +258,7 @@ def page_row(page: PageRecord, time: Callable[[float], Any] = iso_utc) -> dict[s
         "fingerprint": page.fingerprint.hex(),
         "warc_file": page.warc_file,
         "warc_offset": page.warc_offset,
+        "canonical_url": page.canonical_url,
     }
 
 

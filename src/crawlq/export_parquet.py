@@ -8,7 +8,8 @@ Columns, by ``what`` (times as ``timestamp[us, UTC]``, fingerprints as lower-cas
 
 * ``pages``: url, final_url, status (int32), content_type, depth (int32), title, fetched_at,
   size (int64 bytes), elapsed_s (float64), attempt (int32), error, spider, fingerprint,
-  warc_file, warc_offset (int64), then ``body`` (binary) only when bodies are asked for.
+  warc_file, warc_offset (int64), canonical_url, then ``body`` (binary) only when bodies
+  are asked for.
 * ``items``: url, spider, created_at, fingerprint, index (int32), data: the item as a JSON
   object in a string column (items have no fixed columns; read it with e.g. DuckDB's
   ``json_extract`` or ``pandas.json_normalize``).
@@ -58,6 +59,7 @@ _PAGES = pa.schema(
         ("fingerprint", pa.string()),
         ("warc_file", pa.string()),
         ("warc_offset", pa.int64()),
+        ("canonical_url", pa.string()),
     ]
 )
 _ITEMS = pa.schema(

@@ -1,4 +1,4 @@
-"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, classified errors.
+r"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, classified errors.
 
 `Fetcher.fetch` either returns a complete `FetchResult` or raises a `FetchError` that is
 already classified for the retry policy (`crawlq.retry`): no aiohttp exception escapes.
@@ -10,12 +10,30 @@ Rules and their sources:
   303, 307 and 308 with a ``Location``, resolved against the current URL (RFC 3986 §5).
   303 switches to GET (§15.4.4); so do 301 and 302 after a POST, as browsers do (§15.4.2,
   §15.4.3, WHATWG Fetch "HTTP-redirect fetch"). 307/308 keep the method and body.
-  Credentials (``Authorization``, ``Cookie``) are not sent on to another origin.
+  Credentials (``Authorization``, ``Cookie``) are not sent on to another origin. The
+  ``Location`` is read from its bytes and resolved as browsers do (WHATWG URL Standard,
+  `crawlq.urls.decode_location` and `crawlq.urls.resolve`): ``///host/p`` goes to ``host``,
+  a latin-1 ``/caf\xe9`` to ``/caf%E9``.
+* Content codings (RFC 9110 §8.4) are undone by `crawlq.codings`, not by aiohttp (whose
+  ``auto_decompress`` handles one coding only and passes any other list through still
+  coded): ``gzip, gzip`` and ``deflate, gzip`` are decoded in reverse order, an unknown
+  coding is an error, and ``max_body_bytes`` caps the decoded body as it streams.
+* Header values are decoded without loss and without lone surrogates (`_joined_headers`):
+  nothing a server puts in a header can fail the code that stores or logs it.
 * Retryable statuses: 408, 429 and 5xx raise `RetryableStatus` carrying the server's
   ``Retry-After`` (RFC 9110 §10.2.3) in seconds; every other status is returned.
 * Time: one budget of ``timeout_s`` covers the whole fetch, redirects included, so a fetch
   never outlives the lease that runs it.
-* Cookies are not kept between fetches: every fetch is stateless, whichever worker runs it.
+* Cookies (RFC 6265), unless ``cookies=False``: the session keeps a jar (`CookieJar`) for
+  the life of the `Fetcher`, one per job in each worker process, and sends its cookies back
+  as a browser would, plus the cookies a fetch is given (they win over the jar's). The jar
+  keeps cookies of IP-address hosts too (aiohttp's ``unsafe=True``, as browsers do: such a
+  cookie goes back to that exact address only), sends values as received
+  (``quote_cookie=False``), and bounds its memory: a ``Set-Cookie`` over
+  `MAX_SET_COOKIE_CHARS` is ignored, and past `MAX_JAR_COOKIES` cookies the jar starts over
+  empty. A redirect not followed returns, in ``FetchResult.location_cookies``, the cookies
+  its target must get (`_redirect_cookies`), since the crawl queues the target as a request
+  of its own that another worker may fetch. A followed redirect carries them the same way.
 * Private addresses (`crawlq.addresses`): the connector's resolver is wrapped by
   `GuardedResolver`, which drops every address the `AddressGuard` refuses, so a connection
   can only go to an allowed address (a DNS answer that changes between two lookups, "DNS
@@ -29,17 +47,27 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from http.cookies import Morsel, SimpleCookie
 from types import TracebackType
 from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.http_exceptions import BadHttpMessage, ContentEncodingError, DecompressSizeError
+from aiohttp.http_exceptions import BadHttpMessage
+from aiohttp.typedefs import LooseCookies
 from yarl import URL
 
 from crawlq.addresses import AddressGuard
+from crawlq.codings import (
+    ACCEPT_ENCODING,
+    BodyDecoder,
+    CodingError,
+    UnsupportedCoding,
+    parse_codings,
+)
+from crawlq.cookies import NO_COOKIES, fit_cookies
 from crawlq.decode import decode_body
 from crawlq.errors import (
     BodyTooLarge,
@@ -54,11 +82,14 @@ from crawlq.errors import (
 from crawlq.request import FetchResult, RawExchange
 from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
-from crawlq.urls import normalize, url_keys
+from crawlq.urls import decode_location, normalize, url_keys
 
 __all__ = [
+    "MAX_JAR_COOKIES",
+    "MAX_SET_COOKIE_CHARS",
     "REDIRECT_STATUSES",
     "AddressRefused",
+    "CookieJar",
     "Fetcher",
     "GuardedResolver",
     "RedirectGuard",
@@ -78,10 +109,56 @@ _DNS_CACHE_TTL_S = 60
 _MAX_DETAIL_CHARS = 300  # aiohttp quotes whole bad status lines into its messages
 _DEFAULT_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-    "Accept-Encoding": "gzip, deflate, br",
+    "Accept-Encoding": ACCEPT_ENCODING,
 }
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+_NO_URL = URL()
+
+MAX_JAR_COOKIES = 3000
+"""Cookies a worker's jar holds at most (RFC 6265 §6.1: "at least 3000 cookies total"); one
+more and it starts over empty (the cookies of hosts a crawl is done with go with it)."""
+
+MAX_SET_COOKIE_CHARS = 8192
+"""Longest ``Set-Cookie`` header stored in a jar, in characters; a longer one is ignored (a
+cookie's name and value may take 4096 bytes, RFC 6265 §6.1, besides its attributes)."""
+
+
+class CookieJar(aiohttp.CookieJar):
+    """aiohttp's RFC 6265 jar, with its memory bounded (module docstring).
+
+    Built with ``unsafe=True`` (keep cookies of IP-address hosts, for that address only) and
+    ``quote_cookie=False`` (send values exactly as the server set them).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(unsafe=True, quote_cookie=False)
+
+    def update_cookies(self, cookies: LooseCookies, response_url: URL = _NO_URL) -> None:
+        """Store ``cookies`` (aiohttp < 3.14 passes a response's cookies here)."""
+        items = cookies.items() if isinstance(cookies, Mapping) else cookies
+        small = [(n, c) for n, c in items if _set_cookie_chars(n, c) <= MAX_SET_COOKIE_CHARS]
+        super().update_cookies(small, response_url)
+        self._bound()
+
+    def update_cookies_from_headers(self, headers: Sequence[str], response_url: URL) -> None:
+        """Store the cookies of raw ``Set-Cookie`` headers (aiohttp >= 3.14 calls this)."""
+        small = [h for h in headers if len(h) <= MAX_SET_COOKIE_CHARS]
+        super().update_cookies_from_headers(small, response_url)
+        self._bound()
+
+    def _bound(self) -> None:
+        if len(self) > MAX_JAR_COOKIES:
+            logger.info("cookie jar over %d cookies: starting over empty", MAX_JAR_COOKIES)
+            self.clear()
+
+
+def _set_cookie_chars(name: str, cookie: object) -> int:
+    """How long the ``Set-Cookie`` header of a cookie is (or, for a bare value, its pair)."""
+    if isinstance(cookie, Morsel):
+        return len(cookie.OutputString())
+    return len(name) + len(str(cookie)) + 1
 
 
 class AddressRefused(Exception):
@@ -157,6 +234,7 @@ class _Hop:
     next_url: str | None
     exchange: RawExchange | None = None
     location: str | None = None  # a redirect not followed: its resolved target
+    cookies: Mapping[str, str] = field(default_factory=lambda: NO_COOKIES)  # a redirect's target
 
 
 @dataclass(slots=True)
@@ -171,10 +249,11 @@ class _Attempt:
     deadline_s: float  # time.perf_counter() seconds
     guard: RedirectGuard | None
     truncate_body_bytes: int | None
+    cookies: Mapping[str, str] = field(default_factory=lambda: NO_COOKIES)  # sent with this hop
     redirects: list[str] = field(default_factory=list)
 
-    def follow(self, status: int, next_url: str) -> None:
-        """Move to ``next_url``, adjusting method, body and headers (module docstring)."""
+    def follow(self, status: int, next_url: str, cookies: Mapping[str, str]) -> None:
+        """Move to ``next_url``, adjusting method, body, headers and cookies (module docstring)."""
         method, keep_body = redirected_method(status, self.method)
         if method != self.method or not keep_body:
             self.method, self.body = method, b""
@@ -184,6 +263,7 @@ class _Attempt:
             self.headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
         self.redirects.append(self.current)
         self.current = next_url
+        self.cookies = cookies
 
 
 def redirected_method(status: int, method: str) -> tuple[str, bool]:
@@ -223,6 +303,8 @@ class Fetcher:
             are refused with `PrivateAddressError`; ``AddressGuard(allow_private=True)``
             turns it off.
         resolver: The DNS resolver that `GuardedResolver` wraps (default: aiohttp's).
+        cookies: Keep a cookie jar and send the cookies a fetch is given (module docstring);
+            False: no cookie is stored or sent, and ``location_cookies`` is always empty.
 
     Raises:
         ValueError: A limit is not positive (``max_redirects`` may be 0).
@@ -240,6 +322,7 @@ class Fetcher:
         record_exchanges: bool = False,
         address_guard: AddressGuard | None = None,
         resolver: AbstractResolver | None = None,
+        cookies: bool = True,
     ) -> None:
         if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
             raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
@@ -254,6 +337,7 @@ class Fetcher:
         self._record_exchanges = record_exchanges
         self.address_guard = AddressGuard() if address_guard is None else address_guard
         self._resolver = resolver
+        self.cookies = cookies
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
 
@@ -266,7 +350,7 @@ class Fetcher:
 
         Args:
             settings: User agent, timeouts, body and redirect limits, ``warc_dir``,
-                ``allow_private``, ``seed_hosts``.
+                ``allow_private``, ``seed_hosts``, ``cookies_enabled``.
             max_connections: Connections at once (default: ``settings.concurrency``).
         """
         s = settings
@@ -279,6 +363,7 @@ class Fetcher:
             max_connections=max_connections or s.concurrency,
             record_exchanges=s.warc_dir is not None,
             address_guard=AddressGuard.of(allow_private=s.allow_private, hosts=s.seed_hosts),
+            cookies=s.cookies_enabled,
         )
 
     async def __aenter__(self) -> Fetcher:
@@ -305,6 +390,7 @@ class Fetcher:
         method: str = "GET",
         body: bytes = b"",
         headers: Mapping[str, str] | None = None,
+        cookies: Mapping[str, str] | None = None,
         redirect_guard: RedirectGuard | None = None,
         truncate_body_bytes: int | None = None,
         follow_redirects: bool = True,
@@ -317,6 +403,9 @@ class Fetcher:
             body: Request body bytes.
             headers: Extra request headers; they override the defaults (``User-Agent``,
                 ``Accept``, ``Accept-Encoding: gzip, deflate, br``).
+            cookies: Cookies to send besides the jar's (name to value, already checked by
+                `crawlq.cookies.check_cookies`); they win over the jar's of the same name,
+                and are not stored in the jar. Ignored when the fetcher keeps no cookies.
             redirect_guard: Called with each redirect target before it is followed: None
                 follows it; a string (the reason) stops, and the 3xx response itself is
                 returned so the caller can record it.
@@ -339,15 +428,18 @@ class Fetcher:
                 ``connect_error``, ``connection_reset``, ``payload_error`` (truncated body),
                 ``protocol_error`` (another unexpected answer) or ``client_error``.
             BodyTooLarge: The body exceeds ``max_body_bytes`` (by ``Content-Length`` or
-                while reading); no partial body is ever returned.
+                while reading, counting decoded bytes and bytes received); no partial body
+                is ever returned.
             TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
             PrivateAddressError: The host of ``url`` or of a redirect hop is (or resolves
                 only to) an address the guard refuses; nothing was sent to it.
             PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
                 ``bad_redirect`` (a ``Location`` that is not http(s)), ``tls_error`` (the
-                server's certificate does not verify) or ``protocol_error`` (a response
-                that breaks HTTP syntax: a status line, header or ``Location`` over the
-                size limit, a bad header, garbage after the body, an undecodable body).
+                server's certificate does not verify), ``unsupported_content_coding`` (a
+                ``Content-Encoding`` that `crawlq.codings` cannot undo: the body is not
+                read) or ``protocol_error`` (a response that breaks HTTP syntax: a status
+                line, header or ``Location`` over the size limit, a bad header, garbage
+                after the body, a body that is not valid data of its content coding).
         """
         try:
             start_url = url_keys(url).url  # cached: the frontier normalised it already
@@ -364,9 +456,10 @@ class Fetcher:
             deadline_s=start_s + self._timeout_s,
             guard=redirect_guard if follow_redirects else _not_followed,
             truncate_body_bytes=truncate_body_bytes,
+            cookies=(cookies or NO_COOKIES) if self.cookies else NO_COOKIES,
         )
         while (hop := await self._exchange(session, attempt)).next_url is not None:
-            attempt.follow(hop.status, hop.next_url)
+            attempt.follow(hop.status, hop.next_url, hop.cookies)
         encoding, text = decode_body(hop.headers.get("content-type"), hop.body)
         return FetchResult(
             url=start_url,
@@ -380,6 +473,7 @@ class Fetcher:
             redirects=tuple(attempt.redirects),
             exchange=hop.exchange,
             location=hop.location,
+            location_cookies=hop.cookies,
         )
 
     def _ensure_session(self) -> aiohttp.ClientSession:
@@ -398,8 +492,8 @@ class Fetcher:
                 headers={"User-Agent": self.user_agent, **_DEFAULT_HEADERS},
                 timeout=self._timeout,
                 raise_for_status=False,
-                auto_decompress=True,
-                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=False,  # crawlq.codings decodes: layered codings, bounded
+                cookie_jar=CookieJar() if self.cookies else aiohttp.DummyCookieJar(),
                 max_field_size=65536,  # real sites send long Set-Cookie / CSP headers
             )
         return self._session
@@ -427,30 +521,34 @@ class Fetcher:
                 URL(current, encoded=True),
                 data=attempt.body or None,
                 headers=attempt.headers,
+                cookies=dict(attempt.cookies) if attempt.cookies else None,
                 allow_redirects=False,
                 timeout=timeout,
             ) as resp:
                 status = resp.status
-                resp_headers = _joined_headers(resp.headers)
+                resp_headers = _joined_headers(resp.raw_headers)
                 logger.debug("%s %s -> %d", method, current, status)
                 if is_retryable_status(status):
                     retry_after_s = parse_retry_after(resp_headers.get("retry-after"), time.time())
                     raise RetryableStatus(url, status, retry_after_s)
-                location = resp_headers.get("location")
+                location = _location(resp.raw_headers) if status in REDIRECT_STATUSES else None
                 target = None
+                carried: Mapping[str, str] = NO_COOKIES
                 if status in REDIRECT_STATUSES and location:
                     target = _resolve_location(url, current, location)
+                    if self.cookies:
+                        carried = _redirect_cookies(current, attempt.cookies, resp, target)
                     refusal = attempt.guard(target) if attempt.guard is not None else None
                     if refusal is None:
                         if len(attempt.redirects) >= self._max_redirects:
                             raise TooManyRedirects(url, self._max_redirects)
-                        return _Hop(status, resp_headers, b"", target)
+                        return _Hop(status, resp_headers, b"", target, cookies=carried)
                     logger.debug("not following %s -> %s: %s", current, target, refusal)
                 has_body = method != "HEAD" and status not in _NO_BODY_STATUSES
                 limit = attempt.truncate_body_bytes
                 data = await self._read_body(resp, url, limit) if has_body else b""
                 exchange = _raw_exchange(attempt, resp) if self._record_exchanges else None
-                return _Hop(status, resp_headers, data, None, exchange, target)
+                return _Hop(status, resp_headers, data, None, exchange, target, carried)
         except AddressRefused as exc:
             raise PrivateAddressError(url, exc.host, exc.range_name) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -459,37 +557,139 @@ class Fetcher:
     async def _read_body(
         self, resp: aiohttp.ClientResponse, url: str, truncate_bytes: int | None
     ) -> bytes:
-        """Read the decoded body, enforcing the cap (or truncating, when asked)."""
+        """Read and decode the body, enforcing the cap (or truncating, when asked).
+
+        The cap applies to the decoded body, and to the bytes received too (a stream of empty
+        gzip members decodes to nothing). ``Content-Encoding`` is undone by
+        `crawlq.codings.BodyDecoder`, piece by piece, so a compression bomb stops at the cap.
+        """
         limit = self._max_body_bytes if truncate_bytes is None else truncate_bytes
         declared = resp.content_length
         if truncate_bytes is None and declared is not None and declared > limit:
             raise BodyTooLarge(url, limit)
-        if declared is not None and declared <= limit and "Content-Encoding" not in resp.headers:
-            return await resp.read()  # the decoded body is the declared length: within the cap
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in resp.content.iter_chunked(_CHUNK_BYTES):
-            size += len(chunk)
-            if size > limit:
-                if truncate_bytes is None:
-                    raise BodyTooLarge(url, limit)
-                chunks.append(chunk[: len(chunk) - (size - limit)])
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
+        codings = resp.headers.getall("Content-Encoding", ())
+        if not codings and declared is not None and declared <= limit:
+            return await resp.read()  # the body is the declared length: within the cap
+        try:
+            decoder = BodyDecoder(parse_codings(codings))
+        except UnsupportedCoding as exc:
+            raise PermanentFetchError(url, "unsupported_content_coding", str(exc)) from None
+        body = _CappedBody(url, limit, truncate=truncate_bytes is not None)
+        received = 0
+        try:
+            async for data in resp.content.iter_chunked(_CHUNK_BYTES):
+                if not body.extend(decoder.feed(data)):
+                    break
+                received += len(data)
+                if received > limit and body.over():
+                    break
+            else:
+                body.extend(decoder.finish())
+        except CodingError as exc:
+            raise PermanentFetchError(url, "protocol_error", str(exc)) from None
+        return body.value()
+
+
+class _CappedBody:
+    """Decoded pieces of a body, up to ``limit`` bytes: then `BodyTooLarge`, or a cut."""
+
+    def __init__(self, url: str, limit: int, *, truncate: bool) -> None:
+        self._url = url
+        self._limit = limit
+        self._truncate = truncate
+        self._pieces: list[bytes] = []
+        self._size = 0
+
+    def over(self) -> bool:
+        """The cap is reached: True to stop reading (truncating), else `BodyTooLarge`."""
+        if self._truncate:
+            return True
+        raise BodyTooLarge(self._url, self._limit)
+
+    def extend(self, pieces: Iterable[bytes]) -> bool:
+        """Take ``pieces``; False once the body is cut at the cap (stop reading)."""
+        for piece in pieces:
+            self._size += len(piece)
+            if self._size > self._limit:
+                self.over()
+                self._pieces.append(piece[: len(piece) - (self._size - self._limit)])
+                return False
+            self._pieces.append(piece)
+        return True
+
+    def value(self) -> bytes:
+        """The body read."""
+        return b"".join(self._pieces)
 
 
 def _not_followed(_url: str) -> str:
     return "not_followed"
 
 
-def _joined_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Lower-case header names and join repeated headers with ", " (RFC 9110 §5.3)."""
+def _redirect_cookies(
+    current: str, sent: Mapping[str, str], resp: aiohttp.ClientResponse, target: str
+) -> Mapping[str, str]:
+    """The cookies a redirect's target gets: those of its chain that RFC 6265 sends there.
+
+    The cookies sent with ``current`` count as host-only cookies of its host with path
+    ``/`` (and ``Secure`` when it is https, so an https -> http hop drops them); the
+    response's ``Set-Cookie`` headers update them (RFC 6265 §5.3: a new value replaces an
+    old one, ``Max-Age=0`` or a past ``Expires`` deletes it); what is left is filtered for
+    ``target`` (§5.4: domain, path, secure) and checked (`crawlq.cookies.fit_cookies`).
+    A cookie that does not apply to ``target`` is not carried further down the chain
+    (a chain that leaves a host and comes back relies on the worker's jar for it).
+    """
+    set_cookies = resp.cookies
+    if not sent and not set_cookies:
+        return NO_COOKIES
+    here = URL(current, encoded=True)
+    jar = aiohttp.CookieJar(unsafe=True, quote_cookie=False)
+    if sent:
+        own: SimpleCookie = SimpleCookie()
+        for name, value in sent.items():
+            own[name] = value
+            own[name]["path"] = "/"
+            own[name]["secure"] = here.scheme == "https"
+        jar.update_cookies(own, here)
+    jar.update_cookies(set_cookies, resp.url)
+    applicable = jar.filter_cookies(URL(target, encoded=True))
+    kept, dropped = fit_cookies(_pairs(applicable.items()))
+    if dropped:
+        logger.debug("%s: %d cookies not carried to %s (form or size)", current, dropped, target)
+    return kept
+
+
+def _pairs(morsels: Iterable[tuple[str, object]]) -> list[tuple[str, str]]:
+    return [(name, str(getattr(m, "value", ""))) for name, m in morsels]
+
+
+def _joined_headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Lower-case header names and join repeated headers with ", " (RFC 9110 §5.3).
+
+    Values are decoded from the bytes received: as UTF-8 when they are valid UTF-8, else as
+    ISO-8859-1, which maps every byte to a character (RFC 9110 §5.5 calls bytes beyond ASCII
+    ``obs-text``, opaque data; WHATWG Fetch reads header values byte for byte, "isomorphic
+    decode"). So no value holds a lone surrogate (aiohttp's own decoding keeps undecodable
+    bytes as surrogates, which no store, log or JSON encoder can write) whatever the server
+    sends.
+    """
     out: dict[str, str] = {}
-    for name, value in headers.items():
-        key = name.lower()
+    for name_bytes, value_bytes in raw:
+        key = name_bytes.decode("latin-1").lower()
+        try:
+            value = value_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            value = value_bytes.decode("latin-1")
         out[key] = f"{out[key]}, {value}" if key in out else value
     return out
+
+
+def _location(raw: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The first ``Location`` header as browsers read it (`crawlq.urls.decode_location`)."""
+    for name, value in raw:
+        if len(name) == 8 and name.lower() == b"location":
+            return decode_location(value.strip(b" \t")) or None
+    return None
 
 
 def _raw_exchange(attempt: _Attempt, resp: aiohttp.ClientResponse) -> RawExchange:
@@ -524,17 +724,15 @@ def _malformed(exc: BaseException) -> bool:
 
     aiohttp reports a parse error of the response (a status line, header or ``Location``
     too long, garbage where a status line or chunk size belongs, a bad header) as a
-    `aiohttp.ClientResponseError` caused by a `BadHttpMessage`, and a body that cannot be
-    decoded (bad gzip) as a payload error caused by a `ContentEncodingError`. A body cut
-    short by a reset or an early close is a payload error caused by a
-    ``ContentLengthError`` or ``TransferEncodingError`` at end of stream: transient.
+    `aiohttp.ClientResponseError` caused by a `BadHttpMessage`. A body cut short by a reset
+    or an early close is a payload error caused by a ``ContentLengthError`` or
+    ``TransferEncodingError`` at end of stream: transient. (A body that cannot be decoded,
+    such as bad gzip, is found by `crawlq.codings`, not by aiohttp.)
     """
     cause = exc.__cause__
     for _ in range(4):  # aiohttp wraps the parser's error once or twice
         if cause is None:
             return False
-        if isinstance(cause, ContentEncodingError | DecompressSizeError):
-            return True
         if isinstance(cause, BadHttpMessage):
             return isinstance(exc, aiohttp.ClientResponseError)
         cause = cause.__cause__

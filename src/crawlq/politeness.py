@@ -161,6 +161,8 @@ class Politeness:
         max_delay_s: Largest delay AutoThrottle sets, in seconds.
         autothrottle_target_concurrency: Requests AutoThrottle aims to have in flight to one
             host on average (Scrapy's ``AUTOTHROTTLE_TARGET_CONCURRENCY``).
+        max_pages_per_host: A host's page budget: most URLs of one host the frontier admits
+            over the job's life (`crawlq.frontier.base.Frontier.push`), or None.
     """
 
     default: HostPolicy = field(default_factory=HostPolicy)
@@ -175,6 +177,7 @@ class Politeness:
     autothrottle: bool = False
     max_delay_s: float = 60.0
     autothrottle_target_concurrency: float = 1.0
+    max_pages_per_host: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Politeness:
@@ -200,6 +203,7 @@ class Politeness:
             autothrottle=s.autothrottle,
             max_delay_s=s.max_delay_s,
             autothrottle_target_concurrency=s.autothrottle_target_concurrency,
+            max_pages_per_host=s.max_pages_per_host,
         )
 
     def configured(self, host: str) -> HostPolicy | None:

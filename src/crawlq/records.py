@@ -88,6 +88,8 @@ class PageRecord:
             directory), when the crawl archives to WARC (``warc_dir``); else None.
         warc_offset: Byte offset of that response record in ``warc_file`` (where its gzip
             member starts), or None.
+        canonical_url: The page's ``<link rel="canonical">``, resolved against its base
+            and normalised, when it names an http(s) URL; else None.
         request: The request that was fetched, as `crawlq.request.CrawlRequest.to_json`
             (its callback, ``cb_kwargs``, ``meta``, method and body), so that ``crawlq
             reparse`` calls the same callback; None for pages stored before crawlq kept it.
@@ -109,6 +111,7 @@ class PageRecord:
     body: bytes | None = None
     warc_file: str | None = None
     warc_offset: int | None = None
+    canonical_url: str | None = None
     request: str | None = None
 
 

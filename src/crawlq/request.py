@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import math
 import re
@@ -17,7 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlq.urls import request_fingerprint, url_keys
+from crawlq.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
+from crawlq.decode import Sniffed, sniff
+from crawlq.errors import InvalidURL
+from crawlq.urls import UrlRules, request_fingerprint, url_keys
 
 __all__ = [
     "MAX_DEPTH",
@@ -50,6 +54,10 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP method is a token (RFC 9110 §9.1, §5.6.2)."""
 
 
+def _no_cookies() -> Mapping[str, str]:
+    return NO_COOKIES  # shared and read-only: no allocation per request
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlRequest:
     """One URL to crawl, with how it was found and how to handle it.
@@ -67,12 +75,27 @@ class CrawlRequest:
         callback: Name of the spider method that parses the response (None: ``parse``).
         cb_kwargs: Extra keyword arguments for the callback; must be JSON-serialisable.
         meta: Free-form JSON-serialisable data carried to the response (``response.meta``).
+        cookies: Cookies sent with this request, name to value, besides the worker's jar
+            (`crawlq.fetch`; these win over the jar's of the same name). Checked by
+            `crawlq.cookies.check_cookies`; a read-only mapping. Not in ``repr`` (values are
+            secrets) and, except for a ``revisit``, not in the fingerprint.
+        revisit: Set by the engine only (`crawlq.engine.step`): this request is a redirect hop
+            back to a URL of its own redirect chain. Its ``fingerprint`` then covers its
+            ``cookies`` too (`crawlq.cookies.revisit_fingerprint`), so that the hop of a cookie
+            wall (``302 Set-Cookie`` to the same URL) is not deduplicated against the request
+            that got the redirect.
+        fingerprint: The dedup key (`crawlq.urls.request_fingerprint` of method, canonical URL
+            and body; for a ``revisit``, with its cookies).
+        record_fingerprint: The key of the request's record in the store: the fingerprint
+            without the revisit part, so the record of a revisit replaces the redirect's
+            record of the same URL (one record per URL).
 
     Raises:
         InvalidURL: ``url`` is not an absolute http(s) URL.
         ValueError: ``method`` is not an HTTP token, ``priority`` is not an int, ``depth``
-            is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, or ``meta`` or
-            ``cb_kwargs`` is not a mapping (a JSON object).
+            is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, ``meta`` or
+            ``cb_kwargs`` is not a mapping (a JSON object), or ``cookies`` breaks a rule of
+            `crawlq.cookies.check_cookies` (the message starts with ``cookies:``).
     """
 
     url: str
@@ -83,8 +106,11 @@ class CrawlRequest:
     callback: str | None = None
     cb_kwargs: Mapping[str, Any] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    cookies: Mapping[str, str] = field(default_factory=_no_cookies, repr=False)
+    revisit: bool = False
     fingerprint: bytes = field(init=False, repr=False, compare=False)
     host: str = field(init=False, repr=False, compare=False)
+    record_fingerprint: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if type(self.depth) is not int or not 0 <= self.depth <= MAX_DEPTH:
@@ -103,6 +129,10 @@ class CrawlRequest:
             raise ValueError(f"method must be an HTTP token, got {self.method!r:.40}")
         if self.callback is not None and not isinstance(self.callback, str):
             raise ValueError(f"callback must be a method name, got {self.callback!r:.40}")
+        if self.cookies is not NO_COOKIES:
+            object.__setattr__(self, "cookies", check_cookies(self.cookies))
+        if type(self.revisit) is not bool:
+            raise ValueError(f"revisit must be true or false, got {self.revisit!r:.40}")
         keys = url_keys(self.url)
         method = self.method
         if method == "GET" and not self.body:
@@ -112,14 +142,35 @@ class CrawlRequest:
             fingerprint = request_fingerprint(method, keys.canonical, self.body)
             object.__setattr__(self, "method", method)
         object.__setattr__(self, "url", keys.url)
+        object.__setattr__(self, "record_fingerprint", fingerprint)
+        if self.revisit:
+            fingerprint = revisit_fingerprint(fingerprint, self.cookies)
         object.__setattr__(self, "fingerprint", fingerprint)
         object.__setattr__(self, "host", keys.host)
+
+    def rewritten(self, rules: UrlRules) -> CrawlRequest:
+        """This request with the crawl's URL rules applied (`crawlq.urls.UrlRules`).
+
+        Returns:
+            ``self`` when the rules leave the URL as it is (or would make it one that cannot
+            be crawled, which rules that only remove parameters never do), else a copy with
+            the rewritten URL and its own fingerprint and host.
+        """
+        url = rules.apply(self.url)
+        if url == self.url:
+            return self
+        try:
+            return dataclasses.replace(self, url=url)
+        except InvalidURL:
+            return self
 
     def to_json(self) -> str:
         """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).
 
         Keys: ``url`` (required); ``method``, ``body_b64``, ``priority``, ``depth``,
-        ``callback``, ``cb_kwargs``, ``meta`` when they differ from the defaults.
+        ``callback``, ``cb_kwargs``, ``meta``, ``cookies`` (an object of name: value),
+        ``revisit`` when they differ from the defaults. Cookie values are in the text: it
+        holds secrets wherever it is kept (frontier, broker, dead letters).
         """
         data: dict[str, Any] = {"url": self.url}
         if self.method != "GET":
@@ -136,6 +187,10 @@ class CrawlRequest:
             data["cb_kwargs"] = dict(self.cb_kwargs)
         if self.meta:
             data["meta"] = dict(self.meta)
+        if self.cookies:
+            data["cookies"] = dict(self.cookies)
+        if self.revisit:
+            data["revisit"] = True
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -153,7 +208,9 @@ class CrawlRequest:
             ValueError: not a JSON object with a string ``url``, nested too deep, or a field
                 of the wrong type, form or range (``method`` not a token string,
                 ``body_b64`` not base64, ``meta`` or ``cb_kwargs`` not an object,
-                ``priority`` or ``depth`` not an integer within its bounds).
+                ``priority`` or ``depth`` not an integer within its bounds, ``cookies`` not
+                an object of strings that `crawlq.cookies.check_cookies` accepts,
+                ``revisit`` not a boolean). No message quotes a cookie value.
             InvalidURL: the URL cannot be crawled.
         """
         if isinstance(text, bytes | bytearray):
@@ -163,6 +220,8 @@ class CrawlRequest:
             raise ValueError(f"JSON nested deeper than {MAX_JSON_NESTING} levels")
         data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+            if "cookie" in text.lower():  # never echo cookie values
+                raise ValueError("not a crawl request object with a url string")
             raise ValueError(f"not a crawl request object: {text!r:.200}")
         method = data.get("method", "GET")
         if not isinstance(method, str):
@@ -183,6 +242,8 @@ class CrawlRequest:
             callback=data.get("callback"),
             cb_kwargs=data.get("cb_kwargs") or {},
             meta=data.get("meta") or {},
+            cookies=data.get("cookies") or NO_COOKIES,
+            revisit=data.get("revisit", False),
         )
 
 
@@ -293,6 +354,13 @@ class FetchResult:
             WARC records), or None when the fetcher did not record it.
         location: For a redirect response that was not followed, its target resolved
             against ``final_url`` and normalised; else None.
+        sniffed: Whether the body is HTML, and why a body labelled HTML is binary
+            (`crawlq.decode.sniff`, derived from ``headers`` and ``body``).
+        location_cookies: For a redirect not followed, the cookies to send with its target:
+            the request's own cookies (when the target is on the same host and not a
+            downgrade from https) updated by the response's ``Set-Cookie`` headers, kept
+            where RFC 6265 §5.4 sends them to the target (domain, path, secure); empty when
+            cookies are off (`crawlq.fetch.Fetcher`).
     """
 
     url: str
@@ -306,6 +374,11 @@ class FetchResult:
     redirects: tuple[str, ...] = ()
     exchange: RawExchange | None = None
     location: str | None = None
+    location_cookies: Mapping[str, str] = field(default_factory=_no_cookies, repr=False)
+    sniffed: Sniffed = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sniffed", sniff(self.headers.get("content-type"), self.body))
 
     @property
     def content_type(self) -> str:
@@ -314,5 +387,14 @@ class FetchResult:
 
     @property
     def is_html(self) -> bool:
-        """True for text/html and application/xhtml+xml responses."""
-        return self.content_type in ("text/html", "application/xhtml+xml")
+        """True for a body to parse as HTML (`crawlq.decode.sniff`).
+
+        A text/html or application/xhtml+xml body that is not binary, or a body without a
+        ``Content-Type`` that starts like HTML (WHATWG MIME Sniffing §7.1).
+        """
+        return self.sniffed.html
+
+    @property
+    def binary(self) -> str | None:
+        """Why a body labelled HTML is binary (``"application/pdf signature"``), else None."""
+        return self.sniffed.binary

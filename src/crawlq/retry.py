@@ -45,6 +45,10 @@ def backoff_s(attempt: int, base_s: float, cap_s: float, rng: random.Random | No
     return exp / 2 + r * exp / 2
 
 
+_RETRY_AFTER_MAX_S = 2.0**31
+"""Largest Retry-After returned, in seconds (68 years): far above any cap, still finite."""
+
+
 def parse_retry_after(value: str | None, now_s: float) -> float | None:
     """Parse an HTTP ``Retry-After`` header (RFC 9110 §10.2.3) into seconds from ``now_s``.
 
@@ -59,15 +63,15 @@ def parse_retry_after(value: str | None, now_s: float) -> float | None:
     if not value:
         return None
     text = value.strip()
-    if text.isdigit():
-        return float(int(text))
+    if text.isascii() and text.isdigit():  # not "²" or "٣": isdigit() alone takes them
+        return min(float(text), _RETRY_AFTER_MAX_S)  # float(): no int() of 5,000 digits
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - now_s)
+    return min(max(0.0, when.timestamp() - now_s), _RETRY_AFTER_MAX_S)
 
 
 @dataclass(frozen=True, slots=True)

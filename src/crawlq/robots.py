@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import logging
 import os
 import secrets
@@ -53,7 +54,7 @@ import socket
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 
@@ -119,12 +120,17 @@ class RobotsVerdict:
         loaded: robots.txt was not in this process's memory: this call waited for it (fetched
             here, by another caller, or read from the job's shared copy). A lease granted
             before then may predate the host's Crawl-delay.
+        sitemaps: The file's ``Sitemap:`` URLs (a non-group record, RFC 9309 §2.2.4;
+            sitemaps.org "Specifying the Sitemap location in your robots.txt file"), resolved
+            against the robots.txt URL, unvalidated; given only to the call that started
+            this process's load of the file (once per origin per process and TTL), else ().
     """
 
     allowed: bool
     fetched: bool
     crawl_delay_s: float | None
     loaded: bool = False
+    sitemaps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,11 +267,13 @@ class RobotsCache:
             PermanentFetchError: As `allowed`.
         """
         origin = _origin(url)
-        entry, fetched, loaded = await self._entry(origin)
+        entry, fetched, loaded, first = await self._entry(origin)
         if entry.unreachable is not None:
             raise RobotsUnreachable(url, entry.unreachable, requested=fetched)
         allowed = entry.rules is None or entry.rules.can_fetch(url, self.product_token)
-        return RobotsVerdict(allowed, fetched, _crawl_delay(entry, self.product_token), loaded)
+        sitemaps = _sitemaps(entry, origin) if first else ()
+        delay_s = _crawl_delay(entry, self.product_token)
+        return RobotsVerdict(allowed, fetched, delay_s, loaded, sitemaps)
 
     def is_fresh(self, url: str) -> bool:
         """Return whether `allowed` can answer for ``url`` from memory, without a request.
@@ -302,15 +310,16 @@ class RobotsCache:
                     return delay
         return None
 
-    async def _entry(self, origin: str) -> tuple[_Entry, bool, bool]:
-        """The origin's entry, whether this caller fetched robots.txt, whether it waited.
+    async def _entry(self, origin: str) -> tuple[_Entry, bool, bool, bool]:
+        """The origin's entry, and whether this caller fetched, waited, started the load.
 
-        Waited: the entry was not in memory, so this caller waited for a load.
+        Waited: the entry was not in memory, so this caller waited for a load. Started: it
+        is the caller that began that load (the others waited for the same one).
         """
         entry = self._entries.get(origin)
         if entry is not None and entry.expires_ms > self._clock.wall_ms():
             self._entries.move_to_end(origin)
-            return entry, False, False
+            return entry, False, False, False
         loading = self._loading.get(origin)
         first = loading is None
         if loading is None:
@@ -319,7 +328,7 @@ class RobotsCache:
             loading.add_done_callback(lambda _: self._loading.pop(origin, None))
         # shield: one cancelled caller must not cancel the fetch the others wait for
         got, fetched = await asyncio.shield(loading)
-        return got, fetched and first, True  # only the first caller's slot went to robots.txt
+        return got, fetched and first, True, first  # only the first's slot went to robots.txt
 
     async def _load(self, origin: str, previous: _Entry | None) -> tuple[_Entry, bool]:
         earlier = None if previous is None else previous.record
@@ -422,6 +431,18 @@ def _crawl_delay(entry: _Entry, token: str) -> float | None:
         return None
     delay = entry.rules.crawl_delay(token)
     return None if delay is None else float(delay)
+
+
+def _sitemaps(entry: _Entry, origin: str) -> tuple[str, ...]:
+    if entry.rules is None:
+        return ()
+    robots_url = f"{origin}/robots.txt"
+    found: list[str] = []
+    for line in entry.rules.sitemaps:
+        with contextlib.suppress(ValueError):  # web input: "http://[bad" and the like
+            if line.strip():
+                found.append(urljoin(robots_url, line.strip()))
+    return tuple(found)
 
 
 def _origin(url: str) -> str:

@@ -10,6 +10,8 @@
   stores its ``store`` setting; each worker supplies the password itself.
 * `create_private`: create a file readable and writable by its owner only (``0600``); the
   process umask can only make it stricter.
+* `loggable_entry`: how a log line may show a request entry (an inbox entry): not at all
+  when it may hold cookies, whose values are secrets (session ids, login tokens).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "PRIVATE_MODE",
     "create_private",
     "has_password",
+    "loggable_entry",
     "quote_userinfo",
     "redact",
     "without_password",
@@ -156,3 +159,15 @@ def create_private(path: str | os.PathLike[str], mode: int = PRIVATE_MODE) -> bo
         return False
     os.close(fd)
     return True
+
+
+def loggable_entry(raw: bytes, limit: int = 200) -> str:
+    """How a log line shows an entry: ``repr`` of its first ``limit`` bytes, or its size only.
+
+    An entry in which ``cookie`` appears (any case, anywhere: a malformed JSON entry too) may
+    carry cookie values, so only its size is shown: ``<entry of 180 bytes with cookies, not
+    shown>``.
+    """
+    if b"cookie" in raw.lower():
+        return f"<entry of {len(raw)} bytes with cookies, not shown>"
+    return repr(raw[:limit])

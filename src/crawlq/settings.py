@@ -31,6 +31,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from crawlq.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_SKIP_EXTENSIONS",
     "JOB_NAME_RULE",
     "Settings",
     "check_job_name",
@@ -64,6 +65,31 @@ _SIZE_UNITS = {
     "gib": 1024**3,
     "tib": 1024**4,
 }
+
+
+DEFAULT_SKIP_EXTENSIONS: tuple[str, ...] = (
+    # images
+    "ai", "avif", "bmp", "cr2", "eps", "gif", "heic", "heif", "ico", "jfif", "jpe",
+    "jpeg", "jpg", "nef", "png", "psd", "raw", "svg", "svgz", "tif", "tiff", "webp",
+    # audio
+    "aac", "aif", "aiff", "amr", "flac", "m4a", "mid", "midi", "mka", "mp3", "oga",
+    "ogg", "opus", "ra", "wav", "weba", "wma",
+    # video
+    "3g2", "3gp", "asf", "avi", "flv", "m2ts", "m4v", "mkv", "mov", "mp4", "mpeg",
+    "mpg", "mts", "ogv", "qt", "rm", "swf", "ts", "vob", "webm", "wmv",
+    # styles, scripts, source maps, fonts
+    "css", "js", "map", "mjs", "eot", "otf", "ttf", "woff", "woff2",
+    # archives, packages, disk images, binaries
+    "7z", "apk", "bin", "bz2", "cab", "deb", "dll", "dmg", "exe", "gz", "img", "iso",
+    "jar", "lz", "lzma", "msi", "rar", "rpm", "so", "tar", "tbz", "tbz2", "tgz", "txz",
+    "war", "whl", "xz", "z", "zip", "zst",
+    # office documents, e-books, PDF
+    "doc", "docm", "docx", "epub", "key", "mobi", "numbers", "odg", "odp", "ods",
+    "odt", "pages", "pdf", "pps", "ppsx", "ppt", "pptm", "pptx", "ps", "rtf", "xls",
+    "xlsm", "xlsx",
+)  # fmt: skip
+"""The default of ``skip_extensions``: path extensions (lower case, no dot) of links that
+the page's link extraction leaves out (`crawlq.links.extract_links`)."""
 
 
 def check_job_name(name: str) -> str:
@@ -148,6 +174,22 @@ class Settings:
     max_depth: int | None = None
     """Do not follow links deeper than this from the seeds (seeds are depth 0; None: no limit)."""
 
+    max_queued: int | None = None
+    """Most requests the job's frontier holds queued (waiting for a lease; None: no bound).
+    What happens at the bound is ``when_full`` (`crawlq.frontier.base.QueueBounds`)."""
+
+    max_queued_per_host: int | None = None
+    """Most requests queued for one host (None: no bound); see ``max_queued``."""
+
+    when_full: str = "block"
+    """At a ``max_queued`` bound: ``block`` (producers wait for room; links found by workers
+    are still queued) or ``drop-lowest`` (the lowest-priority request of the host's queue,
+    maybe the new one, is dead-lettered as ``frontier_full``)."""
+
+    max_push_wait_s: float | None = None
+    """Longest a producer (``crawlq seed``, the Python API) waits for room in a full frontier
+    before it stops with what it queued so far, in seconds (None: as long as it takes)."""
+
     concurrency: int = 16
     """Requests in flight at once in one worker process."""
 
@@ -175,12 +217,23 @@ class Settings:
     user_agent: str = "crawlq/0.1"
     """User-Agent header, also the product token matched against robots.txt groups."""
 
+    cookies_enabled: bool = True
+    """Keep cookies (``--no-cookies`` turns it off): each worker process keeps a cookie jar
+    per job (never shared across jobs, workers or machines) and sends its cookies back as a
+    browser would; a request's own ``cookies`` are sent, and the cookies a redirect sets
+    travel with its queued target (see README "Cookies"). Off: no jar, no cookies sent."""
+
     obey_robots: bool = True
     """Fetch robots.txt per host and skip disallowed URLs (RFC 9309)."""
 
     robots_ttl_s: float = 86400.0
     """Seconds a fetched robots.txt is used before it is fetched again, by every worker of
     the job (one fetch per origin per job); at most 86400 (RFC 9309 §2.4: 24 hours)."""
+
+    follow_sitemaps: bool = False
+    """Read the sitemaps that each host's robots.txt names in ``Sitemap:`` lines
+    (``--follow-sitemaps``; `crawlq.sitemap`): once per job, when a worker first loads the
+    file. Needs ``obey_robots`` (robots.txt is not fetched without it)."""
 
     allowed_domains: tuple[str, ...] = ()
     """Hosts (and their subdomains) whose links are followed; empty: the seeds' hosts."""
@@ -200,6 +253,28 @@ class Settings:
 
     exclude: tuple[str, ...] = ()
     """Regexes: URLs matching any of them are not followed."""
+
+    strip_url_params: tuple[str, ...] = ("jsessionid", "phpsessid", "sid", "sessionid", "utm_*")
+    """Query parameters (``?sid=…``) and path parameters (``;jsessionid=…``) removed from every
+    URL that enters the crawl (links, redirect targets, seeds, inbox entries), before it is
+    fingerprinted and requested: names or globs (``utm_*``), matched without regard to case
+    (`crawlq.urls.UrlRules`). So a site that mints a new session id in every link offers one
+    URL per page. Empty: nothing is removed."""
+
+    max_path_repeats: int | None = 2
+    """Crawler trap: a link whose path repeats one sequence of segments more than this many
+    times in a row (``/a/b/a/b/a/b/`` is ``[a, b]`` three times) is not followed (filtered
+    ``repeated_segments``). None: no limit."""
+
+    max_query_params: int | None = 20
+    """Crawler trap: a link with more query parameters than this is not followed (filtered
+    ``too_many_query_params``). None: no limit."""
+
+    max_pages_per_host: int | None = None
+    """Per-host page budget: at most this many URLs of one host (``host:port``) are admitted
+    into the crawl, across all workers (counted by the frontier as new URLs are pushed);
+    later new URLs of that host are not queued and are counted as ``max_pages_per_host``
+    (not recorded one by one). None: no budget."""
 
     max_body_bytes: int = 10 * 1024 * 1024
     """Largest response body accepted, in bytes; a larger one is dead-lettered, not stored."""
@@ -225,6 +300,21 @@ class Settings:
     max_redirects: int = 10
     """Redirect hops followed from one request before giving up (each hop is queued as its
     own request: see README "Redirects")."""
+
+    meta_refresh: bool = True
+    """Follow an HTML ``<meta http-equiv="refresh" content="N; url=...">`` as a redirect: the
+    page is stored and its target queued as a hop of its own, counted against
+    ``max_redirects`` (README "What pages say"). Off: such pages are parsed as any other."""
+
+    meta_refresh_max_delay_s: float = 100.0
+    """A meta refresh whose delay is longer than this many seconds is not followed (the
+    page is parsed as any other); Scrapy's ``METAREFRESH_MAXDELAY`` is 100 s too."""
+
+    skip_extensions: tuple[str, ...] = DEFAULT_SKIP_EXTENSIONS
+    """Path extensions (no dot, any case) of links that the page's link extraction leaves
+    out, counted as ``extension`` in the summary's links not followed; empty: none left
+    out. Default: `DEFAULT_SKIP_EXTENSIONS` (images, audio, video, styles, scripts, fonts,
+    archives, office documents, PDF). Requests a spider yields itself are not checked."""
 
     max_crawl_delay_s: float = 30.0
     """Largest robots.txt ``Crawl-delay`` honoured, in seconds (a longer one is capped)."""
@@ -348,6 +438,23 @@ class Settings:
     """Celery engine: most URLs one task carries (discovered links are grouped by host and
     priority into tasks of up to this many; 1 gives one task per URL)."""
 
+    log_interval_s: float = 30.0
+    """Seconds between two progress lines (pages, pages/s, queued, in flight, errors) that
+    ``crawl`` and ``worker`` log when stderr is not a terminal (a terminal gets the live
+    display instead). Per process, never a job setting."""
+
+    log_format: str = "text"
+    """Log lines on stderr: ``text`` (timestamped lines) or ``json`` (one JSON object per
+    line, for log pipelines). Per process."""
+
+    metrics_port: int | None = None
+    """TCP port on which ``crawl`` and ``worker`` (and a Celery worker, from
+    ``CRAWLQ_METRICS_PORT``) serve Prometheus metrics at ``/metrics`` (None: no endpoint).
+    Per process; a ``--processes P`` supervisor serves its children's metrics summed."""
+
+    metrics_host: str = "127.0.0.1"
+    """Address the metrics endpoint binds (``0.0.0.0`` for every interface)."""
+
     explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     """Names of the settings given explicitly (file, spider, environment, command line),
     as opposed to defaults; set by `build`. Not a setting itself."""
@@ -402,14 +509,47 @@ class Settings:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError("log_format", f"must be text or json, got {self.log_format!r}")
+        if self.log_interval_s <= 0:
+            raise ConfigError("log_interval_s", f"must be positive, got {self.log_interval_s}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ConfigError("metrics_port", f"must be in 0..65535, got {self.metrics_port}")
         if not 0 < self.robots_ttl_s <= 86400:
             raise ConfigError(
                 "robots_ttl_s", f"must be in (0, 86400] (RFC 9309 §2.4), got {self.robots_ttl_s}"
             )
-        for name in ("max_pages", "max_depth"):
+        if self.follow_sitemaps and not self.obey_robots:
+            raise ConfigError(
+                "follow_sitemaps",
+                "reads the Sitemap: lines of robots.txt, which is not fetched when obey_robots "
+                "is off (--ignore-robots); give the sitemaps with --sitemap instead",
+            )
+        for name in ("max_queued", "max_queued_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(name, f"must be at least 1, got {value}")
+        if self.when_full not in ("block", "drop-lowest"):
+            raise ConfigError("when_full", f"must be block or drop-lowest, got {self.when_full!r}")
+        if self.max_push_wait_s is not None and self.max_push_wait_s < 0:
+            raise ConfigError(
+                "max_push_wait_s", f"must not be negative, got {self.max_push_wait_s}"
+            )
+        for name in ("max_pages", "max_depth", "max_query_params"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(name, f"must not be negative, got {value}")
+        for name in ("max_path_repeats", "max_pages_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(name, f"must be at least 1 (or none), got {value}")
+        params = tuple(p.strip() for p in self.strip_url_params if p.strip())
+        for param in params:
+            if any(c in param for c in "=&;/#"):
+                raise ConfigError(
+                    "strip_url_params", f"not a parameter name or glob: {param!r:.60}"
+                )
+        object.__setattr__(self, "strip_url_params", params)
         if self.job is not None:
             check_job_name(self.job)
         check_store(self.store)
@@ -418,6 +558,12 @@ class Settings:
             if not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Z]+", method):
                 raise ConfigError("inbox_methods", f"not an HTTP method: {method!r:.40}")
         object.__setattr__(self, "inbox_methods", methods)
+        object.__setattr__(self, "skip_extensions", _extensions(self.skip_extensions))
+        if self.meta_refresh_max_delay_s < 0:
+            raise ConfigError(
+                "meta_refresh_max_delay_s",
+                f"must not be negative, got {self.meta_refresh_max_delay_s}",
+            )
         for name in ("include", "exclude"):
             for pattern in getattr(self, name):
                 try:
@@ -497,6 +643,25 @@ class Settings:
                 _coerce_all({k: v for k, v in cli.items() if v is not None}, "command line")
             )
         return cls(**merged, explicit=frozenset(merged))
+
+
+def _extensions(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``skip_extensions`` lower-cased, without a leading dot, each once, in order.
+
+    Raises:
+        ConfigError: An entry is empty or holds a dot, slash or whitespace inside (an
+            extension is what follows the last dot of a path: ``gz``, not ``tar.gz``).
+    """
+    out: dict[str, None] = {}
+    for value in values:
+        ext = value.strip().lower().removeprefix(".")
+        if not ext or any(c in ext for c in "./\\?#") or len(ext.split()) != 1:
+            raise ConfigError(
+                "skip_extensions",
+                f"not a path extension: {value!r:.40} (give e.g. pdf or gz, without a dot)",
+            )
+        out[ext] = None
+    return tuple(out)
 
 
 _HINTS: dict[str, Any] = {}

@@ -29,16 +29,27 @@ import inspect
 import logging
 import re
 import sys
+from collections import Counter
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
+from crawlq.cookies import NO_COOKIES, check_cookies
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
-from crawlq.links import document_base, extract_links, extract_title, parse_html
+from crawlq.links import (
+    LinkRules,
+    PageLinks,
+    PageScan,
+    document_base,
+    extract_title,
+    parse_html,
+    scan_page,
+)
 from crawlq.request import CrawlRequest, FetchResult
+from crawlq.sitemap import SitemapRules, sitemap_request
+from crawlq.urls import encode_query, resolve
 
 if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
     from parsel import Selector, SelectorList
@@ -48,14 +59,17 @@ __all__ = [
     "Response",
     "Spider",
     "SpiderError",
+    "is_callback",
     "load_spider",
     "run_callback",
+    "sitemap_rules_of",
     "start_callback",
 ]
 
 logger = logging.getLogger(__name__)
 
 _XML_TYPES = frozenset({"text/xml", "application/xml"})
+_DEFAULT_RULES = LinkRules()
 _NON_WORD = re.compile(r"\W")
 _HAS_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -113,9 +127,24 @@ class Response:
         markup: The text `tree` and `selector` parse: ``result.text``, or its start when the
             engine cut a page with more link tags than ``max_links_per_page``
             (`crawlq.links.screen_html`). None means ``result.text``.
+        scan: The engine's `crawlq.links.scan_page` of ``tree`` to share; made on first use
+            when None.
+        rules: Which links `links` and `follow_all` offer (the crawl's ``skip_extensions``
+            and ``obey_robots``); None: the defaults (`crawlq.links.LinkRules`).
     """
 
-    __slots__ = ("_base", "_links", "_markup", "_result", "_selector", "_tree", "request")
+    __slots__ = (
+        "_base",
+        "_links",
+        "_markup",
+        "_result",
+        "_rules",
+        "_scan",
+        "_selector",
+        "_skipped",
+        "_tree",
+        "request",
+    )
 
     def __init__(
         self,
@@ -124,14 +153,19 @@ class Response:
         *,
         tree: LexborHTMLParser | None = None,
         markup: str | None = None,
+        scan: PageScan | None = None,
+        rules: LinkRules | None = None,
     ) -> None:
         self.request = request
         self._result = result
         self._markup = result.text if markup is None else markup
         self._tree = tree
+        self._scan = scan
+        self._rules = _DEFAULT_RULES if rules is None else rules
         self._selector: Selector | None = None
         self._base: str | None = None
-        self._links: tuple[str, ...] | None = None
+        self._links: PageLinks | None = None
+        self._skipped: Counter[str] = Counter()
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.url}>"
@@ -213,32 +247,93 @@ class Response:
         """The document ``<title>``, whitespace collapsed; None when missing or blank."""
         return extract_title(self.tree)
 
-    def links(self) -> list[str]:
+    @property
+    def canonical_url(self) -> str | None:
+        """The page's ``<link rel="canonical">``, resolved and normalised; None if none."""
+        return self._page_scan().canonical_url
+
+    @property
+    def meta_robots(self) -> frozenset[str]:
+        """Directives of the page's ``<meta name="robots">``, lower case (``nofollow``...)."""
+        return self._page_scan().robots
+
+    @property
+    def skipped_links(self) -> Counter[str]:
+        """Links of the page that `links` and `follow_all` left out so far, by reason.
+
+        ``extension``: distinct links whose path extension is in ``skip_extensions``
+        (counted once `links` has run); ``nofollow``: links `follow_all` left out for
+        ``rel="nofollow"`` or the page's ``<meta name="robots">``. The engine adds them to
+        the crawl's "links not followed". The counter is live: do not change it.
+        """
+        return self._skipped
+
+    def links(self, *, include_nofollow: bool = True) -> list[str]:
         """Return the page's crawlable links (`crawlq.links.extract_links`, base = `url`).
 
+        Args:
+            include_nofollow: False leaves out links marked ``rel="nofollow"`` (a URL also
+                linked without it stays), and every link of a page whose
+                ``<meta name="robots">`` says ``nofollow`` or ``none``.
+
         Returns:
-            Absolute, normalised http(s) URLs without fragments or asset extensions, each
-            once, in document order. A new list on each call.
+            Absolute, normalised http(s) URLs without fragments or skipped extensions
+            (``skip_extensions``), each once, in document order. A new list on each call.
         """
+        links = self._page_links()
+        if include_nofollow:
+            return list(links.urls)
+        if self._page_scan().robots_nofollow:
+            return []
+        return [url for url in links.urls if url not in links.nofollow]
+
+    def _page_scan(self) -> PageScan:
+        if self._scan is None:
+            self._scan = scan_page(self.tree, self.url)
+        return self._scan
+
+    def _page_links(self) -> PageLinks:
         if self._links is None:
-            self._links = tuple(extract_links(self.tree, self.url))
-        return list(self._links)
+            scan = self._page_scan()
+            self._links = scan.links(self._rules.skip_extensions, encoding=self.encoding)
+            if self._links.skipped_extension:
+                self._skipped["extension"] = self._links.skipped_extension
+        return self._links
+
+    def _followed_links(self) -> list[str]:
+        """`links` as `follow_all` takes them: without nofollow ones under ``obey_robots``."""
+        links = self._page_links()
+        if not self._rules.honour_nofollow or not (links.nofollow or self.meta_robots):
+            return list(links.urls)
+        followed = self.links(include_nofollow=False)
+        if len(followed) < len(links.urls):
+            self._skipped["nofollow"] = len(links.urls) - len(followed)
+        return followed
 
     def urljoin(self, href: str) -> str:
         """Resolve ``href`` against the document base (``<base href>``, else `url`).
+
+        As a browser resolves a link on this page (`crawlq.urls.resolve`): backslashes,
+        ``///host`` and the like as the WHATWG URL Standard says, and a non-ASCII query
+        percent-encoded in the page's `encoding` (`crawlq.urls.encode_query`).
 
         Args:
             href: An absolute or relative URL; surrounding whitespace is ignored.
 
         Returns:
-            The absolute URL (not validated; `follow` does that).
+            The absolute URL (not validated; `follow` does that); ``href`` itself when it
+            cannot be resolved.
         """
-        href = href.strip()
+        href = encode_query(href.strip(), self.encoding)
         if _HAS_AUTHORITY.match(href):
-            return href  # absolute; urljoin would turn an invalid "http://" into the base
+            return href  # absolute
         if self._base is None:
-            self._base = document_base(self.tree, self.url)
-        return urljoin(self._base, href)
+            scan = self._scan
+            self._base = document_base(self.tree, self.url) if scan is None else scan.base
+        try:
+            return resolve(href, self._base)
+        except InvalidURL:
+            return href
 
     def follow(
         self,
@@ -250,6 +345,7 @@ class Response:
         cb_kwargs: Mapping[str, Any] | None = None,
         method: str = "GET",
         body: bytes = b"",
+        cookies: Mapping[str, str] | None = None,
     ) -> CrawlRequest | None:
         """Return a request for a link on this page, one level deeper, or None.
 
@@ -273,13 +369,18 @@ class Response:
             cb_kwargs: JSON-serialisable keyword arguments for the callback.
             method: HTTP method.
             body: Request body bytes.
+            cookies: Cookies to send with this request, name to value, besides the worker's
+                jar (README "Cookies"); not inherited from this response's request: pass
+                ``response.request.cookies`` to keep a session on whichever worker fetches.
 
         Returns:
             The request (yield or return it from the callback to crawl it), or None when the
             link is not an http(s) URL with a host.
 
         Raises:
-            ValueError: ``href`` is a selector without an ``href``.
+            ValueError: ``href`` is a selector without an ``href``, or ``cookies`` breaks a
+                rule of `crawlq.cookies.check_cookies` (the message starts with
+                ``cookies:``).
             TypeError: ``callback`` is neither a spider method nor a string.
         """
         if not isinstance(href, str):
@@ -296,6 +397,7 @@ class Response:
                 callback=name,
                 cb_kwargs=dict(cb_kwargs) if cb_kwargs else {},
                 meta=dict(meta) if meta else {},
+                cookies=cookies or NO_COOKIES,
             )
         except InvalidURL as exc:
             logger.debug("not following %r from %s: %s", href, self.url, exc.reason)
@@ -311,36 +413,45 @@ class Response:
         cb_kwargs: Mapping[str, Any] | None = None,
         method: str = "GET",
         body: bytes = b"",
+        cookies: Mapping[str, str] | None = None,
     ) -> list[CrawlRequest]:
         """Return a `follow` request for each of ``hrefs``, skipping invalid ones silently.
 
         Args:
             hrefs: URLs or selectors (a parsel `SelectorList` works); None means every link
-                of the page (`links`).
+                of the page (`links`) except, when the crawl obeys robots rules
+                (``obey_robots``, the default), links marked ``rel="nofollow"`` and every
+                link of a page whose ``<meta name="robots">`` says ``nofollow`` or
+                ``none``. To follow those anyway, pass ``response.links()``.
             callback: As in `follow`.
             priority: As in `follow`.
             meta: As in `follow`; each request gets its own copy.
             cb_kwargs: As in `follow`.
             method: As in `follow`.
             body: As in `follow`.
+            cookies: As in `follow`.
 
         Returns:
             The requests, in the order of ``hrefs``.
 
         Raises:
             TypeError: ``callback`` is neither a spider method nor a string.
+            ValueError: ``cookies`` breaks a rule of `crawlq.cookies.check_cookies`.
         """
         name = _callback_name(callback)  # raise on a bad callback even with no links
-        if hrefs is None and method == "GET" and not body and not meta and not cb_kwargs:
+        cookies = check_cookies(cookies) if cookies else None  # and on bad cookies
+        plain = not (body or meta or cb_kwargs or cookies)
+        if hrefs is None and method == "GET" and plain:
             # The page's own links are absolute, normalised and valid already (`links`):
             # the same requests as `follow` makes, without resolving each link again.
             depth = self.request.depth + 1
             rank = -depth if priority is None else priority
             return [
-                CrawlRequest(url, priority=rank, depth=depth, callback=name) for url in self.links()
+                CrawlRequest(url, priority=rank, depth=depth, callback=name)
+                for url in self._followed_links()
             ]
         requests: list[CrawlRequest] = []
-        for href in self.links() if hrefs is None else hrefs:
+        for href in self._followed_links() if hrefs is None else hrefs:
             try:
                 request = self.follow(
                     href,
@@ -350,6 +461,7 @@ class Response:
                     cb_kwargs=cb_kwargs,
                     method=method,
                     body=body,
+                    cookies=cookies,
                 )
             except ValueError:  # a selector without an href
                 continue
@@ -374,6 +486,14 @@ class Spider:
         custom_settings: Settings overriding the settings file, below environment and CLI
             (`crawlq.settings.Settings.build`).
         handle_httpstatus_list: Non-2xx statuses that still reach the callbacks.
+        sitemap_urls: Sitemaps to read at the start (`crawlq.sitemap`; robots.txt
+            ``Sitemap:`` lines are read with the ``follow_sitemaps`` setting).
+        sitemap_rules: ``(regex, callback)`` pairs, as Scrapy's ``SitemapSpider``: a URL a
+            sitemap lists goes to the callback of the first regex found in it (``re.search``),
+            and is skipped when none is; a callback is a public method's name. Empty: every
+            URL, to ``parse``.
+        sitemap_follow: Regexes of the child sitemaps (of an index or robots.txt) to read;
+            empty: all.
     """
 
     name: str = "default"
@@ -381,6 +501,9 @@ class Spider:
     allowed_domains: list[str] = []
     custom_settings: dict[str, Any] = {}
     handle_httpstatus_list: list[int] = []
+    sitemap_urls: list[str] = []
+    sitemap_rules: list[tuple[str, Any]] = []
+    sitemap_follow: list[str] = []
 
     def __init__(self, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -392,6 +515,7 @@ class Spider:
     def start_requests(self) -> Iterable[CrawlRequest]:
         """Yield the seed requests: one per `start_urls` entry, depth 0, priority 0.
 
+        Then a sitemap request (`crawlq.sitemap.sitemap_request`) per `sitemap_urls` entry.
         Override to seed with other methods, callbacks or priorities.
 
         Raises:
@@ -399,9 +523,16 @@ class Spider:
         """
         for url in self.start_urls:
             yield CrawlRequest(url=url, depth=0, priority=0)
+        for url in self.sitemap_urls:
+            yield sitemap_request(url)
 
     def parse(self, response: Response) -> Any:
         """Default callback: follow every link of the page (`Response.follow_all`).
+
+        Under ``obey_robots`` (the default) that leaves out ``rel="nofollow"`` links and the
+        links of a page whose ``<meta name="robots">`` says ``nofollow`` or ``none``;
+        override ``parse`` with ``yield from response.follow_all(response.links())`` to
+        follow them anyway.
 
         Args:
             response: The fetched page.
@@ -592,6 +723,26 @@ def start_callback(spider: Spider, response: Response) -> CallbackRun:
 
 _NOT_CALLBACKS = frozenset(n for n in vars(Spider) if n != "parse")
 """The base class's own names other than ``parse`` (``start_requests``, ``wants_status``…)."""
+
+
+def is_callback(spider: Spider, name: str) -> bool:
+    """Whether a request may name ``name`` as its callback on ``spider`` (public methods)."""
+    try:
+        _callback_method(spider, name, "")
+    except SpiderError:
+        return False
+    return True
+
+
+def sitemap_rules_of(spider: Spider) -> SitemapRules:
+    """The spider's ``sitemap_rules`` and ``sitemap_follow``, compiled and checked.
+
+    Raises:
+        ConfigError: Named ``spider``: a bad regex, or a callback that is not a public method.
+    """
+    return SitemapRules.compile(
+        spider.sitemap_rules, spider.sitemap_follow, lambda name: is_callback(spider, name)
+    )
 
 
 def _callback_method(spider: Spider, name: str, url: str) -> Callable[..., Any]:

@@ -27,7 +27,7 @@ FAST = ["--delay", "0", "--retry-delay", "0.05", "-q"]
 
 PAGE_COLUMNS = (
     "url,final_url,status,content_type,depth,title,fetched_at,size,elapsed_s,attempt,error,"
-    "spider,fingerprint,warc_file,warc_offset"
+    "spider,fingerprint,warc_file,warc_offset,canonical_url"
 )
 
 

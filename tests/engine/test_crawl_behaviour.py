@@ -335,7 +335,11 @@ async def test_delay_between_requests_to_one_host(
     assert len(starts) == 6  # robots.txt and 5 pages
     gap = log.min_gap_s(host)
     timeline = [(q.path, round(q.start_s - starts[0], 3)) for q in log.requests(host=host)]
-    assert gap is not None and gap >= 0.19, f"requests {gap:.3f} s apart: {timeline}"
+    # The frontier spaces lease starts exactly; the server, on the same event loop, logs a
+    # request when its handler runs, which a busy loop (an inline parse, GC) can delay for
+    # one request and not the next: tens of ms on a loaded 2-core machine. 0.1 s of slack
+    # still tells a 0.2 s delay from none.
+    assert gap is not None and gap >= 0.2 - 0.1, f"requests {gap:.3f} s apart: {timeline}"
     assert log.max_concurrency(host) == 1
 
 

@@ -7,6 +7,7 @@ import time
 
 from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
+from crawlq.frontier.base import QueueBounds
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest
 
@@ -520,3 +521,113 @@ async def test_robots_claim_rejects_a_non_positive_ttl(make_frontier: MakeFronti
     f = await make_frontier()
     with pytest.raises(ValueError, match="ttl_s"):
         await f.robots_claim("http://a.test", "w", 0)
+
+
+# -- queue bounds (backpressure) -------------------------------------------------------------
+
+
+async def test_block_bound_refuses_a_producers_overflow_without_marking_it_seen(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    f.bounds = QueueBounds(max_queued=3)
+    offer = await f.offer(reqs("a", "b", "c", "d", "e"))
+    assert (offer.queued, offer.refused, offer.dropped) == (3, 2, 0)
+    stats = await f.stats()
+    assert (stats.queued, stats.seen) == (3, 3)
+    # a duplicate is never refused, even while full
+    assert (await f.offer(reqs("a"))).refused == 0
+    # room made by a worker lets the refused ones in: they were never marked seen
+    await drain(f, 2)
+    again = await f.offer(reqs("a", "b", "c", "d", "e"))
+    assert (again.queued, again.refused) == (2, 0)
+    assert (await f.stats()).seen == 5
+
+
+async def test_block_bound_does_not_apply_to_workers_links(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    f.bounds = QueueBounds(max_queued=2)
+    assert await f.push(reqs("a", "b", "c", "d")) == 4  # workers make room: never blocked
+    assert (await f.offer(reqs("e"))).refused == 1
+
+
+async def test_per_host_bound_leaves_other_hosts_room(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    f.bounds = QueueBounds(max_queued_per_host=2)
+    offer = await f.offer(reqs("1", "2", "3", host="a.test") + reqs("1", host="b.test"))
+    assert (offer.queued, offer.refused) == (3, 1)
+    hosts = {h.host: h.queued for h in (await f.stats()).hosts}
+    assert hosts == {"a.test": 2, "b.test": 1}
+
+
+async def test_drop_lowest_dead_letters_the_lowest_priority_and_loses_nothing(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    f.bounds = QueueBounds(max_queued=2, when_full="drop-lowest")
+    await f.push(reqs("low", priority=0) + reqs("mid", priority=5))
+    offer = await f.offer(reqs("high", priority=9))  # evicts "low"
+    assert (offer.queued, offer.refused, offer.dropped) == (1, 0, 1)
+    assert await f.push(reqs("lower", priority=-1)) == 0  # the new one is the lowest: dropped
+    stats = await f.stats()
+    assert (stats.queued, stats.dead, stats.seen) == (2, 2, 4)
+    assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["high", "mid"]
+    # the dropped ones are dead letters with their reason, and replayable
+    f.bounds = QueueBounds()
+    assert await f.revive_dead() == 2
+    assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["low", "lower"]
+
+
+# -- the per-host page budget (max_pages_per_host) --------------------------------------------
+
+
+def budget(n: int) -> Politeness:
+    return Politeness(default=HostPolicy(0.0, 1000), max_pages_per_host=n)
+
+
+async def test_a_host_admits_at_most_its_budget_of_new_urls(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(politeness=budget(3))
+    assert await f.push(reqs("a", "b", "a") + reqs("x", host="b.test")) == 3
+    assert await f.push(reqs("c", "d", "e") + reqs("y", "z", host="b.test")) == 3
+    stats = await f.stats()
+    assert (stats.queued, stats.seen, stats.over_budget) == (6, 6, 2)
+    queued = sorted(await drain(f))
+    assert queued == sorted(
+        [f"http://a.test/{p}" for p in "abc"] + [f"http://b.test/{p}" for p in "xyz"]
+    )
+
+
+async def test_urls_over_the_budget_stay_unseen_and_count_each_time(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(politeness=budget(1))
+    assert await f.push(reqs("a", "b")) == 1
+    assert await f.push(reqs("a", "b")) == 0  # a: seen (not counted); b: over again
+    assert (await f.stats()).over_budget == 2
+    assert (await f.stats()).seen == 1
+
+
+async def test_the_budget_counts_urls_ever_admitted_not_queued_ones(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(politeness=budget(2))
+    await f.push(reqs("a"))
+    (lease,) = await f.lease(1, "w", VT)
+    await f.ack([lease])  # done: still counts against the budget
+    assert await f.push(reqs("b", "c")) == 1
+    assert await drain(f) == ["http://a.test/b"]
+
+
+async def test_concurrent_pushes_never_exceed_the_budget(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(politeness=budget(10))
+    batches = [reqs(*(f"p{w}-{i}" for i in range(20))) for w in range(6)]
+    counts = await asyncio.gather(*(f.push(b) for b in batches))
+    assert sum(counts) == 10
+    stats = await f.stats()
+    assert (stats.queued, stats.over_budget) == (10, 110)
+
+
+async def test_without_a_budget_nothing_is_over_it(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier()
+    assert await f.push(reqs(*(f"p{i}" for i in range(50)))) == 50
+    assert (await f.stats()).over_budget == 0

@@ -300,7 +300,7 @@ async def test_poison_inbox_entries_are_rejected_and_the_valid_ones_queued(
 
 async def test_inbox_filter_rejects_with_its_reason(redis_url: str, job: str) -> None:
     f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
-    f.inbox_filter = lambda r: None if r.host == "a.test" else "out_of_scope: offsite"
+    f.inbox_filter = lambda r: r if r.host == "a.test" else "out_of_scope: offsite"
     client = aioredis.Redis.from_url(redis_url)
     try:
         await client.lpush(Keyspace(job).inbox, "http://a.test/in", "http://b.test/out")
@@ -311,4 +311,42 @@ async def test_inbox_filter_rejects_with_its_reason(redis_url: str, job: str) ->
         ]
     finally:
         await client.aclose()
+        await f.close()
+
+
+async def test_a_bloom_job_keeps_the_host_budget_too(redis_url: str, job: str) -> None:
+    from crawlq.politeness import Politeness
+
+    rules = Politeness(default=POLICY, max_pages_per_host=2)
+    bloom = BloomDedup(capacity=10_000, error_rate=0.001)
+    f = await RedisFrontier.open(redis_url, job, politeness=rules, bloom=bloom, create=True)
+    try:
+        urls = [CrawlRequest(f"http://a.test/{i}") for i in range(5)]
+        assert await f.push(urls) == 2
+        assert await f.push(urls) == 0
+        stats = await f.stats()
+        assert (stats.queued, stats.over_budget) == (2, 6)
+        client = aioredis.Redis.from_url(redis_url)
+        try:
+            assert await client.hget(Keyspace(job).admitted, "a.test") == b"2"
+        finally:
+            await client.aclose()
+    finally:
+        await f.drop()
+        await f.close()
+
+
+async def test_a_garbled_host_count_does_not_fail_a_push(redis_url: str, job: str) -> None:
+    from crawlq.politeness import Politeness
+
+    rules = Politeness(default=POLICY, max_pages_per_host=3)
+    f = await RedisFrontier.open(redis_url, job, politeness=rules, create=True)
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.hset(Keyspace(job).admitted, "a.test", "not a number")
+        assert await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(5)]) == 3
+        assert await client.hget(Keyspace(job).admitted, "a.test") == b"3"
+    finally:
+        await client.aclose()
+        await f.drop()
         await f.close()

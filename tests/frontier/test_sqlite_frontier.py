@@ -12,7 +12,7 @@ import pytest
 from crawlq.errors import FrontierError, FrontierLocked
 from crawlq.frontier import HostPolicy, open_frontier
 from crawlq.frontier.sqlite import SCHEMA_VERSION, SqliteFrontier
-from crawlq.politeness import Strike, StrikePlan
+from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest
 from crawlq.robots_record import RobotsRecord
 
@@ -155,7 +155,36 @@ async def test_version_2_file_gains_the_robots_table(tmp_path: Path) -> None:
         await f.close()
     with sqlite3.connect(path) as db:
         version = db.execute("SELECT value FROM frontier_meta WHERE key='schema_version'")
-        assert version.fetchone() == ("3",) == (str(SCHEMA_VERSION),)
+        assert version.fetchone() == (str(SCHEMA_VERSION),)
+
+
+async def test_version_3_file_counts_the_urls_it_holds_against_the_host_budget(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(3)])
+    await f.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE frontier_meta SET value='3' WHERE key='schema_version'")
+        # version 4 added the column and filled it from the requests (SQLite cannot drop the
+        # last column of this table: a comment follows it)
+        db.execute("UPDATE frontier_hosts SET admitted=0")
+    rules = Politeness(default=POLICY, max_pages_per_host=4)
+    f = await SqliteFrontier.open(path, politeness=rules)
+    try:
+        assert await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(3, 6)]) == 1
+        assert (await f.stats()).over_budget == 2
+    finally:
+        await f.close()
+    f = await SqliteFrontier.open(path, politeness=rules)  # the count survives a reopen
+    try:
+        assert (await f.stats()).over_budget == 2
+        assert await f.push([CrawlRequest("http://a.test/new")]) == 0
+    finally:
+        await f.close()
 
 
 async def test_open_frontier_dispatch(tmp_path: Path) -> None:

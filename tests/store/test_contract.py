@@ -126,6 +126,15 @@ async def test_warc_locations_round_trip_and_are_overwritten(store: Store) -> No
     assert (await store.counts()).pages == 6
 
 
+async def test_canonical_urls_round_trip_and_are_overwritten(store: Store) -> None:
+    pages = [page(1, canonical_url="https://example.com/the-one?a=1"), page(2)]
+    await store.write(ResultBatch(pages=pages))
+    assert await collect(store.pages()) == pages
+    again = page(1, attempt=2)  # the page no longer names one
+    await store.write(ResultBatch(pages=[again]))
+    assert [p.canonical_url for p in await collect(store.pages())] == [None, None]
+
+
 async def test_same_page_twice_is_one_row_with_the_second_values(store: Store) -> None:
     await store.write(ResultBatch(pages=[page(1)]))
     second = page(1, status=301, title="Moved", attempt=2, fetched_at=1_900_000_000.0)

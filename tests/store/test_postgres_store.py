@@ -209,6 +209,39 @@ async def test_a_version_1_schema_gains_the_warc_columns(
     assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == expected
 
 
+async def test_a_version_2_schema_gains_canonical_url(
+    postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patch:  # a schema made by crawlq at version 2
+        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:2])
+        store = await PostgresStore.open(postgres_url, schema=schema)
+        await store.close()
+    await query(
+        postgres_url,
+        sql.SQL(
+            "INSERT INTO {} (fingerprint, url, final_url, status, content_type, depth,"
+            " fetched_at, size_bytes, elapsed_s, attempt, spider)"
+            " VALUES (%s, 'https://e.com/1', 'https://e.com/1', 200, '', 0, 1, 1, 0.1, 1, 'd')"
+        ).format(qualified(schema, "pages")),
+        page(1).fingerprint,
+    )
+    read_only = await PostgresStore.open(postgres_url, schema=schema, read_only=True)
+    try:
+        assert [p.canonical_url async for p in read_only.pages()] == [None]
+    finally:
+        await read_only.close()
+    store = await PostgresStore.open(postgres_url, schema=schema)
+    try:
+        canonical = page(2, canonical_url="https://e.com/the-one")
+        await store.write(ResultBatch(pages=[canonical]))
+        assert [p async for p in store.pages()][-1] == canonical
+    finally:
+        await store.close()
+    meta = qualified(schema, "store_meta")
+    expected = [(str(SCHEMA_VERSION),)]
+    assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == expected
+
+
 async def test_a_failing_migration_step_leaves_the_old_version(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -181,6 +181,7 @@ async def test_a_read_only_sqlite_store_reads_version_1_without_migrating(tmp_pa
     with sqlite3.connect(path) as conn:  # what a crawlq of schema version 1 left
         conn.execute("ALTER TABLE pages DROP COLUMN warc_file")
         conn.execute("ALTER TABLE pages DROP COLUMN warc_offset")
+        conn.execute("ALTER TABLE pages DROP COLUMN canonical_url")
         conn.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
     conn.close()
     read_only = await open_store(str(path), read_only=True)

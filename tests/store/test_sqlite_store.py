@@ -252,6 +252,34 @@ async def test_open_store_rejects_other_urls(url: str, message: str) -> None:
     assert info.value.name == "store"
 
 
+async def test_a_version_2_file_gains_canonical_url(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    store = await SqliteStore.open(path)
+    await store.write(ResultBatch(pages=[page(1)]))
+    await store.close()
+    with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 2 looks like
+        db.execute("ALTER TABLE pages DROP COLUMN canonical_url")
+        db.execute("UPDATE store_meta SET value = '2' WHERE key = 'schema_version'")
+    db.close()
+
+    read_only = await SqliteStore.open(path, read_only=True)  # read as it is
+    try:
+        assert [p.canonical_url async for p in read_only.pages()] == [None]
+    finally:
+        await read_only.close()
+    store = await SqliteStore.open(path)
+    try:
+        canonical = dataclasses.replace(page(2), canonical_url="https://e.com/the-one")
+        await store.write(ResultBatch(pages=[canonical]))
+        assert [p async for p in store.pages()] == [page(1), canonical]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        version = db.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
+        assert version.fetchall() == [(str(SCHEMA_VERSION),)]
+    db.close()
+
+
 async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     store = await SqliteStore.open(path)
@@ -262,6 +290,7 @@ async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) ->
         db.execute("ALTER TABLE pages DROP COLUMN request")
         db.execute("ALTER TABLE pages DROP COLUMN warc_file")
         db.execute("ALTER TABLE pages DROP COLUMN warc_offset")
+        db.execute("ALTER TABLE pages DROP COLUMN canonical_url")
         db.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
 

@@ -26,7 +26,8 @@ def fp(n: int) -> bytes:
 
 PAGES = [
     PageRecord(fp(1), "https://e.com/", "https://e.com/", 200, "text/html", 0, "Accueil · é", T0,
-               5120, 0.25, 1, None, "docs", b"<html>", "crawlq-1.warc.gz", 1234),
+               5120, 0.25, 1, None, "docs", b"<html>", "crawlq-1.warc.gz", 1234,
+               "https://e.com/home"),
     PageRecord(fp(2), "https://e.com/a", "https://e.com/b", 404, "", 1, None, T0 + 60, 0, 1.5, 2,
                "http_404", "docs"),
 ]  # fmt: skip
@@ -111,7 +112,8 @@ async def test_pages_jsonl_round_trip() -> None:
     rows = [json.loads(line) for line in lines]
     assert [list(row) for row in rows] == [
         ["url", "final_url", "status", "content_type", "depth", "title", "fetched_at", "size",
-         "elapsed_s", "attempt", "error", "spider", "fingerprint", "warc_file", "warc_offset"]
+         "elapsed_s", "attempt", "error", "spider", "fingerprint", "warc_file", "warc_offset",
+         "canonical_url"]
     ] * 2  # fmt: skip
     for row, page in zip(rows, PAGES, strict=True):
         assert row == {
@@ -130,6 +132,7 @@ async def test_pages_jsonl_round_trip() -> None:
             "fingerprint": page.fingerprint.hex(),
             "warc_file": page.warc_file,
             "warc_offset": page.warc_offset,
+            "canonical_url": page.canonical_url,
         }
         parsed = datetime.strptime(row["fetched_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
         assert parsed.replace(tzinfo=UTC).timestamp() == pytest.approx(page.fetched_at, abs=1e-3)
@@ -142,11 +145,12 @@ async def test_pages_csv_header_and_rows() -> None:
     assert rows[0] == [
         "url", "final_url", "status", "content_type", "depth", "title", "fetched_at", "size",
         "elapsed_s", "attempt", "error", "spider", "fingerprint", "warc_file", "warc_offset",
+        "canonical_url",
     ]  # fmt: skip
     assert rows[1] == [
         "https://e.com/", "https://e.com/", "200", "text/html", "0", "Accueil · é",
         "2026-11-29T18:01:02.123Z", "5120", "0.25", "1", "", "docs", "01" * 20,
-        "crawlq-1.warc.gz", "1234",
+        "crawlq-1.warc.gz", "1234", "https://e.com/home",
     ]  # fmt: skip
     assert rows[2][5] == ""  # a None title is an empty cell
     assert rows[2][10] == "http_404"

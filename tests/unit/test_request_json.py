@@ -62,15 +62,20 @@ def test_inbox_filter_checks_method_and_scope_unless_the_job_allows() -> None:
     from crawlq.engine.job import inbox_filter
     from crawlq.scope import Scope
     from crawlq.settings import Settings
+    from crawlq.urls import UrlRules
 
-    scope = Scope(("a.test",), max_depth=2)
+    scope = Scope(("a.test",), max_depth=2, url_rules=UrlRules(("sid",)))
     strict = inbox_filter(Settings(), scope)
-    assert strict(CrawlRequest("http://a.test/x", method="HEAD")) is None
+    head = CrawlRequest("http://a.test/x", method="HEAD")
+    assert strict(head) is head
     assert strict(CrawlRequest("http://a.test/x", method="POST")).startswith(  # type: ignore[union-attr]
         "method_not_allowed: POST"
     )
     assert strict(CrawlRequest("http://b.test/x")) == "out_of_scope: offsite"
     assert strict(CrawlRequest("http://a.test/x", depth=3)) == "out_of_scope: max_depth"
+    stripped = strict(CrawlRequest("http://a.test/x?sid=42&k=1"))
+    assert isinstance(stripped, CrawlRequest) and stripped.url == "http://a.test/x?k=1"
     loose = inbox_filter(Settings(inbox_methods=("get", "post"), inbox_bypass_scope=True), scope)
-    assert loose(CrawlRequest("http://b.test/x", method="POST")) is None
+    post = CrawlRequest("http://b.test/x", method="POST")
+    assert loose(post) is post
     assert loose(CrawlRequest("http://b.test/x", method="HEAD")) is not None

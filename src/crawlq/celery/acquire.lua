@@ -7,12 +7,15 @@
 -- ARGV[1] now (Unix ms)   ARGV[2] host   ARGV[3] n = slots wanted (>= 1)
 -- ARGV[4] default delay (ms)   ARGV[5] default concurrency
 -- ARGV[6] hold (ms): a slot not released by then is freed (its worker died)
--- ARGV[7] token prefix: slot i is named prefix .. ":" .. i
+-- ARGV[7] token prefix: slot i is named prefix .. ":" .. i   ARGV[8] wait (ms) while paused
 -- Returns: {granted, wait_ms}: granted slots (0..n); when 0, wait_ms until the window opens,
 -- -1 when the host's concurrency is used up (no way to know when a fetch ends), or -2 when
 -- the host is down (its circuit breaker gave up: dead-letter its URLs without a request).
 -- A probing host (policy flag "p") takes one request at a time (see crawlq.politeness).
-check_job()
+-- A paused job (field "paused" of the job hash, `crawlq job pause`) grants nothing: wait_ms is
+-- ARGV[8] (the caller's pause poll interval), so its tasks come back later without an attempt.
+local job_key = check_job()
+if redis.call("HEXISTS", job_key, "paused") == 1 then return {0, tonumber(ARGV[8])} end
 local now, host, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local hold, prefix = tonumber(ARGV[6]), ARGV[7]
 redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)

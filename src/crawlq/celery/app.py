@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -232,7 +233,40 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
 
     signals.worker_process_shutdown.connect(shutdown, weak=False)
     signals.worker_shutdown.connect(shutdown, weak=False)
+    if settings.metrics_port is not None:
+        _serve_metrics(settings)
     return CrawlqTasks(scrape, scrape_many, runtimes, settings)
+
+
+def _serve_metrics(settings: Settings) -> None:
+    """Serve the worker metrics of a Celery worker and its pool on ``settings.metrics_port``.
+
+    When the worker starts (``worker_init``, in its main process, before the pool forks),
+    the main process serves the summed metrics of itself and its pool processes
+    (`crawlq.engine.metrics.MultiprocessExporter`, which records here too: the forked pool
+    processes inherit that and write files of their own); a pool process that exits has
+    its live gauges dropped.
+    """
+    exporters: list[Any] = []
+
+    def start(**_: Any) -> None:
+        from crawlq.engine.metrics import MultiprocessExporter
+
+        port, host = settings.metrics_port, settings.metrics_host
+        assert port is not None
+        exporters.append(MultiprocessExporter(port, host, adopt=True))
+
+    def process_gone(**_: Any) -> None:
+        for exporter in exporters:
+            exporter.process_dead(os.getpid())
+
+    def stop(**_: Any) -> None:
+        while exporters:
+            exporters.pop().close()
+
+    signals.worker_init.connect(start, weak=False)
+    signals.worker_process_shutdown.connect(process_gone, weak=False)
+    signals.worker_shutdown.connect(stop, weak=False)
 
 
 def make_app(settings: Settings | None = None, *, main: str = "crawlq") -> Celery:

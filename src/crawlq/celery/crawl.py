@@ -48,6 +48,7 @@ from crawlq.retry import backoff_s
 from crawlq.secrecy import has_password
 from crawlq.settings import Settings
 from crawlq.store import Store, StoreCounts
+from crawlq.urls import UrlRules
 
 __all__ = ["CeleryCrawl", "celery_settings"]
 
@@ -205,7 +206,11 @@ class CeleryCrawl:
         )
 
     async def _seed(self, state: CeleryState, settings: Settings) -> int:
-        flags = await state.admit([(r, "seed") for r in self.requests], run=False)
+        rules = UrlRules(settings.strip_url_params)  # the job's, as for its links
+        self.requests = [r.rewritten(rules) for r in self.requests]
+        flags = await state.admit(
+            [(r, "seed") for r in self.requests], run=False, budget=settings.max_pages_per_host
+        )
         new = [r for r, ok in zip(self.requests, flags, strict=True) if ok]
         self._send(new)
         return len(new)
@@ -345,6 +350,9 @@ class CeleryCrawl:
             env["CRAWLQ_SPIDER"] = settings.spider
         if settings.trust_job_code:
             env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+        if settings.metrics_port is not None:  # the worker does the work: it serves metrics
+            env["CRAWLQ_METRICS_PORT"] = str(settings.metrics_port)
+            env["CRAWLQ_METRICS_HOST"] = settings.metrics_host
         cmd = [
             sys.executable, "-m", "celery", "-A", "crawlq.celery", "worker",
             "--concurrency", str(self.processes), "--loglevel", self.loglevel,
@@ -446,6 +454,7 @@ def _stats(counts: Counts) -> FrontierStats:
         done=counts.done,
         dead=counts.dead,
         seen=counts.seen,
+        over_budget=counts.over_budget,
     )
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from crawlq.celery.config import clamp_priority, dedup_redis_url
 from crawlq.celery.state import CeleryState, Heartbeat, process_id
 from crawlq.engine.job import bind_job
+from crawlq.engine.metrics import recorder
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
@@ -197,7 +198,7 @@ class JobRuntime:
         fetcher = Fetcher.from_settings(s, max_connections=max(s.concurrency, s.celery_batch))
         spider = load_spider(s.spider)()
         domains = s.allowed_domains or tuple(spider.allowed_domains)
-        scope = Scope(domains, s.include, s.exclude, s.max_depth)
+        scope = Scope.from_settings(s, domains)
         robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness)
         Heartbeat.of_process(s.heartbeat_s).add(url, job)  # what says this process is alive
@@ -218,7 +219,7 @@ class JobRuntime:
         deps = self._host_scopes.get(request.host)
         if deps is None:
             s = self.settings
-            scope = Scope((request.host,), s.include, s.exclude, s.max_depth)
+            scope = Scope.from_settings(s, (request.host,))
             deps = self._host_scopes[request.host] = dataclasses.replace(self.deps, scope=scope)
         return deps
 
@@ -231,7 +232,12 @@ class JobRuntime:
             StoreError: The store refused the results for another reason.
         """
         report = BatchReport()
-        flags = await self.state.admit([(e.request, "task") for e in entries], run=True)
+        rules = self.deps.scope.url_rules  # scrape.delay(url) gets the job's URL rules too
+        entries = [dataclasses.replace(e, request=e.request.rewritten(rules)) for e in entries]
+        budget = self.settings.max_pages_per_host
+        flags = await self.state.admit(
+            [(e.request, "task") for e in entries], run=True, budget=budget
+        )
         todo = [e for e, ok in zip(entries, flags, strict=True) if ok]
         report.skipped = len(entries) - len(todo)
         retried = sum(1 for e in entries if e.retry)
@@ -271,10 +277,16 @@ class JobRuntime:
         rules = self.deps.politeness
         policy = rules.configured(host) or rules.default  # Crawl-delay in Redis wins
 
+        metrics = recorder()
+
         async def one(entry: Entry, token: str) -> Outcome:
+            if metrics is not None:
+                metrics.in_flight.inc()
             try:
                 return await self._process(entry, token)
             finally:
+                if metrics is not None:
+                    metrics.in_flight.dec()
                 with contextlib.suppress(FrontierError):
                     await self.state.release(host, [token])
 
@@ -284,6 +296,8 @@ class JobRuntime:
                 outcome = task.result()
                 if outcome.kind is Kind.RELEASE:  # robots.txt took the slot: the page waits
                     queue.appendleft(entry)
+                    if outcome.links:  # its sitemaps: enqueued with the task's other links
+                        outcomes.append((entry, outcome))
                 else:
                     outcomes.append((entry, outcome))
 
@@ -329,7 +343,7 @@ class JobRuntime:
         except Exception as exc:
             logger.exception("internal error processing %s", req.url)
             record = DeadRecord(
-                req.fingerprint,
+                req.record_fingerprint,
                 req.url,
                 "internal_error",
                 f"{type(exc).__name__}: {exc}",
@@ -366,6 +380,13 @@ class JobRuntime:
         batch = result_batch(o for _, o in outcomes)
         if len(batch):
             await self.store.write(batch)
+        metrics = recorder()  # counted before the settle, as the native worker does
+        if metrics is not None:
+            for _, o in outcomes:
+                if o.kind is Kind.RETRY:
+                    metrics.retried(o.reason)
+                else:
+                    metrics.settled(o)
         report.enqueued = await self._enqueue_links(outcomes, publish)
         for entry, o in retries:
             retry = Entry(entry.request, entry.attempt + 1, retry=True)
@@ -395,7 +416,7 @@ class JobRuntime:
         if not pairs:
             return 0
         links = [link for link, _ in pairs]
-        flags = await self.state.admit(pairs, run=False)
+        flags = await self.state.admit(pairs, run=False, budget=self.settings.max_pages_per_host)
         groups: dict[tuple[str, int], list[Entry]] = defaultdict(list)
         published: set[bytes] = set()
         for link, ok in zip(links, flags, strict=True):

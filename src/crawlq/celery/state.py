@@ -53,6 +53,7 @@ from crawlq.clock import Clock, SystemClock
 from crawlq.errors import ConfigError, JobGone
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.errors import translate
+from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.scripts import SCRIPTS as FRONTIER_SCRIPTS
 from crawlq.frontier.redis.scripts import Script
 from crawlq.politeness import HostPolicy, Politeness
@@ -108,6 +109,7 @@ class Counts:
         dead: URLs dead-lettered.
         delayed: Retries scheduled and not started yet (approximate: a worker killed while
             holding one leaves it counted).
+        over_budget: New URLs not admitted because their host was at ``max_pages_per_host``.
     """
 
     pending: int
@@ -115,6 +117,7 @@ class Counts:
     done: int
     dead: int
     delayed: int
+    over_budget: int = 0
 
 
 class CeleryState:
@@ -195,7 +198,13 @@ class CeleryState:
         job = (self.keys.job_info, self.job_id or "")
         return await self._call(lambda: _SCRIPTS[name].run(self.client, keys, args, job))
 
-    async def admit(self, entries: Sequence[tuple[CrawlRequest, str]], *, run: bool) -> list[bool]:
+    async def admit(
+        self,
+        entries: Sequence[tuple[CrawlRequest, str]],
+        *,
+        run: bool,
+        budget: int | None = None,
+    ) -> list[bool]:
         """Mark URLs seen and pending; say which to enqueue (or, with ``run``, to run).
 
         The URLs returned True are due now: a task should run them within the visibility
@@ -208,6 +217,10 @@ class CeleryState:
                 for those still pending under the same owner (its task was delivered again
                 after a crash and must publish them again). True when a task is about to run
                 them: True for new and for pending ones, False for settled ones.
+            budget: The job's ``max_pages_per_host``: a host admits at most this many
+                fingerprints over the job's life (counted here for every worker at once); a
+                new one over it is False, not marked seen, and counted in ``over_budget``.
+                None: no budget.
 
         Returns:
             One bool per entry.
@@ -219,9 +232,10 @@ class CeleryState:
             return []
         k = self.keys
         args: list[Any] = ["run" if run else "push", self.clock.wall_ms()]
+        args.append(-1 if budget is None else budget)
         for request, owner in entries:
-            args += [request.fingerprint, owner, request.to_json()]
-        keys = [k.seen, k.pending, k.pending_at, k.stats]
+            args += [request.fingerprint, owner, request.to_json(), request.host]
+        keys = [k.seen, k.pending, k.pending_at, k.stats, k.admitted]
         flags = await self._script("admit", keys, args)
         if not self._marked:  # once per instance (after the job check): a Celery-engine job
             await self._call(lambda: self.client.hsetnx(k.job_info, ENGINE_FIELD, "celery"))
@@ -354,7 +368,8 @@ class CeleryState:
         """Take up to ``n`` request slots on ``host`` if politeness allows now.
 
         With a delay, at most one slot is granted per call and the host's window moves by
-        the delay; without one, up to the free concurrency.
+        the delay; without one, up to the free concurrency. While the job is paused
+        (`crawlq.frontier.redis.jobs`), nothing is granted and the wait is `PAUSE_POLL_MS`.
 
         Args:
             host: Politeness key (`crawlq.request.CrawlRequest.host`).
@@ -369,7 +384,7 @@ class CeleryState:
         prefix = f"{holder or self._token_prefix}|{self._token_seq}"
         args = [
             self.clock.wall_ms(), host, n, round(policy.delay_s * 1000), policy.concurrency,
-            max(1, round(hold_s * 1000)), prefix,
+            max(1, round(hold_s * 1000)), prefix, PAUSE_POLL_MS,
         ]  # fmt: skip
         granted, wait_ms = await self._script("acquire", [k.next, k.slots(host), k.policy], args)
         if granted:
@@ -385,8 +400,17 @@ class CeleryState:
 
     async def add_delayed(self, n: int) -> None:
         """Count ``n`` retries scheduled (negative: started)."""
-        if n:
+        if n < 0:
             await self._call(lambda: self.client.hincrby(self.keys.stats, "delayed", n))
+        elif n > 0:  # also the job's count of retries ever scheduled (`crawlq dashboard`)
+
+            async def both() -> None:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    pipe.hincrby(self.keys.stats, "delayed", n)
+                    pipe.hincrby(self.keys.stats, "retries", n)
+                    await pipe.execute()
+
+            await self._call(both)
 
     async def counts(self) -> Counts:
         """The job's counters now (one round trip).
@@ -400,16 +424,21 @@ class CeleryState:
         async def read() -> list[Any]:
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.hlen(k.pending)
-                pipe.hmget(k.stats, ["seen", "done", "dead", "delayed"])
+                pipe.hmget(k.stats, ["seen", "done", "dead", "delayed", "over_budget"])
                 pipe.hget(k.job_info, "id")
                 return await pipe.execute()
 
-        pending, (seen, done, dead, delayed), job_id = await self._call(read)
+        pending, (seen, done, dead, delayed, over), job_id = await self._call(read)
         found = None if job_id is None else bytes(job_id).decode()
         if found != self.job_id:
             raise JobGone(self.job, self.job_id, found)
         return Counts(
-            int(pending), int(seen or 0), int(done or 0), int(dead or 0), max(0, int(delayed or 0))
+            int(pending),
+            int(seen or 0),
+            int(done or 0),
+            int(dead or 0),
+            max(0, int(delayed or 0)),
+            int(over or 0),
         )
 
     async def live_workers(self, stale_s: float) -> int:

@@ -16,7 +16,10 @@ __all__ = ["cli"]
 
 _COMMANDS = {
     "crawl": "crawlq.cli.crawl_cmd:crawl",
+    "dashboard": "crawlq.cli.dashboard_cmd:dashboard",
     "export": "crawlq.cli.export_cmd:export",
+    "job": "crawlq.cli.jobs_cmd:job",
+    "jobs": "crawlq.cli.jobs_cmd:jobs",
     "reparse": "crawlq.cli.reparse_cmd:reparse",
     "seed": "crawlq.cli.seed_cmd:seed",
     "serve": "crawlq.cli.serve_cmd:serve",

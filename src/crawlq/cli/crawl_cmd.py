@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -9,13 +10,17 @@ from typing import Any
 
 import click
 
+from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
 from crawlq.cli.options import (
     build_settings,
     frontier_options,
     guard_options,
     job_options,
+    observe_options,
     output_options,
     process_options,
+    sitemap_option,
+    sitemap_urls,
 )
 from crawlq.cli.output import (
     EXIT_SPIDER_ERRORS,
@@ -36,6 +41,7 @@ __all__ = ["crawl"]
 
 @click.command()
 @click.argument("seeds", nargs=-1, metavar="SEED_URL...")
+@sitemap_option
 @job_options
 @guard_options
 @frontier_options(required=False)
@@ -62,6 +68,7 @@ __all__ = ["crawl"]
     "(default: exit 0 with a warning line).",
 )
 @output_options
+@observe_options
 def crawl(
     seeds: tuple[str, ...],
     quiet: bool,
@@ -72,7 +79,7 @@ def crawl(
     fail_on_spider_errors: bool,
     **options: Any,
 ) -> None:
-    """Crawl SEED_URL... and store every page once.
+    """Crawl SEED_URL... (and the URLs of each --sitemap) and store every page once.
 
     With no --frontier, one process crawls with the frontier and results in one SQLite file
     (--store). With --frontier redis://…, the crawl is a job (--job, default derived from the
@@ -95,18 +102,42 @@ def crawl(
     console = terminal_console()
     configure_logging(-1 if quiet else verbose, console)
     processes = options["processes"]
+    sitemaps = sitemap_urls(options.pop("sitemap"))
     try:
         spider_cls = load_spider(options["spider"])
         settings = build_settings(options, spider_cls)
         if engine == "celery":
-            runner = _celery_runner(settings, seeds, spider_cls, processes, retry_dead, broker)
+            runner = _celery_runner(
+                settings, seeds, spider_cls, processes, retry_dead, broker, sitemaps
+            )
         else:
-            runner = _native_runner(settings, seeds, spider_cls, processes, retry_dead, verbose)
+            runner = _native_runner(
+                settings, seeds, spider_cls, processes, retry_dead, verbose, sitemaps
+            )
     except InvalidURL as exc:
         raise click.BadParameter(str(exc), param_hint="SEED_URL") from None
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    report = run_or_exit(runner, None if quiet else console, failure="cannot crawl")
+    if settings.log_format == "json":  # JSON lines, terminal or not: no live display
+        console = None
+        configure_logging(-1 if quiet else verbose, None, "json")
+    metrics: contextlib.AbstractContextManager[None]
+    if isinstance(runner, MultiProcessCrawl):
+        metrics = supervisor_metrics(settings, runner.pool.env)
+    elif engine == "celery":  # the work, and so the metrics, are the Celery workers'
+        metrics = contextlib.nullcontext()
+    else:
+        metrics = worker_metrics(settings)
+    try:
+        with metrics:
+            report = run_or_exit(
+                runner,
+                None if quiet else console,
+                failure="cannot crawl",
+                log_interval_s=None if quiet else settings.log_interval_s,
+            )
+    except ConfigError as exc:  # the metrics port cannot be bound
+        raise click.UsageError(str(exc)) from None
     print_summary(report, sys.stdout)
     if report.stopped_by == "stopped":
         sys.exit(1)
@@ -126,6 +157,7 @@ def _celery_runner(
     processes: int | None,
     retry_dead: bool,
     broker: str | None,
+    sitemaps: tuple[str, ...],
 ) -> Runner:
     """The Celery engine's crawl (imported only when asked for: it needs the celery extra)."""
     if retry_dead:
@@ -141,7 +173,7 @@ def _celery_runner(
             settings, broker_url=broker, explicit=settings.explicit | {"broker_url"}
         )
     settings = celery_settings(settings)
-    crawl_run = Crawl(settings, seeds, spider_cls)
+    crawl_run = Crawl(settings, seeds, spider_cls, sitemaps=sitemaps)
     return CeleryCrawl(crawl_run.settings, crawl_run.start_requests, processes=processes)
 
 
@@ -152,6 +184,7 @@ def _native_runner(
     processes: int | None,
     retry_dead: bool,
     verbose: int,
+    sitemaps: tuple[str, ...],
 ) -> Runner:
     if processes is not None and processes < 1:
         raise ConfigError("processes", f"must be at least 1, got {processes}")
@@ -161,10 +194,11 @@ def _native_runner(
         raise ConfigError("job", "a job name needs a shared --frontier (redis://…)")
     if settings.frontier is not None and processes is None:
         processes = os.cpu_count() or 1
-    crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead)
+    crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)
     if processes is not None and processes > 1:
         args = ["--concurrency", str(settings.concurrency)]
         args += ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
+        args += ["--log-format", settings.log_format]
         return MultiProcessCrawl(
             crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead
         )

@@ -6,10 +6,12 @@ status table to print): a crawl whose stderr is a file or a pipe starts without 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_SPIDER_ERRORS",
+    "PROGRESS_LOGGER",
+    "JsonFormatter",
     "ProgressDisplay",
     "RedactingFormatter",
     "configure_logging",
@@ -37,6 +41,10 @@ __all__ = [
 ]
 
 _LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}
+
+PROGRESS_LOGGER = "crawlq.progress"
+"""The logger of the periodic progress lines (`crawlq.cli.running`): at INFO, shown unless
+``-q`` even when the other INFO lines are not (``-v``)."""
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """Exit status (141) of a command whose standard output was closed by its reader (``| head``):
@@ -104,19 +112,48 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
-def configure_logging(verbosity: int, console: Console | None) -> None:
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, for log pipelines (``--log-format json``).
+
+    Keys: ``time`` (ISO 8601 UTC, milliseconds), ``level``, ``logger``, ``message``, then the
+    record's structured fields when it has them (``extra={"crawlq": {...}}``: a fetch line's
+    ``method``, ``url``, ``status``, ``bytes``, ``seconds``, ``attempt``; a progress line's
+    ``pages``, ``pages_per_s``, ``queued``, ``in_flight``, ``delayed``, ``errors``), and
+    ``exception`` with the traceback. Passwords are redacted as in text lines (`redact`).
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        out: dict[str, object] = {
+            "time": f"{stamp}.{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, "crawlq", None)
+        if isinstance(fields, dict):
+            out.update({k: v for k, v in fields.items() if k not in out})
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return redact(json.dumps(out, ensure_ascii=False, default=str))
+
+
+def configure_logging(verbosity: int, console: Console | None, fmt: str = "text") -> None:
     """Send crawlq's log records to stderr at a level chosen by ``verbosity``.
 
-    -1 (quiet): errors only; 0: warnings; 1: one line per fetched URL; 2 or more: debug.
-    Through ``console`` (rich) on a terminal; as plain timestamped lines when it is None.
+    -1 (quiet): errors only; 0: warnings (and progress lines); 1: one line per fetched URL;
+    2 or more: debug. Through ``console`` (rich) on a terminal; as plain timestamped lines
+    when it is None; as JSON lines (`JsonFormatter`) with ``fmt`` ``json``, terminal or not.
     """
     level = _LEVELS.get(verbosity, logging.DEBUG)
-    if console is not None and console.is_terminal:
+    if fmt == "json":
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+    elif console is not None and console.is_terminal:
         from rich.logging import RichHandler
 
-        handler: logging.Handler = RichHandler(
-            console=console, show_path=False, rich_tracebacks=False, markup=False
-        )
+        handler = RichHandler(console=console, show_path=False, rich_tracebacks=False, markup=False)
         handler.setFormatter(RedactingFormatter("%(message)s"))
     else:
         handler = logging.StreamHandler(sys.stderr)
@@ -125,6 +162,8 @@ def configure_logging(verbosity: int, console: Console | None) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+    # Progress lines are INFO records shown at the default verbosity too (not with -q).
+    logging.getLogger(PROGRESS_LOGGER).setLevel(logging.INFO if verbosity >= 0 else level)
 
 
 class ProgressDisplay:
@@ -242,6 +281,11 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
             f"frontier round trips: {c.round_trips}"
             + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
         ]
+    if report.frontier.over_budget:
+        lines.append(
+            f"over max_pages_per_host: {report.frontier.over_budget} links not queued "
+            "(their host had its budget of URLs)"
+        )
     lines += [
         f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "
         f"in flight: {report.frontier.in_flight}",
@@ -280,6 +324,8 @@ def status_table(report: Mapping[str, Any]) -> Table:
 
     celery = report.get("engine") == "celery"
     title = f"job {report['job']}" + (" (Celery engine)" if celery else "")
+    if report.get("paused"):
+        title += " (paused: crawlq job resume)"
     table = Table(title=title, show_header=False, box=None)
     table.add_column(justify="right", style="bold")
     table.add_column()
@@ -295,6 +341,7 @@ def status_table(report: Mapping[str, Any]) -> Table:
         ("dead", report["dead"]),
         ("seen", report["seen"]),
         ("done", report["done"]),
+        ("over max_pages_per_host", report.get("over_budget", 0)),
         ("stored pages", "?" if stored is None else stored),
         ("pages/s (last minute)", "?" if rate is None else f"{rate:.1f}"),
         ("live workers", "? (celery inspect ping)" if celery else len(report.get("workers", []))),

@@ -152,6 +152,8 @@ def _print_report(r: ReparseReport, counts: StoreCounts, out: TextIO) -> None:
         skipped.append(
             f"{sum(r.not_parsed.values())} whose status reaches no callback ({kinds(statuses)})"
         )
+    if r.refreshes:
+        skipped.append(f"{r.refreshes} meta refreshes (followed as redirects, never parsed)")
     if r.changed:
         skipped.append(f"{r.changed} fetched again meanwhile (the newer fetch was kept)")
     if skipped:

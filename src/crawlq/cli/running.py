@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
+import time
 from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from crawlq.cli.output import ProgressDisplay
+from crawlq.cli.output import PROGRESS_LOGGER, ProgressDisplay
 from crawlq.engine import CrawlReport, Progress
 from crawlq.errors import ConfigError, CrawlqError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Runner", "run_in_foreground", "run_or_exit"]
+__all__ = ["Runner", "log_progress", "run_in_foreground", "run_or_exit"]
 
 _REFRESH_S = 0.5
 
@@ -38,8 +40,51 @@ class Runner(Protocol):
         ...
 
 
+async def log_progress(runner: Runner, interval_s: float) -> None:
+    """Log one progress line every ``interval_s`` seconds until cancelled (Scrapy's LogStats).
+
+    The line gives pages stored by this run, pages/s over the interval, and the frontier's
+    queued, in flight, delayed (retrying), the run's dead letters (errors) and its pages with
+    a spider error (any kind).
+
+    The line is an INFO record of the ``crawlq.progress`` logger with the numbers also as
+    structured fields (``--log-format json``).
+    """
+    log = logging.getLogger(PROGRESS_LOGGER)
+    last_pages, last_at = 0, time.monotonic()
+    while True:
+        await asyncio.sleep(interval_s)
+        snapshot = None
+        with contextlib.suppress(CrawlqError):  # the run may be closing its frontier
+            snapshot = await runner.progress()
+        if snapshot is None:
+            continue
+        now = time.monotonic()
+        f, c = snapshot.frontier, snapshot.counters
+        rate = (c.pages - last_pages) / (now - last_at) if now > last_at else 0.0
+        last_pages, last_at = c.pages, now
+        fields = {
+            "pages": c.pages,
+            "pages_per_s": round(rate, 2),
+            "queued": f.queued,
+            "in_flight": f.in_flight,
+            "delayed": f.delayed,
+            "errors": sum(c.dead.values()),
+            "spider_errors": sum(c.spider_errors.values()),
+        }
+        log.info(
+            "pages %d (%.1f/s), queued %d, in flight %d, retrying %d, errors %d, spider errors %d",
+            *fields.values(),
+            extra={"crawlq": fields},
+        )
+
+
 async def run_in_foreground(
-    runner: Runner, console: Console | None, *, child: bool = False
+    runner: Runner,
+    console: Console | None,
+    log_interval_s: float | None = None,
+    *,
+    child: bool = False,
 ) -> CrawlReport:
     """Run ``runner``; the first SIGINT/SIGTERM stops it gracefully, the second forcefully.
 
@@ -52,6 +97,8 @@ async def run_in_foreground(
     Args:
         runner: The crawl or worker.
         console: Where to draw live progress, or None for none.
+        log_interval_s: Without a console: seconds between two progress log lines
+            (`log_progress`), or None for none.
         child: This process is a worker started by another crawlq process.
     """
     loop = asyncio.get_running_loop()
@@ -77,7 +124,15 @@ async def run_in_foreground(
             loop.add_signal_handler(sig, on_signal, sig)
     try:
         if console is None:
-            return await runner.run()
+            if log_interval_s is None:
+                return await runner.run()
+            lines = asyncio.create_task(log_progress(runner, log_interval_s))
+            try:
+                return await runner.run()
+            finally:
+                lines.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await lines
         with ProgressDisplay(console) as display:
             task = asyncio.create_task(runner.run())
             while not task.done():
@@ -95,7 +150,12 @@ async def run_in_foreground(
 
 
 def run_or_exit(
-    runner: Runner, console: Console | None, *, failure: str, child: bool = False
+    runner: Runner,
+    console: Console | None,
+    *,
+    failure: str,
+    log_interval_s: float | None = None,
+    child: bool = False,
 ) -> CrawlReport:
     """Run ``runner`` with `run_in_foreground` and map its errors to the CLI's exits.
 
@@ -104,7 +164,7 @@ def run_or_exit(
     `run_in_foreground`.
     """
     try:
-        return asyncio.run(run_in_foreground(runner, console, child=child))
+        return asyncio.run(run_in_foreground(runner, console, log_interval_s, child=child))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except CrawlqError as exc:

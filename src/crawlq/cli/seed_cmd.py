@@ -8,12 +8,20 @@ from typing import Any
 
 import click
 
-from crawlq.cli.options import build_settings, frontier_options, guard_options, job_options
+from crawlq.cli.options import (
+    build_settings,
+    frontier_options,
+    guard_options,
+    job_options,
+    sitemap_option,
+    sitemap_urls,
+)
 from crawlq.engine.service import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
 from crawlq.request import CrawlRequest
 from crawlq.scope import MAX_URL_LENGTH
 from crawlq.secrecy import redact
+from crawlq.sitemap import sitemap_request
 
 __all__ = ["seed"]
 
@@ -22,11 +30,16 @@ __all__ = ["seed"]
 @click.argument("urls", nargs=-1, metavar="URL... | -")
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs sooner.")
 @click.option("--retry-dead", is_flag=True, help="Also requeue the job's dead letters.")
+@sitemap_option
 @job_options
 @guard_options
 @frontier_options(required=False)
-def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any) -> None:
+def seed(
+    urls: tuple[str, ...], priority: int, retry_dead: bool, sitemap: tuple[str, ...], **options: Any
+) -> None:
     """Queue URL... (or, with -, one URL or JSON request per line of stdin) in a job.
+
+    Each --sitemap URL is queued as a sitemap: the URLs it lists are crawled.
 
     With no URLs, creates the job (its settings) for producers that feed its inbox
     directly: `crawlq seed --frontier redis://… --job J --allow-domain example.com`.
@@ -41,7 +54,8 @@ def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any)
     lines = list(urls)
     if lines == ["-"]:
         lines = [line.strip() for line in sys.stdin if line.strip()]
-    if not lines and not options.get("frontier"):
+    sitemaps = sitemap_urls(sitemap)
+    if not lines and not sitemaps and not options.get("frontier"):
         raise click.UsageError("no URLs to seed: give URL... or - for stdin")
     requests: list[CrawlRequest] = []
     bad: list[str] = []
@@ -55,6 +69,7 @@ def seed(urls: tuple[str, ...], priority: int, retry_dead: bool, **options: Any)
                 requests.append(CrawlRequest(line, priority=priority))
         except (InvalidURL, ValueError) as exc:
             bad.append(f"input {n}: {exc}")
+    requests += [sitemap_request(url, priority=priority) for url in sitemaps]
     if bad:
         more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
         raise click.UsageError("nothing queued; bad input:\n  " + "\n  ".join(bad[:10]) + more)

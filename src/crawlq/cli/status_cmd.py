@@ -13,20 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
+import logging
 import sys
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 import click
 
 from crawlq.cli.output import status_table, stdout_console
+from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
-from crawlq.frontier import Frontier, open_frontier
-from crawlq.secrecy import redact, without_password
+from crawlq.secrecy import redact
 from crawlq.settings import check_job_name
-from crawlq.store import open_store
 
 __all__ = ["status"]
 
@@ -37,13 +33,36 @@ __all__ = ["status"]
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
 @click.option("--watch", is_flag=True, help="Refresh every --interval seconds until Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(min=0.2), default=2.0, show_default=True)
-def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float) -> None:
+@click.option(
+    "--prometheus-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    metavar="PORT",
+    help="Serve the job's frontier gauges to Prometheus on PORT (/metrics), refreshed every "
+    "--interval seconds, until Ctrl-C. One exporter per job.",
+)
+@click.option(
+    "--prometheus-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the --prometheus-port endpoint binds (0.0.0.0: every interface).",
+)
+def status(
+    frontier: str,
+    job: str,
+    as_json: bool,
+    watch: bool,
+    interval: float,
+    prometheus_port: int | None,
+    prometheus_host: str,
+) -> None:
     """Show a job's queue, the numbers operators watch for backpressure.
 
     Queued, in flight, delayed retries, dead, seen, done, stored pages, pages/s over the last
     minute, live workers (heartbeats) and the busiest hosts. For a job of the Celery engine:
     pending (queued in the broker or running), delayed retries, dead, seen, done and stored
     pages ("engine": "celery" in --json, where queued, in_flight and workers are null).
+    Both: links not queued because their host had --max-pages-per-host URLs (over_budget).
 
     Stored pages are counted in the job's store; a job keeps its store URL without the
     password, which CRAWLQ_STORE (the same URL with it) supplies. --watch runs until Ctrl-C,
@@ -60,11 +79,15 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
             param_hint="--frontier",
         )
     try:
+        if prometheus_port is not None:
+            with contextlib.suppress(KeyboardInterrupt):  # runs until Ctrl-C too: exit 0
+                asyncio.run(_export(frontier, job, interval, prometheus_port, prometheus_host))
+            return
         if watch and not as_json:
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how --watch ends: exit 0
                 asyncio.run(_watch(frontier, job, interval))
             return
-        report = asyncio.run(_snapshot(frontier, job))
+        report = asyncio.run(job_report(frontier, job))
     except CrawlqError as exc:
         click.echo(f"crawlq: cannot read job {job!r}: {exc}", err=True)
         sys.exit(1)
@@ -74,101 +97,34 @@ def status(frontier: str, job: str, as_json: bool, watch: bool, interval: float)
         stdout_console().print(status_table(report))
 
 
-async def _snapshot(url: str, job: str) -> dict[str, Any]:
-    frontier = await open_frontier(url, job=job)
-    try:
-        stats = await frontier.stats()
-        settings = await frontier.job_settings(None)
-        rate = getattr(frontier, "pages_per_s", None)
-        live = getattr(frontier, "live_workers", None)
-        report: dict[str, Any] = {
-            "job": job,
-            "queued": stats.queued,
-            "in_flight": stats.in_flight,
-            "delayed": stats.delayed,
-            "dead": stats.dead,
-            "seen": stats.seen,
-            "done": stats.done,
-            "stored": None,
-            "pages_per_s": round(await rate(), 2) if rate else None,
-            "workers": [{"id": wid, "last_seen_s": round(age, 1)} for wid, age in await live()]
-            if live
-            else [],
-            "hosts": [
-                {"host": h.host, "queued": h.queued, "in_flight": h.in_flight} for h in stats.hosts
-            ],
-            "backoff": [
-                {
-                    "host": b.host,
-                    "state": b.state,
-                    "pushbacks": b.pushbacks,
-                    "failures": b.failures,
-                    "until": _iso(b.next_at_ms),
-                }
-                for b in stats.backoff
-            ],
-            "engine": "native",
-            "pending": None,
-        }
-        pending = await _celery_pending(frontier)
-        if pending is not None:
-            report.update(
-                engine="celery",
-                pending=pending,
-                queued=None,
-                in_flight=None,
-                pages_per_s=None,
-                workers=None,
-            )
-    finally:
-        await frontier.close()
-    store_url = (settings or {}).get("store")
-    own = os.environ.get("CRAWLQ_STORE")  # the job keeps no password: this one may have it
-    if isinstance(store_url, str) and own and without_password(own) == without_password(store_url):
-        store_url = own
-    if isinstance(store_url, str) and ("://" in store_url or Path(store_url).is_file()):
-        with contextlib.suppress(CrawlqError):
-            store = await open_store(store_url, read_only=True)
-            try:
-                report["stored"] = (await store.counts()).pages
-            finally:
-                await store.close()
-    return report
+async def _export(url: str, job: str, interval: float, port: int, host: str) -> None:
+    """Serve the job's frontier gauges (`crawlq.engine.metrics.FrontierCollector`) until Ctrl-C.
 
-
-def _iso(ms: int) -> str:
-    """Unix ms as an ISO 8601 UTC time to the second."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-async def _celery_pending(frontier: Frontier) -> int | None:
-    """The pending URLs of a job run by the Celery engine, or None for a native job.
-
-    A job is the Celery engine's when its ``job`` hash says so (field ``engine``, written by
-    `crawlq.celery.state.CeleryState.admit`; this module does not import that package, which
-    imports celery) or, for a job started before that mark existed, when it has pending URLs.
-
-    Raises:
-        FrontierError: Redis does not answer (`FrontierUnavailable`) or refused
-            (`crawlq.frontier.redis.errors.translate`).
+    The report is read every ``interval`` seconds; a failed read keeps serving the last one
+    with ``crawlq_status_up`` 0 and says why on stderr.
     """
-    client, keys = getattr(frontier, "client", None), getattr(frontier, "keys", None)
-    if client is None or keys is None:  # not the Redis frontier: no Celery engine there
-        return None
-    from redis.exceptions import RedisError
+    from prometheus_client import CollectorRegistry
 
-    from crawlq.frontier.redis.errors import translate
+    from crawlq.engine.metrics import FrontierCollector, serve
 
+    await job_report(url, job)  # a job that does not exist is an error at once
+    collector = FrontierCollector(job)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server = serve(port, host, registry)
+    where = f"http://{host}:{server.port}/metrics"
+    click.echo(f"serving job {job}'s frontier gauges on {where}", err=True)
+    log = logging.getLogger(__name__)
     try:
-        async with client.pipeline(transaction=False) as pipe:
-            pipe.hget(keys.job_info, "engine")
-            pipe.hlen(keys.pending)
-            engine, pending = await pipe.execute()
-    except (RedisError, OSError) as exc:
-        raise translate(exc, keys.job) from exc
-    if engine == b"celery" or pending:
-        return int(pending)
-    return None
+        while True:
+            try:
+                collector.update(await job_report(url, job))
+            except CrawlqError as exc:
+                collector.update(None)
+                log.warning("cannot read job %r: %s", job, exc)
+            await asyncio.sleep(interval)
+    finally:
+        server.close()
 
 
 async def _watch(url: str, job: str, interval: float) -> None:
@@ -177,9 +133,9 @@ async def _watch(url: str, job: str, interval: float) -> None:
     console = stdout_console()
     if not console.is_terminal:  # a file or a pipe: one table per interval, not a live one
         while True:
-            console.print(status_table(await _snapshot(url, job)))
+            console.print(status_table(await job_report(url, job)))
             await asyncio.sleep(interval)
     with Live(console=console, auto_refresh=False) as live:
         while True:
-            live.update(status_table(await _snapshot(url, job)), refresh=True)
+            live.update(status_table(await job_report(url, job)), refresh=True)
             await asyncio.sleep(interval)

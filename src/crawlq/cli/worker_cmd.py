@@ -7,16 +7,19 @@ from typing import Any
 
 import click
 
+from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
 from crawlq.cli.options import (
     build_settings,
     frontier_options,
     job_options,
+    observe_options,
     output_options,
     process_options,
 )
 from crawlq.cli.output import configure_logging, print_summary, terminal_console
 from crawlq.cli.running import run_or_exit
 from crawlq.engine.service import MultiProcessWorker, WorkerService
+from crawlq.errors import ConfigError
 
 __all__ = ["worker"]
 
@@ -45,6 +48,7 @@ __all__ = ["worker"]
     help="Stop gracefully once process PID is no longer this process's parent.",
 )
 @output_options
+@observe_options
 def worker(
     quiet: bool,
     verbose: int,
@@ -68,23 +72,46 @@ def worker(
     if processes < 1:
         raise click.UsageError(f"processes: must be at least 1, got {processes}")
     settings = build_settings(options)
+    if settings.log_format == "json":  # JSON lines, terminal or not: no live display
+        console = None
+        configure_logging(-1 if quiet else verbose, None, "json")
     if processes > 1:
         env = {"CRAWLQ_FRONTIER": settings.frontier or ""}
         if "store" in settings.explicit:
             env["CRAWLQ_STORE"] = settings.store
         args = _without_options(
-            sys.argv[sys.argv.index("worker") + 1 :], ("--processes", *_PASSED_IN_ENV)
+            sys.argv[sys.argv.index("worker") + 1 :], (*_SUPERVISOR_ONLY, *_PASSED_IN_ENV)
         )
-        runner = MultiProcessWorker(settings, processes, args, env, exit_when_done=exit_when_done)
-        report = run_or_exit(runner, None if quiet else console, failure="worker stopped")
+        try:
+            with supervisor_metrics(settings, env):
+                runner = MultiProcessWorker(
+                    settings, processes, args, env, exit_when_done=exit_when_done
+                )
+                report = run_or_exit(
+                    runner,
+                    None if quiet else console,
+                    failure="worker stopped",
+                    log_interval_s=None if quiet else settings.log_interval_s,
+                )
+        except ConfigError as exc:  # the metrics port cannot be bound
+            raise click.UsageError(str(exc)) from None
         if not quiet:
             print_summary(report, sys.stdout, worker=True)
         return
     service = WorkerService(
         settings, exit_when_done=exit_when_done, page_budget=page_budget, parent_pid=parent_pid
     )
-    shown = None if quiet or child else console
-    report = run_or_exit(service, shown, failure="worker stopped", child=child)
+    try:
+        with worker_metrics(settings):
+            report = run_or_exit(
+                service,
+                None if quiet or child else console,
+                failure="worker stopped",
+                log_interval_s=None if quiet or child else settings.log_interval_s,
+                child=child,
+            )
+    except ConfigError as exc:  # the metrics port cannot be bound
+        raise click.UsageError(str(exc)) from None
     if not quiet and not child:
         print_summary(report, sys.stdout, worker=True)
 
@@ -92,6 +119,8 @@ def worker(
 _PASSED_IN_ENV = ("--frontier", "--store")
 """Options whose value may hold a password: children get them in their environment, not on
 their command lines (which every local user can read)."""
+_SUPERVISOR_ONLY = ("--processes", "--metrics-port", "--metrics-host")
+"""Options the supervisor keeps: its children serve no metrics of their own."""
 
 
 def _without_options(argv: list[str], names: tuple[str, ...]) -> list[str]:

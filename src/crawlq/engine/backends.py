@@ -14,6 +14,7 @@ from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, open_frontier
+from crawlq.frontier.base import QueueBounds
 from crawlq.politeness import Politeness
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
@@ -120,6 +121,9 @@ async def open_backends(
             store = None
         if store is None:
             store = await _open_job_store(settings, given=opened if "store" in given else None)
+        frontier.bounds = QueueBounds(
+            settings.max_queued, settings.max_queued_per_host, settings.when_full
+        )
         try:
             yield Backends(frontier, store, settings)
         finally:

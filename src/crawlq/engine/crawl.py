@@ -26,7 +26,7 @@ from crawlq.errors import ConfigError, InvalidURL
 from crawlq.frontier import Frontier, FrontierStats
 from crawlq.scope import MAX_URL_LENGTH, Scope
 from crawlq.settings import Settings
-from crawlq.spider import Spider
+from crawlq.spider import Spider, sitemap_rules_of
 from crawlq.store import StoreCounts
 
 __all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost", "warn_private_seed_hosts"]
@@ -138,11 +138,15 @@ class Crawl(WorkerHost):
         seeds: Seed URLs; they replace the spider's ``start_urls`` when given.
         spider_cls: The spider class (default: follow every link).
         retry_dead: First put the dead letters of earlier runs back in the queue.
+        sitemaps: Sitemap URLs to read (`crawlq.sitemap`); with ``seeds`` they replace the
+            spider's ``start_urls`` and ``sitemap_urls`` when either is given. Their hosts
+            count as seed hosts (scope and the private-address guard), as the seeds' do.
 
     Raises:
         InvalidURL: A seed URL cannot be crawled (raised by the constructor, before anything
             is opened, so a bad seed never touches the store).
-        ConfigError: No seeds at all.
+        ConfigError: No seeds at all, or the spider's ``sitemap_rules``/``sitemap_follow``
+            are wrong.
     """
 
     def __init__(
@@ -152,12 +156,15 @@ class Crawl(WorkerHost):
         spider_cls: type[Spider] = Spider,
         *,
         retry_dead: bool = False,
+        sitemaps: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.retry_dead = retry_dead
         self.spider = spider_cls()
-        if seeds:
+        if seeds or sitemaps:
             self.spider.start_urls = list(seeds)
+            self.spider.sitemap_urls = list(sitemaps)
+        sitemap_rules_of(self.spider)  # a bad rule stops the crawl here, before anything opens
         self.start_requests = list(self.spider.start_requests())
         for request in self.start_requests:
             if len(request.url) > MAX_URL_LENGTH:
@@ -165,7 +172,7 @@ class Crawl(WorkerHost):
                     request.url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters"
                 )
         if not self.start_requests:
-            raise ConfigError("seeds", "no seed URLs: give them on the command line")
+            raise ConfigError("seeds", "no seed URLs: give them (or --sitemap) on the command line")
         domains = settings.allowed_domains or tuple(self.spider.allowed_domains)
         if not domains:
             domains = tuple(dict.fromkeys(r.host for r in self.start_requests))
@@ -203,11 +210,12 @@ class Crawl(WorkerHost):
     async def _run(self, backends: Backends, on_start: Callable[[], None] | None) -> CrawlReport:
         s = self.settings
         frontier, store = backends.frontier, backends.store
-        self.scope = Scope(s.allowed_domains, s.include, s.exclude, s.max_depth)
+        self.scope = Scope.from_settings(s, s.allowed_domains)
         if self.retry_dead:
             revived = await frontier.revive_dead()
             logger.warning("requeued %d dead-lettered URLs (--retry-dead)", revived)
-        seeded = await frontier.push(self.start_requests)
+        rules = self.scope.url_rules  # seeds too: no session id enters the crawl
+        seeded = await frontier.push([r.rewritten(rules) for r in self.start_requests])
         budget = None
         if s.max_pages is not None:
             budget = max(0, s.max_pages - (await store.counts()).pages)

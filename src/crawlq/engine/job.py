@@ -70,16 +70,28 @@ JOB_FIELDS = (
     "retry_delay_s",
     "retry_max_delay_s",
     "user_agent",
+    "cookies_enabled",
     "obey_robots",
     "robots_ttl_s",
+    "follow_sitemaps",
     "allow_private",
     "seed_hosts",
     "allowed_domains",
     "include",
     "exclude",
     "max_depth",
+    "max_queued",
+    "max_queued_per_host",
+    "when_full",
+    "strip_url_params",
+    "max_path_repeats",
+    "max_query_params",
+    "max_pages_per_host",
     "max_body_bytes",
     "max_redirects",
+    "meta_refresh",
+    "meta_refresh_max_delay_s",
+    "skip_extensions",
     "max_html_depth",
     "max_links_per_page",
     "parse_timeout_s",
@@ -268,30 +280,34 @@ async def new_private_seed_hosts(proposed: Settings, job: Settings) -> list[str]
     return [h for h in new if h in private]
 
 
-def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], str | None]:
+def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], CrawlRequest | str]:
     """The check a shared frontier applies to each inbox request before queuing it.
 
-    An inbox entry is untrusted input: its method must be one of the job's
+    An inbox entry is untrusted input: it may not be a redirect ``revisit`` (whose record
+    would replace a stored page's), its method must be one of the job's
     ``inbox_methods`` (GET and HEAD by default), and unless the job sets
     ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
-    max depth), as a discovered link must.
+    max depth, traps), as a discovered link must. Its URL gets the job's URL rules
+    (``strip_url_params``) either way, as links and seeds do.
 
     Returns:
-        A function of a request: None to queue it, else the reason it is rejected
-        (``method_not_allowed: POST``, ``out_of_scope: offsite``...).
+        A function of a request: the request to queue (rewritten by the URL rules), else the
+        reason it is rejected (``method_not_allowed: POST``, ``out_of_scope: offsite``,
+        ``revisit_not_allowed``...).
     """
     methods = frozenset(settings.inbox_methods)
     bypass = settings.inbox_bypass_scope
 
-    def check(request: CrawlRequest) -> str | None:
+    def check(request: CrawlRequest) -> CrawlRequest | str:
+        if request.revisit:
+            return "revisit_not_allowed: only the engine queues redirect revisits"
         if request.method not in methods:
             allowed = ", ".join(sorted(methods)) or "none"
             return f"method_not_allowed: {request.method} (the job allows {allowed})"
-        if not bypass:
-            reason = scope.check(request)
-            if reason is not None:
-                return f"out_of_scope: {reason}"
-        return None
+        request, reason = scope.admit(request)
+        if reason is not None and not bypass:
+            return f"out_of_scope: {reason}"
+        return request
 
     return check
 

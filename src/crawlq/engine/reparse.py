@@ -34,6 +34,7 @@ from crawlq.decode import decode_body
 from crawlq.engine.pagework import PageWork
 from crawlq.engine.step import parse_response
 from crawlq.errors import InvalidURL, StoreError
+from crawlq.links import LinkRules
 from crawlq.records import PageRecord, spider_error_type
 from crawlq.request import CrawlRequest, FetchResult
 from crawlq.scope import Scope
@@ -66,6 +67,8 @@ class ReparseReport:
         no_warc_dir: Of ``no_body``, the pages whose WARC record needs ``--warc DIR``.
         unreadable: Pages skipped: their WARC record could not be read (logged).
         not_parsed: Pages skipped because their status never reaches a callback, by status.
+        refreshes: Pages skipped because they are meta refreshes (the crawl followed them
+            as redirects; no callback ran on them).
         other_spider: Pages skipped because another spider parsed them, by spider name.
         changed: Pages fetched again (or gone) while this ran: the newer record was kept.
         stopped: `Reparse.stop` ended the run before every selected page was read.
@@ -83,6 +86,7 @@ class ReparseReport:
     no_warc_dir: int = 0
     unreadable: int = 0
     not_parsed: Counter[int] = field(default_factory=Counter)
+    refreshes: int = 0
     other_spider: Counter[str] = field(default_factory=Counter)
     changed: int = 0
     stopped: bool = False
@@ -119,6 +123,7 @@ class Reparse:
         self.all_spiders = all_spiders
         domains = settings.allowed_domains or tuple(spider.allowed_domains)
         self.scope = Scope(domains, settings.include, settings.exclude, settings.max_depth)
+        self.link_rules = LinkRules.from_settings(settings)
         self.report = ReparseReport()
         self._stopping = False
 
@@ -166,7 +171,12 @@ class Reparse:
         if result is None:
             return None
         req = _request_of(page)
-        parsed = await parse_response(req, result, self.spider, self.scope, self.settings, pages)
+        parsed = await parse_response(
+            req, result, self.spider, self.scope, self.settings, pages, self.link_rules
+        )
+        if parsed.refresh_url is not None:  # the crawl followed it as a redirect: no callback
+            r.refreshes += 1
+            return None
         r.reparsed += 1
         r.requests += len(parsed.links) + sum(parsed.skipped.values())
         kind = spider_error_type(parsed.error)

@@ -28,6 +28,7 @@ from crawlq.errors import (
     CrawlqError,
     FrontierError,
     FrontierUnavailable,
+    QueueFullTimeout,
     SeedInterrupted,
     StoreUnavailable,
 )
@@ -39,6 +40,7 @@ from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
 from crawlq.store import Store, StoreCounts
+from crawlq.urls import UrlRules
 
 __all__ = [
     "PARENT_CHECK_S",
@@ -59,6 +61,8 @@ OUTAGE_TRIES = 8
 outage: the workers ride out an outage, so the command that waited for them should too."""
 
 SEED_CHUNK = 500
+PUSH_RETRY_S = 0.5
+"""How often a producer offers its waiting requests again while the frontier is full."""
 """Seed requests pushed per call: what `seed` can count as queued when the frontier fails
 part way (the Redis frontier pushes at most this many in one script)."""
 
@@ -115,13 +119,49 @@ async def seed(
         warn_private_seed_hosts(backends.settings, private)
         if retry_dead:
             await backends.frontier.revive_dead()
+        rules = UrlRules(backends.settings.strip_url_params)  # the job's, as for its links
+        requests = [r.rewritten(rules) for r in requests]
         queued = 0
         try:
             for start in range(0, len(requests), SEED_CHUNK):
-                queued += await backends.frontier.push(list(requests[start : start + SEED_CHUNK]))
+                chunk = list(requests[start : start + SEED_CHUNK])
+                waited_since: float | None = None
+                while True:
+                    offer = await backends.frontier.offer(chunk)
+                    queued += offer.queued
+                    if not offer.refused:
+                        break
+                    waited_since = _room_wait(waited_since, backends.settings, queued)
+                    await asyncio.sleep(PUSH_RETRY_S)
+                if waited_since is not None:
+                    logger.warning("frontier has room again: seeding goes on")
         except FrontierError as exc:
             raise SeedInterrupted(queued, len(requests), exc) from exc
         return SeedResult(len(requests), queued, backends.settings, tuple(private))
+
+
+def _room_wait(waited_since: float | None, settings: Settings, queued: int) -> float:
+    """Note a wait for room in a full frontier (`QueueBounds` ``block``); say so once.
+
+    Returns when the wait began (monotonic seconds).
+
+    Raises:
+        QueueFullTimeout: The frontier has stayed full for ``max_push_wait_s``.
+    """
+    now = time.monotonic()
+    if waited_since is None:
+        logger.warning(
+            "frontier full (max_queued %s, per host %s): waiting for workers to make room;"
+            " %d queued so far",
+            settings.max_queued,
+            settings.max_queued_per_host,
+            queued,
+        )
+        waited_since = now
+    limit = settings.max_push_wait_s
+    if limit is not None and now - waited_since >= limit:
+        raise QueueFullTimeout(limit, settings.max_queued)
+    return waited_since
 
 
 class WorkerService(WorkerHost):
@@ -241,7 +281,7 @@ class WorkerService(WorkerHost):
                 f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
                 "give --allow-domain",
             )
-        scope = Scope(domains, s.include, s.exclude, s.max_depth)
+        scope = Scope.from_settings(s, domains)
         budget = self.page_budget
         if s.max_pages is not None:
             left = max(0, s.max_pages - (await backends.store.counts()).pages)

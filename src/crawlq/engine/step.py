@@ -11,9 +11,32 @@ Redirects are not followed inside a fetch: a 3xx is stored as a page of its own 
 ``final_url`` = the target) and the target is queued as a request of its own, with the
 original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists the chain,
 ``meta["redirect_times"]`` counts it against ``max_redirects``). So every hop passes the same
-gate as any request: scope, dedup (a hop to a URL already seen is not fetched again),
-robots.txt, the private-address guard and its host's politeness slot. Scrapy's redirect
-middleware schedules hops the same way.
+gate as any request: the URL rules and scope (`crawlq.scope.Scope.admit`), dedup (a hop to a
+URL already seen is not fetched again), robots.txt, the private-address guard and its host's
+politeness slot. Scrapy's redirect middleware schedules hops the same way. An HTML page
+with a ``<meta http-equiv="refresh">`` to another URL (``meta_refresh``; a delay of at most
+``meta_refresh_max_delay_s``) is a hop too, a GET: the page is stored with its title,
+``final_url`` = the target, and goes to no callback, as Scrapy's meta refresh middleware
+does.
+
+Cookies travel with the hop: its ``cookies`` are the ones the fetcher says its target gets
+(`crawlq.request.FetchResult.location_cookies`: the request's own and those the redirect
+set, where RFC 6265 sends them), so whichever worker fetches the hop sends them. A hop back
+to a URL of its own chain is a ``revisit`` (`_revisits`): its fingerprint covers its cookies,
+so a cookie wall (``GET /p`` -> ``302 Set-Cookie: ok=1; Location: /p``) is fetched again
+with the cookie instead of being dropped as already seen (Scrapy's issue #1225), while a hop
+that brings no new cookie is deduplicated as before and a redirect loop still ends. Its
+record replaces the redirect's (both have the URL's ``record_fingerprint``): one record per
+URL, the last response.
+
+Sitemaps (`crawlq.sitemap`) are requests too, marked by their callback: fetched through the
+same gate, with the protocol's 50 MB cap instead of ``max_body_bytes`` (the fetcher reads at
+most one byte more, and the parser says ``sitemap_too_large`` when it got it). Their page
+record is stored like any (``error`` names a sitemap problem), and the URLs they list are the
+outcome's links (a sitemap index's: sitemap requests), through scope like any link, without
+the ``max_links_per_page`` cap (the protocol's 50,000 applies). With ``follow_sitemaps``, the
+``Sitemap:`` lines of a robots.txt ride on the outcome of the request whose check loaded the
+file into this process (a RELEASE or a FILTERED one): the engines push them like links.
 """
 
 from __future__ import annotations
@@ -39,7 +62,15 @@ from crawlq.errors import (
 )
 from crawlq.fetch import Fetcher, redirected_method
 from crawlq.frontier import Frontier
-from crawlq.links import DEPTH_CHECK_MIN_TAGS, extract_title, parse_html, screen_html
+from crawlq.links import (
+    DEPTH_CHECK_MIN_TAGS,
+    LinkRules,
+    Refresh,
+    extract_title,
+    parse_html,
+    scan_page,
+    screen_html,
+)
 from crawlq.politeness import HOST_UNREACHABLE, AutoThrottle, Politeness, strike_of
 from crawlq.records import (
     UNSERIALISABLE_ITEM,
@@ -52,11 +83,20 @@ from crawlq.records import (
 )
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.retry import decide
-from crawlq.robots import RobotsCache
+from crawlq.robots import RobotsCache, RobotsVerdict
 from crawlq.scope import FilterReason, Scope
 from crawlq.settings import Settings
-from crawlq.spider import CallbackRun, Response, Spider, SpiderError, start_callback
+from crawlq.sitemap import MAX_BYTES, SitemapRules, is_sitemap, read_sitemap, robots_sitemaps
+from crawlq.spider import (
+    CallbackRun,
+    Response,
+    Spider,
+    SpiderError,
+    sitemap_rules_of,
+    start_callback,
+)
 from crawlq.store import ResultBatch
+from crawlq.urls import url_keys
 
 if TYPE_CHECKING:
     from crawlq.store.warc import WarcLocation, WarcWriter
@@ -99,7 +139,8 @@ class Outcome:
         kind: How it ended.
         page: The page record (kind PAGE).
         items: Items the spider yielded for the page.
-        links: In-scope requests discovered (to push).
+        links: In-scope requests discovered (to push; also on a RELEASE or FILTERED outcome:
+            the sitemaps of a robots.txt this lease loaded).
         dead: The dead-letter record (kind DEAD).
         filtered: The filtered record (kind FILTERED).
         retry_delay_s: Seconds before the retry (kind RETRY).
@@ -135,6 +176,10 @@ class Deps:
         throttle: This worker's AutoThrottle state, when the job turns it on.
         pages: The worker's page thread: parsing and spider callbacks run there, off the
             event loop, each with a ``parse_timeout_s`` budget.
+        sitemap_rules: The spider's ``sitemap_rules`` and ``sitemap_follow``, compiled from
+            ``spider`` (raises `crawlq.errors.ConfigError` when they are wrong).
+        link_rules: Which links a page offers its spider (from ``settings``; not an
+            argument).
     """
 
     settings: Settings
@@ -147,10 +192,14 @@ class Deps:
     warc: WarcWriter | None = None
     throttle: AutoThrottle | None = None
     pages: PageWork = field(default_factory=PageWork)
+    sitemap_rules: SitemapRules = field(init=False)
+    link_rules: LinkRules = field(init=False)
 
     def __post_init__(self) -> None:
         if self.throttle is None and self.politeness.autothrottle:
             self.throttle = AutoThrottle(self.politeness)
+        self.sitemap_rules = sitemap_rules_of(self.spider)
+        self.link_rules = LinkRules.from_settings(self.settings)
 
 
 def result_batch(outcomes: Iterable[Outcome]) -> ResultBatch:
@@ -183,25 +232,38 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         if deps.robots is not None:
             robots = await deps.robots.check(req.url)
             if not robots.allowed:
-                return Outcome(
+                outcome = Outcome(
                     lease,
                     Kind.FILTERED,
                     filtered=FilteredRecord(
-                        req.fingerprint, req.url, FilterReason.ROBOTS_TXT, req.depth, time.time()
+                        req.record_fingerprint,
+                        req.url,
+                        FilterReason.ROBOTS_TXT,
+                        req.depth,
+                        time.time(),
                     ),
                     reason=FilterReason.ROBOTS_TXT,
                 )
+                return _with_robots_sitemaps(outcome, robots, deps)
             if robots.fetched:  # this lease's politeness slot went to robots.txt
                 await _apply_crawl_delay(req.host, deps)
-                return Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
+                outcome = Outcome(lease, Kind.RELEASE, reason="robots_txt_fetched")
+                return _with_robots_sitemaps(outcome, robots, deps)
             if robots.loaded:
                 # This lease waited for robots.txt (another worker's fetch, or the shared
                 # copy): sending now would start the request late in its politeness slot,
                 # closer than the delay to the next one, and the lease may predate the
                 # host's Crawl-delay. Lease it again: once per host per process and TTL.
-                return Outcome(lease, Kind.RELEASE, reason="robots_txt_loaded")
+                outcome = Outcome(lease, Kind.RELEASE, reason="robots_txt_loaded")
+                return _with_robots_sitemaps(outcome, robots, deps)
+        sitemap = is_sitemap(req)
         result = await deps.fetcher.fetch(
-            req.url, method=req.method, body=req.body, follow_redirects=False
+            req.url,
+            method=req.method,
+            body=req.body,
+            cookies=req.cookies,
+            follow_redirects=False,
+            truncate_body_bytes=MAX_BYTES + 1 if sitemap else None,
         )
     except RobotsUnreachable as exc:
         if exc.requested:
@@ -213,20 +275,79 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
         if exc.reason == FilterReason.PRIVATE_ADDRESS:
             return _private_address(lease, exc)
         return await _failed(lease, exc, deps)
-    logger.info(
-        "%s %s %d %dB %.3fs attempt=%d",
-        req.method,
-        req.url,
-        result.status,
-        len(result.body),
-        result.elapsed_s,
-        lease.attempt,
-    )
+    if logger.isEnabledFor(logging.INFO):  # the fetch line: one shape, also as JSON fields
+        fields = {
+            "method": req.method,
+            "url": req.url,
+            "status": result.status,
+            "bytes": len(result.body),
+            "seconds": round(result.elapsed_s, 3),
+            "attempt": lease.attempt,
+        }
+        logger.info("%s %s %d %dB %.3fs attempt=%d", *fields.values(), extra={"crawlq": fields})
     if deps.throttle is not None:
         await _throttle(req.host, result, deps.throttle, deps)
     if result.location is not None:
         return await _redirected(lease, result, result.location, deps)
+    if sitemap:
+        return await _sitemap(lease, result, deps)
     return await _parse(lease, result, deps)
+
+
+def _with_robots_sitemaps(outcome: Outcome, robots: RobotsVerdict, deps: Deps) -> Outcome:
+    """Add the ``Sitemap:`` lines of a robots.txt this lease loaded (``follow_sitemaps``)."""
+    if deps.settings.follow_sitemaps and robots.sitemaps:
+        req = outcome.lease.request
+        outcome.links, outcome.skipped = robots_sitemaps(
+            robots.sitemaps, req, deps.scope, deps.sitemap_rules
+        )
+        logger.info(
+            "%s: robots.txt names %d sitemaps, %d in scope",
+            req.host,
+            len(robots.sitemaps),
+            len(outcome.links),
+        )
+    return outcome
+
+
+async def _sitemap(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
+    """Store the sitemap's page and queue what it lists (`crawlq.sitemap.read_sitemap`)."""
+    req = lease.request
+    if not 200 <= result.status < 300:
+        record = await _page_record(
+            lease, result, deps, final_url=result.final_url, title=None, error=_status_error(result)
+        )
+        return Outcome(lease, Kind.PAGE, page=record)
+    work = functools.partial(read_sitemap, req, result.body, deps.scope, deps.sitemap_rules)
+    try:
+        listed = await deps.pages.run(work, deps.settings.parse_timeout_s)
+    except PageTimeout:
+        logger.warning("%s: reading the sitemap ran past parse_timeout_s", req.url)
+        error = f"parse_timeout: reading the sitemap ran past {deps.settings.parse_timeout_s:g}s"
+        record = await _page_record(
+            lease, result, deps, final_url=result.final_url, title=None, error=error
+        )
+        return Outcome(lease, Kind.PAGE, page=record)
+    sitemap = listed.sitemap
+    logger.info(
+        "sitemap %s (%s): %d entries, %d queued%s",
+        req.url,
+        sitemap.kind or "unknown",
+        sitemap.found,
+        len(listed.requests),
+        f"; {sitemap.error}" if sitemap.error else "",
+    )
+    record = await _page_record(
+        lease, result, deps, final_url=result.final_url, title=None, error=sitemap.error
+    )
+    return Outcome(lease, Kind.PAGE, page=record, links=listed.requests, skipped=listed.skipped)
+
+
+def _status_error(result: FetchResult) -> str:
+    """The ``error`` of a page that was not parsed for its status (3xx, 4xx...)."""
+    if 300 <= result.status < 400:
+        return f"redirect_not_followed: {result.headers.get('location', '')}"
+    return f"http_{result.status}"
 
 
 async def _failed(lease: Lease, exc: FetchError, deps: Deps) -> Outcome:
@@ -302,6 +423,20 @@ async def _throttle(host: str, result: FetchResult, throttle: AutoThrottle, deps
 
 async def _redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) -> Outcome:
     """Store the redirect as a page of its own and queue its target (module docstring)."""
+    method, keep_body = redirected_method(result.status, lease.request.method)
+    return await _hop(lease, result, location, method, keep_body, deps)
+
+
+async def _hop(
+    lease: Lease,
+    result: FetchResult,
+    location: str,
+    method: str,
+    keep_body: bool,
+    deps: Deps,
+    page: _Parsed | None = None,
+) -> Outcome:
+    """Store a redirecting page and queue its target as a hop (3xx, or ``page``'s refresh)."""
     req = lease.request
     chain = req.meta.get("redirect_urls")
     chain = list(chain) if isinstance(chain, list) else []
@@ -309,10 +444,10 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
     if hops > deps.settings.max_redirects:
         detail = f"more than {deps.settings.max_redirects} redirects: {req.url} -> {location}"
         return _dead(lease, "too_many_redirects", detail)
-    method, keep_body = redirected_method(result.status, req.method)
     skipped: Counter[str] = Counter()
     links: list[CrawlRequest] = []
     error: str | None = None
+    cookies = result.location_cookies
     try:
         target: CrawlRequest | None = CrawlRequest(
             location,
@@ -323,26 +458,68 @@ async def _redirected(lease: Lease, result: FetchResult, location: str, deps: De
             callback=req.callback,
             cb_kwargs=req.cb_kwargs,
             meta={**req.meta, "redirect_urls": [*chain, req.url], "redirect_times": hops},
+            cookies=cookies,
+            revisit=bool(cookies) and _revisits(location, [*chain, req.url]),
         )
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"
     if target is not None:
-        reason = deps.scope.check(target)
+        target, reason = deps.scope.admit(target)
         if reason is None:
             links.append(target)
         else:
             skipped[reason] += 1
             error = f"redirect_not_followed: {location}"
-    page = await _page_record(lease, result, deps, final_url=location, title=None, error=error)
-    return Outcome(lease, Kind.PAGE, page=page, links=links, skipped=skipped)
+    final_url = location if target is None else target.url  # as queued: URL rules applied
+    record = await _page_record(
+        lease,
+        result,
+        deps,
+        final_url=final_url,
+        title=None if page is None else page.title,
+        error=error if page is None or error is not None else page.error,
+        canonical_url=None if page is None else page.canonical_url,
+    )
+    return Outcome(lease, Kind.PAGE, page=record, links=links, skipped=skipped)
+
+
+def _revisits(location: str, chain: list[object]) -> bool:
+    """Whether a redirect to ``location`` comes back to a URL of its chain (canonical URLs).
+
+    ``chain`` holds the chain's URLs so far, the redirected request's last; it comes from
+    ``meta``, which an inbox entry may fill with anything: what is not a URL is skipped.
+    """
+    target = url_keys(location).canonical
+    for url in chain:
+        try:
+            if isinstance(url, str) and url_keys(url).canonical == target:
+                return True
+        except InvalidURL:
+            continue
+    return False
 
 
 async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
-    """Parse the page and run the spider on the page thread (`crawlq.engine.pagework`)."""
+    """Parse the page and run the spider on the page thread (`crawlq.engine.pagework`).
+
+    A body labelled HTML whose bytes are binary (`crawlq.decode.sniff`: a PDF, PNG or ZIP
+    signature, a NUL byte) is not parsed: no title, no links; it is stored with the error
+    ``binary_body: <why>``, and its callback sees it as any binary response (empty text).
+    """
     req = lease.request
-    page = await parse_response(req, result, deps.spider, deps.scope, deps.settings, deps.pages)
+    page = await parse_response(
+        req, result, deps.spider, deps.scope, deps.settings, deps.pages, deps.link_rules
+    )
+    if page.refresh_url is not None:  # a meta refresh: a redirect, no callback
+        return await _hop(lease, result, page.refresh_url, "GET", False, deps, page)
     record = await _page_record(
-        lease, result, deps, final_url=result.final_url, title=page.title, error=page.error
+        lease,
+        result,
+        deps,
+        final_url=result.final_url,
+        title=page.title,
+        error=page.error,
+        canonical_url=page.canonical_url,
     )
     return Outcome(
         lease, Kind.PAGE, page=record, items=page.items, links=page.links, skipped=page.skipped
@@ -356,6 +533,7 @@ async def parse_response(
     scope: Scope,
     settings: Settings,
     pages: PageWork,
+    link_rules: LinkRules,
 ) -> _Parsed:
     """Parse a response and run the spider's callback on it: the parse step of `process`.
 
@@ -371,11 +549,13 @@ async def parse_response(
             in ``skipped``).
         settings: Limits: ``max_html_depth``, ``max_links_per_page``, ``parse_timeout_s``.
         pages: The page thread.
+        link_rules: Which links the page offers the spider (`crawlq.links.LinkRules`).
 
     Returns:
-        The page's title and error (None, ``http_404``, ``spider_error: KeyError: …``,
-        ``parse_timeout: …``), the callback's items and in-scope requests, and the requests
-        skipped by scope reason.
+        The page's title, canonical URL and error (None, ``http_404``, ``spider_error:
+        KeyError: …``, ``parse_timeout: …``), the callback's items and in-scope requests, and
+        the requests skipped by reason. When the page is a meta refresh (``refresh_url`` set),
+        the callback has not run: the caller follows the refresh instead.
     """
     error: str | None = None
     parse = 200 <= result.status < 300 or spider.wants_status(result.status)
@@ -384,10 +564,14 @@ async def parse_response(
         parse = False
     elif not 200 <= result.status < 300:
         error = f"http_{result.status}"
+    elif result.binary is not None:  # labelled HTML, but not: no title, no links from it
+        error = f"binary_body: {result.binary}"
     page = _Parsed(error)
     if parse or result.is_html:
         page.tags = result.text.count("<")
-        work = functools.partial(_parse_page, req, result, spider, scope, settings, page, parse)
+        work = functools.partial(
+            _parse_page, req, result, spider, scope, settings, page, parse, link_rules
+        )
         try:
             if page.tags <= INLINE_MAX_TAGS and _builtin_callback(spider, req, parse):
                 page = work()
@@ -403,6 +587,8 @@ async def parse_response(
             page = _Parsed(
                 f"parse_timeout: parsing or the callback ran past {settings.parse_timeout_s:g}s"
             )
+        if page.refresh_url is not None:  # a meta refresh: the caller follows it
+            return page
         if page.callback is not None:  # an async callback: the rest runs on the loop
             try:
                 found_items, found_requests = await page.callback.finish()
@@ -421,9 +607,12 @@ class _Parsed:
 
     error: str | None
     title: str | None = None
+    canonical_url: str | None = None
+    refresh_url: str | None = None  # a meta refresh to follow instead of the callback
     items: list[ItemRecord] = field(default_factory=list)
     links: list[CrawlRequest] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    link_skips: Counter[str] | None = None  # the Response's links left out, by reason
     callback: CallbackRun | None = None
     tags: int = 0  # "<" in the text
     link_tags: int = 0
@@ -447,16 +636,18 @@ class _Parsed:
         """Keep the callback's items and in-scope requests, at most ``max_links_per_page``."""
         now = time.time()
         self.items = [
-            ItemRecord(req.fingerprint, i, req.url, spider.name, item, now)
+            ItemRecord(req.record_fingerprint, i, req.url, spider.name, item, now)
             for i, item in enumerate(found_items)
         ]
         bad = _first_unserialisable(found_items)
         if bad is not None:
             detail = f"item is not JSON-serialisable: {bad}"
             self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []
+        if self.link_skips:
+            self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
-        for child in found_requests[:cap]:
-            reason = scope.check(child)
+        for yielded in found_requests[:cap]:
+            child, reason = scope.admit(yielded)  # session ids stripped, traps refused
             if reason is None:
                 self.links.append(child)
             else:
@@ -482,10 +673,12 @@ def _parse_page(
     settings: Settings,
     page: _Parsed,
     parse: bool,
+    rules: LinkRules,
 ) -> _Parsed:
-    """Screen, parse, title, and the callback's synchronous part: the page thread's work."""
+    """Screen, parse, scan, and the callback's synchronous part: the page thread's work."""
     tree = None
     markup = None
+    scan = None
     if result.is_html:
         screened = screen_html(
             result.text, settings.max_html_depth, settings.max_links_per_page, tags=page.tags
@@ -496,9 +689,15 @@ def _parse_page(
         markup, page.link_tags = screened.markup, screened.link_tags
         tree = parse_html(markup)
         page.title = extract_title(tree)
+        scan = scan_page(tree, result.final_url)
+        page.canonical_url = scan.canonical_url
+        if scan.refresh is not None and _follows_refresh(scan.refresh, result, settings):
+            page.refresh_url = scan.refresh.url
+            return page
     if not parse:
         return page
-    response = Response(req, result, tree=tree, markup=markup)
+    response = Response(req, result, tree=tree, markup=markup, scan=scan, rules=rules)
+    page.link_skips = response.skipped_links
     try:
         run = start_callback(spider, response)
     except SpiderError as exc:
@@ -511,6 +710,20 @@ def _parse_page(
     return page
 
 
+def _follows_refresh(refresh: Refresh, result: FetchResult, settings: Settings) -> bool:
+    """True when a page's meta refresh is followed as a redirect (module docstring).
+
+    Not when ``meta_refresh`` is off, the delay is over ``meta_refresh_max_delay_s``, the
+    refresh reloads the page itself, or the response is a 3xx (its ``Location`` decides).
+    """
+    return (
+        settings.meta_refresh
+        and refresh.url is not None
+        and refresh.delay_s <= settings.meta_refresh_max_delay_s
+        and not 300 <= result.status < 400
+    )
+
+
 async def _page_record(
     lease: Lease,
     result: FetchResult,
@@ -519,11 +732,12 @@ async def _page_record(
     final_url: str,
     title: str | None,
     error: str | None,
+    canonical_url: str | None = None,
 ) -> PageRecord:
     """The page record of a response, archived first when the crawl writes WARC files."""
     req = lease.request
     page = PageRecord(
-        fingerprint=req.fingerprint,
+        fingerprint=req.record_fingerprint,
         url=req.url,
         final_url=final_url,
         status=result.status,
@@ -537,6 +751,7 @@ async def _page_record(
         error=error,
         spider=deps.spider.name,
         body=result.body if deps.settings.store_body else None,
+        canonical_url=canonical_url,
         request=req.to_json(),
     )
     if deps.warc is not None:
@@ -572,13 +787,13 @@ def _private_address(lease: Lease, exc: FetchError) -> Outcome:
     req = lease.request
     logger.info("filtered %s: %s", req.url, exc.detail)
     reason = FilterReason.PRIVATE_ADDRESS
-    record = FilteredRecord(req.fingerprint, req.url, reason, req.depth, time.time())
+    record = FilteredRecord(req.record_fingerprint, req.url, reason, req.depth, time.time())
     return Outcome(lease, Kind.FILTERED, filtered=record, reason=reason)
 
 
 def _dead(lease: Lease, reason: str, detail: str) -> Outcome:
     req = lease.request
     record = DeadRecord(
-        req.fingerprint, req.url, reason, detail, lease.attempt, req.depth, time.time()
+        req.record_fingerprint, req.url, reason, detail, lease.attempt, req.depth, time.time()
     )
     return Outcome(lease, Kind.DEAD, dead=record, reason=reason)

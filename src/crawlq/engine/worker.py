@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.metrics import recorder
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
@@ -152,6 +153,8 @@ class Worker:
         self._fatal: CrawlqError | None = None
         self._forced = False
         self._store_down = False  # a store write is failing: lease nothing new meanwhile
+        self.metrics = recorder()
+        """This process's Prometheus worker metrics (`crawlq.engine.metrics`), or None when off."""
 
     # -- control --------------------------------------------------------------------------
 
@@ -275,6 +278,8 @@ class Worker:
                 task = asyncio.create_task(self._run_one(lease))
                 self._active[task] = lease
                 self._pages_started += 1
+            if self.metrics is not None:
+                self.metrics.in_flight.set(len(self._active))
 
     async def _lease(self, n: int) -> list[Lease]:
         """Lease without waiting if work is ready; else wake the flusher and wait for work.
@@ -323,12 +328,16 @@ class Worker:
         finally:
             if task is not None:
                 self._active.pop(task, None)
+            if self.metrics is not None:
+                self.metrics.in_flight.set(len(self._active))
             self._slot_freed.set()
 
     async def _settle_one(self, lease: Lease) -> None:
         outcome = await self._outcome(lease)
         if outcome is None:
             return
+        if outcome.kind is Kind.RELEASE and outcome.links:
+            await self._push_released(outcome)
         if outcome.kind in (Kind.RELEASE, Kind.RETRY) and not self._holds(lease):
             self._pages_started -= 1  # lost to another worker: its to settle
             self._lost.discard(lease.lease_id)
@@ -344,12 +353,27 @@ class Worker:
             delay_s, reason = outcome.retry_delay_s, outcome.reason
             await self._retrying("retry", lambda: self.frontier.retry(lease, delay_s, reason))
             self.counters.retries += 1
+            if self.metrics is not None:
+                self.metrics.retried(reason)
             return
         if outcome.kind is not Kind.PAGE:
             self._pages_started -= 1
         self._fetched.append(lease)  # its host slot is given back with our next lease call
         self._pending.append(outcome)
         self._results.set()
+
+    async def _push_released(self, outcome: Outcome) -> None:
+        """Push the links of a RELEASE outcome (a robots.txt's sitemaps) before its release.
+
+        Pushed now, not with a batch: the lease goes back to the queue instead of being
+        stored and acked, and the robots.txt it loaded is not loaded again by this process.
+        """
+        links = self._known.unknown(outcome.links)
+        if links:
+            await self._retrying("push", lambda: self.frontier.push(links))
+            self._known.add_all(link.fingerprint for link in links)
+        self.counters.links += len(outcome.links)
+        self.counters.skipped.update(outcome.skipped)
 
     def _fail(self, exc: CrawlqError) -> None:
         """Record an error that retrying does not fix (the first one wins) and stop."""
@@ -373,6 +397,7 @@ class Worker:
             except CrawlqError as exc:
                 logger.error("cannot write %d results either: %s", len(batch), exc)
                 return
+            self._stored(batch)
             for o in batch:
                 self._count(o)
             logger.info("wrote %d results to the store; their leases will expire", len(batch))
@@ -397,7 +422,7 @@ class Worker:
             logger.exception("internal error processing %s", lease.request.url)
             req = lease.request
             record = DeadRecord(
-                req.fingerprint,
+                req.record_fingerprint,
                 req.url,
                 "internal_error",
                 f"{type(exc).__name__}: {exc}",
@@ -440,6 +465,7 @@ class Worker:
                 return
             batch, self._pending = self._pending, []
             await self._write_store(result_batch(batch))
+            self._stored(batch)
             links = self._known.unknown([link for o in batch for link in o.links])
             if links:
                 await self._retrying("push", lambda: self.frontier.push(links))
@@ -455,6 +481,16 @@ class Worker:
                 self._lost.discard(o.lease.lease_id)
                 self._count(o)
             self._slot_freed.set()  # room under the bound on held leases
+
+    def _stored(self, batch: list[Outcome]) -> None:
+        """Update the Prometheus metrics of a batch just written to the store.
+
+        Counted here, before the batch's leases are settled, so that once the frontier has
+        nothing pending the metrics of all workers add up to the store's totals.
+        """
+        if self.metrics is not None:
+            for o in batch:
+                self.metrics.settled(o)
 
     def _count(self, o: Outcome) -> None:
         c = self.counters

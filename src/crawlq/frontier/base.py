@@ -54,7 +54,20 @@ from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import RobotsRecord
 
-__all__ = ["Frontier", "FrontierStats", "HostBackoff", "HostPolicy", "HostStats", "RobotsRecord"]
+__all__ = [
+    "FRONTIER_FULL",
+    "Frontier",
+    "FrontierStats",
+    "HostBackoff",
+    "HostPolicy",
+    "HostStats",
+    "Offer",
+    "QueueBounds",
+    "RobotsRecord",
+]
+
+FRONTIER_FULL = "frontier_full"
+"""The dead-letter reason of a request dropped because the frontier was full (drop-lowest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +119,9 @@ class FrontierStats:
         done: Acked.
         dead: Dead-lettered.
         seen: Distinct fingerprints ever pushed (= the sum of the five above).
+        over_budget: New URLs not queued because their host had ``max_pages_per_host``
+            URLs already (`Frontier.push`); counted each time one is pushed (a worker does
+            not push again a link it remembers pushing, so mostly once per worker).
         hosts: The busiest hosts by queue length (at most 20).
         backoff: Hosts in backoff (at most 20), the latest next-allowed time first.
     """
@@ -116,6 +132,7 @@ class FrontierStats:
     done: int
     dead: int
     seen: int
+    over_budget: int = 0
     hosts: tuple[HostStats, ...] = field(default=())
     backoff: tuple[HostBackoff, ...] = field(default=())
 
@@ -125,8 +142,66 @@ class FrontierStats:
         return self.queued + self.delayed + self.in_flight
 
 
+@dataclass(frozen=True, slots=True)
+class QueueBounds:
+    """How many requests a job's frontier may hold queued, and what happens at the bound.
+
+    Queued means waiting for a lease (not in flight, not delayed). The bounds keep a fast
+    producer from running the backend (Redis) out of memory.
+
+    Attributes:
+        max_queued: Most requests queued in the job, or None for no bound.
+        max_queued_per_host: Most requests queued for one host, or None for no bound.
+        when_full: ``"block"``: a producer's push (`Frontier.offer`) takes only what fits and
+            the producer waits for room; links that workers push are queued anyway (workers
+            are the ones who make room: blocking them would stall the crawl), and inbox
+            entries stay in the inbox until there is room. ``"drop-lowest"``: every push
+            (producers and workers) queues the new request and dead-letters, with reason
+            `FRONTIER_FULL`, the lowest-priority request of the same host's queue (the newest
+            of equal priority), which may be the new request itself; nothing is silently lost,
+            and ``--retry-dead`` / dead-letter replay requeues the dropped ones later.
+    """
+
+    max_queued: int | None = None
+    max_queued_per_host: int | None = None
+    when_full: str = "block"
+
+    def __post_init__(self) -> None:
+        if self.when_full not in ("block", "drop-lowest"):
+            raise ValueError(f"when_full must be block or drop-lowest, got {self.when_full!r}")
+        for name in ("max_queued", "max_queued_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+
+    @property
+    def bounded(self) -> bool:
+        """Whether any bound is set."""
+        return self.max_queued is not None or self.max_queued_per_host is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What `Frontier.offer` did with a producer's requests.
+
+    Attributes:
+        queued: New requests queued.
+        refused: New requests not taken for lack of room (``block``): not marked seen, so
+            offering them again later queues them.
+        dropped: Requests dead-lettered as `FRONTIER_FULL` (``drop-lowest``), new or queued.
+    """
+
+    queued: int
+    refused: int = 0
+    dropped: int = 0
+
+
 class Frontier(Protocol):
     """The crawl frontier (see the module docstring for the semantics every method shares)."""
+
+    bounds: QueueBounds
+    """The job's queue bounds (`QueueBounds`); unbounded by default. Assignable, e.g. once
+    the job's settings are known."""
 
     politeness: Politeness
     """The job's host politeness rules (`crawlq.politeness`): the default policy, and the
@@ -139,13 +214,35 @@ class Frontier(Protocol):
     page, the figure that batching keeps low."""
 
     async def push(self, requests: Sequence[CrawlRequest]) -> int:
-        """Queue the requests whose fingerprints were never seen.
+        """Queue the requests whose fingerprints were never seen (workers' discovered links).
+
+        A ``block`` bound (`bounds`) does not apply here; ``drop-lowest`` does (`QueueBounds`).
+
+        With a per-host page budget (``politeness.max_pages_per_host``), a host takes at most
+        that many new fingerprints over the life of the job, counted in the same atomic step
+        for every worker; a new request of a host at its budget is neither queued nor marked
+        seen, and is counted in `FrontierStats.over_budget` (a URL pushed again is counted
+        again, as scope's skipped links are).
 
         Args:
             requests: Any number, duplicates allowed (within the batch too).
 
         Returns:
             How many were new and queued.
+        """
+        ...
+
+    async def offer(self, requests: Sequence[CrawlRequest]) -> Offer:
+        """Push as a producer: under a ``block`` bound only the new requests that fit queue.
+
+        Like `push`, but under a ``block`` bound (`bounds`) the new requests that do not fit
+        are refused, not marked seen, so that offering them again later queues them.
+
+        Args:
+            requests: Any number, duplicates allowed (a duplicate is never refused).
+
+        Returns:
+            An `Offer`: how many were queued, refused and dropped.
         """
         ...
 

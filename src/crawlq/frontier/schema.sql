@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS frontier_hosts (
     concurrency INTEGER,
     pushbacks   INTEGER NOT NULL DEFAULT 0,  -- 429/503 answers in a row (schema version 3)
     failures    INTEGER NOT NULL DEFAULT 0,  -- connection failures in a row
-    flags       TEXT NOT NULL DEFAULT ''     -- 'p' probing (one at a time), 'd' down
+    flags       TEXT NOT NULL DEFAULT '',    -- 'p' probing (one at a time), 'd' down
+    admitted    INTEGER NOT NULL DEFAULT 0   -- URLs of the host ever pushed (schema version 4)
 ) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS frontier_hosts_ready ON frontier_hosts (next_at_ms) WHERE queued > 0;

@@ -32,10 +32,13 @@ from typing import Any, TypeVar
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
 from crawlq.frontier.base import (
+    FRONTIER_FULL,
     FrontierStats,
     HostBackoff,
     HostPolicy,
     HostStats,
+    Offer,
+    QueueBounds,
     backoff_state,
 )
 from crawlq.politeness import Politeness, Strike, StrikePlan
@@ -48,15 +51,19 @@ __all__ = ["SqliteFrontier"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # 2: state 5 (leased, its host slot freed by `lease(fetched=...)`)
 # 3: frontier_robots (the job's robots.txt cache, CREATE ... IF NOT EXISTS in schema.sql), and
 #    frontier_hosts.pushbacks, failures, flags (crawlq.politeness: host backoff and breaker)
+# 4: frontier_hosts.admitted (URLs of the host ever pushed: the max_pages_per_host budget),
+#    filled from frontier_requests when an older file is opened
 _HOST_COLUMNS_V3 = {
     "pushbacks": "INTEGER NOT NULL DEFAULT 0",
     "failures": "INTEGER NOT NULL DEFAULT 0",
     "flags": "TEXT NOT NULL DEFAULT ''",
 }
+_HOST_COLUMNS_V4 = {"admitted": "INTEGER NOT NULL DEFAULT 0"}
+_OVER_BUDGET = "over_budget"  # frontier_meta key: new URLs refused by max_pages_per_host
 # A host's effective concurrency and delay: probing ('p') takes one request at a time; a down
 # host ('d') is drained at once (its requests are dead-lettered without a request).
 _CONC = "CASE flags WHEN 'p' THEN 1 WHEN 'd' THEN 1000000 ELSE coalesce(concurrency, ?) END"
@@ -68,6 +75,11 @@ _HELD = f"state IN ({_LEASED}, {_FETCHED})"
 _CHUNK = 500  # host parameters per "IN (...)" statement (SQLite allows 32,766)
 _MAX_READY_HOSTS = 512  # hosts considered per lease call, oldest window first
 _T = TypeVar("_T")
+_INSERT_REQUEST = (
+    "INSERT OR IGNORE INTO frontier_requests(fp, seq, host, priority, state, request) "
+    "VALUES (?, ?, ?, ?, 0, ?)"
+)
+_SEEN = "SELECT 1 FROM frontier_requests WHERE fp=?"
 
 
 class SqliteFrontier:
@@ -92,9 +104,12 @@ class SqliteFrontier:
         self._seq = 0
         self._counts: Counter[int] = Counter()
         self._wakeup: asyncio.Event | None = None
+        self.bounds = QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()
+        self._over_budget = 0  # new URLs max_pages_per_host kept out (frontier_meta)
 
     @classmethod
     async def open(
@@ -180,9 +195,14 @@ class SqliteFrontier:
             )
         elif int(row[0]) < SCHEMA_VERSION:  # the script above added what version 2 needs
             have = {r[1] for r in conn.execute("PRAGMA table_info(frontier_hosts)")}
-            for name, ddl in _HOST_COLUMNS_V3.items():
+            for name, ddl in (_HOST_COLUMNS_V3 | _HOST_COLUMNS_V4).items():
                 if name not in have:
                     conn.execute(f"ALTER TABLE frontier_hosts ADD COLUMN {name} {ddl}")
+            if int(row[0]) < 4:
+                conn.execute(
+                    "UPDATE frontier_hosts SET admitted=(SELECT count(*) FROM "
+                    "frontier_requests r WHERE r.host=frontier_hosts.host)"
+                )
             conn.execute(
                 "UPDATE frontier_meta SET value=? WHERE key='schema_version'",
                 (str(SCHEMA_VERSION),),
@@ -207,6 +227,8 @@ class SqliteFrontier:
         self._seq = conn.execute("SELECT coalesce(max(seq), 0) FROM frontier_requests").fetchone()[
             0
         ]
+        over = conn.execute("SELECT value FROM frontier_meta WHERE key=?", (_OVER_BUDGET,))
+        self._over_budget = int((over.fetchone() or (0,))[0])
 
     def _tx(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         conn = self._db()
@@ -232,12 +254,22 @@ class SqliteFrontier:
 
     async def push(self, requests: Sequence[CrawlRequest]) -> int:
         """See `crawlq.frontier.base.Frontier.push`."""
+        return (await self._offer(requests, producer=False)).queued
+
+    async def offer(self, requests: Sequence[CrawlRequest]) -> Offer:
+        """See `crawlq.frontier.base.Frontier.offer`."""
+        return await self._offer(requests, producer=True)
+
+    async def _offer(self, requests: Sequence[CrawlRequest], *, producer: bool) -> Offer:
         if not requests:
-            return 0
-        added = await self._run(self._push_sync, requests)
-        if added:
+            return Offer(0)
+        if self.bounds.bounded:
+            offer = await self._run(self._push_bounded_sync, requests, producer)
+        else:
+            offer = Offer(await self._run(self._push_sync, requests))
+        if offer.queued:
             self._wake()
-        return added
+        return offer
 
     def _push_sync(self, requests: Sequence[CrawlRequest]) -> int:
         by_host: dict[str, list[tuple[bytes, int, str, int, str]]] = defaultdict(list)
@@ -251,34 +283,174 @@ class SqliteFrontier:
                 (req.fingerprint, self._seq, req.host, req.priority, req.to_json())
             )
 
-        def step(conn: sqlite3.Connection) -> int:
-            total = 0
+        budget = self.politeness.max_pages_per_host
+
+        def step(conn: sqlite3.Connection) -> tuple[int, int]:
+            total = over = 0
             for host, rows in by_host.items():
                 before = conn.total_changes
-                conn.executemany(
-                    "INSERT OR IGNORE INTO frontier_requests(fp, seq, host, priority, state, "
-                    "request) VALUES (?, ?, ?, ?, 0, ?)",
-                    rows,
-                )
+                if budget is None:
+                    conn.executemany(_INSERT_REQUEST, rows)
+                else:
+                    over += self._insert_within(conn, host, rows, budget)
                 added = conn.total_changes - before
                 if added:
                     override = self.politeness.configured(host)
                     delay_ms = None if override is None else round(override.delay_s * 1000)
                     conc = None if override is None else override.concurrency
                     conn.execute(
-                        "INSERT INTO frontier_hosts(host, queued, delay_ms, concurrency) "
-                        "VALUES (?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
-                        "queued=queued+excluded.queued, "
+                        "INSERT INTO frontier_hosts(host, queued, admitted, delay_ms, "
+                        "concurrency) VALUES (?, ?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
+                        "queued=queued+excluded.queued, admitted=admitted+excluded.admitted, "
                         "delay_ms=coalesce(delay_ms, excluded.delay_ms), "
                         "concurrency=coalesce(concurrency, excluded.concurrency)",
-                        (host, added, delay_ms, conc),
+                        (host, added, added, delay_ms, conc),
                     )
                     total += added
-            return total
+            if over:
+                conn.execute(
+                    "INSERT INTO frontier_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                    "UPDATE SET value=CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+                    (_OVER_BUDGET, str(over)),
+                )
+            return total, over
 
-        total = self._tx(step)
+        total, over = self._tx(step)
         self._counts[_QUEUED] += total
+        self._over_budget += over
         return total
+
+    def _push_bounded_sync(self, requests: Sequence[CrawlRequest], producer: bool) -> Offer:
+        """`push`/`offer` under `bounds` (`crawlq.frontier.base.QueueBounds`), row by row.
+
+        The page budget (``max_pages_per_host``) is checked first, as in `_push_sync`.
+        """
+        b = self.bounds
+        drop = b.when_full == "drop-lowest"
+        budget = self.politeness.max_pages_per_host
+        rows = []
+        batch_seen: set[bytes] = set()
+        for req in requests:
+            if req.fingerprint not in batch_seen:
+                batch_seen.add(req.fingerprint)
+                self._seq += 1
+                rows.append((req.fingerprint, self._seq, req.host, req.priority, req.to_json()))
+
+        def step(conn: sqlite3.Connection) -> tuple[Offer, int, int]:
+            job_queued = self._counts[_QUEUED]
+            evicted = over = 0
+            host_queued: dict[str, int] = {}
+            host_admitted: dict[str, int] = {}
+            delta: Counter[str] = Counter()
+            admitted: Counter[str] = Counter()
+            added = refused = dropped = 0
+            for fp, seq, host, priority, text in rows:
+                if conn.execute(_SEEN, (fp,)).fetchone():
+                    continue
+                if host not in host_queued:
+                    got = conn.execute(
+                        "SELECT queued, admitted FROM frontier_hosts WHERE host=?", (host,)
+                    ).fetchone()
+                    host_queued[host] = int(got[0]) if got else 0
+                    host_admitted[host] = int(got[1]) if got else 0
+                if budget is not None and host_admitted[host] >= budget:
+                    over += 1
+                    continue
+                full = (b.max_queued is not None and job_queued >= b.max_queued) or (
+                    b.max_queued_per_host is not None and host_queued[host] >= b.max_queued_per_host
+                )
+                state = _QUEUED
+                if full and not drop:
+                    if producer:
+                        refused += 1
+                        continue
+                elif full:
+                    dropped += 1
+                    lowest = conn.execute(
+                        "SELECT fp, priority FROM frontier_requests WHERE host=? AND state=? "
+                        "ORDER BY priority ASC, seq DESC LIMIT 1",
+                        (host, _QUEUED),
+                    ).fetchone()
+                    if lowest is not None and lowest[1] < priority:
+                        conn.execute(
+                            "UPDATE frontier_requests SET state=?, reason=? WHERE fp=?",
+                            (_DEAD, FRONTIER_FULL, lowest[0]),
+                        )
+                        host_queued[host] -= 1
+                        delta[host] -= 1
+                        job_queued -= 1
+                        evicted += 1
+                    else:
+                        state = _DEAD
+                conn.execute(
+                    "INSERT INTO frontier_requests(fp, seq, host, priority, state, reason, "
+                    "request) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (fp, seq, host, priority, state, None if state == _QUEUED else FRONTIER_FULL,
+                     text),
+                )  # fmt: skip
+                host_admitted[host] += 1
+                admitted[host] += 1
+                if state == _QUEUED:
+                    added += 1
+                    host_queued[host] += 1
+                    delta[host] += 1
+                    job_queued += 1
+            for host in admitted.keys() | delta.keys():
+                override = self.politeness.configured(host)
+                conn.execute(
+                    "INSERT INTO frontier_hosts(host, queued, admitted, delay_ms, concurrency) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET "
+                    "queued=queued+excluded.queued, admitted=admitted+excluded.admitted, "
+                    "delay_ms=coalesce(delay_ms, excluded.delay_ms), "
+                    "concurrency=coalesce(concurrency, excluded.concurrency)",
+                    (
+                        host,
+                        delta[host],
+                        admitted[host],
+                        None if override is None else round(override.delay_s * 1000),
+                        None if override is None else override.concurrency,
+                    ),
+                )
+            if over:
+                conn.execute(
+                    "INSERT INTO frontier_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                    "UPDATE SET value=CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+                    (_OVER_BUDGET, str(over)),
+                )
+            return Offer(added, refused, dropped), evicted, over
+
+        offer, evicted, over = self._tx(step)
+        self._counts[_QUEUED] += offer.queued - evicted
+        self._counts[_DEAD] += offer.dropped
+        self._over_budget += over
+        if offer.dropped:
+            logger.warning(
+                "frontier full: %d request(s) dead-lettered as frontier_full", offer.dropped
+            )
+        return offer
+
+    @staticmethod
+    def _insert_within(
+        conn: sqlite3.Connection,
+        host: str,
+        rows: list[tuple[bytes, int, str, int, str]],
+        budget: int,
+    ) -> int:
+        """Insert the new ``rows`` of ``host`` while it has room in its budget.
+
+        Returns:
+            How many new ones were left out (their fingerprints stay unseen: found again, they
+            are counted again).
+        """
+        got = conn.execute("SELECT admitted FROM frontier_hosts WHERE host=?", (host,)).fetchone()
+        room = budget - (got[0] if got else 0)
+        over = 0
+        for row in rows:
+            if room > 0:
+                room -= conn.execute(_INSERT_REQUEST, row).rowcount
+            elif conn.execute(_SEEN, row[:1]).fetchone() is None:
+                over += 1
+        return over
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -744,6 +916,7 @@ class SqliteFrontier:
             done=c[_DONE],
             dead=c[_DEAD],
             seen=c.total(),
+            over_budget=self._over_budget,
             hosts=tuple(HostStats(*row) for row in rows),
             backoff=tuple(
                 HostBackoff(host, pushbacks, failures, backoff_state(flags), next_at)

@@ -121,15 +121,16 @@ ON CONFLICT (fingerprint) DO UPDATE SET kind = excluded.kind
 WHERE outcomes.kind <> excluded.kind
 """  # a conflicting row is locked even when the WHERE leaves it unchanged
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, request)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, request)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset, request = excluded.request
+    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
+    request = excluded.request
 """
 _LOCK_OUTCOMES = """
 SELECT fingerprint FROM outcomes WHERE fingerprint = ANY(%s) ORDER BY fingerprint FOR UPDATE
@@ -314,8 +315,9 @@ class PostgresStore:
         """
         body = "body" if with_body else "NULL::bytea"
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL::text, NULL::bigint"
-        request = "request" if self._version >= 3 else "NULL::text"
-        select_ = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {request} FROM pages"
+        canonical = "canonical_url" if self._version >= 3 else "NULL::text"
+        request = "request" if self._version >= 4 else "NULL::text"
+        select_ = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {canonical}, {request} FROM pages"
         errors = f" AND {SPIDER_ERROR_SQL}" if spider_errors_only else ""
         if since is not None:
             first = f"{select_} WHERE fetched_at >= %s{errors}"
@@ -494,8 +496,9 @@ class PostgresStore:
     async def _check_schema(self, conn: _Conn) -> None:
         """Read-only open: check that the store exists; create and migrate nothing.
 
-        Versions 1.. are read as they are (1 lacks the WARC columns: `pages` reads NULL). A
-        future step readers cannot bridge is refused here: "a crawl of this crawlq migrates it".
+        Versions 1.. are read as they are (1 lacks the WARC columns, 2 ``canonical_url``:
+        `pages` reads NULL). A future step readers cannot bridge is refused here: "a crawl of
+        this crawlq migrates it".
         """
         target = self._target
         cur = await conn.execute(_HAS_PAGES, (target.schema,))
@@ -698,6 +701,7 @@ class _BatchRows:
                 p.body,
                 _opt_text(p.warc_file),
                 p.warc_offset,
+                _opt_text(p.canonical_url),
                 _opt_text(p.request),
             )
             for p in batch.pages

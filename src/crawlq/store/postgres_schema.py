@@ -9,7 +9,7 @@ adopted. A new version is one more tuple at the end of `STEPS`; never edit a rel
 
 from __future__ import annotations
 
-__all__ = ["STEPS", "V1", "V2", "V3"]
+__all__ = ["STEPS", "V1", "V2", "V3", "V4"]
 
 V1 = (
     "CREATE TABLE store_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -83,6 +83,13 @@ V2 = (
 """Version 2: ``pages.warc_file`` and ``pages.warc_offset``."""
 
 V3 = (
+    # What pages say: <link rel="canonical">.
+    "ALTER TABLE pages ADD COLUMN canonical_url text",
+    "COMMENT ON COLUMN pages.canonical_url IS '<link rel=canonical> of the page, or NULL'",
+)
+"""Version 3: ``pages.canonical_url``."""
+
+V4 = (
     # Spider errors: the fetched request (its callback, meta…) for reparse, and an index of
     # the pages whose error is a spider error (crawlq.store.base.SPIDER_ERROR_SQL).
     "ALTER TABLE pages ADD COLUMN request text",
@@ -90,7 +97,7 @@ V3 = (
     " WHERE substr(error, 1, 14) = 'spider_error: '",
     "COMMENT ON COLUMN pages.request IS 'the fetched request as JSON (callback, meta…), or NULL'",
 )
-"""Version 3: ``pages.request`` and the partial index ``pages_spider_errors``."""
+"""Version 4: ``pages.request`` and the partial index ``pages_spider_errors``."""
 
-STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3)
+STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4)
 """The migration steps in order; the schema version is ``len(STEPS)``."""

@@ -1,10 +1,12 @@
--- crawlq result store, schema version 3 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
+-- crawlq result store, schema version 4 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
 -- older files are migrated by the steps in _MIGRATIONS there).
 --
 -- These tables share one SQLite file with the frontier, whose tables are all prefixed
 -- `frontier_`. Every statement is idempotent (IF NOT EXISTS); the loader runs them inside one
 -- BEGIN IMMEDIATE transaction and records the version in `store_meta`.
 -- Fingerprints are the 20-byte request fingerprints as BLOBs; times are Unix seconds (REAL).
+-- No comma in the comment after a column: SQLite's DROP COLUMN of the column after it (as
+-- tests do to make an older file) takes that comma for the column separator.
 
 CREATE TABLE IF NOT EXISTS store_meta (
     key   TEXT PRIMARY KEY,
@@ -30,6 +32,7 @@ CREATE TABLE IF NOT EXISTS pages (
     body         BLOB,              -- NULL unless bodies are kept (store_body)
     warc_file    TEXT,              -- WARC file of the response record (warc_dir), or NULL
     warc_offset  INTEGER,           -- its byte offset in warc_file (or NULL)
+    canonical_url TEXT,             -- <link rel="canonical"> resolved (or NULL)
     -- the fetched request as JSON (its callback and meta) or NULL (older pages)
     request      TEXT
 );

@@ -50,7 +50,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -58,7 +58,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE pages ADD COLUMN warc_file TEXT",
         "ALTER TABLE pages ADD COLUMN warc_offset INTEGER",
     ),
-    2: (  # spider errors: the request for reparse, and an index of the failed pages
+    2: ("ALTER TABLE pages ADD COLUMN canonical_url TEXT",),
+    3: (  # spider errors: the request for reparse, and an index of the failed pages
         "ALTER TABLE pages ADD COLUMN request TEXT",
         "CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)"
         f" WHERE {SPIDER_ERROR_SQL}",
@@ -79,15 +80,16 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, request)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, request)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
     fetched_at = excluded.fetched_at, size_bytes = excluded.size_bytes,
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
-    warc_offset = excluded.warc_offset, request = excluded.request
+    warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
+    request = excluded.request
 """
 _REPARSED_PAGE = "UPDATE pages SET error = ?, spider = ? WHERE fingerprint = ? AND fetched_at = ?"
 _SPIDER_ERRORS_BY_TYPE = f"""
@@ -236,8 +238,9 @@ class SqliteStore:
         """
         body = "body" if with_body else "NULL"
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"  # read-only v1
-        request = "request" if self._version >= 3 else "NULL"
-        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {request} FROM pages"
+        canonical = "canonical_url" if self._version >= 3 else "NULL"  # read-only v1, v2
+        request = "request" if self._version >= 4 else "NULL"
+        select = f"SELECT {_PAGE_COLUMNS}, {body}, {warc}, {canonical}, {request} FROM pages"
         errors = f" AND {SPIDER_ERROR_SQL}" if spider_errors_only else ""
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
         first = (f"{select} WHERE fetched_at >= ?{errors} {order}", (_lower(since),))
@@ -400,9 +403,9 @@ def _schema_statements() -> tuple[str, ...]:
 def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
     """Read-only open: the schema version of the store in ``path``; changes nothing.
 
-    Versions 1.. are read as they are (1 lacks the WARC columns: `SqliteStore.pages` reads
-    NULL). A future step readers cannot bridge is refused here: "a crawl of this crawlq
-    migrates it".
+    Versions 1.. are read as they are (1 lacks the WARC columns, 2 ``canonical_url``:
+    `SqliteStore.pages` reads NULL). A future step readers cannot bridge is refused here: "a
+    crawl of this crawlq migrates it".
     """
     version = _schema_version(conn, path)
     if version is None:
@@ -495,6 +498,7 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.body,
             p.warc_file,
             p.warc_offset,
+            p.canonical_url,
             p.request,
         )
         for p in batch.pages

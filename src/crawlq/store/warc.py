@@ -8,7 +8,8 @@ standard (ISO 28500:2017, annex D) and warcio's ``WARCWriter`` do. Each file ope
 
 What a response record holds. The status line and the headers are the ones received, in
 their order and spelling. The payload is the body after transfer and content decoding
-(aiohttp de-chunks and decompresses while reading; crawlq never sees the wire bytes). So that
+(aiohttp de-chunks and `crawlq.codings` decompresses while reading, every layer of
+``Content-Encoding``; the coded bytes are not kept). So that
 the record stays self-consistent and every WARC reader can parse it, a response that came
 with ``Content-Encoding`` or ``Transfer-Encoding`` has those headers and ``Content-Length``
 renamed to ``X-Crawlq-Orig-Content-Encoding`` (and so on) and a ``Content-Length`` of the

@@ -25,6 +25,8 @@ class LoggedRequest:
         path: URL path, without the query.
         host: The ``Host`` header, lower-cased (``127.0.0.1:8080``: the form of
             `crawlq.urls.host_key`).
+        cookie: The ``Cookie`` header as received (repeated headers joined with ``; ``),
+            or None when there was none.
     """
 
     start_s: float
@@ -32,6 +34,7 @@ class LoggedRequest:
     method: str
     path: str
     host: str
+    cookie: str | None = None
 
 
 class RequestLog:
@@ -55,13 +58,18 @@ class RequestLog:
         """
         with self._lock:
             entries = [
-                LoggedRequest(e.start_s, e.end_s, e.method, e.path, e.host) for e in self._entries
+                LoggedRequest(e.start_s, e.end_s, e.method, e.path, e.host, e.cookie)
+                for e in self._entries
             ]
         return [
             e
             for e in entries
             if (host is None or e.host == host.lower()) and (path is None or e.path == path)
         ]
+
+    def cookies(self, path: str | None = None, *, host: str | None = None) -> list[str | None]:
+        """Return the ``Cookie`` header of each matching request, in start order (None: none)."""
+        return [e.cookie for e in self.requests(host=host, path=path)]
 
     def count(self, path: str | None = None, *, host: str | None = None) -> int:
         """Return how many requests matched ``path`` and ``host`` (None matches any)."""
@@ -105,8 +113,14 @@ class RequestLog:
 
         @web.middleware
         async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
+            sent = request.headers.getall("Cookie", [])
             entry = _Entry(
-                time.monotonic(), None, request.method, request.path, request.host.lower()
+                time.monotonic(),
+                None,
+                request.method,
+                request.path,
+                request.host.lower(),
+                "; ".join(sent) if sent else None,
             )
             with self._lock:
                 self._entries.append(entry)
@@ -128,3 +142,4 @@ class _Entry:
     method: str
     path: str
     host: str
+    cookie: str | None

@@ -16,7 +16,8 @@ pick distinct keys do not interfere):
 ``/redirect/{n}``                 chain of ``n`` 302 redirects ending at a 200 page
                                   (``?status=301`` picks the redirect code; ``?to=/path``
                                   makes the last hop go to ``/path`` instead)
-``/redirect-to?url=U&status=C``   one redirect (default 302) to ``U``
+``/redirect-to?url=U&status=C``   one redirect (default 302) to ``U``; each
+                                  ``&set_cookie=V`` adds a ``Set-Cookie: V`` header
 ``/redirect-loop/a``, ``/b``      a redirects to b, b to a
 ``/delay/{s}``                    sleeps ``s`` seconds before answering 200
 ``/drop``                         closes the connection without a response
@@ -36,6 +37,15 @@ pick distinct keys do not interfere):
 ``/binary``                       a 1x1 ``image/png``
 ``/echo``                         JSON of the request: method, path, headers, body (any
                                   method)
+``/cookie-wall/{key}``            a cookie wall: without the cookie ``wall_{key}=passed``, a
+                                  302 to itself with ``Set-Cookie: wall_{key}=passed;
+                                  Path=/``; with it, a 200 HTML page "Behind wall key".
+                                  ``?never=1``: always the 302; ``?count=1``: always a 302
+                                  setting ``wall_{key}`` to the request's number (a new
+                                  value each time)
+``/set-cookie/{name}/{value}``    200 HTML page with ``Set-Cookie: name=value; Path=/`` (a
+                                  session cookie; ``?attrs=A`` appends ``; A``), linking to
+                                  each ``?link=URL``
 ================================  ==========================================================
 """
 
@@ -138,6 +148,8 @@ def make_fault_app(log: RequestLog | None = None) -> web.Application:
             web.get("/robots-body", _robots),
             web.get("/binary", _binary),
             web.route("*", "/echo", _echo),
+            web.get(r"/cookie-wall/{key}", _cookie_wall),
+            web.get(r"/set-cookie/{name}/{value}", _set_cookie),
         ]
     )
     return app
@@ -229,7 +241,10 @@ async def _redirect_to(request: web.Request) -> web.StreamResponse:
     target = request.query.get("url")
     if not target:
         raise web.HTTPBadRequest(text="missing ?url=")
-    return _redirect(target, int(request.query.get("status", "302")))
+    response = _redirect(target, int(request.query.get("status", "302")))
+    for cookie in request.query.getall("set_cookie", []):
+        response.headers.add("Set-Cookie", cookie)
+    return response
 
 
 async def _redirect_loop(request: web.Request) -> web.StreamResponse:
@@ -353,6 +368,33 @@ async def _echo(request: web.Request) -> web.StreamResponse:
         "body": body.decode("utf-8", errors="replace"),
     }
     return web.json_response(data)
+
+
+async def _cookie_wall(request: web.Request) -> web.StreamResponse:
+    key = request.match_info["key"]
+    name = f"wall_{key}"
+    if request.cookies.get(name) == "passed" and "never" not in request.query:
+        return _html_response(f"Behind wall {key}", "<p>The content behind the wall.</p>")
+    value = "passed"
+    if "count" in request.query:
+        value = str(_bump(request, "cookie-wall"))
+    location = request.path_qs
+    headers = {"Location": location, "Set-Cookie": f"{name}={value}; Path=/"}
+    return web.Response(status=302, headers=headers)
+
+
+async def _set_cookie(request: web.Request) -> web.StreamResponse:
+    name, value = request.match_info["name"], request.match_info["value"]
+    cookie = f"{name}={value}; Path=/"
+    if "attrs" in request.query:
+        cookie += "; " + request.query["attrs"]
+    links = "".join(
+        f'<a href="{escape(url, quote=True)}">{escape(url)}</a>\n'
+        for url in request.query.getall("link", [])
+    )
+    response = _html_response(f"Cookie {name}", links)
+    response.headers["Set-Cookie"] = cookie
+    return response
 
 
 def _png_1x1() -> bytes:

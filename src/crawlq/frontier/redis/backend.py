@@ -53,15 +53,19 @@ from crawlq.frontier.base import (
     HostBackoff,
     HostPolicy,
     HostStats,
+    Offer,
+    QueueBounds,
     backoff_state,
 )
 from crawlq.frontier.redis.errors import translate
+from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import MAX_RECORD_BYTES, MAX_TTL_MS, RobotsRecord
+from crawlq.secrecy import loggable_entry
 
 __all__ = ["INBOX_MAX_ENTRY_BYTES", "BloomDedup", "InboxFilter", "RedisFrontier"]
 
@@ -73,6 +77,7 @@ _PUSH_CHUNK = 500
 _MAX_URL_LENGTH = 2083  # as for seeds and links (crawlq.scope.MAX_URL_LENGTH)
 _MAX_CANDIDATE_HOSTS = 512
 _MAX_WAIT_S = 10.0
+_FULL_INBOX_POLL_S = 1.0  # how often a worker looks for room for waiting inbox entries
 _STALE_WORKER_MS = 60_000
 _RECOVER_EVERY_S = 30.0
 _MAX_REASON_CHARS = 500
@@ -81,8 +86,9 @@ _REJECTED_PREFIX_BYTES = 1024
 INBOX_MAX_ENTRY_BYTES = 64 * 1024
 """Default largest inbox entry, in bytes (`RedisFrontier.inbox_max_entry_bytes`)."""
 
-InboxFilter = Callable[[CrawlRequest], str | None]
-"""Decides whether an inbox request may be queued: None, or the reason to reject it."""
+InboxFilter = Callable[[CrawlRequest], CrawlRequest | str]
+"""Decides whether an inbox request may be queued: the request to queue (the job's URL rules
+may rewrite it), or the reason to reject it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,12 @@ class RedisFrontier:
         self.inbox_filter: InboxFilter | None = None
         """Checks each inbox request before it is queued (method, scope): set by the engine,
         which knows the job's rules; None queues every valid request."""
+        self.inbox_full = False
+        """The last inbox drain found the job at its ``block`` bound and took nothing."""
+        self.bounds = QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
+        self.paused = False
+        """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
         self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
         """Largest inbox entry accepted, in bytes; a larger one is rejected unread."""
 
@@ -265,10 +277,24 @@ class RedisFrontier:
         """See `crawlq.frontier.base.Frontier.push`. Sent in chunks of 500 per script call."""
         added = 0
         for start in range(0, len(requests), _PUSH_CHUNK):
-            added += await self._push(requests[start : start + _PUSH_CHUNK], None)
+            added += (await self._push(requests[start : start + _PUSH_CHUNK], None)).queued
         return added
 
-    async def _push(self, requests: Sequence[CrawlRequest], claim_of: str | None) -> int:
+    async def offer(self, requests: Sequence[CrawlRequest]) -> Offer:
+        """See `crawlq.frontier.base.Frontier.offer`."""
+        queued = refused = dropped = 0
+        for start in range(0, len(requests), _PUSH_CHUNK):
+            got = await self._push(requests[start : start + _PUSH_CHUNK], None, producer=True)
+            queued, refused, dropped = (
+                queued + got.queued,
+                refused + got.refused,
+                dropped + got.dropped,
+            )
+        return Offer(queued, refused, dropped)
+
+    async def _push(
+        self, requests: Sequence[CrawlRequest], claim_of: str | None, *, producer: bool = False
+    ) -> Offer:
         k = self.keys
         seen_key, mode, nbits = self._dedup_args()
         hosts: dict[str, int] = {}
@@ -280,18 +306,33 @@ class RedisFrontier:
             if self.bloom is not None:
                 body += self.bloom.positions(req.fingerprint)
         ddelay, dconc = self._policy_args()
-        args = [self.clock.wall_ms(), ddelay, dconc, mode, nbits, "1" if claim_of else "0"]
+        b = self.bounds
+        args = [
+            self.clock.wall_ms(), ddelay, dconc, mode, nbits, "1" if claim_of else "0",
+            b.max_queued or 0, b.max_queued_per_host or 0,
+            "drop" if b.when_full == "drop-lowest" else "block", "1" if producer else "0",
+        ]  # fmt: skip
         overrides: list[Any] = []
         for host, hidx in hosts.items():
             policy = self.politeness.configured(host)
             if policy is not None:
                 overrides += [hidx, round(policy.delay_s * 1000), policy.concurrency]
-        args += [len(hosts), *hosts, len(overrides) // 3, *overrides, *body]
+        budget = self.politeness.max_pages_per_host
+        args += [len(hosts), *hosts, len(overrides) // 3, *overrides]
+        args += [-1 if budget is None else budget, *body]
         keys = [
             seen_key, k.reqs, k.scores, k.stats, k.ready, k.inflight, k.next, k.policy,
-            k.inbox, k.idle, k.claim(claim_of or "-"), *(k.queue(h) for h in hosts),
+            k.inbox, k.idle, k.claim(claim_of or "-"), k.admitted,
+            *(k.queue(h) for h in hosts), k.dead,
         ]  # fmt: skip
-        return int(await self._script("push", keys, args))
+        queued, refused, dropped = await self._script("push", keys, args)
+        if dropped:
+            logger.warning(
+                "job %s: frontier full, %d request(s) dead-lettered as frontier_full",
+                self.job,
+                dropped,
+            )
+        return Offer(int(queued), int(refused), int(dropped))
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -360,6 +401,8 @@ class RedisFrontier:
             leases = await self._lease_script(n, worker_id, vt_ms, now, ready, fetched)
             if leases:
                 return leases, None
+            if self.paused:  # look again after a while (resume also wakes idle workers)
+                return [], now + PAUSE_POLL_MS
         return [], await self._next_wake_ms()
 
     async def _lease_script(
@@ -389,6 +432,19 @@ class RedisFrontier:
         ]  # fmt: skip
         args = [now, n, vt_ms, worker_id, ddelay, dconc, len(hosts), *hosts, len(fetched), *done]
         flat = await self._script("lease", keys, args)
+        paused = flat == [b"paused"]
+        if paused != self.paused:
+            self.paused = paused
+            if paused:
+                logger.warning(
+                    "job %s is paused: leasing nothing until `crawlq job resume %s`",
+                    self.job,
+                    self.job,
+                )
+            else:
+                logger.warning("job %s resumed", self.job)
+        if paused:
+            return []
         leases = []
         for i in range(0, len(flat), 5):
             _, lease_id, attempt, value, down = flat[i : i + 5]
@@ -437,7 +493,8 @@ class RedisFrontier:
 
         ``pending``: the caller's last look saw work in flight or delayed. If that work was
         settled before this worker registered as idle (so no token was left for it) and the
-        job is now drained, return at once instead of sleeping out the timeout.
+        job is now drained, return at once instead of sleeping out the timeout. While the job
+        is paused, ready hosts do not shorten the wait.
         """
         k = self.keys
         now = self.clock.wall_ms()
@@ -446,9 +503,15 @@ class RedisFrontier:
         # registration is visible to this look, and one after it leaves a token.
         keys = [k.idle, k.ready, k.inbox, k.leases, k.delayed]
         first_ready, inbox_len, leased, delayed = await self._script("idle", keys, [now, worker_id])
+        if self.paused:  # ready hosts wait for `crawlq job resume`, which leaves tokens
+            first_ready = pending = False
         if first_ready:  # a settle that ran just before may have made a host ready soon
             timeout_s = min(timeout_s, (int(first_ready) - now) / 1000)
         drained_since = pending and not (first_ready or leased or delayed)
+        if inbox_len and self.inbox_full:  # entries wait for room: look again in a while
+            await self._call(lambda: self.client.zrem(k.idle, worker_id))
+            await asyncio.sleep(max(0.0, min(timeout_s, _FULL_INBOX_POLL_S)))
+            return
         if timeout_s <= 0 or inbox_len or drained_since:
             await self._call(lambda: self.client.zrem(k.idle, worker_id))
             return
@@ -492,6 +555,12 @@ class RedisFrontier:
             How many new requests were queued.
         """
         k = self.keys
+        room = await self._inbox_room()
+        self.inbox_full = room == 0
+        if self.inbox_full:
+            return 0  # a "block" bound: the entries wait in the inbox (see QueueBounds)
+        if room is not None:
+            n = min(n, room)
         entries = await self._script("drain_inbox", [k.inbox, k.claim(worker_id)], [n])
         self._claim_pending.discard(worker_id)
         if not entries:
@@ -509,7 +578,8 @@ class RedisFrontier:
             except Exception as exc:  # an entry is untrusted: whatever it raises rejects it
                 reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
                 reason = reason[:_MAX_REASON_CHARS]
-                logger.warning("rejected inbox entry %r of job %s: %s", raw[:200], self.job, reason)
+                shown = loggable_entry(raw)
+                logger.warning("rejected inbox entry %s of job %s: %s", shown, self.job, reason)
                 rejected.append(self._rejection(raw, reason))
         if rejected:
             await self._call(lambda: self.client.lpush(k.rejected, *rejected))
@@ -517,8 +587,16 @@ class RedisFrontier:
         for start in range(0, max(1, len(requests)), _PUSH_CHUNK):
             chunk = requests[start : start + _PUSH_CHUNK]
             last = start + _PUSH_CHUNK >= len(requests)
-            added += await self._push(chunk, worker_id if last else None)
+            added += (await self._push(chunk, worker_id if last else None)).queued
         return added
+
+    async def _inbox_room(self) -> int | None:
+        """Requests the inbox may still add under a ``block`` job bound, or None (no bound)."""
+        b = self.bounds
+        if b.when_full != "block" or b.max_queued is None:
+            return None
+        queued = await self._call(lambda: self.client.hget(self.keys.stats, "queued"))
+        return max(0, b.max_queued - int(queued or 0))
 
     def _inbox_request(self, raw: bytes) -> CrawlRequest:
         """The request an inbox entry asks for.
@@ -537,9 +615,10 @@ class RedisFrontier:
         if len(request.url) > _MAX_URL_LENGTH:
             raise InvalidURL(request.url[:100] + "…", "longer than 2083 characters")
         if self.inbox_filter is not None:
-            refusal = self.inbox_filter(request)
-            if refusal is not None:
-                raise ValueError(refusal)
+            verdict = self.inbox_filter(request)
+            if isinstance(verdict, str):
+                raise ValueError(verdict)
+            request = verdict
         return request
 
     def _rejection(self, raw: bytes, reason: str) -> str:
@@ -821,6 +900,7 @@ class RedisFrontier:
             done=c.get("done", 0),
             dead=c.get("dead", 0),
             seen=c.get("seen", 0),
+            over_budget=c.get("over_budget", 0),
             hosts=tuple(h for h in per_host[:20] if h.queued or h.in_flight),
             backoff=backoff,
         )
@@ -867,6 +947,11 @@ class RedisFrontier:
             if now_s - window_s < sec <= now_s:
                 total += count
         return total / window_s
+
+    async def retries_total(self) -> int:
+        """Retries scheduled in the job so far, by every worker (both engines)."""
+        value = await self._call(lambda: self.client.hget(self.keys.stats, "retries"))
+        return int(value or 0)
 
     async def live_workers(self, within_s: float = 30.0) -> list[tuple[str, float]]:
         """Workers whose heartbeat is at most ``within_s`` old: (id, seconds since)."""

@@ -2,7 +2,8 @@
 -- (a random id and the dedup mode, each only if unset). A job made by a crawlq without ids
 -- (its hash exists, with no id) gets one. Nothing is written when the job exists with an id,
 -- so a worker can join a job on a Redis at its maxmemory, and never creates one.
--- KEYS[1] job hash: id, dedup, settings, engine
+-- KEYS[1] job hash: id, dedup, settings, engine, created_ms (Redis server time when created),
+--         paused (present while the job is paused: `crawlq job pause`)
 -- ARGV[1] "1": create the job if it does not exist ("0": only join)
 -- ARGV[2] a new random id (used only if the job gets one now)
 -- ARGV[3] dedup mode for a new job ("set" | "bloom capacity error_rate")
@@ -10,7 +11,8 @@
 local id = redis.call("HGET", KEYS[1], "id")
 if ARGV[1] == "1" then
   if not id then
-    redis.call("HSET", KEYS[1], "id", ARGV[2])
+    local t = redis.call("TIME")
+    redis.call("HSET", KEYS[1], "id", ARGV[2], "created_ms", t[1] * 1000 + math.floor(t[2] / 1000))
     id = ARGV[2]
   end
   if redis.call("HEXISTS", KEYS[1], "dedup") == 0 then

@@ -22,7 +22,9 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
 | ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
-| ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq |
+| ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq,
+  retries (ever scheduled), over_budget, dropped |
+| ``admitted`` | hash | host -> new fingerprints ever pushed (the ``max_pages_per_host`` count) |
 | ``rate`` | hash | slot (second mod 120) -> ``"second count"`` of acks, for pages/s |
 | ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
 | ``claim:{worker}`` | list | inbox entries a worker took and has not pushed yet |
@@ -30,7 +32,8 @@ module and no Lua script builds a key name: scripts receive all of theirs in ``K
 | ``workers`` | sorted set | worker id -> last heartbeat Unix ms |
 | ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
 | ``job`` | hash | ``id`` (random, set when the job is created; every write checks it),
-  ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job) |
+  ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job),
+  ``created_ms`` (server time), ``paused`` (set while paused; `crawlq.frontier.redis.jobs`) |
 | ``robots`` | hash | origin -> robots.txt record (`crawlq.robots_record.RobotsRecord`) |
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
@@ -76,6 +79,7 @@ class Keyspace:
         self.delayed = p + "delayed"
         self.dead = p + "dead"
         self.stats = p + "stats"
+        self.admitted = p + "admitted"
         self.rate = p + "rate"
         self.inbox = p + "inbox"
         self.rejected = p + "rejected"
@@ -99,6 +103,20 @@ class Keyspace:
     def claim(self, worker_id: str) -> str:
         """The list of inbox entries ``worker_id`` has taken but not pushed yet."""
         return f"{self.prefix}claim:{worker_id}"
+
+    @staticmethod
+    def jobs_pattern() -> str:
+        """A SCAN pattern matching the ``job`` hash of every job (one key per job)."""
+        return "crawlq:{*}:job"
+
+    @staticmethod
+    def job_of(key: bytes) -> str | None:
+        """The job name in a ``job`` hash key that `jobs_pattern` matched, or None."""
+        text = key.decode("utf-8", "replace")
+        if not (text.startswith("crawlq:{") and text.endswith("}:job")):
+            return None
+        name = text[len("crawlq:{") : -len("}:job")]
+        return name if name and "{" not in name and "}" not in name else None
 
     def pattern(self) -> str:
         """A SCAN/KEYS pattern matching every key of the job."""

@@ -15,9 +15,11 @@
 -- done (its host is among the H candidates)
 -- A host marked down (policy flag "d", see strike.lua) is drained: up to n of its requests are
 -- leased at once, whatever its politeness, flagged so that the worker dead-letters them.
+-- A paused job (field "paused" of the job hash, `crawlq job pause`) gives back done slots and
+-- leases nothing: the reply is {"paused"}.
 -- Returns: flat array fp, lease_id, attempt, value, down ("1" | "0"), ... (empty: nothing
 -- ready now).
-check_job()
+local job_key = check_job()
 local now, n, vt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local worker, ddelay, dconc = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local nhosts = tonumber(ARGV[7])
@@ -39,6 +41,7 @@ if next(freed) then
              inbox = KEYS[10], idle = KEYS[11]}
   make_ready(k, hosts, dconc)
 end
+if redis.call("HEXISTS", job_key, "paused") == 1 then return {"paused"} end
 local cands, info = {}, {}
 for h = 1, nhosts do
   local host = ARGV[7 + h]

@@ -54,6 +54,7 @@ if settled == 0 then return 0 end
 redis.call("HINCRBY", KEYS[7], "inflight", -settled)
 local counter = ({ack = "done", retry = "delayed", dead = "dead", release = "queued"})[mode]
 redis.call("HINCRBY", KEYS[7], counter, settled)
+if mode == "retry" then redis.call("HINCRBY", KEYS[7], "retries", settled) end
 if mode == "ack" then
   local sec = math.floor(now / 1000)
   local slot = tostring(sec % 120)

@@ -1,0 +1,84 @@
+"""``crawlq dashboard``: a live web page of a frontier's jobs (`crawlq.dashboard`)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from crawlq.cli.output import configure_logging
+from crawlq.errors import ConfigError, CrawlqError
+from crawlq.secrecy import redact
+from crawlq.settings import check_job_name
+
+__all__ = ["dashboard"]
+
+
+@click.command()
+@click.option("--frontier", required=True, help="redis://[:password@]host:port/db of the jobs.")
+@click.option(
+    "--job", "jobs", multiple=True, help="A job to show (repeatable; default: every job found)."
+)
+@click.option(
+    "--store",
+    default=None,
+    help="The store to read (default: each job's own; CRAWLQ_STORE gives its password).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option(
+    "--token",
+    default=None,
+    envvar="CRAWLQ_DASHBOARD_TOKEN",
+    help="Every request must carry it (Authorization: Bearer, ?token=, or the cookie that "
+    "sets); required to bind an address other than loopback (CRAWLQ_DASHBOARD_TOKEN).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.2),
+    default=2.0,
+    show_default=True,
+    help="Seconds between two samples of each job (and page refreshes).",
+)
+def dashboard(
+    frontier: str,
+    jobs: tuple[str, ...],
+    store: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    interval: float,
+) -> None:
+    """Serve a live web page of the jobs on --frontier.
+
+    Per job: queue length over time, pages/s, error and retry rates, dead letters by reason,
+    the busiest and slowest hosts, hosts in backoff, live workers; and a search box for a URL.
+
+    Bound to 127.0.0.1 unless --host says otherwise, which then needs --token.
+    """
+    configure_logging(0, None)
+    for job in jobs:
+        try:
+            check_job_name(job)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
+    if not frontier.startswith(("redis://", "rediss://", "unix://")):
+        raise click.BadParameter(
+            f"{redact(frontier)!r}: expected redis://[:password@]host:port/DB",
+            param_hint="--frontier",
+        )
+    from crawlq.dashboard import Dashboard, serve
+
+    board = Dashboard(frontier, list(jobs), store, interval, fixed=bool(jobs))
+
+    def announce(url: str) -> None:
+        click.echo(f"crawlq dashboard on {url}", err=True)
+
+    try:
+        asyncio.run(serve(board, host, port, token, announce))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except CrawlqError as exc:
+        click.echo(f"crawlq: dashboard stopped: {exc}", err=True)
+        sys.exit(1)

@@ -1,0 +1,13 @@
+"""``crawlq dashboard``: a live web page of a frontier's jobs (see `crawlq.dashboard.app`).
+
+Modules: `history` (what is sampled and kept per job), `render` (the HTML and inline SVG),
+`lookup` (the search box: the seam for ``crawlq inspect``), `app` (the aiohttp server and
+its token check).
+"""
+
+from __future__ import annotations
+
+from crawlq.dashboard.app import Dashboard, make_app, serve
+from crawlq.dashboard.lookup import Lookup, lookup
+
+__all__ = ["Dashboard", "Lookup", "lookup", "make_app", "serve"]

@@ -1,0 +1,71 @@
+"""Cookies on the Celery engine: a cookie wall's hop carries its cookie in the task message, and
+one worker process that serves two jobs keeps a jar per job."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawlq.frontier.redis import Keyspace
+from crawlq.testing.log import RequestLog
+from crawlq.testing.server import make_fault_app
+from crawlq.testing.thread import ServerThread
+from tests.celery_engine.conftest import CeleryWorker, crawl_celery, job_counts, stored_pages
+
+pytestmark = pytest.mark.e2e
+
+StartWorker = Callable[..., CeleryWorker]
+
+
+@pytest.fixture
+def job2(redis_url: str, job: str) -> Iterator[str]:
+    """A second job name of its own, deleted afterwards."""
+    name = f"{job}-two"
+    yield name
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(match=Keyspace(name).pattern()):
+        client.unlink(key)
+    client.close()
+
+
+def test_a_cookie_wall_and_two_jobs_on_one_worker_process(
+    celery_redis_url: str,
+    redis_url: str,
+    job: str,
+    job2: str,
+    queue: str,
+    tmp_path: Path,
+    workers: StartWorker,
+    broker_cleanup: Callable[[str, str], None],
+) -> None:
+    broker_cleanup(celery_redis_url, queue)
+    log = RequestLog()
+    store = tmp_path / "store.db"
+    with ServerThread(make_fault_app(log=log)) as server:
+        worker = workers(celery_redis_url, redis_url, queue, "--concurrency", "1")
+        wall = server.base_url + "/cookie-wall/c"
+        proc = crawl_celery(
+            wall, celery_redis_url, redis_url, job, queue, store, "--delay", "0"
+        )  # fmt: skip
+        assert "crawl finished" in proc.stdout, worker.log_tail()
+        other = server.base_url + "/status/200"
+        proc = crawl_celery(
+            other, celery_redis_url, redis_url, job2, queue, store, "--delay", "0"
+        )  # fmt: skip
+        assert "crawl finished" in proc.stdout, worker.log_tail()
+    first, second = log.requests(path="/robots.txt")
+    walls = log.requests(path="/cookie-wall/c")
+    assert len([r for r in log.requests() if r.start_s < second.start_s]) <= 3
+    assert [r.cookie for r in walls] == [None, "wall_c=passed"]
+    pages = {p["url"]: p for p in stored_pages(store)}
+    assert (pages[wall]["status"], pages[wall]["title"]) == (200, "Behind wall c")
+    counts = job_counts(redis_url, job)
+    assert (counts["pending"], counts["done"]) == (0, 2)  # the 302 and its revisit
+    # the same worker process ran job 2: its jar holds none of job 1's cookies
+    assert (first.cookie, second.cookie) == (None, None)
+    assert log.cookies("/status/200") == [None]
+    worker_log = worker.log_path.read_text()
+    assert "/cookie-wall/c" in worker_log and "passed" not in worker_log  # no cookie value

@@ -1,0 +1,75 @@
+"""Logs for servers: progress lines off a terminal, ``--log-format json``, the fetch line.
+
+No test here looks at the spacing of lines in time (a shared machine): they count lines
+and check their shape. The crawls are paced by politeness (``--delay``), which bounds how
+short they can be from below, so that several lines are due.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from crawlq.testing.static import make_static_app
+from crawlq.testing.thread import ServerThread
+from tests.conftest import run_crawlq
+
+pytestmark = pytest.mark.e2e
+
+PAGES = 150
+DELAY = "0.008"  # 150 requests to one host start at least 1.2 s apart in all
+
+
+@pytest.fixture(scope="module")
+def seed(site_root: Path):
+    with ServerThread(make_static_app(site_root)) as server:
+        yield server.base_url + "/index.html"
+
+
+def crawl(seed: str, store: Path, *args: str) -> list[str]:
+    proc = run_crawlq(
+        "crawl", seed, "--store", str(store), "--delay", DELAY, "--max-pages", str(PAGES), *args
+    )
+    assert f"pages stored: {PAGES} this run" in proc.stdout
+    return proc.stderr.splitlines()
+
+
+def test_progress_lines_appear_every_interval_as_text(seed: str, tmp_path: Path) -> None:
+    lines = crawl(seed, tmp_path / "s.db", "--log-interval", "0.1")
+    shape = re.compile(
+        r"^\S+ \S+ INFO crawlq\.progress: pages (\d+) \(\d+\.\d/s\), queued \d+, "
+        r"in flight \d+, retrying \d+, errors \d+, spider errors \d+$"
+    )
+    progress = [shape.match(line) for line in lines if "crawlq.progress" in line]
+    assert len(progress) >= 3, lines
+    assert all(progress), lines
+    pages = [int(m.group(1)) for m in progress if m]
+    assert pages == sorted(pages) and pages[-1] <= PAGES
+
+
+def test_json_lines_parse_and_carry_fields(seed: str, tmp_path: Path) -> None:
+    lines = crawl(seed, tmp_path / "s.db", "--log-interval", "0.1", "--log-format", "json", "-v")
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    progress = [r for r in records if r["logger"] == "crawlq.progress"]
+    assert len(progress) >= 3
+    for r in progress:
+        assert r["level"] == "INFO" and r["time"].endswith("Z")
+        assert set(r) >= {
+            "pages", "pages_per_s", "queued", "in_flight", "delayed", "errors", "spider_errors"
+        }  # fmt: skip
+        assert r["message"].startswith(f"pages {r['pages']} (")
+    fetches = [r for r in records if r["logger"] == "crawlq.engine.step" and "status" in r]
+    # one line per fetch (robots.txt goes through its own cache, not this line)
+    assert len(fetches) == PAGES
+    for r in fetches:
+        assert r["method"] == "GET" and r["url"].startswith(seed.rsplit("/", 1)[0])
+        assert r["status"] == 200 and r["bytes"] > 0 and r["attempt"] == 1
+        assert r["message"] == (f"GET {r['url']} 200 {r['bytes']}B {r['seconds']:.3f}s attempt=1")
+
+
+def test_quiet_has_no_progress_lines(seed: str, tmp_path: Path) -> None:
+    lines = crawl(seed, tmp_path / "s.db", "--log-interval", "0.1", "-q")
+    assert [line for line in lines if "crawlq.progress" in line] == []
