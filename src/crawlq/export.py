@@ -12,6 +12,11 @@ fingerprints as lower-case hex):
   Lines, an item field named ``_url`` or ``_spider`` is shadowed by crawlq's value.
 * ``dead``: url, reason, detail, attempts, depth, at, fingerprint.
 * ``filtered``: url, reason, depth, at, fingerprint.
+* ``errors``: the pages whose spider callback failed: url, final_url, status, error_type (the
+  kind, such as ``KeyError``: `crawlq.records.spider_error_type`), error, callback (the
+  callback the request named; ``parse`` when none, None when the store does not know),
+  spider, fetched_at, fingerprint, replayable (whether ``crawlq reparse`` can rerun it
+  without fetching: a body was kept or a WARC record written), warc_file, warc_offset.
 
 JSON Lines: one JSON object per line, UTF-8 characters unescaped. CSV (RFC 4180 via the `csv`
 module, CRLF line ends; open files with ``newline=""``): one header row, then one row per
@@ -30,6 +35,7 @@ JSON Lines and Parquet keep every value as it is.
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import json
 import re
@@ -37,13 +43,21 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TextIO, TypeVar
 
-from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.records import (
+    DeadRecord,
+    FilteredRecord,
+    ItemRecord,
+    PageRecord,
+    spider_error_type,
+)
 from crawlq.store.base import Store
 
 __all__ = [
+    "ERROR_COLUMNS",
     "PAGE_COLUMNS",
     "at_since",
     "dead_row",
+    "error_row",
     "export",
     "filtered_row",
     "iso_utc",
@@ -85,6 +99,21 @@ PAGE_COLUMNS = (
 )
 """Keys of an exported page, in order (``body_b64`` follows when bodies are exported)."""
 _BODY = "body_b64"
+ERROR_COLUMNS = (
+    "url",
+    "final_url",
+    "status",
+    "error_type",
+    "error",
+    "callback",
+    "spider",
+    "fetched_at",
+    "fingerprint",
+    "replayable",
+    "warc_file",
+    "warc_offset",
+)
+"""Keys of an exported spider error (``--what errors``), in order."""
 _DEAD_COLUMNS = ("url", "reason", "detail", "attempts", "depth", "at", "fingerprint", "referrer")
 _FILTERED_COLUMNS = ("url", "reason", "depth", "at", "fingerprint")
 
@@ -101,13 +130,14 @@ def iso_utc(ts: float) -> str:
 
 async def export(
     store: Store,
-    what: Literal["pages", "items", "dead", "filtered"],
+    what: Literal["pages", "items", "dead", "filtered", "errors"],
     fmt: Literal["jsonl", "csv"],
     out: TextIO,
     *,
     since: float | None = None,
     with_body: bool = False,
     escape_formulas: bool = True,
+    spider_errors_only: bool = False,
 ) -> int:
     """Write every record of one kind from ``store`` to ``out``, streaming.
 
@@ -117,7 +147,8 @@ async def export(
 
     Args:
         store: The store to read.
-        what: Which records: ``pages``, ``items``, ``dead`` or ``filtered``.
+        what: Which records: ``pages``, ``items``, ``dead``, ``filtered`` or ``errors``
+            (pages with a spider error, as `error_row`).
         fmt: ``jsonl`` (JSON Lines) or ``csv``.
         out: A text stream open for writing (UTF-8; for CSV files, ``newline=""``).
         since: Only records from this Unix time on, in seconds (``fetched_at`` of pages,
@@ -125,6 +156,7 @@ async def export(
         with_body: Pages only: add each page's stored body as ``body_b64``.
         escape_formulas: CSV only: prefix with ``'`` the text cells a spreadsheet would
             evaluate as a formula (see the module docstring); False writes them raw.
+        spider_errors_only: Pages only: just those with a spider error.
 
     Returns:
         The number of records written (the CSV header not counted).
@@ -143,14 +175,21 @@ async def export(
     if what == "pages":
         columns = (*PAGE_COLUMNS, _BODY) if with_body else PAGE_COLUMNS
         to_row = _page_row_with_body if with_body else page_row
-        rows = mapped(store.pages(since=since, with_body=with_body), to_row)
+        pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
+        rows = mapped(pages, to_row)
+    elif what == "errors":
+        columns = ERROR_COLUMNS
+        failed = store.pages(since=since, with_body=True, spider_errors_only=True)
+        rows = mapped(failed, error_row)
     elif what == "dead":
         columns, rows = _DEAD_COLUMNS, mapped(at_since(store.dead(), since), dead_row)
     elif what == "filtered":
         rows = mapped(at_since(store.filtered(), since), filtered_row)
         columns = _FILTERED_COLUMNS
     else:
-        raise ValueError(f"unknown export kind {what!r}: use pages, items, dead or filtered")
+        raise ValueError(
+            f"unknown export kind {what!r}: use pages, items, dead, filtered or errors"
+        )
 
     written = 0
     if fmt == "jsonl":
@@ -223,6 +262,40 @@ def page_row(page: PageRecord, time: Callable[[float], Any] = iso_utc) -> dict[s
         "canonical_url": page.canonical_url,
         "referrer": page.referrer,
     }
+
+
+def error_row(page: PageRecord, time: Callable[[float], Any] = iso_utc) -> dict[str, Any]:
+    """A page with a spider error as an export row (`ERROR_COLUMNS`), times by ``time``.
+
+    ``replayable`` needs the page read with its body (``with_body``): a page read without
+    one counts as replayable only through a WARC record.
+    """
+    return {
+        "url": page.url,
+        "final_url": page.final_url,
+        "status": page.status,
+        "error_type": spider_error_type(page.error),
+        "error": page.error,
+        "callback": _callback_of(page.request),
+        "spider": page.spider,
+        "fetched_at": time(page.fetched_at),
+        "fingerprint": page.fingerprint.hex(),
+        "replayable": page.body is not None or page.warc_file is not None,
+        "warc_file": page.warc_file,
+        "warc_offset": page.warc_offset,
+    }
+
+
+def _callback_of(request: str | None) -> str | None:
+    """The callback a stored request names (``parse`` when none), or None if unknown."""
+    if request is None:
+        return None
+    with contextlib.suppress(ValueError):
+        data = json.loads(request)
+        if isinstance(data, dict):
+            callback = data.get("callback") or "parse"
+            return callback if isinstance(callback, str) else None
+    return None
 
 
 def _page_row_with_body(page: PageRecord) -> dict[str, Any]:

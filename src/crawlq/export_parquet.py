@@ -15,6 +15,8 @@ Columns, by ``what`` (times as ``timestamp[us, UTC]``, fingerprints as lower-cas
   ``json_extract`` or ``pandas.json_normalize``).
 * ``dead``: url, reason, detail, attempts (int32), depth (int32), at, fingerprint, referrer.
 * ``filtered``: url, reason, depth (int32), at, fingerprint.
+* ``errors``: url, final_url, status (int32), error_type, error, callback, spider,
+  fetched_at, fingerprint, replayable (bool), warc_file, warc_offset (int64).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crawlq.export import at_since, dead_row, filtered_row, mapped, page_row
+from crawlq.export import at_since, dead_row, error_row, filtered_row, mapped, page_row
 from crawlq.records import ItemRecord, PageRecord
 from crawlq.store.base import Store
 
@@ -93,7 +95,24 @@ _FILTERED = pa.schema(
     ]
 )
 
-What = Literal["pages", "items", "dead", "filtered"]
+_ERRORS = pa.schema(
+    [
+        ("url", pa.string()),
+        ("final_url", pa.string()),
+        ("status", pa.int32()),
+        ("error_type", pa.string()),
+        ("error", pa.string()),
+        ("callback", pa.string()),
+        ("spider", pa.string()),
+        ("fetched_at", _TIME),
+        ("fingerprint", pa.string()),
+        ("replayable", pa.bool_()),
+        ("warc_file", pa.string()),
+        ("warc_offset", pa.int64()),
+    ]
+)
+
+What = Literal["pages", "items", "dead", "filtered", "errors"]
 
 
 def schema_of(what: What, *, with_body: bool = False) -> pa.Schema:
@@ -104,9 +123,11 @@ def schema_of(what: What, *, with_body: bool = False) -> pa.Schema:
     """
     if what == "pages":
         return _PAGES.append(pa.field("body", pa.binary())) if with_body else _PAGES
-    schemas = {"items": _ITEMS, "dead": _DEAD, "filtered": _FILTERED}
+    schemas = {"items": _ITEMS, "dead": _DEAD, "filtered": _FILTERED, "errors": _ERRORS}
     if what not in schemas:
-        raise ValueError(f"unknown export kind {what!r}: use pages, items, dead or filtered")
+        raise ValueError(
+            f"unknown export kind {what!r}: use pages, items, dead, filtered or errors"
+        )
     return schemas[what]
 
 
@@ -117,15 +138,17 @@ async def export_parquet(
     *,
     since: float | None = None,
     with_body: bool = False,
+    spider_errors_only: bool = False,
 ) -> int:
     """Write every record of one kind from ``store`` to the Parquet file ``path``, streaming.
 
     Args:
         store: The store to read.
-        what: Which records: ``pages``, ``items``, ``dead`` or ``filtered``.
+        what: Which records: ``pages``, ``items``, ``dead``, ``filtered`` or ``errors``.
         path: The file to write (replaced if it exists).
         since: Only records from this Unix time on, in seconds (as `crawlq.export.export`).
         with_body: Pages only: add each page's stored body as the ``body`` column.
+        spider_errors_only: Pages only: just those with a spider error.
 
     Returns:
         The number of records written.
@@ -139,14 +162,20 @@ async def export_parquet(
     rows: AsyncIterator[dict[str, Any]]
     if what == "pages":
         body = with_body
-        rows = mapped(store.pages(since=since, with_body=with_body), lambda p: _page(p, body))
+        pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
+        rows = mapped(pages, lambda p: _page(p, body))
+    elif what == "errors":
+        failed = store.pages(since=since, with_body=True, spider_errors_only=True)
+        rows = mapped(failed, lambda p: error_row(p, time=_time))
     elif what == "items":
         rows = mapped(store.items(since=since), _item)
     elif what == "dead":
         rows = mapped(at_since(store.dead(), since), lambda d: dead_row(d, time=_time))
     else:
         rows = mapped(at_since(store.filtered(), since), lambda f: filtered_row(f, time=_time))
-    batch_rows = _BODY_BATCH_ROWS if with_body and what == "pages" else BATCH_ROWS
+    batch_rows = BATCH_ROWS
+    if (with_body and what == "pages") or what == "errors":
+        batch_rows = _BODY_BATCH_ROWS
     written = 0
     with pq.ParquetWriter(os.fspath(path), schema) as writer:
         pending: list[dict[str, Any]] = []

@@ -7,10 +7,61 @@ writing one twice (a re-delivered lease) overwrites instead of duplicating.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DeadRecord", "FilteredRecord", "ItemRecord", "PageRecord"]
+__all__ = [
+    "SPIDER_ERROR_PREFIX",
+    "UNSERIALISABLE_ITEM",
+    "DeadRecord",
+    "FilteredRecord",
+    "ItemRecord",
+    "PageRecord",
+    "spider_error",
+    "spider_error_type",
+]
+
+SPIDER_ERROR_PREFIX = "spider_error: "
+"""How a page's ``error`` starts when the spider failed on it (its callback raised, yielded
+something that is neither an item nor a request, or an item JSON cannot hold). The rest is
+``<kind>: <detail>`` (`spider_error`); stores select such pages by this prefix."""
+
+_KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_LEGACY = re.compile(r"SpiderError: callback '[^']*' on \S+: ([A-Za-z_][A-Za-z0-9_.]*): ")
+"""The form crawlq wrote before errors carried their kind up front."""
+UNSERIALISABLE_ITEM = "UnserialisableItem"
+"""The kind of a spider error whose callback yielded an item JSON cannot hold."""
+
+
+def spider_error(kind: str, detail: str) -> str:
+    """A page's ``error`` for a spider failure: ``spider_error: <kind>: <detail>``.
+
+    Args:
+        kind: What failed, one word: the exception class name (``KeyError``),
+            ``MissingCallback`` or `UNSERIALISABLE_ITEM`.
+        detail: The message (which callback, and the exception's text).
+    """
+    return f"{SPIDER_ERROR_PREFIX}{kind}: {detail}"
+
+
+def spider_error_type(error: str | None) -> str | None:
+    """The kind of a spider error, as counted per type, or None when ``error`` is not one.
+
+    Reads what `spider_error` writes, and the forms of earlier crawlq versions
+    (``spider_error: SpiderError: callback 'parse' on URL: KeyError: …`` and
+    ``spider_error: item is not JSON-serialisable: …``).
+    """
+    if error is None or not error.startswith(SPIDER_ERROR_PREFIX):
+        return None
+    rest = error[len(SPIDER_ERROR_PREFIX) :]
+    legacy = _LEGACY.match(rest)
+    if legacy:
+        return legacy.group(1)
+    if rest.startswith("item is not JSON-serialisable"):
+        return UNSERIALISABLE_ITEM
+    kind = rest.split(":", 1)[0].strip()
+    return kind if _KIND.fullmatch(kind) else "SpiderError"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +92,9 @@ class PageRecord:
             and normalised, when it names an http(s) URL; else None.
         referrer: URL of the page that linked to (or redirected to) this one; None for a
             seed, an inbox entry without one, or a page stored before crawlq kept it.
+        request: The request that was fetched, as `crawlq.request.CrawlRequest.to_json`
+            (its callback, ``cb_kwargs``, ``meta``, method and body), so that ``crawlq
+            reparse`` calls the same callback; None for pages stored before crawlq kept it.
     """
 
     fingerprint: bytes
@@ -61,6 +115,7 @@ class PageRecord:
     warc_offset: int | None = None
     canonical_url: str | None = None
     referrer: str | None = None
+    request: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,20 +8,22 @@ Precedence, lowest first (later sources override earlier ones):
 4. environment variables ``CRAWLQ_<FIELD NAME IN UPPER CASE>`` (``CRAWLQ_DELAY_S=0.5``);
 5. command-line options.
 
-Unknown keys are an error (`ConfigError` naming the key), never silently dropped. Every
-number carries its unit in its name (``_s`` seconds, ``_bytes`` bytes).
+Unknown keys are an error (`ConfigError` naming the key and suggesting the closest names,
+as `suggest` does), never silently dropped. Every number carries its unit in its name
+(``_s`` seconds, ``_bytes`` bytes). ``crawlq settings`` lists them all.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import os
 import re
 import tomllib
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -36,6 +38,7 @@ __all__ = [
     "check_store",
     "coerce_settings",
     "parse_bytes",
+    "suggest",
 ]
 
 _ENV_PREFIX = "CRAWLQ_"
@@ -634,7 +637,7 @@ class Settings:
             for key, value in environ.items()
             if key.startswith(_ENV_PREFIX) and not key.startswith(_ENV_PREFIX + "TEST_")
         }
-        merged.update(_coerce_all(env_values, "environment CRAWLQ_*"))
+        merged.update(_coerce_all(env_values, "environment CRAWLQ_*", _env_name))
         if cli:
             merged.update(
                 _coerce_all({k: v for k, v in cli.items() if v is not None}, "command line")
@@ -662,6 +665,26 @@ def _extensions(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 _HINTS: dict[str, Any] = {}
+_UNIT_SUFFIXES = ("_s", "_bytes")
+
+
+def suggest(name: str, *, limit: int = 3) -> list[str]:
+    """The setting names closest to an unknown ``name``, best first (possibly none).
+
+    A name missing only its unit (``delay`` for ``delay_s``, ``max_body`` for
+    ``max_body_bytes``) is the one answer; else close spellings (`difflib`).
+    """
+    names = Settings.field_names()
+    key = name.strip().lower().replace("-", "_")
+    with_unit = [key + suffix for suffix in _UNIT_SUFFIXES if key + suffix in names]
+    if with_unit:
+        return with_unit
+    close = difflib.get_close_matches(key, names, n=limit, cutoff=0.6)
+    return [n for n in close if n != key]
+
+
+def _env_name(name: str) -> str:
+    return f"{_ENV_PREFIX}{name.upper()}"
 
 
 def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -676,13 +699,25 @@ def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     return _coerce_all(values, source)
 
 
-def _coerce_all(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+def _coerce_all(
+    values: Mapping[str, Any], source: str, spell: Callable[[str], str] = str
+) -> dict[str, Any]:
+    """Coerce ``values`` from ``source`` to the settings' types.
+
+    ``spell`` writes a setting name as that source does (``CRAWLQ_DELAY_S`` in the
+    environment), for the suggestions of an unknown one.
+    """
     if not _HINTS:
         _HINTS.update(get_type_hints(Settings))
     out: dict[str, Any] = {}
     for name, value in values.items():
         if name not in _HINTS or name == "explicit":
-            raise ConfigError(name, f"unknown setting (from {source})")
+            close = suggest(name)
+            hint = f"; did you mean {' or '.join(spell(n) for n in close)}?" if close else ""
+            raise ConfigError(
+                name,
+                f"unknown setting (from {source}){hint} (`crawlq settings` lists them all)",
+            )
         if name == "job" and isinstance(value, str):
             out[name] = value  # verbatim: "" or "none" is a bad name, not "no job"
             continue

@@ -83,13 +83,33 @@ class SpiderError(CrawlqError):
         url: The response URL the callback was given.
         callback: The callback method name.
         reason: What went wrong.
+        kind: What the error is, for counting: the class name of the exception the callback
+            raised (``KeyError``), ``TypeError`` for a value that is neither an item nor a
+            request, ``MissingCallback`` for a callback the spider does not have.
+        detail: ``reason`` without the kind (the exception's own message).
     """
 
-    def __init__(self, url: str, callback: str, reason: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        callback: str,
+        reason: str,
+        *,
+        kind: str = "SpiderError",
+        detail: str | None = None,
+    ) -> None:
         super().__init__(f"callback {callback!r} on {url}: {reason}")
         self.url = url
         self.callback = callback
         self.reason = reason
+        self.kind = kind
+        self.detail = reason if detail is None else detail
+
+    @classmethod
+    def raised(cls, url: str, callback: str, exc: BaseException) -> SpiderError:
+        """The error for a callback that raised ``exc`` (chain it as the ``__cause__``)."""
+        kind = type(exc).__name__
+        return cls(url, callback, f"{kind}: {exc}", kind=kind, detail=str(exc))
 
 
 class Response:
@@ -680,7 +700,7 @@ class CallbackRun:
                 async for value in cast(AsyncIterable[object], pending):
                     self.collect(value)
         except Exception as exc:
-            raise SpiderError(self._url, self._name, f"{type(exc).__name__}: {exc}") from exc
+            raise SpiderError.raised(self._url, self._name, exc) from exc
         return self.items, self.requests
 
 
@@ -700,7 +720,7 @@ def start_callback(spider: Spider, response: Response) -> CallbackRun:
     try:
         run.collect_output(method(response, **response.request.cb_kwargs))
     except Exception as exc:
-        raise SpiderError(response.url, name, f"{type(exc).__name__}: {exc}") from exc
+        raise SpiderError.raised(response.url, name, exc) from exc
     return run
 
 
@@ -742,7 +762,12 @@ def _callback_method(spider: Spider, name: str, url: str) -> Callable[..., Any]:
     if not name.startswith("_") and name not in _NOT_CALLBACKS:
         method = getattr(spider, name, None)
     if not callable(method):
-        raise SpiderError(url, name, f"spider {type(spider).__name__} has no callback {name!r}")
+        raise SpiderError(
+            url,
+            name,
+            f"spider {type(spider).__name__} has no callback {name!r}",
+            kind="MissingCallback",
+        )
     return method
 
 

@@ -41,7 +41,7 @@ def test_progress_lines_appear_every_interval_as_text(seed: str, tmp_path: Path)
     lines = crawl(seed, tmp_path / "s.db", "--log-interval", "0.1")
     shape = re.compile(
         r"^\S+ \S+ INFO crawlq\.progress: pages (\d+) \(\d+\.\d/s\), queued \d+, "
-        r"in flight \d+, retrying \d+, errors \d+$"
+        r"in flight \d+, retrying \d+, errors \d+, spider errors \d+$"
     )
     progress = [shape.match(line) for line in lines if "crawlq.progress" in line]
     assert len(progress) >= 3, lines
@@ -57,7 +57,9 @@ def test_json_lines_parse_and_carry_fields(seed: str, tmp_path: Path) -> None:
     assert len(progress) >= 3
     for r in progress:
         assert r["level"] == "INFO" and r["time"].endswith("Z")
-        assert set(r) >= {"pages", "pages_per_s", "queued", "in_flight", "delayed", "errors"}
+        assert set(r) >= {
+            "pages", "pages_per_s", "queued", "in_flight", "delayed", "errors", "spider_errors"
+        }  # fmt: skip
         assert r["message"].startswith(f"pages {r['pages']} (")
     fetches = [r for r in records if r["logger"] == "crawlq.engine.step" and "status" in r]
     # one line per fetch (robots.txt goes through its own cache, not this line)

@@ -271,9 +271,7 @@ async def test_spider_exception_is_recorded_and_the_crawl_continues(
     assert_nothing_lost(r, urls)
     bad = r.pages[f"{base}/page/2"]
     assert bad.status == 200
-    assert bad.error == "spider_error: SpiderError: callback 'parse' on " + (
-        f"{base}/page/2: RuntimeError: boom on page 2"
-    )
+    assert bad.error == "spider_error: RuntimeError: callback 'parse': boom on page 2"
     assert bad.attempt == 1 and log.count("/page/2") == 1  # a spider error is not retried
     assert {u for u, p in r.pages.items() if p.error is None} == urls - {bad.url}
     assert sorted(i.url for i in r.items) == sorted(urls - {bad.url})
@@ -296,7 +294,7 @@ async def test_unserialisable_item_is_a_spider_error_without_items(
     assert_nothing_lost(r, urls)
     bad = r.pages[f"{base}/page/2"]
     assert bad.error is not None
-    assert bad.error.startswith("spider_error: item is not JSON-serialisable")
+    assert bad.error.startswith("spider_error: UnserialisableItem: item is not JSON-serialisable")
     assert "datetime" in bad.error
     assert [i for i in r.items if i.url == bad.url] == []  # not even its good first item
     assert sorted(i.url for i in r.items) == sorted(urls - {bad.url})

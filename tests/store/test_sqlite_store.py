@@ -258,6 +258,8 @@ async def test_a_version_2_file_gains_canonical_url(tmp_path: Path) -> None:
     await store.write(ResultBatch(pages=[page(1)]))
     await store.close()
     with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 2 looks like
+        db.execute("DROP INDEX pages_spider_errors")
+        db.execute("ALTER TABLE pages DROP COLUMN request")
         db.execute("ALTER TABLE pages DROP COLUMN canonical_url")
         db.execute("ALTER TABLE pages DROP COLUMN referrer")
         db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
@@ -314,6 +316,8 @@ async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) ->
     await store.write(ResultBatch(pages=[page(1), page(2)]))
     await store.close()
     with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 1 looks like
+        db.execute("DROP INDEX pages_spider_errors")
+        db.execute("ALTER TABLE pages DROP COLUMN request")
         db.execute("ALTER TABLE pages DROP COLUMN warc_file")
         db.execute("ALTER TABLE pages DROP COLUMN warc_offset")
         db.execute("ALTER TABLE pages DROP COLUMN canonical_url")

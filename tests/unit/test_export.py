@@ -64,9 +64,15 @@ class ListStore:
         raise NotImplementedError
 
     async def pages(
-        self, *, since: float | None = None, with_body: bool = False
+        self,
+        *,
+        since: float | None = None,
+        with_body: bool = False,
+        spider_errors_only: bool = False,
     ) -> AsyncIterator[PageRecord]:
         for p in self._pages:
+            if spider_errors_only and not (p.error or "").startswith("spider_error: "):
+                continue
             if since is None or p.fetched_at >= since:
                 yield p
 

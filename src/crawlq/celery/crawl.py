@@ -40,14 +40,14 @@ from crawlq.celery.state import CeleryState, Counts
 from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
 from crawlq.engine.job import new_private_seed_hosts
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.service import counted_since
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 from crawlq.secrecy import has_password
 from crawlq.settings import Settings
-from crawlq.store import Store
+from crawlq.store import Store, StoreCounts
 from crawlq.urls import UrlRules
 
 __all__ = ["CeleryCrawl", "celery_settings"]
@@ -67,6 +67,10 @@ ORPHANS_EVERY_S = 2.0
 
 OUTAGE_MAX_WAIT_S = 10.0
 """Longest pause, in seconds, between two tries while Redis or the broker is down."""
+
+NO_WORKER_WARN_S = 10.0
+"""Seconds after which a crawl whose tasks no worker takes says so (once): no URL settled,
+no worker heartbeat for the job, and tasks waiting in the broker's queue."""
 
 LATE_FACTOR = 1.5
 """A pending URL due longer ago than this many visibility timeouts has lost its task: a
@@ -119,7 +123,7 @@ class CeleryCrawl:
         self.loglevel = loglevel
         self._state: CeleryState | None = None
         self._store: Store | None = None
-        self._pages_before = 0
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
         self._stop = asyncio.Event()
         self._worker: subprocess.Popen[bytes] | None = None
         self._stopping_since: float | None = None  # when the local worker got SIGTERM
@@ -150,10 +154,10 @@ class CeleryCrawl:
         if self._state is None or self._store is None:
             return None
         counts = await self._state.counts()
-        pages = (await self._store.counts()).pages - self._pages_before
+        stored = await self._store.counts()
         return Progress(
             frontier=_stats(counts),
-            counters=WorkerCounters(pages=pages, started_s=self._started),
+            counters=counted_since(self._before, stored, self._started),
             in_flight=0,
             elapsed_s=time.monotonic() - self._started,
         )
@@ -175,7 +179,7 @@ class CeleryCrawl:
             state = await CeleryState.open(s.frontier, s.job)
             try:
                 self._state, self._store = state, backends.store
-                self._pages_before = (await backends.store.counts()).pages
+                self._before = await backends.store.counts()
                 self.settings = s
                 self._app = make_app(s)
                 seeded = await self._seed(state, s)
@@ -193,7 +197,7 @@ class CeleryCrawl:
             store = await backends.store.counts()
         return CrawlReport(
             stopped_by="stopped" if stopped else "done",
-            counters=WorkerCounters(pages=store.pages - self._pages_before),
+            counters=counted_since(self._before, store),
             store=store,
             frontier=_stats(counts),
             elapsed_s=time.monotonic() - self._started,
@@ -241,10 +245,13 @@ class CeleryCrawl:
         next_orphans = time.monotonic() + orphans_every_s
         unsent: list[CrawlRequest] = []  # taken from dead workers, not yet sent (broker down)
         failures = outages = 0
+        idle = _NoWorkerWatch(time.monotonic())
         while not self._stop.is_set():
             try:
-                if (await state.counts()).pending == 0:
+                counts = await state.counts()
+                if counts.pending == 0:
                     return False
+                await idle.look(self, state, counts)
                 if time.monotonic() >= next_orphans:
                     next_orphans = time.monotonic() + orphans_every_s
                     unsent += await state.orphans(self.settings.worker_stale_s)
@@ -385,6 +392,58 @@ class CeleryCrawl:
             await asyncio.sleep(0.05)
         await asyncio.to_thread(worker.wait)
         self._worker = None
+
+
+class _NoWorkerWatch:
+    """Says once, after `NO_WORKER_WARN_S`, that no Celery worker takes the job's tasks.
+
+    Without it, ``crawl --engine celery`` with no worker consuming its queue (none started,
+    or one listening to another queue or broker) would wait silently forever. Once workers
+    show up, it says so too.
+    """
+
+    def __init__(self, started_s: float) -> None:
+        self.started_s = started_s
+        self.settled: int | None = None
+        self.warned = False
+
+    async def look(self, crawl: CeleryCrawl, state: CeleryState, counts: Counts) -> None:
+        """Check, at most every poll; logs a warning (or, after one, the recovery) once."""
+        settled = counts.done + counts.dead
+        if self.settled is None:
+            self.settled = settled
+        if self.warned:
+            if settled > self.settled:
+                logger.warning("a Celery worker is taking the job's tasks now")
+                self.warned = False
+                self.started_s = time.monotonic()
+                self.settled = settled
+            return
+        if settled > self.settled:  # work is done: someone consumes
+            self.started_s, self.settled = time.monotonic(), settled
+            return
+        if time.monotonic() - self.started_s < NO_WORKER_WARN_S:
+            return
+        self.started_s = time.monotonic()  # look again one period later
+        if await state.live_workers(crawl.settings.worker_stale_s) > 0:
+            return
+        waiting = crawl._queued()
+        if waiting == 0:
+            return
+        s = crawl.settings
+        logger.warning(
+            "no Celery worker has taken a task of job %s for %.0fs: %d tasks wait in queue %r "
+            "on %s. Start workers: CRAWLQ_BROKER_URL=%s celery -A crawlq.celery worker -Q %s "
+            "(or re-run this command with --processes P to start one here)",
+            s.job,
+            NO_WORKER_WARN_S,
+            waiting,
+            s.celery_queue,
+            _broker_name(s),
+            _broker_name(s),
+            s.celery_queue,
+        )
+        self.warned = True
 
 
 def _stats(counts: Counts) -> FrontierStats:

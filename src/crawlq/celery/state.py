@@ -555,6 +555,17 @@ class CeleryState:
             int(over or 0),
         )
 
+    async def live_workers(self, stale_s: float) -> int:
+        """How many worker processes have run a task of this job in the last ``stale_s`` s.
+
+        Counted from their heartbeats (`Heartbeat`), which a worker records once it runs one
+        of the job's tasks: a worker that consumes another queue, or none, is not counted.
+        """
+        since_ms = self.clock.wall_ms() - int(stale_s * 1000)
+        return int(
+            await self._call(lambda: self.client.zcount(self.keys.workers, since_ms, "+inf"))
+        )
+
     async def close(self) -> None:
         """Close the connection pool."""
         with contextlib.suppress(RedisError, OSError):

@@ -22,8 +22,10 @@ _COMMANDS = {
     "inspect": "crawlq.cli.inspect_cmd:inspect",
     "job": "crawlq.cli.jobs_cmd:job",
     "jobs": "crawlq.cli.jobs_cmd:jobs",
+    "reparse": "crawlq.cli.reparse_cmd:reparse",
     "seed": "crawlq.cli.seed_cmd:seed",
     "serve": "crawlq.cli.serve_cmd:serve",
+    "settings": "crawlq.cli.settings_cmd:settings",
     "status": "crawlq.cli.status_cmd:status",
     "worker": "crawlq.cli.worker_cmd:worker",
 }

@@ -22,7 +22,13 @@ from crawlq.cli.options import (
     sitemap_option,
     sitemap_urls,
 )
-from crawlq.cli.output import configure_logging, print_summary, terminal_console
+from crawlq.cli.output import (
+    EXIT_SPIDER_ERRORS,
+    configure_logging,
+    print_summary,
+    spider_errors_warning,
+    terminal_console,
+)
 from crawlq.cli.running import Runner, run_or_exit
 from crawlq.engine import Crawl
 from crawlq.engine.service import MultiProcessCrawl
@@ -55,6 +61,12 @@ __all__ = ["crawl"]
     metavar="URL",
     help="Celery engine: the broker, redis://… or amqp://… (CRAWLQ_BROKER_URL).",
 )
+@click.option(
+    "--fail-on-spider-errors",
+    is_flag=True,
+    help=f"Exit {EXIT_SPIDER_ERRORS} when the store holds pages whose spider callback failed "
+    "(default: exit 0 with a warning line).",
+)
 @output_options
 @observe_options
 def crawl(
@@ -64,6 +76,7 @@ def crawl(
     retry_dead: bool,
     engine: str,
     broker: str | None,
+    fail_on_spider_errors: bool,
     **options: Any,
 ) -> None:
     """Crawl SEED_URL... (and the URLs of each --sitemap) and store every page once.
@@ -81,7 +94,10 @@ def crawl(
 
     Re-running the same command resumes an interrupted crawl. Exit status: 0 when the crawl
     finished (or stopped at --max-pages), 1 when it could not start or was interrupted,
-    2 for bad options or seed URLs.
+    2 for bad options or seed URLs. Pages whose spider callback raised are stored with their
+    error and counted by exception type; they leave the exit status 0 with a warning line
+    (`crawlq export --what errors` lists them, `crawlq reparse` reruns a fixed spider over
+    their kept bodies), or make it 3 with --fail-on-spider-errors.
     """
     console = terminal_console()
     configure_logging(-1 if quiet else verbose, console)
@@ -125,6 +141,13 @@ def crawl(
     print_summary(report, sys.stdout)
     if report.stopped_by == "stopped":
         sys.exit(1)
+    final: Settings = getattr(runner, "settings", settings)  # a shared job's, once bound
+    replayable = final.store_body or final.warc_dir is not None
+    warning = spider_errors_warning(report, replayable=replayable)
+    if warning is not None:
+        click.echo(warning, err=True)
+        if fail_on_spider_errors:
+            sys.exit(EXIT_SPIDER_ERRORS)
 
 
 def _celery_runner(
@@ -174,7 +197,7 @@ def _native_runner(
     crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)
     if processes is not None and processes > 1:
         args = ["--concurrency", str(settings.concurrency)]
-        args += ["-" + "v" * verbose] if verbose else ["-q"]  # the children print no summary
+        args += ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
         args += ["--log-format", settings.log_format]
         return MultiProcessCrawl(
             crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead

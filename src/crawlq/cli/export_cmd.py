@@ -20,7 +20,7 @@ from crawlq.store import open_store
 
 __all__ = ["export"]
 
-What = Literal["pages", "items", "dead", "filtered"]
+What = Literal["pages", "items", "dead", "filtered", "errors"]
 Format = Literal["jsonl", "csv"]
 _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 
@@ -29,16 +29,24 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 @click.option("--store", default="crawlq.db", show_default=True, help="Store to read.")
 @click.option(
     "--what",
-    type=click.Choice(["pages", "items", "dead", "filtered"]),
+    type=click.Choice(["pages", "items", "dead", "filtered", "errors"]),
     default="pages",
     show_default=True,
+    help="errors: the pages whose spider callback failed, with the exception type.",
 )
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv", "parquet"]),
+    default=None,
+    help="[default: from the -o FILE extension (.jsonl, .ndjson, .csv, .parquet), else jsonl]",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--since", default=None, help="Only records at or after this ISO 8601 time.")
 @click.option(
     "--body", is_flag=True, help="Pages: include the stored bodies (crawled with --store-body)."
 )
+@click.option("--errors-only", is_flag=True, help="Pages: only those whose spider callback failed.")
 @click.option(
     "--csv-raw",
     is_flag=True,
@@ -47,15 +55,22 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 def export(
     store: str,
     what: str,
-    fmt: str,
+    fmt: str | None,
     output: str | None,
     since: str | None,
     body: bool,
+    errors_only: bool,
     csv_raw: bool,
 ) -> None:
     """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE), or Parquet.
 
-    Parquet needs -o FILE and the parquet extra (pip install 'crawlq[parquet]').
+    Without --format, -o FILE's extension says which (.jsonl, .ndjson, .csv, .parquet);
+    standard output gets JSON Lines. Parquet needs -o FILE and the parquet extra (pip
+    install 'crawlq[parquet]').
+
+    --what errors lists the pages whose spider callback failed (error_type, error, callback,
+    and whether `crawlq reparse` can rerun them from a kept body or WARC record);
+    --what pages --errors-only gives the same pages as full page records.
 
     CSV cells that a spreadsheet would run as a formula (text starting with =, +, -, @, a
     tab or a carriage return, other than plain numbers) get a ' prefix, so that a page
@@ -67,8 +82,11 @@ def export(
     output closed it early (as `| head` does): the export stops there, silently, with the
     status a shell shows for a tool stopped by SIGPIPE.
     """
+    fmt = _format_for(fmt, output)
     if body and what != "pages":
         raise click.UsageError("--body applies to --what pages only")
+    if errors_only and what != "pages":
+        raise click.UsageError("--errors-only applies to --what pages only (or use --what errors)")
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs -o FILE")
     since_s = None
@@ -88,14 +106,15 @@ def export(
     try:
         if fmt == "parquet":
             assert output is not None
-            rows = asyncio.run(_export_parquet(store, cast(What, what), output, since_s, body))
+            parquet_args = (cast(What, what), output, since_s, body, errors_only)
+            rows = asyncio.run(_export_parquet(store, *parquet_args))
         else:
             with contextlib.ExitStack() as stack:
                 out: TextIO = sys.stdout
                 if output is not None:
                     out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
                 export_args = (cast(What, what), cast(Format, fmt), out, since_s, body, csv_raw)
-                rows = asyncio.run(_export(store, *export_args))
+                rows = asyncio.run(_export(store, *export_args, errors_only))
                 out.flush()  # a closed pipe shows here, not in the interpreter's final flush
     except CrawlqError as exc:
         click.echo(redact(f"crawlq: cannot export: {exc}"), err=True)
@@ -110,6 +129,40 @@ def export(
         click.echo(f"wrote {rows} {what} rows to {output}", err=True)
 
 
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+"""File extensions that name an export format (``-o pages.csv`` means ``--format csv``)."""
+
+
+def _format_for(fmt: str | None, output: str | None) -> str:
+    """The export format: ``--format``, else the one ``-o FILE``'s extension names.
+
+    Standard output with no ``--format`` gets JSON Lines. A file whose extension names no
+    format needs ``--format``, and one whose extension names another format than
+    ``--format`` is refused: either way a ``.csv`` file never holds JSON Lines.
+
+    Raises:
+        click.UsageError: The format cannot be told, or contradicts the extension.
+    """
+    if output is None:
+        return fmt or "jsonl"
+    suffix = Path(output).suffix.lower()
+    implied = _EXTENSIONS.get(suffix)
+    if fmt is None:
+        if implied is None:
+            known = ", ".join(_EXTENSIONS)
+            raise click.UsageError(
+                f"cannot tell the format of {output!r} from its extension: give --format "
+                f"jsonl|csv|parquet, or name the file with one of {known}"
+            )
+        return implied
+    if implied is not None and implied != fmt:
+        raise click.UsageError(
+            f"--format {fmt} but {output!r} is named like a {implied} file: "
+            f"give -o FILE with a matching extension, or leave --format out"
+        )
+    return fmt
+
+
 async def _export(
     store_url: str,
     what: What,
@@ -118,18 +171,26 @@ async def _export(
     since: float | None,
     body: bool,
     csv_raw: bool,
+    errors_only: bool,
 ) -> int:
     store = await open_store(store_url, read_only=True)
     try:
         return await export_records(
-            store, what, fmt, out, since=since, with_body=body, escape_formulas=not csv_raw
+            store,
+            what,
+            fmt,
+            out,
+            since=since,
+            with_body=body,
+            escape_formulas=not csv_raw,
+            spider_errors_only=errors_only,
         )
     finally:
         await store.close()
 
 
 async def _export_parquet(
-    store_url: str, what: What, path: str, since: float | None, body: bool
+    store_url: str, what: What, path: str, since: float | None, body: bool, errors_only: bool
 ) -> int:
     try:
         from crawlq.export_parquet import export_parquet
@@ -137,6 +198,8 @@ async def _export_parquet(
         raise click.ClickException(f"{_PARQUET_EXTRA} ({exc})") from None
     store = await open_store(store_url, read_only=True)
     try:
-        return await export_parquet(store, what, path, since=since, with_body=body)
+        return await export_parquet(
+            store, what, path, since=since, with_body=body, spider_errors_only=errors_only
+        )
     finally:
         await store.close()

@@ -21,6 +21,7 @@ __all__ = [
     "observe_options",
     "output_options",
     "process_options",
+    "setting_of_option",
     "sitemap_option",
     "sitemap_urls",
 ]
@@ -344,6 +345,22 @@ _NOT_SETTINGS = {
     "quiet",
     "verbose",
 }
+_OPTION_SETTINGS = {
+    "allow_domain": "allowed_domains",
+    "ignore_robots": "obey_robots",
+    "no_cookies": "cookies_enabled",
+    "no_meta_refresh": "meta_refresh",
+    "strip_url_param": "strip_url_params",
+    "broker": "broker_url",
+}
+"""Options that set a setting of another name (besides `_RENAMED`): ``--broker`` is the
+Celery engine's ``broker_url`` (see ``crawlq crawl``)."""
+
+
+def setting_of_option(name: str) -> str | None:
+    """The setting a command option (by its Python name, ``delay``) sets, or None."""
+    setting = _OPTION_SETTINGS.get(name) or _RENAMED.get(name, name)
+    return setting if setting in Settings.field_names() else None
 
 
 def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = None) -> Settings:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
+    "EXIT_SPIDER_ERRORS",
     "PROGRESS_LOGGER",
     "JsonFormatter",
     "ProgressDisplay",
@@ -31,7 +32,9 @@ __all__ = [
     "configure_logging",
     "dead_table",
     "exit_on_broken_pipe",
+    "kinds",
     "print_summary",
+    "spider_errors_warning",
     "status_table",
     "stderr_console",
     "stdout_console",
@@ -49,6 +52,12 @@ EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """Exit status (141) of a command whose standard output was closed by its reader (``| head``):
 what a shell reports for a standard tool stopped by SIGPIPE, so ``set -o pipefail`` scripts
 treat crawlq like ``cat`` or ``grep``, and distinct from 0 (all written) and 1 (an error)."""
+
+
+EXIT_SPIDER_ERRORS = 3
+"""Exit status of ``crawl`` (and ``reparse``) with ``--fail-on-spider-errors`` when the store
+holds pages whose spider callback failed. Without the flag such a crawl exits 0 with a
+warning line (`spider_errors_warning`)."""
 
 
 def exit_on_broken_pipe() -> NoReturn:
@@ -180,19 +189,43 @@ class ProgressDisplay:
 
         f, c = p.frontier, p.counters
         table = Table.grid(padding=(0, 2))
-        for _ in range(7):
+        for _ in range(8):
             table.add_column(justify="right")
-        table.add_row("pages", "queued", "in flight", "retrying", "errors", "pages/s", "elapsed")
+        table.add_row(
+            "pages",
+            "queued",
+            "in flight",
+            "retrying",
+            "errors",
+            "spider errors",
+            "pages/s",
+            "elapsed",
+        )
         table.add_row(
             str(c.pages),
             str(f.queued),
             str(f.in_flight),
             str(f.delayed),
             str(sum(c.dead.values())),
+            _spider_cell(c.spider_errors),
             f"{p.pages_per_s:.1f}",
             f"{p.elapsed_s:.0f}s",
         )
         self._live.update(table, refresh=True)
+
+
+def _spider_cell(counts: Mapping[str, int]) -> str:
+    """The live display's spider-error cell: the total, and the commonest kind."""
+    if not counts:
+        return "0"
+    top, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    more = ", …" if len(counts) > 1 else ""
+    return f"{sum(counts.values())} ({top} {n}{more})"
+
+
+def kinds(counts: Mapping[str, int]) -> str:
+    """``KeyError 2, TypeError 1``: counts by name, the largest first (then by name)."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
 
 
 def _reasons(counts: Mapping[str, int]) -> str:
@@ -202,17 +235,33 @@ def _reasons(counts: Mapping[str, int]) -> str:
     return f"{sum(counts.values())} ({parts})"
 
 
-def print_summary(report: CrawlReport, out: TextIO) -> None:
-    """Write the end-of-crawl summary as plain ``key: value`` lines."""
+def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> None:
+    """Write the end-of-crawl summary as plain ``key: value`` lines.
+
+    ``worker``: the report of ``crawlq worker``, for which a stop is the normal end (the job
+    goes on with its other workers), not an interruption.
+    """
     c, s = report.counters, report.store
     rate = c.pages / report.elapsed_s if report.elapsed_s > 0 else 0.0
     ended = {
-        "done": "finished: nothing left to crawl",
-        "max_pages": "stopped at --max-pages",
-        "stopped": "interrupted: re-run the same command to resume",
+        "done": "crawl finished: nothing left to crawl",
+        "max_pages": "crawl stopped at --max-pages",
+        "stopped": "crawl interrupted: re-run the same command to resume",
     }.get(report.stopped_by, report.stopped_by)
+    if worker:
+        pending = report.frontier.pending
+        left = (
+            "the job has nothing left to crawl"
+            if pending == 0
+            else f"{pending} URLs left in the job (queued, retrying or in flight)"
+        )
+        ended = {
+            "done": f"worker finished: {left}",
+            "max_pages": f"worker stopped at --max-pages: {left}",
+            "stopped": f"worker stopped: {left}",
+        }.get(report.stopped_by, report.stopped_by)
     lines = [
-        f"crawl {ended}",
+        ended,
         f"pages stored: {c.pages} this run, {s.pages} in store",
         f"items: {c.items} this run, {s.items} in store"
         if report.full_counters
@@ -223,6 +272,12 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
     ]
     if report.replayed:
         lines.append(f"dead letters replayed first (--retry-dead): {report.replayed}")
+    if s.spider_errors or c.spider_errors:
+        this_run = f"{sum(c.spider_errors.values())} this run, " if report.full_counters else ""
+        lines.append(
+            f"spider errors: {this_run}{s.spider_errors} in store"
+            + (f" ({kinds(s.spider_errors_by_type)})" if s.spider_errors else "")
+        )
     if report.full_counters:  # else each worker process printed its own
         lines += [
             f"links not followed: {_reasons(c.skipped)}",
@@ -241,6 +296,30 @@ def print_summary(report: CrawlReport, out: TextIO) -> None:
         f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",
     ]
     out.write("\n".join(lines) + "\n")
+
+
+def spider_errors_warning(report: CrawlReport, *, replayable: bool) -> str | None:
+    """The warning line for a crawl whose store holds pages the spider failed on, or None.
+
+    Args:
+        report: How the crawl ended (``report.store`` counts the spider errors by kind).
+        replayable: The crawl kept bodies (``--store-body``) or WARC records, so ``crawlq
+            reparse`` can rerun the fixed spider without fetching the pages again.
+    """
+    s = report.store
+    if not s.spider_errors:
+        return None
+    pages = "page has" if s.spider_errors == 1 else "pages have"
+    then = (
+        "after fixing the spider, `crawlq reparse --errors-only` reruns it on the kept bodies"
+        if replayable
+        else "they were stored without bodies (crawl with --store-body or --warc to make them "
+        "replayable by `crawlq reparse`)"
+    )
+    return (
+        f"crawlq: warning: {s.spider_errors} {pages} spider errors "
+        f"({kinds(s.spider_errors_by_type)}): `crawlq export --what errors` lists them; {then}"
+    )
 
 
 def status_table(report: Mapping[str, Any]) -> Table:

@@ -44,7 +44,8 @@ async def log_progress(runner: Runner, interval_s: float) -> None:
     """Log one progress line every ``interval_s`` seconds until cancelled (Scrapy's LogStats).
 
     The line gives pages stored by this run, pages/s over the interval, and the frontier's
-    queued, in flight, delayed (retrying) and the run's dead letters (errors).
+    queued, in flight, delayed (retrying), the run's dead letters (errors) and its pages with
+    a spider error (any kind).
 
     The line is an INFO record of the ``crawlq.progress`` logger with the numbers also as
     structured fields (``--log-format json``).
@@ -69,34 +70,47 @@ async def log_progress(runner: Runner, interval_s: float) -> None:
             "in_flight": f.in_flight,
             "delayed": f.delayed,
             "errors": sum(c.dead.values()),
+            "spider_errors": sum(c.spider_errors.values()),
         }
         log.info(
-            "pages %d (%.1f/s), queued %d, in flight %d, retrying %d, errors %d",
+            "pages %d (%.1f/s), queued %d, in flight %d, retrying %d, errors %d, spider errors %d",
             *fields.values(),
             extra={"crawlq": fields},
         )
 
 
 async def run_in_foreground(
-    runner: Runner, console: Console | None, log_interval_s: float | None = None
+    runner: Runner,
+    console: Console | None,
+    log_interval_s: float | None = None,
+    *,
+    child: bool = False,
 ) -> CrawlReport:
     """Run ``runner``; the first SIGINT/SIGTERM stops it gracefully, the second forcefully.
+
+    The first stop prints one line saying what happens (above the live display). A
+    ``child`` (a worker process that ``crawl`` or ``worker --processes`` started) prints
+    nothing and ignores SIGINT: a terminal's Ctrl-C reaches the whole process group, and the
+    parent, which says what happens once for all, forwards it as SIGTERM (so one Ctrl-C is
+    one stop, not two). A parent stopping its children at ``--max-pages`` is no interrupt.
 
     Args:
         runner: The crawl or worker.
         console: Where to draw live progress, or None for none.
         log_interval_s: Without a console: seconds between two progress log lines
             (`log_progress`), or None for none.
+        child: This process is a worker started by another crawlq process.
     """
     loop = asyncio.get_running_loop()
     interrupts = 0
 
-    def on_signal() -> None:
+    def on_signal(sig: signal.Signals) -> None:
         nonlocal interrupts
         interrupts += 1
         runner.stop(force=interrupts > 1)  # first: telling the user may fail (a closed pipe)
-        if interrupts == 1:
-            text = "stopping: finishing in-flight requests (Ctrl-C again to abandon them)"
+        if interrupts == 1 and not child:
+            again = "Ctrl-C" if sig == signal.SIGINT else f"{sig.name}"
+            text = f"stopping: finishing in-flight requests ({again} again to abandon them)"
             with contextlib.suppress(OSError):
                 if console is not None:
                     console.print(text)  # above the live display, not under it
@@ -104,7 +118,10 @@ async def run_in_foreground(
                     click.echo(text, err=True)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
+        if child and sig == signal.SIGINT:
+            loop.add_signal_handler(sig, lambda: None)
+        else:
+            loop.add_signal_handler(sig, on_signal, sig)
     try:
         if console is None:
             if log_interval_s is None:
@@ -138,14 +155,16 @@ def run_or_exit(
     *,
     failure: str,
     log_interval_s: float | None = None,
+    child: bool = False,
 ) -> CrawlReport:
     """Run ``runner`` with `run_in_foreground` and map its errors to the CLI's exits.
 
     A settings error is a usage error (exit 2, click's message); any other crawlq error is
-    one line ``crawlq: <failure>: <error>`` on stderr and exit 1.
+    one line ``crawlq: <failure>: <error>`` on stderr and exit 1. ``child``: as in
+    `run_in_foreground`.
     """
     try:
-        return asyncio.run(run_in_foreground(runner, console, log_interval_s))
+        return asyncio.run(run_in_foreground(runner, console, log_interval_s, child=child))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except CrawlqError as exc:

@@ -11,6 +11,7 @@ yet (the ``pending`` hash, see `crawlq.celery.state`). For such a job the report
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -64,7 +65,8 @@ def status(
     Both: links not queued because their host had --max-pages-per-host URLs (over_budget).
 
     Stored pages are counted in the job's store; a job keeps its store URL without the
-    password, which CRAWLQ_STORE (the same URL with it) supplies.
+    password, which CRAWLQ_STORE (the same URL with it) supplies. --watch runs until Ctrl-C,
+    which ends it with exit status 0.
     """
     try:
         check_job_name(job)
@@ -78,10 +80,12 @@ def status(
         )
     try:
         if prometheus_port is not None:
-            asyncio.run(_export(frontier, job, interval, prometheus_port, prometheus_host))
+            with contextlib.suppress(KeyboardInterrupt):  # runs until Ctrl-C too: exit 0
+                asyncio.run(_export(frontier, job, interval, prometheus_port, prometheus_host))
             return
         if watch and not as_json:
-            asyncio.run(_watch(frontier, job, interval))
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how --watch ends: exit 0
+                asyncio.run(_watch(frontier, job, interval))
             return
         report = asyncio.run(job_report(frontier, job))
     except CrawlqError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Any
 
@@ -19,8 +18,7 @@ from crawlq.cli.options import (
 )
 from crawlq.cli.output import configure_logging, print_summary, terminal_console
 from crawlq.cli.running import run_or_exit
-from crawlq.engine.processes import WorkerProcesses
-from crawlq.engine.service import WorkerService
+from crawlq.engine.service import MultiProcessWorker, WorkerService
 from crawlq.errors import ConfigError
 
 __all__ = ["worker"]
@@ -64,9 +62,11 @@ def worker(
     The job's settings (politeness, retries, scope, spider, store) come from the job, stored
     when it was seeded; options given here must agree with them. Without --exit-when-done an
     idle worker waits for new work (no polling) until SIGINT/SIGTERM, which finish in-flight
-    requests first. --processes P starts P such workers on this machine.
+    requests first. --processes P starts P such workers on this machine, shown with one
+    progress display and one summary.
     """
-    console = terminal_console()
+    child = parent_pid is not None  # started by `crawl` or `worker --processes`: it reports
+    console = None if child else terminal_console()
     configure_logging(-1 if quiet else verbose, console)
     processes = 1 if options["processes"] is None else options["processes"]
     if processes < 1:
@@ -79,12 +79,25 @@ def worker(
         env = {"CRAWLQ_FRONTIER": settings.frontier or ""}
         if "store" in settings.explicit:
             env["CRAWLQ_STORE"] = settings.store
+        args = _without_options(
+            sys.argv[sys.argv.index("worker") + 1 :], (*_SUPERVISOR_ONLY, *_PASSED_IN_ENV)
+        )
         try:
             with supervisor_metrics(settings, env):
-                code = _supervise(sys.argv[sys.argv.index("worker") + 1 :], processes, env)
+                runner = MultiProcessWorker(
+                    settings, processes, args, env, exit_when_done=exit_when_done
+                )
+                report = run_or_exit(
+                    runner,
+                    None if quiet else console,
+                    failure="worker stopped",
+                    log_interval_s=None if quiet else settings.log_interval_s,
+                )
         except ConfigError as exc:  # the metrics port cannot be bound
             raise click.UsageError(str(exc)) from None
-        sys.exit(code)
+        if not quiet:
+            print_summary(report, sys.stdout, worker=True)
+        return
     service = WorkerService(
         settings, exit_when_done=exit_when_done, page_budget=page_budget, parent_pid=parent_pid
     )
@@ -92,42 +105,22 @@ def worker(
         with worker_metrics(settings):
             report = run_or_exit(
                 service,
-                None if quiet else console,
+                None if quiet or child else console,
                 failure="worker stopped",
-                log_interval_s=None if quiet else settings.log_interval_s,
+                log_interval_s=None if quiet or child else settings.log_interval_s,
+                child=child,
             )
     except ConfigError as exc:  # the metrics port cannot be bound
         raise click.UsageError(str(exc)) from None
-    if not quiet:
-        print_summary(report, sys.stdout)
+    if not quiet and not child:
+        print_summary(report, sys.stdout, worker=True)
 
 
 _PASSED_IN_ENV = ("--frontier", "--store")
+"""Options whose value may hold a password: children get them in their environment, not on
+their command lines (which every local user can read)."""
 _SUPERVISOR_ONLY = ("--processes", "--metrics-port", "--metrics-host")
 """Options the supervisor keeps: its children serve no metrics of their own."""
-"""Options whose value may hold a password: children get them in their environment."""
-
-
-def _supervise(argv: list[str], processes: int, env: dict[str, str]) -> int:
-    """Run ``processes`` copies of this worker command with ``--processes 1``.
-
-    The frontier and store URLs go to the children in ``env`` (``CRAWLQ_FRONTIER``,
-    ``CRAWLQ_STORE``), not on their command lines, which every local user can read.
-    """
-    args = _without_options(argv, (*_SUPERVISOR_ONLY, *_PASSED_IN_ENV))
-    pool = WorkerProcesses([*args, "--processes", "1"], processes, env)
-
-    async def run() -> list[int]:
-        import signal
-
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, pool.stop)
-        pool.start()
-        return await pool.wait()
-
-    codes = asyncio.run(run())
-    return max((c for c in codes if c >= 0), default=1)
 
 
 def _without_options(argv: list[str], names: tuple[str, ...]) -> list[str]:

@@ -56,8 +56,8 @@ async def open_backends(
     ``runs_spider``: this process loads the spider in force (see `bind_job`).
 
     Raises:
-        ConfigError: A shared frontier without a job name, or settings that conflict with the
-            job's.
+        ConfigError: A shared frontier without a job name, settings that conflict with the
+            job's, or ``bloom_capacity`` without a shared frontier.
         FrontierLocked, FrontierUnavailable, StoreError: A backend cannot be opened.
     """
     rules = Politeness.from_settings(settings)
@@ -67,6 +67,12 @@ async def open_backends(
         if not folder.is_dir():
             raise ConfigError("store", f"{settings.store}: directory {folder} does not exist")
     if settings.frontier is None:
+        if settings.bloom_capacity is not None:  # never silently ignored
+            raise ConfigError(
+                "bloom_capacity",
+                "--bloom needs a shared --frontier redis://…: the embedded frontier always "
+                "keeps an exact seen set",
+            )
         if "://" in settings.store and not settings.store.startswith("sqlite:"):
             raise ConfigError(
                 "frontier",

@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -38,10 +39,18 @@ from crawlq.scope import Scope
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
-from crawlq.store import Store
+from crawlq.store import Store, StoreCounts
 from crawlq.urls import UrlRules
 
-__all__ = ["PARENT_CHECK_S", "MultiProcessCrawl", "SeedResult", "WorkerService", "seed"]
+__all__ = [
+    "PARENT_CHECK_S",
+    "MultiProcessCrawl",
+    "MultiProcessWorker",
+    "SeedResult",
+    "WorkerService",
+    "counted_since",
+    "seed",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -337,7 +346,7 @@ class MultiProcessCrawl:
         )
         self._frontier: Frontier | None = None
         self._store: Store | None = None
-        self._pages_before = 0
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
         self._stopped = False
         self._started = time.monotonic()
 
@@ -350,10 +359,9 @@ class MultiProcessCrawl:
         """Frontier counts and pages stored since the start, for all children together."""
         if self._frontier is None or self._store is None:
             return None
-        pages = (await self._store.counts()).pages - self._pages_before
         return Progress(
             frontier=await self._frontier.stats(),
-            counters=WorkerCounters(pages=pages, started_s=self._started),
+            counters=counted_since(self._before, await self._store.counts(), self._started),
             in_flight=0,
             elapsed_s=time.monotonic() - self._started,
         )
@@ -368,7 +376,7 @@ class MultiProcessCrawl:
         seeded = await seed(self.settings, self.requests, retry_dead=self.retry_dead)
         async with open_backends(seeded.settings, runs_spider=False) as backends:
             self._frontier, self._store = backends.frontier, backends.store
-            self._pages_before = (await backends.store.counts()).pages
+            self._before = await backends.store.counts()
             limit, store_ = self.settings.max_pages, backends.store
             budget_spent = False
 
@@ -380,7 +388,7 @@ class MultiProcessCrawl:
             if limit is not None:
                 # Each child gets its share of the budget (the parent also stops them all
                 # once the store holds `limit` pages, whoever stored them).
-                share = -(-max(0, limit - self._pages_before) // self.pool.count)
+                share = -(-max(0, limit - self._before.pages) // self.pool.count)
                 self.pool.args += ["--page-budget", str(share)]
             # The job keeps no store password: the children get this process's store URL
             # (equal to the job's but for the password) through their environment.
@@ -413,7 +421,7 @@ class MultiProcessCrawl:
                 stopped_by = "stopped"
             report = CrawlReport(
                 stopped_by=stopped_by,
-                counters=WorkerCounters(pages=store.pages - self._pages_before),
+                counters=counted_since(self._before, store),
                 store=store,
                 frontier=frontier,
                 elapsed_s=time.monotonic() - self._started,
@@ -429,6 +437,109 @@ class MultiProcessCrawl:
         if failed:
             logger.warning("worker processes exited with %s; the others finished the job", codes)
         return report
+
+
+class MultiProcessWorker:
+    """``crawlq worker --processes P``: P worker processes of one job, shown and reported as one.
+
+    Each child is a ``crawlq worker --processes 1`` of the job, started with this process's
+    pid (so it prints no progress or summary of its own and leaves stopping to this
+    process); this process shows one live progress display from the frontier and the store,
+    forwards a stop to every child, and reports the job once.
+
+    Args:
+        settings: This process's settings (``frontier`` and ``job`` set).
+        processes: Worker processes to start (>= 1).
+        worker_args: The children's ``crawlq worker`` arguments (no secrets: the frontier
+            and store URLs go in ``env``).
+        env: Variables for the children's environment (``CRAWLQ_FRONTIER``, ``CRAWLQ_STORE``).
+        exit_when_done: The children exit when the whole job is drained.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        processes: int,
+        worker_args: Sequence[str],
+        env: dict[str, str],
+        *,
+        exit_when_done: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.exit_when_done = exit_when_done
+        self.pool = WorkerProcesses([*worker_args, "--processes", "1"], processes, env)
+        self._frontier: Frontier | None = None
+        self._store: Store | None = None
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
+        self._stopped = False
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
+        self._stopped = True
+        self.pool.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """Frontier counts and what the store gained since the start, for all children."""
+        if self._frontier is None or self._store is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=counted_since(self._before, await self._store.counts(), self._started),
+            in_flight=0,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+    async def run(self) -> CrawlReport:
+        """Bind the job, start the children, wait for all of them, report.
+
+        Raises:
+            ConfigError: As `WorkerService.run` (the job was never seeded, settings that
+                conflict with the job's): checked here once, before any child starts.
+            CrawlqError: A child exited with an error before it was asked to stop (its own
+                message is on stderr).
+        """
+        self._started = time.monotonic()
+        async with open_backends(self.settings, runs_spider=False) as backends:
+            self._frontier, self._store = backends.frontier, backends.store
+            self._before = await backends.store.counts()
+            self.pool.start()
+            try:
+                codes = await self.pool.wait()
+            finally:
+                self._frontier = self._store = None
+            store = await _riding_out(backends.store.counts)
+            frontier = await _riding_out(backends.frontier.stats)
+        failed = [c for c in codes if c not in (0, -15)]
+        if failed and not self._stopped:
+            raise CrawlqError(f"worker processes exited with {codes}")
+        done = self.exit_when_done and not self._stopped and frontier.pending == 0
+        return CrawlReport(
+            stopped_by="done" if done else "stopped",
+            counters=counted_since(self._before, store),
+            store=store,
+            frontier=frontier,
+            elapsed_s=time.monotonic() - self._started,
+            seeded=0,
+            full_counters=False,
+        )
+
+
+def counted_since(
+    before: StoreCounts, now: StoreCounts, started_s: float | None = None
+) -> WorkerCounters:
+    """The counters of a run whose work other processes did: what the store gained.
+
+    Pages stored, and pages with spider errors by kind, since ``before`` (kinds whose count
+    fell, as after a ``crawlq reparse``, count 0).
+    """
+    counters = WorkerCounters(
+        pages=now.pages - before.pages,
+        spider_errors=Counter(now.spider_errors_by_type) - Counter(before.spider_errors_by_type),
+    )
+    if started_s is not None:
+        counters.started_s = started_s
+    return counters
 
 
 async def _riding_out(read: Callable[[], Awaitable[_T]]) -> _T:

@@ -72,7 +72,15 @@ from crawlq.links import (
     screen_html,
 )
 from crawlq.politeness import HOST_UNREACHABLE, AutoThrottle, Politeness, strike_of
-from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.records import (
+    UNSERIALISABLE_ITEM,
+    DeadRecord,
+    FilteredRecord,
+    ItemRecord,
+    PageRecord,
+    spider_error,
+    spider_error_type,
+)
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.retry import decide
 from crawlq.robots import RobotsCache, RobotsVerdict
@@ -93,7 +101,7 @@ from crawlq.urls import url_keys
 if TYPE_CHECKING:
     from crawlq.store.warc import WarcLocation, WarcWriter
 
-__all__ = ["Deps", "Kind", "Outcome", "process", "result_batch"]
+__all__ = ["Deps", "Kind", "Outcome", "parse_response", "process", "result_batch"]
 
 logger = logging.getLogger(__name__)
 
@@ -500,56 +508,11 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     ``binary_body: <why>``, and its callback sees it as any binary response (empty text).
     """
     req = lease.request
-    error: str | None = None
-    parse = 200 <= result.status < 300 or deps.spider.wants_status(result.status)
-    if 300 <= result.status < 400:
-        error = f"redirect_not_followed: {result.headers.get('location', '')}"
-        parse = False
-    elif not 200 <= result.status < 300:
-        error = f"http_{result.status}"
-    elif result.binary is not None:  # labelled HTML, but not: no title, no links from it
-        error = f"binary_body: {result.binary}"
-    page = _Parsed(error)
-    if parse or result.is_html:
-        page.tags = result.text.count("<")
-        work = functools.partial(
-            _parse_page,
-            req,
-            result,
-            deps.spider,
-            deps.scope,
-            deps.settings,
-            page,
-            parse,
-            deps.link_rules,
-        )
-        try:
-            if page.tags <= INLINE_MAX_TAGS and _builtin_callback(deps.spider, req, parse):
-                page = work()
-            else:
-                page = await deps.pages.run(work, deps.settings.parse_timeout_s)
-        except PageTimeout:
-            logger.warning(
-                "%s: parsing and the callback ran past parse_timeout_s (%gs); storing the page"
-                " without them",
-                req.url,
-                deps.settings.parse_timeout_s,
-            )
-            page = _Parsed(
-                f"parse_timeout: parsing or the callback ran past "
-                f"{deps.settings.parse_timeout_s:g}s"
-            )
-        if page.refresh_url is not None:  # a meta refresh: a redirect, no callback
-            return await _hop(lease, result, page.refresh_url, "GET", False, deps, page)
-        if page.callback is not None:  # an async callback: the rest runs on the loop
-            try:
-                found_items, found_requests = await page.callback.finish()
-            except SpiderError as exc:
-                page.spider_failed(exc)
-            else:
-                page.take(found_items, found_requests, req, deps.spider, deps.scope, deps.settings)
-    if page.error is not None and page.error.startswith("spider_error:"):
-        logger.error("spider error on %s: %s", req.url, page.error, exc_info=page.exc_info)
+    page = await parse_response(
+        req, result, deps.spider, deps.scope, deps.settings, deps.pages, deps.link_rules
+    )
+    if page.refresh_url is not None:  # a meta refresh: a redirect, no callback
+        return await _hop(lease, result, page.refresh_url, "GET", False, deps, page)
     record = await _page_record(
         lease,
         result,
@@ -562,6 +525,81 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     return Outcome(
         lease, Kind.PAGE, page=record, items=page.items, links=page.links, skipped=page.skipped
     )
+
+
+async def parse_response(
+    req: CrawlRequest,
+    result: FetchResult,
+    spider: Spider,
+    scope: Scope,
+    settings: Settings,
+    pages: PageWork,
+    link_rules: LinkRules,
+) -> _Parsed:
+    """Parse a response and run the spider's callback on it: the parse step of `process`.
+
+    Shared by the crawl and ``crawlq reparse`` (which gives a response stored earlier), so
+    both decide alike which responses reach a callback, screen hostile HTML, bound the time
+    (``parse_timeout_s``, on ``pages``' thread) and keep the same items and links.
+
+    Args:
+        req: The request the response answers (its callback, ``cb_kwargs`` and ``meta``).
+        result: The response.
+        spider: The spider whose callback runs.
+        scope: Which of the requests the callback yields are kept (the others are counted
+            in ``skipped``).
+        settings: Limits: ``max_html_depth``, ``max_links_per_page``, ``parse_timeout_s``.
+        pages: The page thread.
+        link_rules: Which links the page offers the spider (`crawlq.links.LinkRules`).
+
+    Returns:
+        The page's title, canonical URL and error (None, ``http_404``, ``spider_error:
+        KeyError: …``, ``parse_timeout: …``), the callback's items and in-scope requests, and
+        the requests skipped by reason. When the page is a meta refresh (``refresh_url`` set),
+        the callback has not run: the caller follows the refresh instead.
+    """
+    error: str | None = None
+    parse = 200 <= result.status < 300 or spider.wants_status(result.status)
+    if 300 <= result.status < 400:
+        error = f"redirect_not_followed: {result.headers.get('location', '')}"
+        parse = False
+    elif not 200 <= result.status < 300:
+        error = f"http_{result.status}"
+    elif result.binary is not None:  # labelled HTML, but not: no title, no links from it
+        error = f"binary_body: {result.binary}"
+    page = _Parsed(error)
+    if parse or result.is_html:
+        page.tags = result.text.count("<")
+        work = functools.partial(
+            _parse_page, req, result, spider, scope, settings, page, parse, link_rules
+        )
+        try:
+            if page.tags <= INLINE_MAX_TAGS and _builtin_callback(spider, req, parse):
+                page = work()
+            else:
+                page = await pages.run(work, settings.parse_timeout_s)
+        except PageTimeout:
+            logger.warning(
+                "%s: parsing and the callback ran past parse_timeout_s (%gs); storing the page"
+                " without them",
+                req.url,
+                settings.parse_timeout_s,
+            )
+            page = _Parsed(
+                f"parse_timeout: parsing or the callback ran past {settings.parse_timeout_s:g}s"
+            )
+        if page.refresh_url is not None:  # a meta refresh: the caller follows it
+            return page
+        if page.callback is not None:  # an async callback: the rest runs on the loop
+            try:
+                found_items, found_requests = await page.callback.finish()
+            except SpiderError as exc:
+                page.spider_failed(exc)
+            else:
+                page.take(found_items, found_requests, req, spider, scope, settings)
+    if spider_error_type(page.error) is not None:
+        logger.error("spider error on %s: %s", req.url, page.error, exc_info=page.exc_info)
+    return page
 
 
 @dataclass(slots=True)
@@ -583,7 +621,7 @@ class _Parsed:
 
     def spider_failed(self, exc: SpiderError) -> None:
         """Record a failed callback: user code, so the page is stored and the crawl goes on."""
-        self.error = f"spider_error: SpiderError: {exc}"
+        self.error = spider_error(exc.kind, f"callback {exc.callback!r}: {exc.detail}")
         self.exc_info = exc
         self.callback = None
 
@@ -604,7 +642,8 @@ class _Parsed:
         ]
         bad = _first_unserialisable(found_items)
         if bad is not None:
-            self.error, self.items = f"spider_error: item is not JSON-serialisable: {bad}", []
+            detail = f"item is not JSON-serialisable: {bad}"
+            self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []
         if self.link_skips:
             self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
@@ -717,6 +756,7 @@ async def _page_record(
         body=result.body if deps.settings.store_body else None,
         canonical_url=canonical_url,
         referrer=req.referrer,
+        request=req.to_json(),
     )
     if deps.warc is not None:
         warc = await _archive(deps.warc, req, result, page.fetched_at)

@@ -48,7 +48,7 @@ from crawlq.engine.metrics import recorder
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
-from crawlq.records import DeadRecord
+from crawlq.records import DeadRecord, spider_error_type
 from crawlq.request import Lease
 from crawlq.retry import backoff_s
 from crawlq.store import ResultBatch, Store
@@ -71,6 +71,8 @@ class WorkerCounters:
         dead: URLs dead-lettered, by reason.
         filtered: URLs skipped after leasing (robots.txt), by reason.
         skipped: Discovered links not followed, by scope reason (per occurrence).
+        spider_errors: Pages stored with a spider error, by kind (``KeyError`` …; see
+            `crawlq.records.spider_error_type`).
         links: Discovered links pushed to the frontier (before dedup).
         round_trips: Requests to the frontier's backend (`Frontier.round_trips`) in this run.
         started_s: `time.monotonic` at the start of `Worker.run`.
@@ -82,6 +84,7 @@ class WorkerCounters:
     dead: Counter[str] = field(default_factory=Counter)
     filtered: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    spider_errors: Counter[str] = field(default_factory=Counter)
     links: int = 0
     round_trips: int = 0
     started_s: float = field(default_factory=time.monotonic)
@@ -497,6 +500,9 @@ class Worker:
         if o.kind is Kind.PAGE:
             c.pages += 1
             c.items += len(o.items)
+            kind = spider_error_type(o.page.error) if o.page is not None else None
+            if kind is not None:
+                c.spider_errors[kind] += 1
         elif o.kind is Kind.DEAD:
             c.dead[o.reason] += 1
         elif o.kind is Kind.FILTERED:

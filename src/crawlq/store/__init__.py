@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from crawlq.errors import ConfigError
 from crawlq.settings import check_store
-from crawlq.store.base import ResultBatch, Store, StoreCounts, StoredOutcome
+from crawlq.store.base import ParseUpdate, ResultBatch, Store, StoreCounts, StoredOutcome
 
-__all__ = ["ResultBatch", "Store", "StoreCounts", "StoredOutcome", "open_store"]
+__all__ = ["ParseUpdate", "ResultBatch", "Store", "StoreCounts", "StoredOutcome", "open_store"]
 
 _SQLITE_PREFIX = "sqlite:///"
 

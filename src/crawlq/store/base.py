@@ -10,6 +10,11 @@ filtered record; the latest write wins, and a write replaces whatever that finge
 before, in any of the three. A page owns its items: they are replaced as a whole whenever the
 page is written, and removed when the fingerprint becomes dead or filtered.
 
+Spider errors: a page whose ``error`` starts with `crawlq.records.SPIDER_ERROR_PREFIX` is one
+the spider failed on. Stores count them per kind (`StoreCounts.spider_errors_by_type`), select
+them (``pages(spider_errors_only=True)``), and let ``crawlq reparse`` replace a page's parse
+results (error and items) without touching the rest of its row (`Store.replace_parse`).
+
 Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, ``at``,
 ``since``).
 """
@@ -20,11 +25,20 @@ from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
-from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.records import (
+    SPIDER_ERROR_PREFIX,
+    DeadRecord,
+    FilteredRecord,
+    ItemRecord,
+    PageRecord,
+    spider_error_type,
+)
 
 __all__ = [
     "FINGERPRINT_BYTES",
     "LOOKUP_MAX",
+    "SPIDER_ERROR_SQL",
+    "ParseUpdate",
     "ResultBatch",
     "Store",
     "StoreCounts",
@@ -32,8 +46,10 @@ __all__ = [
     "dead_from_row",
     "filtered_from_row",
     "item_from_row",
+    "last_update_wins",
     "outcomes_from_rows",
     "page_from_row",
+    "spider_error_counts",
 ]
 
 _R = TypeVar("_R")
@@ -41,6 +57,11 @@ _K = TypeVar("_K", bound=Hashable)
 
 FINGERPRINT_BYTES = 20
 """Length of a request fingerprint in bytes (SHA-1, see `crawlq.urls.fingerprint`)."""
+
+SPIDER_ERROR_SQL = f"substr(error, 1, {len(SPIDER_ERROR_PREFIX)}) = '{SPIDER_ERROR_PREFIX}'"
+"""The SQL condition (SQLite and PostgreSQL alike) of a page with a spider error; the SQL
+stores' partial index ``pages_spider_errors`` has the same condition, so that selecting and
+counting these pages does not read the others."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +150,57 @@ def _last_wins(records: Sequence[_R], key: Callable[[_R], _K]) -> list[_R]:
 
 
 @dataclass(frozen=True, slots=True)
+class ParseUpdate:
+    """A stored page parsed again (``crawlq reparse``): what replaces its parse results.
+
+    Attributes:
+        fingerprint: The page's fingerprint.
+        fetched_at: The page's ``fetched_at`` as it was read: the update applies only to that
+            version of the page, never to one fetched again since.
+        error: The page's new ``error`` (None: the callback succeeded).
+        spider: Name of the spider that parsed it.
+        items: Its new items (all of them; possibly none), with the page's fingerprint and
+            distinct indexes.
+
+    Raises:
+        ValueError: The fingerprint is not 20 bytes, an item belongs to another page, or
+            two items share an index or one is negative.
+    """
+
+    fingerprint: bytes
+    fetched_at: float
+    error: str | None
+    spider: str
+    items: Sequence[ItemRecord] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "items", tuple(self.items))
+        fp = self.fingerprint
+        if not isinstance(fp, bytes) or len(fp) != FINGERPRINT_BYTES:
+            raise ValueError(f"fingerprint must be {FINGERPRINT_BYTES} bytes, got {fp!r}")
+        indexes: set[int] = set()
+        for item in self.items:
+            if item.fingerprint != fp:
+                raise ValueError(f"item {item.index} of {item.url!r} belongs to another page")
+            if item.index < 0 or item.index in indexes:
+                raise ValueError(f"item index {item.index} of {item.url!r} is negative or repeated")
+            indexes.add(item.index)
+
+
+def spider_error_counts(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
+    """Spider-error pages per kind, from ``(text after the prefix up to ':', count)`` rows.
+
+    The SQL stores group by that text; `crawlq.records.spider_error_type` turns each into the
+    kind (older forms included), and counts of one kind are added up.
+    """
+    counts: dict[str, int] = {}
+    for token, n in rows:
+        kind = spider_error_type(f"{SPIDER_ERROR_PREFIX}{token or ''}:") or "SpiderError"
+        counts[kind] = counts.get(kind, 0) + int(n)
+    return counts
+
+
+@dataclass(frozen=True, slots=True)
 class StoreCounts:
     """How many records the store holds, as returned by `Store.counts`.
 
@@ -140,6 +212,8 @@ class StoreCounts:
         pages_by_status: Pages per HTTP status.
         dead_by_reason: Dead letters per reason code (``timeout``, ``http_503`` …).
         filtered_by_reason: Filtered URLs per reason code (``robots_txt`` …).
+        spider_errors_by_type: Pages with a spider error, per kind (the exception class name
+            such as ``KeyError``; see `crawlq.records.spider_error_type`).
     """
 
     pages: int
@@ -149,11 +223,17 @@ class StoreCounts:
     pages_by_status: Mapping[int, int] = field(default_factory=dict)
     dead_by_reason: Mapping[str, int] = field(default_factory=dict)
     filtered_by_reason: Mapping[str, int] = field(default_factory=dict)
+    spider_errors_by_type: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def settled(self) -> int:
         """Fingerprints with an outcome: pages + dead + filtered (invariant 1)."""
         return self.pages + self.dead + self.filtered
+
+    @property
+    def spider_errors(self) -> int:
+        """Pages with a spider error, of every kind."""
+        return sum(self.spider_errors_by_type.values())
 
 
 LOOKUP_MAX = 1000
@@ -237,8 +317,35 @@ class Store(Protocol):
         """
         ...
 
+    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
+        """Replace the parse results of stored pages (``crawlq reparse``), in one transaction.
+
+        For each update whose page the store still holds with the same ``fetched_at``: the
+        page's ``error`` and ``spider`` are set and its items replaced as a whole by the
+        update's (items are keyed by page fingerprint and index). The rest of the row (status,
+        body, WARC location, request) is kept. An update whose page is gone (now a dead or
+        filtered record) or was fetched again since is skipped: the newer fetch wins.
+        Applying the same updates again leaves the store as after the first time.
+
+        Args:
+            updates: At most one per fingerprint counts (a later one replaces an earlier one).
+
+        Returns:
+            The fingerprints of the pages updated.
+
+        Raises:
+            ValueError: An item's ``data`` is not JSON-serialisable; nothing was written.
+            StoreUnavailable: See the class docstring.
+            StoreError: See the class docstring (a read-only store included).
+        """
+        ...
+
     def pages(
-        self, *, since: float | None = None, with_body: bool = False
+        self,
+        *,
+        since: float | None = None,
+        with_body: bool = False,
+        spider_errors_only: bool = False,
     ) -> AsyncIterator[PageRecord]:
         """Stream stored pages in ``(fetched_at, fingerprint)`` order.
 
@@ -251,6 +358,8 @@ class Store(Protocol):
             since: Only pages with ``fetched_at >= since`` (Unix seconds); None: all.
             with_body: Load stored bodies into ``PageRecord.body``. When False (the default)
                 every ``body`` is None, which keeps exports cheap.
+            spider_errors_only: Only pages with a spider error (``error`` starting with
+                `crawlq.records.SPIDER_ERROR_PREFIX`).
 
         Raises:
             StoreUnavailable: See the class docstring.
@@ -322,8 +431,13 @@ class Store(Protocol):
 
 
 def page_from_row(row: Sequence[Any]) -> PageRecord:
-    """A page from a row of its fields in declaration order (fingerprint … referrer)."""
+    """A page from a row of its fields in declaration order (fingerprint … request)."""
     return PageRecord(*row)
+
+
+def last_update_wins(updates: Sequence[ParseUpdate]) -> list[ParseUpdate]:
+    """One update per fingerprint, the last one given (see `Store.replace_parse`)."""
+    return _last_wins(updates, lambda u: u.fingerprint)
 
 
 def item_from_row(row: Sequence[Any], data: dict[str, Any]) -> ItemRecord:

@@ -56,14 +56,18 @@ from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.secrecy import quote_userinfo, redact
 from crawlq.store.base import (
     LOOKUP_MAX,
+    SPIDER_ERROR_SQL,
+    ParseUpdate,
     ResultBatch,
     StoreCounts,
     StoredOutcome,
     dead_from_row,
     filtered_from_row,
     item_from_row,
+    last_update_wins,
     outcomes_from_rows,
     page_from_row,
+    spider_error_counts,
 )
 from crawlq.store.postgres_schema import STEPS
 
@@ -120,8 +124,9 @@ ON CONFLICT (fingerprint) DO UPDATE SET kind = excluded.kind
 WHERE outcomes.kind <> excluded.kind
 """  # a conflicting row is locked even when the WHERE leaves it unchanged
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer,
+    request)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
@@ -129,8 +134,22 @@ ON CONFLICT (fingerprint) DO UPDATE SET
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
     warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
-    referrer = excluded.referrer
+    referrer = excluded.referrer, request = excluded.request
 """
+_LOCK_OUTCOMES = """
+SELECT fingerprint FROM outcomes WHERE fingerprint = ANY(%s) ORDER BY fingerprint FOR UPDATE
+"""  # the writers' per-fingerprint locks, taken in their order
+_REPARSED_PAGES = """
+UPDATE pages AS p SET error = u.error, spider = u.spider
+FROM unnest(%s::bytea[], %s::float8[], %s::text[], %s::text[]) AS u (fp, at, error, spider)
+WHERE p.fingerprint = u.fp AND p.fetched_at = u.at
+RETURNING p.fingerprint
+"""
+_SPIDER_ERRORS_BY_TYPE = f"""
+SELECT split_part(substr(error, 15), ':', 1), count(*) FROM pages
+WHERE {SPIDER_ERROR_SQL} GROUP BY 1
+"""
+"""Spider-error pages by the text between the prefix and the next ':' (their kind)."""
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at)
 VALUES (%s, %s, %s, %s, %s::jsonb, %s)
@@ -269,8 +288,29 @@ class PostgresStore:
         """
         return await self._run(_counts)
 
+    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
+        """Replace pages' error and items in one transaction; see `crawlq.store.Store`.
+
+        Takes the ``outcomes`` row locks of the pages first, in fingerprint order, as
+        `write` does, so a concurrent crawl writing the same page waits or wins whole.
+
+        Raises:
+            ValueError: An item's data is not a JSON-serialisable object; nothing was sent.
+            StoreUnavailable: The server cannot be reached.
+            StoreError: Any other PostgreSQL failure, the store is closed or read-only.
+        """
+        if self._read_only:
+            raise StoreError(f"store {self._target.name} is open read-only")
+        if not updates:
+            return frozenset()
+        return await self._run(_Reparsed.of(last_update_wins(updates)).write)
+
     async def pages(
-        self, *, since: float | None = None, with_body: bool = False
+        self,
+        *,
+        since: float | None = None,
+        with_body: bool = False,
+        spider_errors_only: bool = False,
     ) -> AsyncIterator[PageRecord]:
         """Stream pages by ``(fetched_at, fingerprint)``; see `crawlq.store.Store.pages`.
 
@@ -280,8 +320,12 @@ class PostgresStore:
         """
         body = "body" if with_body else "NULL::bytea"
         select_ = f"SELECT {_PAGE_COLUMNS}, {body}, {self._page_extras()} FROM pages"
-        first = f"{select_} WHERE fetched_at >= %s" if since is not None else select_
-        later = f"{select_} WHERE (fetched_at, fingerprint) > (%s, %s)"
+        errors = f" AND {SPIDER_ERROR_SQL}" if spider_errors_only else ""
+        if since is not None:
+            first = f"{select_} WHERE fetched_at >= %s{errors}"
+        else:
+            first = f"{select_} WHERE {SPIDER_ERROR_SQL}" if spider_errors_only else select_
+        later = f"{select_} WHERE (fetched_at, fingerprint) > (%s, %s){errors}"
         order = " ORDER BY fetched_at, fingerprint LIMIT %s"
         chunk = _BODY_CHUNK_ROWS if with_body else _CHUNK_ROWS
         params = () if since is None else (float(since),)
@@ -368,7 +412,9 @@ class PostgresStore:
         """The page columns after ``body`` that this schema has (read-only: may be old)."""
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL::text, NULL::bigint"
         canonical = "canonical_url" if self._version >= 3 else "NULL::text"
-        return f"{warc}, {canonical}, {'referrer' if self._version >= 4 else 'NULL::text'}"
+        referrer = "referrer" if self._version >= 4 else "NULL::text"
+        request = "request" if self._version >= 5 else "NULL::text"
+        return f"{warc}, {canonical}, {referrer}, {request}"
 
     def _dead_columns(self) -> str:
         referrer = "referrer" if self._version >= 4 else "NULL::text"
@@ -704,6 +750,7 @@ class _BatchRows:
                 p.warc_offset,
                 _opt_text(p.canonical_url),
                 _opt_text(p.referrer),
+                _opt_text(p.request),
             )
             for p in batch.pages
         )
@@ -772,6 +819,8 @@ async def _counts(conn: _Conn) -> StoreCounts:
         ):
             cur = await conn.execute(query)
             grouped.append(dict(await cur.fetchall()))
+        cur = await conn.execute(_SPIDER_ERRORS_BY_TYPE)
+        spider_errors = spider_error_counts(await cur.fetchall())
     return StoreCounts(
         pages=totals[0],
         items=totals[1],
@@ -780,4 +829,40 @@ async def _counts(conn: _Conn) -> StoreCounts:
         pages_by_status=grouped[0],
         dead_by_reason=grouped[1],
         filtered_by_reason=grouped[2],
+        spider_errors_by_type=spider_errors,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Reparsed:
+    """`ParseUpdate` s as parameter rows, sorted by fingerprint."""
+
+    pages: list[_Row]
+    items: list[_Row]
+
+    @classmethod
+    def of(cls, updates: Sequence[ParseUpdate]) -> _Reparsed:
+        """Convert and check ``updates``; raises ValueError for unserialisable item data."""
+        pages = sorted(
+            (u.fingerprint, u.fetched_at, _opt_text(u.error), _text(u.spider)) for u in updates
+        )
+        items = [
+            (i.fingerprint, i.index, _text(i.url), _text(i.spider), _item_json(i), i.created_at)
+            for u in updates
+            for i in u.items
+        ]
+        return cls(pages, items)
+
+    async def write(self, conn: _Conn) -> frozenset[bytes]:
+        """Update the pages that still hold the version read; replace their items."""
+        columns = [list(column) for column in zip(*self.pages, strict=True)]
+        async with conn.transaction(), conn.cursor() as cur:
+            await cur.execute(_LOCK_OUTCOMES, (columns[0],))
+            await cur.execute(_REPARSED_PAGES, columns)
+            updated = {bytes(row[0]) for row in await cur.fetchall()}
+            if updated:
+                await cur.execute(_DELETE["items"], (list(updated),))
+                rows = [row for row in self.items if row[0] in updated]
+                if rows:
+                    await cur.executemany(_INSERT_ITEM, rows)
+        return frozenset(updated)

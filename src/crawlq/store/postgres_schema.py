@@ -9,7 +9,7 @@ adopted. A new version is one more tuple at the end of `STEPS`; never edit a rel
 
 from __future__ import annotations
 
-__all__ = ["STEPS", "V1", "V2", "V3", "V4"]
+__all__ = ["STEPS", "V1", "V2", "V3", "V4", "V5"]
 
 V1 = (
     "CREATE TABLE store_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -98,5 +98,15 @@ V4 = (
 )
 """Version 4: ``pages.referrer`` and ``dead_letters.referrer``."""
 
-STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4)
+V5 = (
+    # Spider errors: the fetched request (its callback, meta…) for reparse, and an index of
+    # the pages whose error is a spider error (crawlq.store.base.SPIDER_ERROR_SQL).
+    "ALTER TABLE pages ADD COLUMN request text",
+    "CREATE INDEX pages_spider_errors ON pages (fetched_at, fingerprint)"
+    " WHERE substr(error, 1, 14) = 'spider_error: '",
+    "COMMENT ON COLUMN pages.request IS 'the fetched request as JSON (callback, meta…), or NULL'",
+)
+"""Version 5: ``pages.request`` and the partial index ``pages_spider_errors``."""
+
+STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4, V5)
 """The migration steps in order; the schema version is ``len(STEPS)``."""

@@ -33,12 +33,18 @@ CREATE TABLE IF NOT EXISTS pages (
     warc_file    TEXT,              -- WARC file of the response record (warc_dir), or NULL
     warc_offset  INTEGER,           -- its byte offset in warc_file (or NULL)
     canonical_url TEXT,             -- <link rel="canonical"> resolved (or NULL)
-    referrer     TEXT               -- URL of the page that linked here, or NULL (a seed)
+    referrer     TEXT,              -- URL of the page that linked here or NULL (a seed)
+    -- the fetched request as JSON (its callback and meta) or NULL (older pages)
+    request      TEXT
 );
 -- Export order and the `since` filter (keyset pagination on fetched_at, fingerprint).
 CREATE INDEX IF NOT EXISTS pages_fetched_at ON pages (fetched_at, fingerprint);
 -- counts(): pages by status.
 CREATE INDEX IF NOT EXISTS pages_status ON pages (status);
+-- Pages the spider failed on (crawlq.store.base.SPIDER_ERROR_SQL): counted by kind, exported
+-- with --what errors and reparsed with --errors-only without reading the other pages.
+CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)
+    WHERE substr(error, 1, 14) = 'spider_error: ';
 
 -- The items a spider yielded for a page, replaced as a whole when the page is written again.
 CREATE TABLE IF NOT EXISTS items (

@@ -35,21 +35,25 @@ from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.secrecy import create_private
 from crawlq.store.base import (
     LOOKUP_MAX,
+    SPIDER_ERROR_SQL,
+    ParseUpdate,
     ResultBatch,
     StoreCounts,
     StoredOutcome,
     dead_from_row,
     filtered_from_row,
     item_from_row,
+    last_update_wins,
     outcomes_from_rows,
     page_from_row,
+    spider_error_counts,
 )
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -61,6 +65,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: (  # the page that linked to each page and dead letter (crawlq inspect, dead list)
         "ALTER TABLE pages ADD COLUMN referrer TEXT",
         "ALTER TABLE dead_letters ADD COLUMN referrer TEXT",
+    ),
+    4: (  # spider errors: the request for reparse, and an index of the failed pages
+        "ALTER TABLE pages ADD COLUMN request TEXT",
+        "CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)"
+        f" WHERE {SPIDER_ERROR_SQL}",
     ),
 }
 """``_MIGRATIONS[v]`` brings a file at schema version ``v`` to ``v + 1``."""
@@ -78,8 +87,9 @@ _PAGE_COLUMNS = (
     " elapsed_s, attempt, error, spider"
 )
 _UPSERT_PAGE = f"""
-INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO pages ({_PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer,
+    request)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
@@ -87,8 +97,14 @@ ON CONFLICT (fingerprint) DO UPDATE SET
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
     warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
-    referrer = excluded.referrer
+    referrer = excluded.referrer, request = excluded.request
 """
+_REPARSED_PAGE = "UPDATE pages SET error = ?, spider = ? WHERE fingerprint = ? AND fetched_at = ?"
+_SPIDER_ERRORS_BY_TYPE = f"""
+SELECT substr(error, 15, instr(substr(error, 15) || ':', ':') - 1), count(*)
+FROM pages WHERE {SPIDER_ERROR_SQL} GROUP BY 1
+"""
+"""Spider-error pages by the text between the prefix and the next ':' (their kind)."""
 _INSERT_ITEM = """
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
 """
@@ -202,8 +218,26 @@ class SqliteStore:
         """
         return await self._run(_counts)
 
+    async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
+        """Replace pages' error and items in one transaction; see `crawlq.store.Store`.
+
+        Raises:
+            ValueError: An item's data is not a JSON-serialisable object.
+            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
+            StoreError: Any other SQLite failure, the store is closed or read-only.
+        """
+        if self._read_only:
+            raise StoreError(f"store {self._path} is open read-only")
+        if not updates:
+            return frozenset()
+        return await self._run(functools.partial(_replace_parse, last_update_wins(updates)))
+
     async def pages(
-        self, *, since: float | None = None, with_body: bool = False
+        self,
+        *,
+        since: float | None = None,
+        with_body: bool = False,
+        spider_errors_only: bool = False,
     ) -> AsyncIterator[PageRecord]:
         """Stream pages by ``(fetched_at, fingerprint)``; see `crawlq.store.Store.pages`.
 
@@ -213,9 +247,10 @@ class SqliteStore:
         """
         body = "body" if with_body else "NULL"
         select = f"SELECT {_PAGE_COLUMNS}, {body}, {self._page_extras()} FROM pages"
+        errors = f" AND {SPIDER_ERROR_SQL}" if spider_errors_only else ""
         order = "ORDER BY fetched_at, fingerprint LIMIT ?"
-        first = (f"{select} WHERE fetched_at >= ? {order}", (_lower(since),))
-        later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?) {order}"
+        first = (f"{select} WHERE fetched_at >= ?{errors} {order}", (_lower(since),))
+        later = f"{select} WHERE (fetched_at, fingerprint) > (?, ?){errors} {order}"
         chunk = _BODY_CHUNK_ROWS if with_body else _CHUNK_ROWS
         async for row in self._stream(first, later, lambda r: (r[7], r[0]), chunk):
             yield page_from_row(row)
@@ -292,7 +327,9 @@ class SqliteStore:
         """The page columns after ``body`` that this file has (read-only stores may be old)."""
         warc = "warc_file, warc_offset" if self._version >= 2 else "NULL, NULL"
         canonical = "canonical_url" if self._version >= 3 else "NULL"
-        return f"{warc}, {canonical}, {'referrer' if self._version >= 4 else 'NULL'}"
+        referrer = "referrer" if self._version >= 4 else "NULL"
+        request = "request" if self._version >= 5 else "NULL"
+        return f"{warc}, {canonical}, {referrer}, {request}"
 
     def _dead_columns(self) -> str:
         referrer = "referrer" if self._version >= 4 else "NULL"
@@ -507,6 +544,7 @@ def _write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.warc_offset,
             p.canonical_url,
             p.referrer,
+            p.request,
         )
         for p in batch.pages
     ]
@@ -558,6 +596,7 @@ def _counts(conn: sqlite3.Connection) -> StoreCounts:
         by_filtered = conn.execute(
             "SELECT reason, count(*) FROM filtered GROUP BY reason"
         ).fetchall()
+        spider_errors = conn.execute(_SPIDER_ERRORS_BY_TYPE).fetchall()
     finally:
         conn.execute("COMMIT")
     return StoreCounts(
@@ -568,6 +607,7 @@ def _counts(conn: sqlite3.Connection) -> StoreCounts:
         pages_by_status=dict(by_status),
         dead_by_reason=dict(by_dead),
         filtered_by_reason=dict(by_filtered),
+        spider_errors_by_type=spider_error_counts(spider_errors),
     )
 
 
@@ -580,6 +620,27 @@ def _read_snapshot(
         return [conn.execute(query, params).fetchall() for query in queries]
     finally:
         conn.execute("COMMIT")
+
+
+def _replace_parse(updates: Sequence[ParseUpdate], conn: sqlite3.Connection) -> frozenset[bytes]:
+    """Apply `ParseUpdate` s in one IMMEDIATE transaction; returns the pages updated."""
+    items = {u.fingerprint: [_item_row(item) for item in u.items] for u in updates}  # may raise
+    updated: set[bytes] = set()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for u in updates:
+            cursor = conn.execute(_REPARSED_PAGE, (u.error, u.spider, u.fingerprint, u.fetched_at))
+            if cursor.rowcount == 0:
+                continue  # gone, or fetched again since it was read: the newer fetch wins
+            updated.add(u.fingerprint)
+            conn.execute("DELETE FROM items WHERE fingerprint = ?", (u.fingerprint,))
+            conn.executemany(_INSERT_ITEM, items[u.fingerprint])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return frozenset(updated)
 
 
 def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[_Row]:

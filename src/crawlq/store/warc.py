@@ -26,6 +26,11 @@ archives hold page bodies. Each exchange is flushed to the operating system befo
 `WarcWriter.write` returns, and the store only records a page after that, so every
 ``(warc_file, warc_offset)`` in the store names a complete record.
 
+Reading back. `read_response` returns the response record a page row points to
+(``warc_file``, ``warc_offset``) as crawlq wrote it: status, headers and decoded payload, for
+``crawlq reparse``. The file name comes from the store, which other processes write: only a
+plain file name inside the given directory is read, never a path.
+
 After a crash (``kill -9``) a ``.open`` file remains, possibly ending in a partial record
 (always one that no stored page points to). The next writer opened on the same directory on
 the same host repairs the ``.open`` files of processes of this host that are gone: it cuts
@@ -50,6 +55,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
@@ -58,7 +65,14 @@ from crawlq.errors import StoreError
 from crawlq.request import FetchResult, RawExchange
 from crawlq.secrecy import PRIVATE_MODE
 
-__all__ = ["DEFAULT_MAX_SIZE_BYTES", "WarcLocation", "WarcWriter", "repair_open_files"]
+__all__ = [
+    "DEFAULT_MAX_SIZE_BYTES",
+    "ArchivedResponse",
+    "WarcLocation",
+    "WarcWriter",
+    "read_response",
+    "repair_open_files",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +85,8 @@ _NAME_RE = re.compile(r"^crawlq-\d{20}-(?P<host>.+)-(?P<pid>\d+)-\d{5}\.warc\.gz
 _DECODED_HEADERS = frozenset({"content-encoding", "transfer-encoding"})
 _ORIGINAL_PREFIX = "X-Crawlq-Orig-"
 _READ_BYTES = 1 << 20
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\.warc\.gz")
+"""A WARC file name `read_response` accepts: no directory part, no leading dot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +101,72 @@ class WarcLocation:
 
     file: str
     offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedResponse:
+    """A response record read back (`read_response`).
+
+    Attributes:
+        url: Its ``WARC-Target-URI`` (the page's final URL).
+        status: The HTTP status.
+        headers: The response headers as recorded, in order (see the module docstring for the
+            ``X-Crawlq-Orig-*`` names of the ones that described the wire encoding).
+        body: The payload: the body after transfer and content decoding.
+    """
+
+    url: str
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+def read_response(
+    directory: str | os.PathLike[str], file: str, offset: int, *, max_body_bytes: int
+) -> ArchivedResponse:
+    """Read the response record at ``offset`` of WARC file ``file`` in ``directory``.
+
+    Blocking (file I/O and decompression): call it in a thread from async code. The file is
+    looked for as ``file`` and, while its writer still has it open, ``file.open``.
+
+    Args:
+        directory: The WARC directory (the reader's own; the store holds names only).
+        file: The file name as a page row holds it: a plain name ending ``.warc.gz``.
+        offset: Byte offset of the record's gzip member.
+        max_body_bytes: Largest payload read; a larger one is an error.
+
+    Returns:
+        The record's URL, status, headers and payload.
+
+    Raises:
+        StoreError: ``file`` is not a plain WARC file name, the file is missing or
+            unreadable, or no response record starts at ``offset``; the message names them.
+    """
+    if not _PLAIN_NAME.fullmatch(file) or offset < 0:
+        raise StoreError(f"not a WARC file name and offset: {file!r:.100} at {offset}")
+    folder = Path(directory)
+    path = folder / file
+    if not path.is_file() and (folder / (file + _OPEN)).is_file():
+        path = folder / (file + _OPEN)
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            record = next(iter(ArchiveIterator(fh)), None)
+            if record is None or record.rec_type != "response" or record.http_headers is None:
+                kind = "nothing" if record is None else f"a {record.rec_type} record"
+                raise StoreError(f"WARC file {path}: {kind} at offset {offset}, not a response")
+            body = record.raw_stream.read(max_body_bytes + 1)
+            if len(body) > max_body_bytes:
+                raise StoreError(
+                    f"WARC file {path}: the response at offset {offset} is over "
+                    f"{max_body_bytes} bytes (max_body_bytes)"
+                )
+            http = record.http_headers
+            status = int(http.get_statuscode() or 0)
+            url = str(record.rec_headers.get_header("WARC-Target-URI") or "")
+            return ArchivedResponse(url, status, tuple(http.headers), body)
+    except (OSError, ArchiveLoadFailed, ValueError, zlib.error) as exc:
+        raise StoreError(f"cannot read WARC file {path} at offset {offset}: {exc}") from exc
 
 
 class WarcWriter:

@@ -1,0 +1,138 @@
+"""``crawlq settings``: every setting with its option, environment variable, default and unit."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import itertools
+import json
+import textwrap
+from typing import Any
+
+import click
+
+from crawlq.cli.options import setting_of_option
+from crawlq.settings import Settings, suggest
+
+__all__ = ["settings", "settings_table"]
+
+_COMMANDS = ("crawl", "seed", "worker", "reparse")
+"""The commands whose options set settings (their names are looked up in the CLI group)."""
+_UNITS = {"_s": "seconds", "_bytes": "bytes"}
+
+
+@click.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array, with each description.")
+def settings(names: tuple[str, ...], as_json: bool) -> None:
+    """List every setting: its command-line option, environment variable, default and unit.
+
+    A setting comes, lowest precedence first, from its default, a --config TOML file (keys
+    are the setting names), a spider's custom_settings, its CRAWLQ_<NAME> environment
+    variable, then its option. With NAME..., show only those settings, with their
+    descriptions (a misspelt NAME gets suggestions).
+    """
+    rows = settings_table()
+    if names:
+        known = {row["setting"]: row for row in rows}
+        chosen = []
+        for name in names:
+            key = name.lower().removeprefix("--").replace("-", "_").removeprefix("crawlq_")
+            key = key if key in known else setting_of_option(key) or key  # an option's name
+            if key not in known:
+                close = suggest(key)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise click.BadParameter(f"no setting {name!r}{hint}", param_hint="NAME")
+            chosen.append(known[key])
+        rows = chosen
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    columns = ("setting", "option", "environment", "default", "unit")
+    cells = [[_cell(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for row, line in zip(rows, cells, strict=True):
+        click.echo("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+        if names and row["description"]:
+            click.echo(textwrap.indent(textwrap.fill(row["description"], 88), "    "))
+
+
+def settings_table() -> list[dict[str, Any]]:
+    """One row per setting, in declaration order.
+
+    Keys: ``setting``, ``option`` (the command-line option, or None: file and environment
+    only), ``environment`` (``CRAWLQ_<NAME>``), ``default`` (JSON-ready: a list for a
+    tuple), ``unit`` (``seconds``, ``bytes`` or None) and ``description`` (the field's
+    docstring in `crawlq.settings.Settings`).
+    """
+    options = _options()
+    docs = _descriptions()
+    rows = []
+    for f in dataclasses.fields(Settings):
+        if f.name == "explicit":
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if f.default_factory is not dataclasses.MISSING:  # pragma: no cover - none today
+            default = f.default_factory()
+        unit = next((u for suffix, u in _UNITS.items() if f.name.endswith(suffix)), None)
+        rows.append(
+            {
+                "setting": f.name,
+                "option": options.get(f.name),
+                "environment": f"CRAWLQ_{f.name.upper()}",
+                "default": list(default) if isinstance(default, tuple) else default,
+                "unit": unit,
+                "description": docs.get(f.name, ""),
+            }
+        )
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+@functools.cache
+def _options() -> dict[str, str]:
+    """Setting name -> its option, from the options of the commands that set settings."""
+    from crawlq.cli.app import cli
+
+    found: dict[str, str] = {}
+    ctx = click.Context(cli)
+    for name in _COMMANDS:
+        command = cli.get_command(ctx, name)
+        if command is None:  # pragma: no cover - the group lists them
+            continue
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name and not param.hidden:
+                setting = setting_of_option(param.name)
+                if setting is not None:
+                    found.setdefault(setting, max(param.opts, key=len))
+    return found
+
+
+@functools.cache
+def _descriptions() -> dict[str, str]:
+    """Setting name -> its attribute docstring in `Settings`, whitespace collapsed."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(Settings)))
+    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for node, after in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
