@@ -164,15 +164,15 @@ async def test_a_read_only_store_refuses_replace_parse(tmp_path: Path) -> None:
         await read_only.close()
 
 
-async def test_a_version_3_sqlite_store_is_migrated_and_its_errors_found(tmp_path: Path) -> None:
-    path = tmp_path / "v3.db"
+async def test_a_version_4_sqlite_store_is_migrated_and_its_errors_found(tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
     store = await SqliteStore.open(path)
     await store.write(ResultBatch(pages=[page(1, error=KEY_ERROR), page(2)]))
     await store.close()
-    with sqlite3.connect(path) as db:  # what crawlq with store schema 3 left
+    with sqlite3.connect(path) as db:  # what crawlq with store schema 4 left
         db.execute("DROP INDEX pages_spider_errors")
         db.execute("ALTER TABLE pages DROP COLUMN request")
-        db.execute("UPDATE store_meta SET value = '3' WHERE key = 'schema_version'")
+        db.execute("UPDATE store_meta SET value = '4' WHERE key = 'schema_version'")
     db.close()
     read_only = await open_store(str(path), read_only=True)  # read as it is
     try:
@@ -195,15 +195,15 @@ async def test_a_version_3_sqlite_store_is_migrated_and_its_errors_found(tmp_pat
     assert "pages_spider_errors" in " ".join(str(row) for row in plan)
 
 
-async def test_a_version_3_postgres_store_is_migrated(
+async def test_a_version_4_postgres_store_is_migrated(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from crawlq.store import postgres
     from crawlq.store.postgres import PostgresStore
 
-    with monkeypatch.context() as patch:  # a store made by crawlq at store schema 3
-        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:3])
-        patch.setattr(postgres, "SCHEMA_VERSION", 3)
+    with monkeypatch.context() as patch:  # a store made by crawlq at store schema 4
+        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:4])
+        patch.setattr(postgres, "SCHEMA_VERSION", 4)
         old = await PostgresStore.open(postgres_url, schema=schema)
         await old.close()
     store = await PostgresStore.open(postgres_url, schema=schema)

@@ -290,6 +290,8 @@ async def test_a_version_3_file_gains_the_referrers(tmp_path: Path) -> None:
     await store.write(ResultBatch(pages=[page(1)], dead=[dead(2)]))
     await store.close()
     with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 3 looks like
+        db.execute("DROP INDEX pages_spider_errors")
+        db.execute("ALTER TABLE pages DROP COLUMN request")
         db.execute("ALTER TABLE pages DROP COLUMN referrer")
         db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
         db.execute("UPDATE store_meta SET value = '3' WHERE key = 'schema_version'")
