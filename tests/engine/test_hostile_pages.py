@@ -200,7 +200,9 @@ def test_sigterm_during_a_blocking_callback_is_answered_promptly(tmp_path: Path)
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    assert answered_s < 5, f"SIGTERM took {answered_s:.1f}s during a 60 s callback"
+    # The callback sleeps 60 s: an answer well inside that did not wait for it (the bound is
+    # generous for a loaded machine, where a process exit alone can take seconds).
+    assert answered_s < 30, f"SIGTERM took {answered_s:.1f}s during a 60 s callback"
     assert b"Traceback" not in stderr
 
 
@@ -283,7 +285,7 @@ def test_two_workers_fetch_a_deep_page_once_and_stop_promptly_during_a_slow_call
                 proc.kill()
                 proc.wait()
         base = server.base_url
-    assert answered_s < 5, f"SIGTERM took {answered_s:.1f}s"
+    assert answered_s < 30, f"SIGTERM took {answered_s:.1f}s during a 60 s callback"
     assert b"Traceback" not in stderr
     assert log.count("/deep") == 1
     assert _stored(store, f"{base}/deep") == "html_too_deep: more than 512 nested elements"
