@@ -85,7 +85,7 @@ async def test_html_page(fetcher: Fetcher, base: str) -> None:
     assert result.encoding == "utf-8"
     assert "<title>Page 3</title>" in result.text
     assert result.body.decode() == result.text
-    assert 0 < result.elapsed_s < 2
+    assert 0 < result.elapsed_s < 30  # seconds, measured (not a speed check)
 
 
 async def test_raw_exchange_is_kept_only_when_asked(fetcher: Fetcher, base: str) -> None:
