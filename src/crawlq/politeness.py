@@ -1,7 +1,7 @@
 """Host politeness: every rule that decides how hard crawlq may press one host.
 
 Both engines ask this module; the frontier backends only store the numbers it gives and
-enforce them atomically for every worker at once (ARCHITECTURE.md invariants 3 and 6). It is
+enforce them atomically for every worker at once (docs/architecture.md invariants 3 and 6). It is
 pure (no I/O) and imports only plain types, so the backends may use its value types.
 
 The rules, for one host (``host`` or ``host:port``, see `crawlq.urls.host_key`):

@@ -1,6 +1,6 @@
 """What the store keeps: one record type per outcome of a crawled URL.
 
-ARCHITECTURE.md invariant 1: every URL that passes scope and dedup ends as exactly one of a
+docs/architecture.md invariant 1: every URL that passes scope and dedup ends as exactly one of a
 `PageRecord`, a `DeadRecord` or a `FilteredRecord`, each keyed by the request fingerprint, so
 writing one twice (a re-delivered lease) overwrites instead of duplicating.
 """

@@ -1,6 +1,6 @@
 """Plain value types that move between layers: requests, leases and fetch results.
 
-Priority semantics (ARCHITECTURE.md invariant 5): a *higher* ``priority`` is served sooner;
+Priority semantics (docs/architecture.md invariant 5): a *higher* ``priority`` is served sooner;
 equal priorities are served first in, first out. When a spider does not choose a priority,
 a followed link gets ``priority = -depth`` (see `crawlq.spider.Response.follow`), so index
 pages near the seeds run before leaf pages.

@@ -1,6 +1,6 @@
 """Retry policy as pure functions: classify a failure, compute a backoff, read Retry-After.
 
-The worker loop asks; these functions decide (ARCHITECTURE.md "Failure model"):
+The worker loop asks; these functions decide (docs/architecture.md "Failure model"):
 
 * transient (retry with backoff and jitter, Retry-After honoured): connect/read timeout,
   connection reset, DNS failure, HTTP 408, 429 and 5xx;

@@ -2,7 +2,7 @@
 
 A plain value with a byte encoding: the frontier backends store the bytes
 (`RobotsRecord.to_bytes`) and decode what they read (`RobotsRecord.from_bytes`). Whatever
-they read is untrusted input (ARCHITECTURE.md invariant 7: anything in Redis could have been
+they read is untrusted input (docs/architecture.md invariant 7: anything in Redis could have been
 written by someone else), so decoding checks every field and the size, and raises
 ``ValueError`` instead of passing on a record it cannot vouch for.
 

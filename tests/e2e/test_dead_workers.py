@@ -1,4 +1,4 @@
-"""A dead worker costs seconds (ARCHITECTURE.md invariant 8), on the Redis frontier.
+"""A dead worker costs seconds (docs/architecture.md invariant 8), on the Redis frontier.
 
 A SIGKILLed ``crawlq worker`` stops heartbeating; its leases, and the politeness slots they
 hold, go back to the queue once its heartbeat is stale (``heartbeat_s`` x

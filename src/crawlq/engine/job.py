@@ -7,7 +7,7 @@ the command line, in the environment or a settings file) that differs from the j
 error naming the setting, never a silent override. Per-process settings (``concurrency``,
 ``lease_batch``, ``max_pages``) stay the worker's own.
 
-Code and local paths stay with the processes too (ARCHITECTURE.md invariant 7): whoever can
+Code and local paths stay with the processes too (docs/architecture.md invariant 7): whoever can
 write the job's Redis keys may change its politeness, scope and limits, but not the spider a
 worker imports, the directory it writes WARC files to or the SQLite file it writes results
 to (`LOCAL_FIELDS`). A process gets those from its own configuration (``--spider``,

@@ -1,12 +1,12 @@
 """The native engine: one process, many asyncio tasks, leasing from a shared frontier.
 
-The loop (ARCHITECTURE.md): lease a batch → `process` each lease in its own task → buffer
+The loop (docs/architecture.md): lease a batch → `process` each lease in its own task → buffer
 the outcomes → flush them in batches (store write, then push discovered links, then settle the
 leases). Settling only after the store write returned is what makes a crash at any moment
 re-deliver a URL instead of losing it, and the store's upsert by fingerprint makes the
 re-delivery harmless.
 
-Leases live on heartbeats (ARCHITECTURE.md invariant 8): each lease is held for
+Leases live on heartbeats (docs/architecture.md invariant 8): each lease is held for
 ``lease_hold_s`` (``heartbeat_s`` x ``stale_after_beats``, 15 s by default, or the visibility
 timeout when that is shorter) and renewed with every heartbeat, every ``heartbeat_s`` (at most
 a third of the hold), by a task of its own that runs while the downloads do. A live worker's

@@ -15,7 +15,7 @@ push ─► queued ──lease──► leased ──ack──► done
   including done and dead) does nothing. Atomic: two workers pushing one URL at once queue it
   once.
 * **Order.** Among the hosts politeness allows *now*, a higher ``priority`` is served first;
-  within a priority, first in first out (ARCHITECTURE.md invariant 5).
+  within a priority, first in first out (docs/architecture.md invariant 5).
 * **Politeness.** A host has a delay (seconds between the starts of two requests) and a
   concurrency (requests at once). A lease moves the host's next-allowed time and in-flight
   count in the same atomic step; the slot is freed when the worker reports the request done

@@ -4,7 +4,7 @@ Every backend (`SqliteStore` embedded, a PostgreSQL store later) implements `Sto
 the one conformance suite in ``tests/store/test_contract.py``. The semantics are written here
 once, from the caller's side.
 
-Keys and outcomes (ARCHITECTURE.md invariant 1): every record is keyed by its request
+Keys and outcomes (docs/architecture.md invariant 1): every record is keyed by its request
 fingerprint (20 bytes). A fingerprint is stored as exactly one of a page, a dead letter or a
 filtered record; the latest write wins, and a write replaces whatever that fingerprint had
 before, in any of the three. A page owns its items: they are replaced as a whole whenever the

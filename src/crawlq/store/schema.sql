@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS store_meta (
     value TEXT NOT NULL
 );
 
--- One row per fetched page (ARCHITECTURE invariant 1: a fingerprint is in exactly one of
+-- One row per fetched page (docs/architecture.md invariant 1: a fingerprint is in exactly one of
 -- pages, dead_letters, filtered).
 CREATE TABLE IF NOT EXISTS pages (
     fingerprint  BLOB PRIMARY KEY,

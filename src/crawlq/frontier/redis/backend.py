@@ -3,7 +3,7 @@
 Every multi-key step is one Lua script (see the ``.lua`` files beside this module and the key
 table in `crawlq.frontier.redis.keys`), so any number of workers on any number of machines
 share one consistent frontier. "Now" is the calling worker's clock, passed to every script
-(ARCHITECTURE.md: worker clocks are assumed to agree to well under the smallest host delay).
+(docs/architecture.md: worker clocks are assumed to agree to well under the smallest host delay).
 
 Round trips: a lease is one pipelined read (expired leases, due retries, ready hosts, inbox
 length) plus one script; push, ack and the other settles are one script per batch.
