@@ -234,7 +234,7 @@ async def test_include_regex(db: Path, base: str, log: RequestLog) -> None:
     assert r.report.counters.skipped == {"not_included": 3, "max_depth": 2}
 
 
-# -- priorities (docs/architecture.md invariant 5) ---------------------------------------------------
+# -- priorities (docs/architecture.md invariant 5) -----------------------------------------
 
 
 @pytest.fixture
@@ -315,7 +315,7 @@ async def test_a_high_priority_link_jumps_the_queue(
     ]
 
 
-# -- politeness (docs/architecture.md invariant 3, one process) -------------------------------------
+# -- politeness (docs/architecture.md invariant 3, one process) ---------------------------
 #
 # The frontier opens a host's next window when it grants a lease, so a pause of this process
 # between a lease and its request (a full garbage collection takes ~20 ms here) shortens the
