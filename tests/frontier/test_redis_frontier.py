@@ -245,7 +245,7 @@ async def test_unreadable_robots_record_is_missing_and_logged_once(
     client = aioredis.Redis.from_url(redis_url)
     try:
         await client.hset(Keyspace(job).robots, "http://a.test", garbage)
-        with caplog.at_level("WARNING", logger="crawlq.frontier.redis.backend"):
+        with caplog.at_level("WARNING", logger="crawlq.frontier.redis.robots"):
             assert await f.robots_get("http://a.test") is None
             assert await f.robots_claim("http://a.test", "w", 30.0) == (None, True)
         assert len([r for r in caplog.records if "http://a.test" in r.getMessage()]) == 1

@@ -1,8 +1,9 @@
 """The one place where a Redis error becomes a crawlq error, for every Redis user in crawlq.
 
-The Redis frontier (`crawlq.frontier.redis.backend`), the Celery engine's state
-(`crawlq.celery.state`) and ``crawlq status`` all call `translate`, so that one Redis answer
-means one thing everywhere:
+The Redis frontier (`crawlq.frontier.redis`), the job commands (`crawlq.frontier.redis.jobs`),
+the Celery engine's state (`crawlq.celery.state`) and ``crawlq status`` all run their Redis
+operations through `call` (which applies `translate`), so that one Redis answer means one
+thing everywhere:
 
 * connection refused or reset, timeout, ``LOADING``, ``BUSY``, ``MASTERDOWN``, ``READONLY``,
   ``TRYAGAIN``, ``CLUSTERDOWN``: `FrontierUnavailable`, transient: a worker rides it out
@@ -17,6 +18,9 @@ Messages name the job and never carry a password (`crawlq.errors.CrawlqError` re
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from redis.exceptions import (
     AuthenticationError,
@@ -35,7 +39,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlq.errors import FrontierError, FrontierFull, FrontierUnavailable, JobGone
 
-__all__ = ["JOB_GONE", "TRANSIENT_REPLIES", "translate"]
+__all__ = ["JOB_GONE", "TRANSIENT_REPLIES", "call", "translate"]
+
+_T = TypeVar("_T")
 
 JOB_GONE = "CRAWLQ_JOB_GONE"
 """Error reply prefix of a script whose job check failed (``check_job`` in ``_lib.lua``),
@@ -82,3 +88,24 @@ def translate(exc: BaseException, job: str, joined: str | None = None) -> Fronti
     if isinstance(exc, RedisError):
         return FrontierError(f"Redis error for job {job!r}: {said}")
     return FrontierError(f"Redis error for job {job!r}: {type(exc).__name__}: {text}")
+
+
+async def call(op: Callable[[], Awaitable[_T]], job: str, joined: str | None = None) -> _T:
+    """Run one Redis operation (a command, a pipeline or a script) for ``job``.
+
+    Args:
+        op: The operation, called once.
+        job: The job name, for the message.
+        joined: The job id the caller joined (for `JobGone`), if any.
+
+    Returns:
+        What ``op`` returned.
+
+    Raises:
+        FrontierError: What `translate` makes of a Redis or socket error (`FrontierUnavailable`
+            when it is transient).
+    """
+    try:
+        return await op()
+    except (RedisError, OSError) as exc:
+        raise translate(exc, job, joined) from exc

@@ -1,0 +1,106 @@
+"""The state every part of the Redis frontier shares, and how it talks to Redis.
+
+`RedisCore` holds the client, the job's `Keyspace`, the job id it joined, the politeness
+rules, the clock, the dedup mode and the inbox settings. Every command goes through
+`RedisCore._call` (one round trip, errors translated by `crawlq.frontier.redis.errors.call`),
+every script through `RedisCore._script` (which passes the job id for ``check_job``). The
+parts of `crawlq.frontier.redis.RedisFrontier` (push, inbox, idle wait, settle, ...) are
+mixins over this class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from crawlq.clock import Clock, SystemClock
+from crawlq.frontier.base import (
+    QueueBounds,
+)
+from crawlq.frontier.redis.bloom import BloomDedup
+from crawlq.frontier.redis.errors import call
+from crawlq.frontier.redis.keys import Keyspace
+from crawlq.frontier.redis.scripts import SCRIPTS
+from crawlq.politeness import Politeness
+from crawlq.request import CrawlRequest
+
+__all__ = ["INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisCore"]
+
+
+_T = TypeVar("_T")
+
+INBOX_MAX_ENTRY_BYTES = 64 * 1024
+"""Default largest inbox entry, in bytes (`RedisFrontier.inbox_max_entry_bytes`)."""
+
+InboxFilter = Callable[[CrawlRequest], CrawlRequest | str]
+"""Decides whether an inbox request may be queued: the request to queue (the job's URL rules
+may rewrite it), or the reason to reject it."""
+
+
+class RedisCore:
+    """What every part of `crawlq.frontier.redis.RedisFrontier` shares.
+
+    The client, the job's keys and id, its rules, and the one way to run a command or a
+    script.
+
+    Args: see `crawlq.frontier.redis.RedisFrontier`.
+    """
+
+    def __init__(
+        self,
+        client: Redis,
+        job: str,
+        politeness: Politeness,
+        clock: Clock | None = None,
+        bloom: BloomDedup | None = None,
+        job_id: str | None = None,
+    ) -> None:
+        self.client = client
+        self.keys = Keyspace(job)
+        self.job = job
+        self.job_id = job_id
+        self.politeness = politeness
+        self.round_trips = 0
+        self.clock: Clock = clock or SystemClock()
+        self.bloom = bloom
+        self._claim_pending: set[str] = set()
+        self._last_recover = 0.0
+        self._robots_warned: set[str] = set()
+        self.inbox_filter: InboxFilter | None = None
+        """Checks each inbox request before it is queued (method, scope): set by the engine,
+        which knows the job's rules; None queues every valid request."""
+        self.inbox_full = False
+        """The last inbox drain found the job at its ``block`` bound and took nothing."""
+        self.bounds = QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
+        self.paused = False
+        """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
+        self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
+        """Largest inbox entry accepted, in bytes; a larger one is rejected unread."""
+
+    async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
+        """Run one Redis operation (one round trip), errors translated (`errors.call`)."""
+        self.round_trips += 1
+        return await call(op, self.job, self.job_id)
+
+    async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        job = (self.keys.job_info, self.job_id or "")
+        return await self._call(lambda: SCRIPTS[name].run(self.client, keys, args, job))
+
+    def _dedup_args(self) -> tuple[str, str, int]:
+        if self.bloom is None:
+            return self.keys.seen, "set", 0
+        return self.keys.bloom, "bloom", self.bloom.hashes
+
+    def _policy_args(self) -> tuple[int, int]:
+        return round(self.politeness.default.delay_s * 1000), self.politeness.default.concurrency
+
+    async def close(self) -> None:
+        """Close the connection pool; leases still held expire normally."""
+        with contextlib.suppress(RedisError, OSError, asyncio.CancelledError):
+            await self.client.aclose()

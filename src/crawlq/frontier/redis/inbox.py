@@ -1,0 +1,161 @@
+"""The job's inbox: producers' entries (plain URLs or JSON requests) taken into the frontier.
+
+Producers ``LPUSH`` entries on the job's ``inbox`` list; a worker moves them to its own
+``claim:{worker}`` list (``drain_inbox.lua``), parses them and pushes them (``push.lua``
+deletes the claim), so nothing taken is lost if it dies in between: `InboxMixin._recover_claims`
+gives dead workers' claims back (``recover_claims.lua``). An entry that is not a valid
+request ends on the ``rejected`` list with the reason, as JSON (`InboxMixin._rejection`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+from crawlq.errors import FrontierError, InvalidURL
+from crawlq.frontier.redis.push import PUSH_CHUNK, PushMixin
+from crawlq.request import CrawlRequest
+from crawlq.scope import MAX_URL_LENGTH
+from crawlq.secrecy import loggable_entry
+
+__all__ = ["InboxMixin"]
+
+
+logger = logging.getLogger(__name__)
+
+_STALE_WORKER_MS = 60_000
+_STALE_IDLE_MS = 60_000
+_MAX_REASON_CHARS = 500
+_REJECTED_PREFIX_BYTES = 1024
+
+
+class InboxMixin(PushMixin):
+    """Draining the inbox, rejected entries, and dead workers' claims."""
+
+    async def drain_inbox(self, worker_id: str, n: int = 1000) -> int:
+        """Move up to ``n`` producer entries from the inbox into the frontier (with dedup).
+
+        Entries are plain URLs or JSON requests (`CrawlRequest.to_json`); empty entries are
+        wake-up tokens. Every other entry, whatever its bytes, ends as a queued request or
+        as a record on the job's ``rejected`` list with the reason (see `_rejection`), and
+        is logged: larger than `inbox_max_entry_bytes`, not UTF-8, not a valid request
+        (`CrawlRequest.from_json` checks types, ranges and nesting), or refused by
+        `inbox_filter` (method, scope). An entry can make nothing here raise but the
+        frontier's own errors, so it never stops a worker or strands the entries claimed
+        with it.
+
+        Returns:
+            How many new requests were queued.
+        """
+        k = self.keys
+        room = await self._inbox_room()
+        self.inbox_full = room == 0
+        if self.inbox_full:
+            return 0  # a "block" bound: the entries wait in the inbox (see QueueBounds)
+        if room is not None:
+            n = min(n, room)
+        entries = await self._script("drain_inbox", [k.inbox, k.claim(worker_id)], [n])
+        self._claim_pending.discard(worker_id)
+        if not entries:
+            return 0
+        requests: list[CrawlRequest] = []
+        rejected: list[str] = []
+        for raw in entries:
+            raw = bytes(raw)
+            if not raw.strip():
+                continue
+            try:
+                requests.append(self._inbox_request(raw))
+            except FrontierError:
+                raise
+            except Exception as exc:  # an entry is untrusted: whatever it raises rejects it
+                reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+                reason = reason[:_MAX_REASON_CHARS]
+                shown = loggable_entry(raw)
+                logger.warning("rejected inbox entry %s of job %s: %s", shown, self.job, reason)
+                rejected.append(self._rejection(raw, reason))
+        if rejected:
+            await self._call(lambda: self.client.lpush(k.rejected, *rejected))
+        added = 0
+        for start in range(0, max(1, len(requests)), PUSH_CHUNK):
+            chunk = requests[start : start + PUSH_CHUNK]
+            last = start + PUSH_CHUNK >= len(requests)
+            added += (await self._push(chunk, worker_id if last else None)).queued
+        return added
+
+    async def _inbox_room(self) -> int | None:
+        """Requests the inbox may still add under a ``block`` job bound, or None (no bound)."""
+        b = self.bounds
+        if b.when_full != "block" or b.max_queued is None:
+            return None
+        queued = await self._call(lambda: self.client.hget(self.keys.stats, "queued"))
+        return max(0, b.max_queued - int(queued or 0))
+
+    def _inbox_request(self, raw: bytes) -> CrawlRequest:
+        """The request an inbox entry asks for.
+
+        Raises:
+            ValueError: The entry is too large, not UTF-8, not a valid request, or refused by
+                `inbox_filter` (the message is the reason); anything else a malformed entry
+                may raise while it is parsed.
+        """
+        if len(raw) > self.inbox_max_entry_bytes:
+            raise ValueError(
+                f"entry_too_large: {len(raw)} bytes (the limit is {self.inbox_max_entry_bytes})"
+            )
+        text = raw.decode("utf-8").strip()  # UnicodeDecodeError is a ValueError
+        request = CrawlRequest.from_json(text) if text.startswith("{") else CrawlRequest(text)
+        if len(request.url) > MAX_URL_LENGTH:
+            raise InvalidURL(request.url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters")
+        if self.inbox_filter is not None:
+            verdict = self.inbox_filter(request)
+            if isinstance(verdict, str):
+                raise ValueError(verdict)
+            request = verdict
+        return request
+
+    def _rejection(self, raw: bytes, reason: str) -> str:
+        """The ``rejected`` record of an entry: JSON with ``entry``, ``reason`` and ``size``.
+
+        ``entry`` is the entry as text when it is UTF-8, else its base64 with
+        ``"encoding": "base64"`` (lossless either way). An entry over
+        `inbox_max_entry_bytes` keeps only its first `_REJECTED_PREFIX_BYTES` (1 KiB), with
+        ``"truncated": true``; ``size`` is always the whole entry's, in bytes.
+        """
+        record: dict[str, Any] = {"reason": reason, "size": len(raw)}
+        kept = raw
+        if len(raw) > self.inbox_max_entry_bytes:
+            kept = raw[:_REJECTED_PREFIX_BYTES]
+            record["truncated"] = True
+        try:
+            record["entry"] = kept.decode("utf-8")
+        except UnicodeDecodeError:
+            record["entry"] = base64.b64encode(kept).decode("ascii")
+            record["encoding"] = "base64"
+        return json.dumps(record)
+
+    async def _recover_claims(self, now: int) -> None:
+        k = self.keys
+        prefix = k.claim("")
+
+        async def scan() -> list[str]:
+            match = k.pattern()[:-1] + "claim:*"
+            return [
+                key.decode()[len(prefix) :]
+                async for key in self.client.scan_iter(match=match, count=500)
+            ]
+
+        workers = await self._call(scan)
+        if workers:
+            keys = [k.workers, k.inbox, *(k.claim(w) for w in workers)]
+            moved = await self._script("recover_claims", keys, [now, _STALE_WORKER_MS, *workers])
+            if moved:
+                logger.warning("returned %d inbox entries of dead workers to the inbox", moved)
+        await self._call(lambda: self.client.zremrangebyscore(k.idle, "-inf", now - 60_000))
+
+    async def rejected(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest inbox entries that were not queued, with the reason (`_rejection`)."""
+        rows = await self._call(lambda: self.client.lrange(self.keys.rejected, 0, limit - 1))
+        return [dict(json.loads(r)) for r in rows]

@@ -1,0 +1,143 @@
+"""What the Redis frontier reports about its job (``crawlq status``).
+
+Counters, the busiest hosts, hosts in backoff, pages per second, retries and live workers.
+
+Counters are the ``stats`` hash that the scripts keep; pages per second come from the
+``rate`` hash (acks per second, 120 one-second slots); workers from their heartbeats
+(``workers``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from crawlq.errors import FrontierError, JobGone
+from crawlq.frontier.base import (
+    FrontierStats,
+    HostBackoff,
+    HostStats,
+    backoff_state,
+)
+from crawlq.frontier.redis.core import RedisCore
+from crawlq.frontier.redis.replies import reply_text
+
+__all__ = ["StatsMixin"]
+
+
+class StatsMixin(RedisCore):
+    """Counts and rates of the job."""
+
+    async def stats(self) -> FrontierStats:
+        """See `crawlq.frontier.base.Frontier.stats`."""
+        k = self.keys
+
+        async def read() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(k.stats)
+                pipe.zrange(k.ready, 0, 199)
+                pipe.hgetall(k.inflight)
+                pipe.exists(k.job_info)
+                pipe.hget(k.job_info, "id")
+                return await pipe.execute()
+
+        counters, ready, inflight, exists, job_id = await self._call(read)
+        found = None if job_id is None else reply_text(job_id)
+        if self.job_id is not None and found != self.job_id:
+            raise JobGone(self.job, self.job_id, found)
+        if not exists:
+            raise FrontierError(
+                f"job {self.job!r} does not exist on this Redis: never seeded, deleted, or lost "
+                "in a restart of a Redis without persistence"
+            )
+        c = {key.decode(): int(value) for key, value in counters.items()}
+        hosts = list(dict.fromkeys([h.decode() for h in ready] + [h.decode() for h in inflight]))
+
+        async def lengths() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for host in hosts:
+                    pipe.zcard(k.queue(host))
+                    pipe.hget(k.next, host)
+                return await pipe.execute()
+
+        got = await self._call(lengths) if hosts else []
+        per_host = [
+            HostStats(
+                host,
+                int(got[2 * i]),
+                int(inflight.get(host.encode(), 0)),
+                int(got[2 * i + 1] or 0),
+            )
+            for i, host in enumerate(hosts)
+        ]
+        per_host.sort(key=lambda h: (-h.queued, -h.in_flight))
+        backoff = await self.backoff_hosts()
+        return FrontierStats(
+            queued=c.get("queued", 0),
+            in_flight=c.get("inflight", 0),
+            delayed=c.get("delayed", 0),
+            done=c.get("done", 0),
+            dead=c.get("dead", 0),
+            seen=c.get("seen", 0),
+            over_budget=c.get("over_budget", 0),
+            hosts=tuple(h for h in per_host[:20] if h.queued or h.in_flight),
+            backoff=backoff,
+        )
+
+    async def backoff_hosts(self, limit: int = 20) -> tuple[HostBackoff, ...]:
+        """Hosts in backoff (`FrontierStats.backoff`), also for a Celery-engine job."""
+        k = self.keys
+        strikes = await self._call(lambda: self.client.hgetall(k.strikes))
+        counts: dict[str, list[int]] = {}
+        for field_name, value in strikes.items():
+            kind, _, host = reply_text(field_name).partition("\n")
+            with contextlib.suppress(ValueError):
+                pair = counts.setdefault(host, [0, 0])
+                pair[0 if kind == "pushback" else 1] = int(value)
+        hosts = [h for h, (p, f) in counts.items() if p > 0 or f > 0]
+        if not hosts:
+            return ()
+
+        async def read() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.hmget(k.next, hosts)
+                pipe.hmget(k.policy, hosts)
+                return await pipe.execute()
+
+        nexts, policies = await self._call(read)
+        out = []
+        for host, nxt, policy in zip(hosts, nexts, policies, strict=True):
+            flags = reply_text(policy or b"").partition(" ")[2].partition(" ")[2]
+            with contextlib.suppress(ValueError):
+                pushbacks, failures = counts[host]
+                out.append(
+                    HostBackoff(host, pushbacks, failures, backoff_state(flags), int(nxt or 0))
+                )
+        out.sort(key=lambda b: -b.next_at_ms)
+        return tuple(out[:limit])
+
+    async def pages_per_s(self, window_s: int = 60) -> float:
+        """Acks per second over the last ``window_s`` seconds (at most 119), all workers."""
+        now_s = self.clock.wall_ms() // 1000
+        slots = await self._call(lambda: self.client.hgetall(self.keys.rate))
+        total = 0
+        for value in slots.values():
+            sec, count = (int(x) for x in value.split())
+            if now_s - window_s < sec <= now_s:
+                total += count
+        return total / window_s
+
+    async def retries_total(self) -> int:
+        """Retries scheduled in the job so far, by every worker (both engines)."""
+        value = await self._call(lambda: self.client.hget(self.keys.stats, "retries"))
+        return int(value or 0)
+
+    async def live_workers(self, within_s: float = 30.0) -> list[tuple[str, float]]:
+        """Workers whose heartbeat is at most ``within_s`` old: (id, seconds since)."""
+        now = self.clock.wall_ms()
+        rows: list[Any] = await self._call(
+            lambda: self.client.zrangebyscore(
+                self.keys.workers, now - within_s * 1000, "+inf", withscores=True
+            )
+        )
+        return [(bytes(w).decode(), (now - float(score)) / 1000) for w, score in rows]
