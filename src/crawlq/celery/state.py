@@ -33,7 +33,7 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
   without persistence, deleted keys) or replaced, writes raise `crawlq.errors.JobGone` and
   write nothing, and `CeleryState.counts` raises it too, so ``crawl --engine celery`` stops
   instead of reporting a lost crawl as done. Redis errors are translated by
-  `crawlq.frontier.redis.errors.translate`.
+  `crawlq.frontier.redis.errors.call`, as for the frontier.
 
 This is the only module of the Celery engine that imports redis.
 """
@@ -57,7 +57,7 @@ from redis.exceptions import RedisError
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import ConfigError, JobGone
 from crawlq.frontier.redis import Keyspace, RedisFrontier
-from crawlq.frontier.redis.errors import translate
+from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.scripts import SCRIPTS as FRONTIER_SCRIPTS
 from crawlq.frontier.redis.scripts import Script
@@ -230,10 +230,7 @@ class CeleryState:
         return RedisFrontier(self.client, self.job, politeness, self.clock, job_id=self.job_id)
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
-        try:
-            return await op()
-        except (RedisError, OSError) as exc:
-            raise translate(exc, self.job, self.job_id) from exc
+        return await call(op, self.job, self.job_id)
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         job = (self.keys.job_info, self.job_id or "")
@@ -315,7 +312,7 @@ class CeleryState:
         fp = bytes(fingerprint)
         keys = [k.job_info, k.seen, k.pending, k.pending_at, k.running, k.workers, k.dead_requests]
         got = await self._call(lambda: _SCRIPTS["inspect"].run(self.client, keys, [fp]))
-        job_id, seen, pending, due, runner, beat, dead = got
+        job_id, seen, pending, due_ms, runner, beat, dead = got
         found = None if job_id is None else bytes(job_id).decode(errors="replace")
         if found != self.job_id:
             raise JobGone(self.job, self.job_id, found)
@@ -323,8 +320,10 @@ class CeleryState:
         owner, request = _owner_and_request(value)
         if pending is not None:
             if runner is not None:
-                return TaskState(fp, "running", request, owner, _ms(due), _text(runner), _ms(beat))
-            return TaskState(fp, "pending", request, owner, _ms(due))
+                return TaskState(
+                    fp, "running", request, owner, _ms(due_ms), _text(runner), _ms(beat)
+                )
+            return TaskState(fp, "pending", request, owner, _ms(due_ms))
         if int(seen):
             return TaskState(fp, "settled", request, owner)
         return TaskState(fp, "unseen")
@@ -377,12 +376,19 @@ class CeleryState:
         keys = [k.seen, k.pending, k.pending_at, k.stats, k.dead_requests]
         return [bool(x) for x in await self._script("replay", keys, args)]
 
-    async def due(self, fingerprints: Sequence[bytes], delay_s: float) -> None:
-        """Record that pending URLs were sent with a countdown: they run in ``delay_s`` s."""
+    async def reschedule(self, fingerprints: Sequence[bytes], delay_s: float) -> None:
+        """Record that pending URLs were sent with a countdown: they run in ``delay_s`` s.
+
+        Their due time (``pending_at``, Unix ms) moves to now + ``delay_s``.
+        """
         if fingerprints:
-            at = self.clock.wall_ms() + round(delay_s * 1000)
-            mapping: Mapping[Any, Any] = dict.fromkeys(fingerprints, at)
+            due_ms = self.clock.wall_ms() + round(delay_s * 1000)
+            mapping: Mapping[Any, Any] = dict.fromkeys(fingerprints, due_ms)
             await self._call(lambda: self.client.zadd(self.keys.pending_at, mapping, xx=True))
+
+    due = reschedule
+    """The former name of `reschedule` (``celery/crawl.py`` and ``celery/runtime.py`` call it
+    by that name until they are renamed)."""
 
     async def stale(self, late_s: float, limit: int = 500) -> list[CrawlRequest]:
         """Pending URLs due more than ``late_s`` seconds ago: their task message was lost.
@@ -622,7 +628,8 @@ class Heartbeat:
         interval_s: Seconds between two beats.
     """
 
-    _mine: Heartbeat | None = None
+    _of_this_process: Heartbeat | None = None
+    """The process's one heartbeat thread (`of_process`); None before the first use."""
     _lock = threading.Lock()
 
     def __init__(self, interval_s: float) -> None:
@@ -638,11 +645,11 @@ class Heartbeat:
     def of_process(cls, interval_s: float) -> Heartbeat:
         """This process's heartbeat thread, started on first use (after a fork too)."""
         with cls._lock:
-            mine = cls._mine
-            if mine is None or mine.pid != os.getpid():
-                mine = cls._mine = cls(interval_s)
-            mine.interval_s = min(mine.interval_s, interval_s)
-            return mine
+            beat = cls._of_this_process
+            if beat is None or beat.pid != os.getpid():  # none yet, or the parent's (a fork)
+                beat = cls._of_this_process = cls(interval_s)
+            beat.interval_s = min(beat.interval_s, interval_s)
+            return beat
 
     def add(self, url: str, job: str) -> None:
         """Beat for ``job`` on the Redis at ``url`` too (at once, then every interval)."""

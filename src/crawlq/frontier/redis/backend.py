@@ -215,14 +215,14 @@ class RedisFrontier(
                 pipe.zrangebyscore(k.ready, "-inf", now, start=0, num=n_hosts)
                 return await pipe.execute()
 
-        expired, due, inbox_len, ready = await self._call(read)
-        if expired or due or inbox_len or worker_id in self._claim_pending:
+        expired, due_retries, inbox_len, ready = await self._call(read)
+        if expired or due_retries or inbox_len or worker_id in self._claim_pending:
             if expired:
                 moved = await self._requeue("reap", k.leases, expired, now)
                 if moved:
                     logger.warning("requeued %d expired leases of dead or stalled workers", moved)
-            if due:
-                await self._requeue("promote", k.delayed, due, now)
+            if due_retries:
+                await self._requeue("promote", k.delayed, due_retries, now)
             if inbox_len or worker_id in self._claim_pending:
                 await self.drain_inbox(worker_id)
             ready = await self._call(

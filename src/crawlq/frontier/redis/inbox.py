@@ -137,14 +137,17 @@ class InboxMixin(PushMixin):
         return json.dumps(record)
 
     async def _recover_claims(self, now: int) -> None:
+        """Give dead workers' inbox claims back to the inbox; forget stale idle entries.
+
+        A worker is dead when its heartbeat is a minute old; an idle registration that old is
+        a worker that died while it waited.
+        """
         k = self.keys
-        prefix = k.claim("")
 
         async def scan() -> list[str]:
-            match = k.pattern()[:-1] + "claim:*"
             return [
-                key.decode()[len(prefix) :]
-                async for key in self.client.scan_iter(match=match, count=500)
+                k.claim_worker(bytes(key))
+                async for key in self.client.scan_iter(match=k.claims_pattern(), count=500)
             ]
 
         workers = await self._call(scan)
@@ -153,7 +156,7 @@ class InboxMixin(PushMixin):
             moved = await self._script("recover_claims", keys, [now, _STALE_WORKER_MS, *workers])
             if moved:
                 logger.warning("returned %d inbox entries of dead workers to the inbox", moved)
-        await self._call(lambda: self.client.zremrangebyscore(k.idle, "-inf", now - 60_000))
+        await self._call(lambda: self.client.zremrangebyscore(k.idle, "-inf", now - _STALE_IDLE_MS))
 
     async def rejected(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest inbox entries that were not queued, with the reason (`_rejection`)."""

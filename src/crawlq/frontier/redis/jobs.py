@@ -27,10 +27,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from crawlq.errors import ConfigError, CrawlqError
-from crawlq.frontier.redis.errors import translate
+from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.keys import Keyspace
 
 __all__ = ["LIVE_WITHIN_S", "PAUSE_POLL_MS", "JobAdmin", "JobBusy", "JobInfo", "NoSuchJob"]
@@ -134,10 +133,7 @@ class JobAdmin:
         await self.client.aclose()
 
     async def _call(self, job: str, op: Callable[[], Awaitable[_T]]) -> _T:
-        try:
-            return await op()
-        except (RedisError, OSError) as exc:
-            raise translate(exc, job) from exc
+        return await call(op, job)
 
     async def names(self) -> list[str]:
         """Every job name on this database, sorted."""

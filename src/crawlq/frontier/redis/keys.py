@@ -111,6 +111,14 @@ class Keyspace:
         """The list of inbox entries ``worker_id`` has taken but not pushed yet."""
         return f"{self.prefix}claim:{worker_id}"
 
+    def claims_pattern(self) -> str:
+        """A SCAN pattern matching every ``claim:{worker}`` list of the job."""
+        return self._escaped_prefix() + "claim:*"
+
+    def claim_worker(self, key: bytes) -> str:
+        """The worker id of a ``claim:{worker}`` key that `claims_pattern` matched."""
+        return key.decode().removeprefix(self.claim(""))
+
     @staticmethod
     def jobs_pattern() -> str:
         """A SCAN pattern matching the ``job`` hash of every job (one key per job)."""
@@ -127,4 +135,8 @@ class Keyspace:
 
     def pattern(self) -> str:
         """A SCAN/KEYS pattern matching every key of the job."""
-        return self.prefix.replace("{", "\\{").replace("}", "\\}") + "*"
+        return self._escaped_prefix() + "*"
+
+    def _escaped_prefix(self) -> str:
+        """The prefix with its braces escaped for a SCAN/KEYS glob."""
+        return self.prefix.replace("{", "\\{").replace("}", "\\}")

@@ -26,8 +26,8 @@ class SettleMixin(RedisCore):
         """See `crawlq.frontier.base.Frontier.retry`."""
         if delay_s < 0:
             raise ValueError(f"delay_s must not be negative, got {delay_s}")
-        due = self.clock.wall_ms() + round(delay_s * 1000)
-        return await self._settle("retry", [(lease, f"{due} {reason}")]) == 1
+        due_ms = self.clock.wall_ms() + round(delay_s * 1000)
+        return await self._settle("retry", [(lease, f"{due_ms} {reason}")]) == 1
 
     async def dead(self, lease: Lease, reason: str) -> bool:
         """See `crawlq.frontier.base.Frontier.dead`."""

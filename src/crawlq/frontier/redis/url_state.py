@@ -33,7 +33,8 @@ class UrlStateMixin(RedisCore):
             k.next, k.last_error, k.dead_at,
         ]  # fmt: skip
         got = await self._call(lambda: SCRIPTS["inspect"].run(self.client, keys, [fp, mode, *bits]))
-        job_id, seen, value, dead, attempts, owner, deadline, due, next_at, error, dead_at = got
+        job_id, seen, value, dead, attempts, owner, deadline, retry_due_ms = got[:8]
+        next_at, error, dead_at = got[8:]
         found = None if job_id is None else reply_text(job_id)
         if self.job_id is not None and found != self.job_id:
             raise JobGone(self.job, self.job_id, found)
@@ -62,10 +63,10 @@ class UrlStateMixin(RedisCore):
                     deadline_ms=reply_int(deadline),
                     reason=last,
                 )
-            if due is not None:
+            if retry_due_ms is not None:
                 return UrlState(
-                    fp, "delayed", request=request, attempts=tries, ready_at_ms=reply_int(due),
-                    reason=last,
+                    fp, "delayed", request=request, attempts=tries,
+                    ready_at_ms=reply_int(retry_due_ms), reason=last,
                 )  # fmt: skip
             return UrlState(
                 fp, "queued", request=request, attempts=tries or 0,
