@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from crawlq.errors import CrawlqError
-from crawlq.frontier import Frontier, open_frontier
+from crawlq.frontier import open_frontier
+from crawlq.frontier.status import job_status
 from crawlq.secrecy import without_password
 from crawlq.store import open_store
 
@@ -44,11 +45,9 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
     """
     frontier = await open_frontier(url, job=job)
     try:
-        stats = await frontier.stats()
+        status = await job_status(frontier)
+        stats = status.stats
         settings = await frontier.job_settings(None)
-        rate = getattr(frontier, "pages_per_s", None)
-        live = getattr(frontier, "live_workers", None)
-        retries = getattr(frontier, "retries_total", None)
         report: dict[str, Any] = {
             "job": job,
             "queued": stats.queued,
@@ -58,10 +57,10 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             "seen": stats.seen,
             "done": stats.done,
             "stored": None,
-            "pages_per_s": round(await rate(), 2) if rate else None,
-            "workers": [{"id": wid, "last_seen_s": round(age, 1)} for wid, age in await live()]
-            if live
-            else [],
+            "pages_per_s": None if status.pages_per_s is None else round(status.pages_per_s, 2),
+            "workers": [
+                {"id": w.worker_id, "last_seen_s": round(w.last_seen_s, 1)} for w in status.workers
+            ],
             "hosts": [
                 {"host": h.host, "queued": h.queued, "in_flight": h.in_flight} for h in stats.hosts
             ],
@@ -77,14 +76,13 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             ],
             "engine": "native",
             "pending": None,
-            "retries": await retries() if retries else None,  # last: scripts index the rest
+            "retries": status.retries,  # last: scripts index the rest
         }
-        report["paused"] = await _paused(frontier, job)
-        pending = await _celery_pending(frontier)
-        if pending is not None:
+        report["paused"] = status.paused
+        if status.engine == "celery":
             report.update(
                 engine="celery",
-                pending=pending,
+                pending=status.pending,
                 queued=None,
                 in_flight=None,
                 pages_per_s=None,
@@ -133,44 +131,3 @@ def job_store_url(settings: dict[str, Any] | None) -> str | None:
 def _iso(ms: int) -> str:
     """Unix ms as an ISO 8601 UTC time to the second."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-async def _paused(frontier: Frontier, job: str) -> bool:
-    """Whether the job is paused (`crawlq job pause`); False for a frontier without jobs."""
-    client = getattr(frontier, "client", None)
-    if client is None:
-        return False
-    from crawlq.frontier.redis.jobs import JobAdmin
-
-    info = await JobAdmin(client).info(job)
-    return info is not None and info.paused
-
-
-async def _celery_pending(frontier: Frontier) -> int | None:
-    """The pending URLs of a job run by the Celery engine, or None for a native job.
-
-    A job is the Celery engine's when its ``job`` hash says so (field ``engine``, written by
-    `crawlq.celery.state.CeleryState.admit`; this module does not import that package, which
-    imports celery) or, for a job started before that mark existed, when it has pending URLs.
-
-    Raises:
-        FrontierError: Redis does not answer (`FrontierUnavailable`) or refused
-            (`crawlq.frontier.redis.errors.translate`).
-    """
-    client, keys = getattr(frontier, "client", None), getattr(frontier, "keys", None)
-    if client is None or keys is None:  # not the Redis frontier: no Celery engine there
-        return None
-    from redis.exceptions import RedisError
-
-    from crawlq.frontier.redis.errors import translate
-
-    try:
-        async with client.pipeline(transaction=False) as pipe:
-            pipe.hget(keys.job_info, "engine")
-            pipe.hlen(keys.pending)
-            engine, pending = await pipe.execute()
-    except (RedisError, OSError) as exc:
-        raise translate(exc, keys.job) from exc
-    if engine == b"celery" or pending:
-        return int(pending)
-    return None

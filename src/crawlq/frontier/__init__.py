@@ -7,12 +7,21 @@ from typing import TYPE_CHECKING
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError
 from crawlq.frontier.base import Frontier, FrontierStats, HostPolicy, HostStats
+from crawlq.frontier.status import JobStatus, job_status
 from crawlq.politeness import Politeness
 
 if TYPE_CHECKING:
     from crawlq.frontier.redis import BloomDedup
 
-__all__ = ["Frontier", "FrontierStats", "HostPolicy", "HostStats", "open_frontier"]
+__all__ = [
+    "Frontier",
+    "FrontierStats",
+    "HostPolicy",
+    "HostStats",
+    "JobStatus",
+    "job_status",
+    "open_frontier",
+]
 
 
 async def open_frontier(

@@ -1,6 +1,8 @@
 """What the Redis frontier reports about its job (``crawlq status``).
 
-Counters, the busiest hosts, hosts in backoff, pages per second, retries and live workers.
+Counters, the busiest hosts, hosts in backoff, pages per second, retries and live workers,
+gathered for status by `StatsMixin.job_status` (`crawlq.frontier.status.JobStatus`), which
+also says whether the job is paused and, for a Celery-engine job, how many URLs are pending.
 
 Counters are the ``stats`` hash that the scripts keep; pages per second come from the
 ``rate`` hash (acks per second, 120 one-second slots); workers from their heartbeats
@@ -21,12 +23,48 @@ from crawlq.frontier.base import (
 )
 from crawlq.frontier.redis.core import RedisCore
 from crawlq.frontier.redis.replies import reply_text
+from crawlq.frontier.status import JobStatus, WorkerBeat
 
 __all__ = ["StatsMixin"]
 
 
 class StatsMixin(RedisCore):
     """Counts and rates of the job."""
+
+    async def job_status(self) -> JobStatus:
+        """See `crawlq.frontier.status.JobStatus`.
+
+        A job is the Celery engine's when its ``job`` hash says so (field ``engine``, written
+        by `crawlq.celery.state.CeleryState.admit`) or, for a job started before that mark
+        existed, when it has pending URLs.
+
+        Raises:
+            FrontierError: Redis cannot be read, or the job does not exist (`stats`).
+        """
+        k = self.keys
+        stats = await self.stats()
+        pages_per_s = await self.pages_per_s()
+        workers = tuple(WorkerBeat(w, age) for w, age in await self.live_workers())
+        retries = await self.retries_total()
+
+        async def read() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.hexists(k.job_info, "paused")
+                pipe.hget(k.job_info, "engine")
+                pipe.hlen(k.pending)
+                return await pipe.execute()
+
+        paused, engine, pending = await self._call(read)
+        celery = engine == b"celery" or bool(pending)
+        return JobStatus(
+            stats,
+            engine="celery" if celery else "native",
+            pending=int(pending) if celery else None,
+            pages_per_s=pages_per_s,
+            workers=workers,
+            retries=retries,
+            paused=bool(paused),
+        )
 
     async def stats(self) -> FrontierStats:
         """See `crawlq.frontier.base.Frontier.stats`."""
