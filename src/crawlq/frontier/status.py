@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from crawlq.frontier.base import Frontier, FrontierStats
+from crawlq.frontier.base import Frontier
+from crawlq.frontier.values import FrontierStats
 
 __all__ = ["JobStatus", "ReportsJobStatus", "WorkerBeat", "job_status"]
 
