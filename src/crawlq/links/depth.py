@@ -104,50 +104,50 @@ def chunk_count_may_exceed(text: str, limit: int) -> bool:
 
 def tokenised_depth_over(text: str, limit: int) -> int | None:
     """`html_depth_over` by tokenising: None within ``limit``, else the depth found over it."""
-    stack: list[str] = []
-    raw: str | None = None  # inside <script> and the like: only its end tag counts
-    foreign = 0  # open <svg> and <math>: "/>" closes their children
-    for slash, tag, rest in _HTML_TOKEN.findall(text):
+    open_elements: list[str] = []
+    in_raw_text: str | None = None  # inside <script> and the like: only its end tag counts
+    open_foreign = 0  # open <svg> and <math>: "/>" closes their children
+    for slash, tag, attributes in _HTML_TOKEN.findall(text):
         if not tag:
             continue  # comment, doctype, processing instruction
         name = tag.lower()
-        if raw is not None:
-            if slash and name == raw:
-                raw = None
+        if in_raw_text is not None:
+            if slash and name == in_raw_text:
+                in_raw_text = None
             continue
         if name in _NOT_NESTING:
             continue
         if slash:
-            _close(stack, name)
-            if foreign and name in ("svg", "math") and name not in stack:
-                foreign -= 1
+            _close(open_elements, name)
+            if open_foreign and name in ("svg", "math") and name not in open_elements:
+                open_foreign -= 1
             continue
         if name in _RAW_TEXT:
-            raw = name
+            in_raw_text = name
             continue
         if name == "plaintext":
-            break  # the rest of the document is text
-        if foreign and rest.endswith("/"):
+            break  # the attributes of the document is text
+        if open_foreign and attributes.endswith("/"):
             continue
-        if name in _HEADINGS and stack and stack[-1] in _HEADINGS:
-            stack.pop()
-        elif name in _NO_SELF_NESTING and name in stack[-_END_SEARCH:]:
-            _close(stack, name)
-        stack.append(name)
+        if name in _HEADINGS and open_elements and open_elements[-1] in _HEADINGS:
+            open_elements.pop()
+        elif name in _NO_SELF_NESTING and name in open_elements[-_END_SEARCH:]:
+            _close(open_elements, name)
+        open_elements.append(name)
         if name in ("svg", "math"):
-            foreign += 1
-        if len(stack) > limit:
-            return len(stack)
+            open_foreign += 1
+        if len(open_elements) > limit:
+            return len(open_elements)
     return None
 
 
-def _close(stack: list[str], name: str) -> None:
+def _close(open_elements: list[str], name: str) -> None:
     """Pop ``name`` and what was opened after it, if it is open within reach."""
     inline = name not in _SPECIAL
-    for i in range(len(stack) - 1, max(-1, len(stack) - 1 - _END_SEARCH), -1):
-        open_name = stack[i]
+    for i in range(len(open_elements) - 1, max(-1, len(open_elements) - 1 - _END_SEARCH), -1):
+        open_name = open_elements[i]
         if open_name == name:
-            del stack[i:]
+            del open_elements[i:]
             return
         if inline and open_name in _SPECIAL:
             return  # an inline end tag does not close across a block: ignored

@@ -67,7 +67,7 @@ class Response:
     """
 
     __slots__ = (
-        "_base",
+        "_document_base",
         "_links",
         "_markup",
         "_result",
@@ -96,7 +96,7 @@ class Response:
         self._scan = scan
         self._rules = _DEFAULT_RULES if rules is None else rules
         self._selector: Selector | None = None
-        self._base: str | None = None
+        self._document_base: str | None = None
         self._links: PageLinks | None = None
         self._skipped: Counter[str] = Counter()
 
@@ -260,11 +260,11 @@ class Response:
         href = encode_query(href.strip(), self.encoding)
         if _HAS_AUTHORITY.match(href):
             return href  # absolute
-        if self._base is None:
+        if self._document_base is None:
             scan = self._scan
-            self._base = document_base(self.tree, self.url) if scan is None else scan.base
+            self._document_base = document_base(self.tree, self.url) if scan is None else scan.base
         try:
-            return resolve(href, self._base)
+            return resolve(href, self._document_base)
         except InvalidURL:
             return href
 
