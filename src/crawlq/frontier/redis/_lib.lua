@@ -18,6 +18,23 @@ local function check_job()
   return job_key
 end
 
+-- The host bookkeeping keys. Every script that reads or moves hosts' readiness takes them as
+-- its first six KEYS (after check_job() removed the job hash), always in this order, which
+-- Keyspace.host_keys() in keys.py gives on the Python side:
+-- KEYS[1] ready    zset host -> next-allowed Unix ms (hosts with queued work and a free slot)
+-- KEYS[2] inflight hash host -> slots taken (leases whose requests are not reported done)
+-- KEYS[3] next     hash host -> next-allowed Unix ms
+-- KEYS[4] policy   hash host -> "delay_ms concurrency[ flags]"
+-- KEYS[5] inbox    list producers' entries; "" is a wake-up token for an idle worker
+-- KEYS[6] idle     zset worker -> Unix ms it started waiting for work
+-- host_keys() returns them by name (the table make_ready takes); a script's own keys follow,
+-- from KEYS[HOST_KEYS + 1].
+local HOST_KEYS = 6
+local function host_keys()
+  return {ready = KEYS[1], inflight = KEYS[2], next = KEYS[3], policy = KEYS[4],
+          inbox = KEYS[5], idle = KEYS[6]}
+end
+
 -- A host's politeness: its entry in the policy hash ("delay_ms concurrency" then optional
 -- flags: "p" probing, one request at a time; "d" down, its URLs are dead-lettered), or the
 -- defaults. Returns delay (ms), concurrency, flags ("" when none). A malformed entry (the
@@ -45,7 +62,7 @@ end
 -- Put back in `ready` every host given as {name, queue key} that has queued work and a free
 -- slot, at its next-allowed time; then leave up to `most` wake-up tokens on the inbox for
 -- idle workers (one per idle worker at the most, 64 at the most).
--- k: {ready =, inflight =, next =, policy =, inbox =, idle =} key names.
+-- k: the host bookkeeping keys by name (host_keys()).
 local function make_ready(k, hosts, default_conc, most)
   local woken = 0
   for _, h in ipairs(hosts) do

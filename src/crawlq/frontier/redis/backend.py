@@ -258,8 +258,8 @@ class RedisFrontier(
         hosts = list(index)
         ddelay, dconc = self._policy_args()
         keys = [
-            k.ready, k.reqs, k.attempts, k.leases, k.owner, k.inflight, k.next, k.policy,
-            k.stats, k.inbox, k.idle, *(k.queue(h) for h in hosts),
+            *k.host_keys(), k.reqs, k.attempts, k.leases, k.owner, k.stats,
+            *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         args = [now, n, vt_ms, worker_id, ddelay, dconc, len(hosts), *hosts, len(fetched), *done]
         flat = await self._script("lease", keys, args)
@@ -300,8 +300,7 @@ class RedisFrontier(
             host = member[20:].decode()
             body += [member, hosts.setdefault(host, len(hosts) + 1)]
         keys = [
-            source, k.owner, k.inflight, k.next, k.policy, k.ready, k.stats, k.scores,
-            k.inbox, k.idle, *(k.queue(h) for h in hosts),
+            *k.host_keys(), source, k.owner, k.stats, k.scores, *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         args = [now, mode, self.politeness.default.concurrency, len(hosts), *hosts, *body]
         return int(await self._script("requeue", keys, args))

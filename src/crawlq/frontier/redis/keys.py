@@ -99,6 +99,14 @@ class Keyspace:
         self.dead_requests = p + "dead_requests"
         self.running = p + "running"
 
+    def host_keys(self) -> tuple[str, str, str, str, str, str]:
+        """The host bookkeeping keys, in the order every script takes them first.
+
+        ``ready``, ``inflight``, ``next``, ``policy``, ``inbox``, ``idle``: what a step reads
+        or moves to make a host ready and wake idle workers (``host_keys()`` in ``_lib.lua``).
+        """
+        return (self.ready, self.inflight, self.next, self.policy, self.inbox, self.idle)
+
     def queue(self, host: str) -> str:
         """The sorted set of one host's queued requests."""
         return f"{self.prefix}q:{host}"

@@ -62,10 +62,10 @@ class PushMixin(RedisCore):
             body += [req.fingerprint, hidx, priority, f"{req.host}\n{req.to_json()}"]
             if self.bloom is not None:
                 body += self.bloom.positions(req.fingerprint)
-        ddelay, dconc = self._policy_args()
         b = self.bounds
         args = [
-            self.clock.wall_ms(), ddelay, dconc, mode, nbits, "1" if claim_of else "0",
+            self.clock.wall_ms(), self.politeness.default.concurrency, mode, nbits,
+            "1" if claim_of else "0",
             b.max_queued or 0, b.max_queued_per_host or 0,
             "drop" if b.when_full == "drop-lowest" else "block", "1" if producer else "0",
         ]  # fmt: skip
@@ -78,9 +78,8 @@ class PushMixin(RedisCore):
         args += [len(hosts), *hosts, len(overrides) // 3, *overrides]
         args += [-1 if budget is None else budget, *body]
         keys = [
-            seen_key, k.reqs, k.scores, k.stats, k.ready, k.inflight, k.next, k.policy,
-            k.inbox, k.idle, k.claim(claim_of or "-"), k.admitted,
-            *(k.queue(h) for h in hosts), k.dead, k.dead_at,
+            *k.host_keys(), seen_key, k.reqs, k.scores, k.stats, k.claim(claim_of or "-"),
+            k.admitted, k.dead, k.dead_at, *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         queued, refused, dropped = await self._script("push", keys, args)
         if dropped:

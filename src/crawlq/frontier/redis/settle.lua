@@ -2,14 +2,13 @@
 -- lease.lua freed a slot already: the owner entry then ends in "\n"). A lease that is no
 -- longer held (expired and re-leased, or already settled) is skipped.
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
--- KEYS[1] leases zset fp..host -> deadline    KEYS[2] owner hash fp -> "lease_id worker"
--- KEYS[3] inflight hash host -> leases held   KEYS[4] next hash host -> next-allowed Unix ms
--- KEYS[5] policy hash host -> "delay conc"    KEYS[6] ready zset host -> next-allowed Unix ms
--- KEYS[7] stats hash counters                 KEYS[8] reqs hash fp -> value
--- KEYS[9] scores hash fp -> queue score       KEYS[10] attempts hash fp -> deliveries
--- KEYS[11] delayed zset fp..host -> due ms    KEYS[12] dead hash fp -> reason "\n" value
--- KEYS[13] rate hash slot -> "second count"   KEYS[14] inbox list (wake-up tokens)
--- KEYS[15] idle zset worker -> waiting since  KEYS[16] strikes hash kind "\n" host -> count
+-- KEYS[1..6] the host bookkeeping keys (host_keys() in _lib.lua: ready, inflight, next,
+--            policy, inbox, idle)
+-- KEYS[7] leases zset fp..host -> deadline      KEYS[8] owner hash fp -> "lease_id worker"
+-- KEYS[9] stats hash counters                   KEYS[10] reqs hash fp -> value
+-- KEYS[11] scores hash fp -> queue score        KEYS[12] attempts hash fp -> deliveries
+-- KEYS[13] delayed zset fp..host -> due ms      KEYS[14] dead hash fp -> reason "\n" value
+-- KEYS[15] rate hash slot -> "second count"     KEYS[16] strikes hash kind "\n" host -> count
 -- KEYS[17] last_error hash fp -> last retry reason   KEYS[18] dead_at hash fp -> Unix ms
 -- KEYS[19..18+H] q:{host} per host in ARGV
 -- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release"
@@ -22,35 +21,41 @@
 -- wake-up token each, so one waiting on its own last leases sees the end at once.
 -- Returns: number of leases that were still held and are now settled.
 check_job()
+local hk = host_keys()
+local leases, owner, stats, reqs, scores = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local attempts, delayed, dead, rate = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local strikes, last_error, dead_at = KEYS[16], KEYS[17], KEYS[18]
+local QUEUES = 18 -- KEYS[QUEUES + h]: host h's queue
 local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nhosts = tonumber(ARGV[4])
+local HOSTS = 4 -- ARGV[HOSTS + h]: host h's name
 local settled, touched = 0, {}
-local i = 5 + nhosts
+local i = HOSTS + nhosts + 1
 while i <= #ARGV do
   local fp, lease_id, h, extra = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
-  local host = ARGV[4 + h]
-  local own = redis.call("HGET", KEYS[2], fp)
+  local host = ARGV[HOSTS + h]
+  local own = redis.call("HGET", owner, fp)
   if own and string.sub(own, 1, #lease_id + 1) == lease_id .. " " then
-    redis.call("ZREM", KEYS[1], fp .. host)
-    redis.call("HDEL", KEYS[2], fp)
-    if string.sub(own, -1) ~= "\n" then redis.call("HINCRBY", KEYS[3], host, -1) end
+    redis.call("ZREM", leases, fp .. host)
+    redis.call("HDEL", owner, fp)
+    if string.sub(own, -1) ~= "\n" then redis.call("HINCRBY", hk.inflight, host, -1) end
     if mode == "ack" then
-      redis.call("HDEL", KEYS[8], fp)
-      redis.call("HDEL", KEYS[9], fp)
-      redis.call("HDEL", KEYS[10], fp)
-      redis.call("HDEL", KEYS[17], fp)
+      redis.call("HDEL", reqs, fp)
+      redis.call("HDEL", scores, fp)
+      redis.call("HDEL", attempts, fp)
+      redis.call("HDEL", last_error, fp)
     elseif mode == "retry" then
-      local due, why = string.match(extra, "^(%d+) ?(.*)$")
-      redis.call("ZADD", KEYS[11], due, fp .. host)
-      if why ~= "" then redis.call("HSET", KEYS[17], fp, why) end
+      local due_ms, why = string.match(extra, "^(%d+) ?(.*)$")
+      redis.call("ZADD", delayed, due_ms, fp .. host)
+      if why ~= "" then redis.call("HSET", last_error, fp, why) end
     elseif mode == "dead" then
-      redis.call("HSET", KEYS[12], fp, extra .. "\n" .. (redis.call("HGET", KEYS[8], fp) or ""))
-      redis.call("HSET", KEYS[18], fp, now)
-      redis.call("HDEL", KEYS[8], fp)
-      redis.call("HDEL", KEYS[17], fp) -- the score and attempts stay: revive.lua requeues it
+      redis.call("HSET", dead, fp, extra .. "\n" .. (redis.call("HGET", reqs, fp) or ""))
+      redis.call("HSET", dead_at, fp, now)
+      redis.call("HDEL", reqs, fp)
+      redis.call("HDEL", last_error, fp) -- the score and attempts stay: revive.lua requeues it
     else -- release: back to its place in the queue, this delivery not counted
-      redis.call("ZADD", KEYS[18 + h], redis.call("HGET", KEYS[9], fp), fp)
-      redis.call("HINCRBY", KEYS[10], fp, -1)
+      redis.call("ZADD", KEYS[QUEUES + h], redis.call("HGET", scores, fp), fp)
+      redis.call("HINCRBY", attempts, fp, -1)
     end
     settled = settled + 1
     touched[h] = true
@@ -58,30 +63,28 @@ while i <= #ARGV do
   i = i + 4
 end
 if settled == 0 then return 0 end
-redis.call("HINCRBY", KEYS[7], "inflight", -settled)
+redis.call("HINCRBY", stats, "inflight", -settled)
 local counter = ({ack = "done", retry = "delayed", dead = "dead", release = "queued"})[mode]
-redis.call("HINCRBY", KEYS[7], counter, settled)
-if mode == "retry" then redis.call("HINCRBY", KEYS[7], "retries", settled) end
+redis.call("HINCRBY", stats, counter, settled)
+if mode == "retry" then redis.call("HINCRBY", stats, "retries", settled) end
 if mode == "ack" then
   local sec = math.floor(now / 1000)
   local slot = tostring(sec % 120)
-  local cur = redis.call("HGET", KEYS[13], slot)
+  local cur = redis.call("HGET", rate, slot)
   local count = settled
   if cur then
     local s, c = string.match(cur, "^(%d+) (%d+)$")
     if tonumber(s) == sec then count = count + tonumber(c) end
   end
-  redis.call("HSET", KEYS[13], slot, sec .. " " .. count)
+  redis.call("HSET", rate, slot, sec .. " " .. count)
 end
 local hosts = {}
-for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[4 + h], KEYS[18 + h]} end
-local k = {ready = KEYS[6], inflight = KEYS[3], next = KEYS[4], policy = KEYS[5],
-           inbox = KEYS[14], idle = KEYS[15]}
+for h in pairs(touched) do hosts[#hosts + 1] = {ARGV[HOSTS + h], KEYS[QUEUES + h]} end
 if mode == "ack" then
-  for h in pairs(touched) do host_answered(KEYS[16], KEYS[5], ARGV[4 + h]) end
+  for h in pairs(touched) do host_answered(strikes, hk.policy, ARGV[HOSTS + h]) end
 end
-if make_ready(k, hosts, dconc) == 0 and redis.call("ZCARD", KEYS[1]) == 0
-    and redis.call("ZCARD", KEYS[11]) == 0 and redis.call("ZCARD", KEYS[6]) == 0 then
-  for _ = 1, math.min(redis.call("ZCARD", KEYS[15]), 64) do redis.call("LPUSH", KEYS[14], "") end
+if make_ready(hk, hosts, dconc) == 0 and redis.call("ZCARD", leases) == 0
+    and redis.call("ZCARD", delayed) == 0 and redis.call("ZCARD", hk.ready) == 0 then
+  for _ = 1, math.min(redis.call("ZCARD", hk.idle), 64) do redis.call("LPUSH", hk.inbox, "") end
 end
 return settled

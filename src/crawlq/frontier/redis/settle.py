@@ -48,9 +48,9 @@ class SettleMixin(RedisCore):
             body += [req.fingerprint, lease.lease_id, hosts.setdefault(req.host, len(hosts) + 1)]
             body.append(extra)
         keys = [
-            k.leases, k.owner, k.inflight, k.next, k.policy, k.ready, k.stats, k.reqs,
-            k.scores, k.attempts, k.delayed, k.dead, k.rate, k.inbox, k.idle, k.strikes,
-            k.last_error, k.dead_at, *(k.queue(h) for h in hosts),
+            *k.host_keys(), k.leases, k.owner, k.stats, k.reqs, k.scores, k.attempts,
+            k.delayed, k.dead, k.rate, k.strikes, k.last_error, k.dead_at,
+            *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         args = [self.clock.wall_ms(), mode, self.politeness.default.concurrency, len(hosts)]
         return int(await self._script("settle", keys, [*args, *hosts, *body]))
