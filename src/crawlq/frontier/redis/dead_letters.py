@@ -102,9 +102,8 @@ class DeadLettersMixin(RedisCore):
             if not body:
                 continue
             keys = [
-                k.dead, k.reqs, k.scores, k.attempts, k.stats, k.ready, k.inflight, k.next,
-                k.policy, k.inbox, k.idle, k.strikes, k.dead_at, k.last_error,
-                *(k.queue(h) for h in hosts),
+                *k.host_keys(), k.dead, k.reqs, k.scores, k.attempts, k.stats, k.strikes,
+                k.dead_at, k.last_error, *(k.queue(h) for h in hosts),
             ]  # fmt: skip
             args = [self.politeness.default.concurrency, len(hosts), *hosts, *body]
             revived += int(await self._script("revive", keys, args))

@@ -31,4 +31,4 @@ class HostsMixin(RedisCore):
         ddelay, dconc = self._policy_args()
         args: list[Any] = [self.clock.wall_ms(), host, str(strike), ddelay, dconc]
         args += [plan.probe_from, plan.down_from, *(round(s * 1000) for s in plan.pauses_s)]
-        return int(await self._script("strike", [k.strikes, k.next, k.ready, k.policy], args))
+        return int(await self._script("strike", [*k.host_keys(), k.strikes], args))

@@ -2,12 +2,16 @@
 -- a settle or push that ran before the registration is visible to this look, and one after
 -- it leaves a wake-up token (see make_ready in _lib.lua).
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
--- KEYS[1] idle zset worker -> waiting since   KEYS[2] ready zset host -> next-allowed ms
--- KEYS[3] inbox list   KEYS[4] leases zset   KEYS[5] delayed zset
+-- KEYS[1..6] the host bookkeeping keys (host_keys() in _lib.lua: ready, inflight, next,
+--            policy, inbox, idle); this script reads ready and inbox and writes idle
+-- KEYS[7] leases zset fp..host -> deadline   KEYS[8] delayed zset fp..host -> due Unix ms
 -- ARGV[1] now (Unix ms)  ARGV[2] worker id
 -- Returns: {first ready host's next-allowed ms or false, inbox length, leases, delayed}.
 check_job()
-redis.call("ZADD", KEYS[1], ARGV[1], ARGV[2])
-local first = redis.call("ZRANGE", KEYS[2], 0, 0, "WITHSCORES")
-return {first[2] or false, redis.call("LLEN", KEYS[3]), redis.call("ZCARD", KEYS[4]),
-        redis.call("ZCARD", KEYS[5])}
+local hk = host_keys()
+local leases, delayed = KEYS[7], KEYS[8]
+local now, worker = ARGV[1], ARGV[2]
+redis.call("ZADD", hk.idle, now, worker)
+local first = redis.call("ZRANGE", hk.ready, 0, 0, "WITHSCORES")
+return {first[2] or false, redis.call("LLEN", hk.inbox), redis.call("ZCARD", leases),
+        redis.call("ZCARD", delayed)}

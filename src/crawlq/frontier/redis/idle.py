@@ -51,7 +51,7 @@ class IdleMixin(RedisCore):
 
         # Register as idle first, then look once more: a settle or push that ran before the
         # registration is visible to this look, and one after it leaves a token.
-        keys = [k.idle, k.ready, k.inbox, k.leases, k.delayed]
+        keys = [*k.host_keys(), k.leases, k.delayed]
         first_ready, inbox_len, leased, delayed = await self._script("idle", keys, [now, worker_id])
         if self.paused:  # ready hosts wait for `crawlq job resume`, which leaves tokens
             first_ready = pending = False
