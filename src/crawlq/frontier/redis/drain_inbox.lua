@@ -7,13 +7,15 @@
 -- ARGV[1] n, the most entries to take
 -- Returns: the claimed entries, oldest first ("" entries are wake-up tokens).
 check_job()
-local pending = redis.call("LRANGE", KEYS[2], 0, -1)
+local inbox, claim = KEYS[1], KEYS[2]
+local most = tonumber(ARGV[1])
+local pending = redis.call("LRANGE", claim, 0, -1)
 if #pending > 0 then return pending end
 local out = {}
-for _ = 1, tonumber(ARGV[1]) do
-  local v = redis.call("RPOP", KEYS[1])
+for _ = 1, most do
+  local v = redis.call("RPOP", inbox)
   if not v then break end
-  redis.call("RPUSH", KEYS[2], v)
+  redis.call("RPUSH", claim, v)
   out[#out + 1] = v
 end
 return out

@@ -10,13 +10,16 @@
 -- Returns: {job id, seen (1|0), reqs value, dead value, attempts, owner, lease deadline,
 -- retry due, host next-allowed, last error, dead at}; a missing value is nil.
 local job, seen_key, reqs, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local attempts, owner, leases, delayed = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local next_at_key, last_error, dead_at = KEYS[9], KEYS[10], KEYS[11]
 local fp, mode = ARGV[1], ARGV[2]
+local BITS = 2 -- ARGV[BITS + 1 ..]: the Bloom bit positions
 local seen = 0
 if mode == "set" then
   seen = redis.call("SISMEMBER", seen_key, fp)
 else
   seen = 1
-  for j = 3, #ARGV do
+  for j = BITS + 1, #ARGV do
     if redis.call("GETBIT", seen_key, ARGV[j]) == 0 then seen = 0 end
   end
 end
@@ -31,12 +34,12 @@ elseif dead_value then
 end
 local deadline, due, next_at = false, false, false
 if host then
-  deadline = redis.call("ZSCORE", KEYS[7], fp .. host)
-  due = redis.call("ZSCORE", KEYS[8], fp .. host)
-  next_at = redis.call("HGET", KEYS[9], host)
+  deadline = redis.call("ZSCORE", leases, fp .. host)
+  due = redis.call("ZSCORE", delayed, fp .. host)
+  next_at = redis.call("HGET", next_at_key, host)
 end
 return {
   redis.call("HGET", job, "id"), seen, value, dead_value,
-  redis.call("HGET", KEYS[5], fp), redis.call("HGET", KEYS[6], fp), deadline, due, next_at,
-  redis.call("HGET", KEYS[10], fp), redis.call("HGET", KEYS[11], fp),
+  redis.call("HGET", attempts, fp), redis.call("HGET", owner, fp), deadline, due, next_at,
+  redis.call("HGET", last_error, fp), redis.call("HGET", dead_at, fp),
 }

@@ -8,18 +8,20 @@
 -- ARGV[2] a new random id (used only if the job gets one now)
 -- ARGV[3] dedup mode for a new job ("set" | "bloom capacity error_rate")
 -- Returns: {id, dedup}, each false (nil) when unset (the job does not exist).
-local id = redis.call("HGET", KEYS[1], "id")
-if ARGV[1] == "1" then
+local job = KEYS[1]
+local create, new_id, dedup = ARGV[1] == "1", ARGV[2], ARGV[3]
+local id = redis.call("HGET", job, "id")
+if create then
   if not id then
     local t = redis.call("TIME")
-    redis.call("HSET", KEYS[1], "id", ARGV[2], "created_ms", t[1] * 1000 + math.floor(t[2] / 1000))
-    id = ARGV[2]
+    redis.call("HSET", job, "id", new_id, "created_ms", t[1] * 1000 + math.floor(t[2] / 1000))
+    id = new_id
   end
-  if redis.call("HEXISTS", KEYS[1], "dedup") == 0 then
-    redis.call("HSET", KEYS[1], "dedup", ARGV[3])
+  if redis.call("HEXISTS", job, "dedup") == 0 then
+    redis.call("HSET", job, "dedup", dedup)
   end
-elseif not id and redis.call("EXISTS", KEYS[1]) == 1 then
-  redis.call("HSET", KEYS[1], "id", ARGV[2])
-  id = ARGV[2]
+elseif not id and redis.call("EXISTS", job) == 1 then
+  redis.call("HSET", job, "id", new_id)
+  id = new_id
 end
-return {id, redis.call("HGET", KEYS[1], "dedup")}
+return {id, redis.call("HGET", job, "dedup")}

@@ -4,7 +4,8 @@
 -- ARGV[1] the proposed settings (JSON)
 -- Returns: the stored settings.
 local job = check_job()
+local proposed = ARGV[1]
 if redis.call("HEXISTS", job, "settings") == 0 then
-  redis.call("HSET", job, "settings", ARGV[1])
+  redis.call("HSET", job, "settings", proposed)
 end
 return redis.call("HGET", job, "settings")

@@ -4,8 +4,10 @@
 -- ARGV[1] host  ARGV[2] delay (ms)  ARGV[3] concurrency
 -- Returns: 1.
 check_job()
-local pol = redis.call("HGET", KEYS[1], ARGV[1])
+local policy = KEYS[1]
+local host, delay, conc = ARGV[1], ARGV[2], ARGV[3]
+local pol = redis.call("HGET", policy, host)
 local flags = ""
 if pol then flags = string.match(pol, "^%d+ %d+ ?([pd]*)$") or "" end
-set_policy(KEYS[1], ARGV[1], ARGV[2], ARGV[3], flags)
+set_policy(policy, host, delay, conc, flags)
 return 1

@@ -6,19 +6,23 @@
 -- ARGV[1] now (Unix ms)  ARGV[2] staleness limit (ms)  ARGV[3..2+W] worker ids
 -- Returns: number of entries returned to the inbox.
 check_job()
+local workers, inbox = KEYS[1], KEYS[2]
+local CLAIMS = 2 -- KEYS[CLAIMS + w]: worker w's claim list
 local now, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
+local WORKERS = 2 -- ARGV[WORKERS + w]: worker w's id
 local moved = 0
-for w = 3, #ARGV do
-  local beat = redis.call("ZSCORE", KEYS[1], ARGV[w])
+for w = 1, #ARGV - WORKERS do
+  local worker = ARGV[WORKERS + w]
+  local beat = redis.call("ZSCORE", workers, worker)
   if not beat or tonumber(beat) < now - stale then
-    local claim = KEYS[w]
+    local claim = KEYS[CLAIMS + w]
     local v = redis.call("RPOP", claim)
     while v do
-      redis.call("RPUSH", KEYS[2], v) -- to the consumer end: taken next
+      redis.call("RPUSH", inbox, v) -- to the consumer end: taken next
       moved = moved + 1
       v = redis.call("RPOP", claim)
     end
-    redis.call("ZREM", KEYS[1], ARGV[w])
+    redis.call("ZREM", workers, worker)
   end
 end
 return moved

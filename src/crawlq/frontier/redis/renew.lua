@@ -6,15 +6,17 @@
 -- then per lease: member (fp..host), fp, lease_id
 -- Returns: array of 1 (renewed) or 0 (no longer held), one per lease.
 check_job()
+local leases, owner, workers = KEYS[1], KEYS[2], KEYS[3]
 local deadline, worker, now = ARGV[1], ARGV[2], ARGV[3]
-redis.call("ZADD", KEYS[3], now, worker)
+local FIRST = 4 -- ARGV[FIRST]: the first lease's member
+redis.call("ZADD", workers, now, worker)
 local out = {}
-local i = 4
+local i = FIRST
 while i <= #ARGV do
   local member, fp, lease_id = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local own = redis.call("HGET", KEYS[2], fp)
+  local own = redis.call("HGET", owner, fp)
   if own and string.sub(own, 1, #lease_id + 1) == lease_id .. " " then
-    redis.call("ZADD", KEYS[1], "XX", deadline, member)
+    redis.call("ZADD", leases, "XX", deadline, member)
     out[#out + 1] = 1
   else
     out[#out + 1] = 0

@@ -9,25 +9,28 @@
 -- Returns: {record, claimed}: record as stored (nil when missing; its length, an integer,
 -- when larger than ARGV[5]: not sent); claimed 1 when the holder holds the claim now.
 check_job()
+local robots, claims = KEYS[1], KEYS[2]
 local origin, holder, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local claim_ms, most_bytes, longest_ms = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local force = ARGV[7] == "1"
 local rec = false
-local n = redis.call("HSTRLEN", KEYS[1], origin)
-if n > tonumber(ARGV[5]) then
+local n = redis.call("HSTRLEN", robots, origin)
+if n > most_bytes then
   rec = n
 elseif n > 0 then
-  rec = redis.call("HGET", KEYS[1], origin)
-  if ARGV[7] ~= "1" then
+  rec = redis.call("HGET", robots, origin)
+  if not force then
     -- freshness from the header line; an unreadable header means stale (untrusted state)
     local head = string.match(rec, "^[^\n]*") or ""
     local expires = tonumber(string.match(head, '"expires_at_ms":(%d+)') or "0")
-    if expires > now and expires - now <= tonumber(ARGV[6]) then return {rec, 0} end
+    if expires > now and expires - now <= longest_ms then return {rec, 0} end
   end
 end
-local cur = redis.call("HGET", KEYS[2], origin)
+local cur = redis.call("HGET", claims, origin)
 if cur then
   local until_ms, who = string.match(cur, "^(%d+) (.*)$")
   -- a value we cannot read is treated as a lapsed claim
   if until_ms and tonumber(until_ms) > now and who ~= holder then return {rec, 0} end
 end
-redis.call("HSET", KEYS[2], origin, (now + tonumber(ARGV[4])) .. " " .. holder)
+redis.call("HSET", claims, origin, (now + claim_ms) .. " " .. holder)
 return {rec, 1}

@@ -3,6 +3,8 @@
 -- ARGV[1] origin  ARGV[2] largest record accepted (bytes)
 -- Returns: the record; false (nil) when there is none; the integer length when it is larger
 -- than ARGV[2] (not sent: anything in Redis may have been written by someone else).
-local n = redis.call("HSTRLEN", KEYS[1], ARGV[1])
-if n > tonumber(ARGV[2]) then return n end
-return redis.call("HGET", KEYS[1], ARGV[1])
+local robots = KEYS[1]
+local origin, most_bytes = ARGV[1], tonumber(ARGV[2])
+local n = redis.call("HSTRLEN", robots, origin)
+if n > most_bytes then return n end
+return redis.call("HGET", robots, origin)

@@ -4,6 +4,8 @@
 -- ARGV[1] origin  ARGV[2] record (crawlq.robots_record.RobotsRecord.to_bytes())
 -- Returns: 1.
 check_job()
-redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
-redis.call("HDEL", KEYS[2], ARGV[1])
+local robots, claims = KEYS[1], KEYS[2]
+local origin, record = ARGV[1], ARGV[2]
+redis.call("HSET", robots, origin, record)
+redis.call("HDEL", claims, origin)
 return 1
