@@ -770,3 +770,19 @@ async def test_without_a_budget_nothing_is_over_it(make_frontier: MakeFrontier) 
     f = await make_frontier()
     assert await f.push(reqs(*(f"p{i}" for i in range(50)))) == 50
     assert (await f.stats()).over_budget == 0
+
+
+async def test_job_status_carries_the_stats_and_what_the_backend_knows(
+    make_frontier: MakeFrontier,
+) -> None:
+    from crawlq.frontier import job_status
+
+    f = await make_frontier()
+    await f.push(reqs("a", "b"))
+    (lease,) = await f.lease(1, "w", VT)
+    await f.retry(lease, 60.0, "http_503")
+    status = await job_status(f)
+    assert status.stats == await f.stats()
+    assert (status.stats.queued, status.stats.delayed) == (1, 1)
+    assert (status.engine, status.pending, status.paused) == ("native", None, False)
+    assert status.retries in (None, 1)  # None: the backend does not count retries

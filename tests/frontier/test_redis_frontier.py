@@ -385,3 +385,36 @@ async def test_a_garbled_host_count_does_not_fail_a_push(redis_url: str, job: st
         await client.aclose()
         await f.drop()
         await f.close()
+
+
+async def test_redis_job_status_reports_throughput_workers_and_retries(
+    redis_url: str, job: str
+) -> None:
+    from crawlq.frontier import job_status
+
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    try:
+        await f.push([CrawlRequest("http://a.test/1"), CrawlRequest("http://a.test/2")])
+        first = (await f.lease(1, "w1", 30.0))[0]
+        await f.renew([first], 30.0)  # records w1's heartbeat
+        await f.ack([first])
+        second = (await f.lease(1, "w1", 30.0))[0]
+        await f.retry(second, 60.0, "http_503")
+        status = await job_status(f)
+        assert status.retries == 1
+        assert [w.worker_id for w in status.workers] == ["w1"]
+        assert status.pages_per_s is not None and status.pages_per_s > 0
+        assert (status.engine, status.pending, status.paused) == ("native", None, False)
+    finally:
+        await f.close()
+
+
+def test_claims_pattern_matches_the_claim_lists_of_its_job_only() -> None:
+    from fnmatch import fnmatchcase
+
+    k = Keyspace("j")
+    pattern = k.claims_pattern().replace("\\{", "[{]").replace("\\}", "[}]")
+    assert fnmatchcase(k.claim("w1"), pattern)
+    assert not fnmatchcase(Keyspace("j2").claim("w1"), pattern)
+    assert not fnmatchcase(k.inbox, pattern)
+    assert k.claim_worker(k.claim("w1").encode()) == "w1"
