@@ -2,7 +2,11 @@ r"""Every Redis key of a crawl job, spelled in one place.
 
 All keys of job ``J`` live under ``crawlq:{J}:`` (the braces make ``J`` the Redis Cluster
 hash tag, so one job's keys share a slot and every script's keys are in one slot). No other
-module and no Lua script builds a key name: scripts receive all of theirs in ``KEYS``.
+module and no Lua script builds a key name: scripts receive all of theirs in ``KEYS``, and
+SCAN patterns (`Keyspace.pattern`, `Keyspace.claims_pattern`, `Keyspace.jobs_pattern`) are
+built here too. `Keyspace.host_keys` gives the six host bookkeeping keys (``ready``,
+``inflight``, ``next``, ``policy``, ``inbox``, ``idle``) in the one order in which every
+script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib.lua``).
 
 | key | type | holds |
 |---|---|---|

@@ -79,7 +79,7 @@ class StatsMixin(RedisCore):
                 pipe.hget(k.job_info, "id")
                 return await pipe.execute()
 
-        counters, ready, inflight, exists, job_id = await self._call(read)
+        raw_counters, ready, inflight, exists, job_id = await self._call(read)
         found = None if job_id is None else reply_text(job_id)
         if self.job_id is not None and found != self.job_id:
             raise JobGone(self.job, self.job_id, found)
@@ -88,36 +88,36 @@ class StatsMixin(RedisCore):
                 f"job {self.job!r} does not exist on this Redis: never seeded, deleted, or lost "
                 "in a restart of a Redis without persistence"
             )
-        c = {key.decode(): int(value) for key, value in counters.items()}
+        counter = {key.decode(): int(value) for key, value in raw_counters.items()}
         hosts = list(dict.fromkeys([h.decode() for h in ready] + [h.decode() for h in inflight]))
 
-        async def lengths() -> list[Any]:
+        async def queue_lengths_and_next_times() -> list[Any]:
             async with self.client.pipeline(transaction=False) as pipe:
                 for host in hosts:
                     pipe.zcard(k.queue(host))
                     pipe.hget(k.next, host)
                 return await pipe.execute()
 
-        got = await self._call(lengths) if hosts else []
+        length_next = await self._call(queue_lengths_and_next_times) if hosts else []
         per_host = [
             HostStats(
                 host,
-                int(got[2 * i]),
+                int(length_next[2 * i]),
                 int(inflight.get(host.encode(), 0)),
-                int(got[2 * i + 1] or 0),
+                int(length_next[2 * i + 1] or 0),
             )
             for i, host in enumerate(hosts)
         ]
         per_host.sort(key=lambda h: (-h.queued, -h.in_flight))
         backoff = await self.backoff_hosts()
         return FrontierStats(
-            queued=c.get("queued", 0),
-            in_flight=c.get("inflight", 0),
-            delayed=c.get("delayed", 0),
-            done=c.get("done", 0),
-            dead=c.get("dead", 0),
-            seen=c.get("seen", 0),
-            over_budget=c.get("over_budget", 0),
+            queued=counter.get("queued", 0),
+            in_flight=counter.get("inflight", 0),
+            delayed=counter.get("delayed", 0),
+            done=counter.get("done", 0),
+            dead=counter.get("dead", 0),
+            seen=counter.get("seen", 0),
+            over_budget=counter.get("over_budget", 0),
             hosts=tuple(h for h in per_host[:20] if h.queued or h.in_flight),
             backoff=backoff,
         )
