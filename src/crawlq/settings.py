@@ -28,10 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from crawlq import __version__
 from crawlq.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SKIP_EXTENSIONS",
+    "DEFAULT_USER_AGENT",
     "JOB_NAME_RULE",
     "Settings",
     "check_job_name",
@@ -41,6 +43,8 @@ __all__ = [
     "suggest",
 ]
 
+DEFAULT_USER_AGENT = "crawlq/" + ".".join(__version__.split(".")[:2])
+"""The default ``user_agent``: ``crawlq/<major>.<minor>`` of `crawlq.__version__`."""
 _ENV_PREFIX = "CRAWLQ_"
 _MAX_S = 1e7
 """Largest value of any setting in seconds (about 115 days): larger ones are typos, and
@@ -214,7 +218,7 @@ class Settings:
     retry_max_delay_s: float = 300.0
     """Upper bound of one backoff wait in seconds, Retry-After included."""
 
-    user_agent: str = "crawlq/0.1"
+    user_agent: str = DEFAULT_USER_AGENT
     """User-Agent header, also the product token matched against robots.txt groups."""
 
     cookies_enabled: bool = True
@@ -572,8 +576,11 @@ class Settings:
                     raise ConfigError(name, f"bad regex {pattern!r}: {exc}") from exc
 
     @property
-    def lease_timeout_s(self) -> float:
-        """The effective visibility timeout in seconds (see ``visibility_timeout_s``)."""
+    def effective_visibility_timeout_s(self) -> float:
+        """The visibility timeout leases get, in seconds.
+
+        ``visibility_timeout_s`` when set, else 4 x ``timeout_s``.
+        """
         return self.visibility_timeout_s or 4 * self.timeout_s
 
     @property
@@ -593,7 +600,7 @@ class Settings:
         as long as it works on them, and a dead one's return to the queue this long after its
         last beat.
         """
-        return min(self.lease_timeout_s, self.worker_stale_s)
+        return min(self.effective_visibility_timeout_s, self.worker_stale_s)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

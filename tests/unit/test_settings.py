@@ -13,7 +13,7 @@ def test_defaults_are_polite() -> None:
     assert (s.delay_s, s.host_concurrency, s.concurrency, s.max_retries) == (1.0, 1, 16, 3)
     assert s.obey_robots
     assert s.max_body_bytes == 10 * 1024 * 1024
-    assert s.lease_timeout_s == 4 * s.timeout_s
+    assert s.effective_visibility_timeout_s == 4 * s.timeout_s
 
 
 def test_precedence_defaults_file_spider_env_cli(tmp_path: Path) -> None:

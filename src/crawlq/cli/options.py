@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from crawlq.errors import ConfigError, InvalidURL
-from crawlq.settings import Settings
+from crawlq.settings import DEFAULT_USER_AGENT, Settings
 from crawlq.sitemap import sitemap_request
 from crawlq.spider import Spider
 
@@ -65,7 +65,9 @@ def job_options(f: F) -> F:
                 "--max-retries", type=int, default=None, help="Retries of transient failures [3]."
             ),
             click.option("--retry-delay", type=float, default=None, help="Backoff base, s [1.0]."),
-            click.option("--user-agent", default=None, help="User-Agent header [crawlq/0.1]."),
+            click.option(
+                "--user-agent", default=None, help=f"User-Agent header [{DEFAULT_USER_AGENT}]."
+            ),
             click.option(
                 "--ignore-robots",
                 is_flag=True,
