@@ -11,7 +11,7 @@ import json
 import math
 import re
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Union, get_args, get_origin
 
 __all__ = ["coerce_hosts", "coerce_value", "parse_bytes"]
@@ -65,25 +65,7 @@ def coerce_hosts(value: Any) -> tuple[tuple[str, float | None, int | None], ...]
             raise TypeError(f"expected [host, delay_s, concurrency] triples: {exc}") from exc
     if not isinstance(value, Mapping):
         raise TypeError(f"expected a table of host -> {{delay_s, concurrency}}, got {value!r:.80}")
-    out = []
-    for host, table in value.items():
-        if not isinstance(host, str) or not host.strip() or not isinstance(table, Mapping):
-            raise TypeError(f"hosts.{host}: expected a table with delay_s and/or concurrency")
-        unknown = set(table) - {"delay_s", "concurrency"}
-        if unknown:
-            raise TypeError(f"hosts.{host}: unknown key {sorted(unknown)[0]!r}")
-        delay = table.get("delay_s")
-        conc = table.get("concurrency")
-        if delay is not None:
-            delay = coerce_value(float, delay)
-            if not math.isfinite(delay) or delay < 0:
-                raise TypeError(f"hosts.{host}.delay_s must be a number >= 0, got {delay}")
-        if conc is not None:
-            conc = coerce_value(int, conc)
-            if conc < 1:
-                raise TypeError(f"hosts.{host}.concurrency must be at least 1, got {conc}")
-        out.append((host.strip().lower(), delay, conc))
-    return tuple(sorted(out))
+    return tuple(sorted(_host_entry(host, table) for host, table in value.items()))
 
 
 def coerce_value(hint: Any, value: Any, name: str = "") -> Any:
@@ -104,36 +86,83 @@ def coerce_value(hint: Any, value: Any, name: str = "") -> Any:
             return None
         return coerce_value(args[0], value, name)
     if origin is tuple:
-        if isinstance(value, str):
-            return tuple(v for v in (p.strip() for p in value.split(",")) if v)
-        if isinstance(value, list | tuple):
-            return tuple(str(v) for v in value)
-        raise TypeError(f"expected a list, got {value!r}")
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
-            return True
-        if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
-            return False
-        raise TypeError(f"expected true or false, got {value!r}")
-    if hint is int:
-        if isinstance(value, bool):
-            raise TypeError(f"expected an integer, got {value!r}")
-        if isinstance(value, str):
-            text = value.strip()
-            if text.lstrip("-").isdigit():
-                return int(text)
-            if name.endswith("_bytes"):
-                return parse_bytes(text)
-            raise TypeError(f"expected an integer, got {value!r}")
-        if isinstance(value, float) and not value.is_integer():
-            raise TypeError(f"expected an integer, got {value!r}")
-        return int(value)
-    if hint is float:
-        if isinstance(value, bool):
-            raise TypeError(f"expected a number, got {value!r}")
-        return float(value)
-    if hint is str:
-        return str(value)
-    raise TypeError(f"unsupported setting type {hint!r}")  # pragma: no cover
+        return _to_tuple(value)
+    convert = _SCALARS.get(hint)
+    if convert is None:
+        raise TypeError(f"unsupported setting type {hint!r}")  # pragma: no cover
+    return convert(value, name)
+
+
+def _to_tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(v for v in (p.strip() for p in value.split(",")) if v)
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    raise TypeError(f"expected a list, got {value!r}")
+
+
+def _to_bool(value: Any, _name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise TypeError(f"expected true or false, got {value!r}")
+
+
+def _to_int(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        if name.endswith("_bytes"):
+            return parse_bytes(text)
+        raise TypeError(f"expected an integer, got {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise TypeError(f"expected an integer, got {value!r}")
+    return int(value)
+
+
+def _to_float(value: Any, _name: str) -> float:
+    if isinstance(value, bool):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _to_str(value: Any, _name: str) -> str:
+    return str(value)
+
+
+_SCALARS: dict[Any, Callable[[Any, str], Any]] = {
+    bool: _to_bool,
+    int: _to_int,
+    float: _to_float,
+    str: _to_str,
+}
+
+
+def _host_entry(host: Any, table: Any) -> tuple[str, float | None, int | None]:
+    """One ``hosts`` entry: ``(host, delay_s, concurrency)``.
+
+    Raises:
+        TypeError: Not a table of delay_s and/or concurrency, or a value out of range.
+    """
+    if not isinstance(host, str) or not host.strip() or not isinstance(table, Mapping):
+        raise TypeError(f"hosts.{host}: expected a table with delay_s and/or concurrency")
+    unknown = set(table) - {"delay_s", "concurrency"}
+    if unknown:
+        raise TypeError(f"hosts.{host}: unknown key {sorted(unknown)[0]!r}")
+    delay = table.get("delay_s")
+    conc = table.get("concurrency")
+    if delay is not None:
+        delay = coerce_value(float, delay)
+        if not math.isfinite(delay) or delay < 0:
+            raise TypeError(f"hosts.{host}.delay_s must be a number >= 0, got {delay}")
+    if conc is not None:
+        conc = coerce_value(int, conc)
+        if conc < 1:
+            raise TypeError(f"hosts.{host}.concurrency must be at least 1, got {conc}")
+    return (host.strip().lower(), delay, conc)
