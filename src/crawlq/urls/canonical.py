@@ -50,6 +50,8 @@ _SIMPLE_URL = re.compile(
 _CANONICAL_URL = re.compile(
     r"(https?)://([a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::([1-9][0-9]{0,4}))?/[A-Za-z0-9\-._~/]*"
 )
+_dotted_host = lru_cache(maxsize=1024)(dotted)
+"""`dotted`, remembered for the few IP hosts a crawl meets again and again."""
 _KEYS_CACHE_SIZE = 16384
 """Entries of the `url_keys` cache: about 0.5 KiB each, so at most ~8 MiB per process."""
 
@@ -102,7 +104,7 @@ def _fast_host(url: str, plain: str, match: re.Match[str]) -> str:
     if not host[host.rfind(".") + 1].isdigit():
         return plain
     try:
-        fixed = dotted(host)
+        fixed = _dotted_host(host)
     except IPv4Error as exc:
         raise InvalidURL(url, str(exc)) from exc
     return plain if fixed == host else plain[: match.start(2)] + fixed + plain[match.end(2) :]
@@ -119,7 +121,7 @@ def _dotted_netloc(url: str, netloc: str) -> str:
     host, colon, port = netloc.partition(":")
     text = (unquote(host) if "%" in host else host).lower()
     try:
-        fixed = dotted(text)
+        fixed = _dotted_host(text)
     except IPv4Error as exc:
         raise InvalidURL(url, str(exc)) from exc
     return netloc if fixed == text else fixed + colon + port

@@ -18,6 +18,8 @@ Standard runs them after "domain to ASCII"). Pure functions, no I/O.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["IPv4Error", "dotted", "ends_in_a_number", "parse_ipv4"]
 
 _DIGITS = {
@@ -25,6 +27,10 @@ _DIGITS = {
     8: frozenset("01234567"),
     16: frozenset("0123456789abcdefABCDEF"),
 }
+
+_BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_DOTTED = re.compile(rf"(?:{_BYTE}\.){{3}}{_BYTE}")
+"""An address already in the form `dotted` writes (it parses to itself): the common case."""
 
 
 class IPv4Error(ValueError):
@@ -117,7 +123,7 @@ def dotted(host: str) -> str:
     Raises:
         IPv4Error: ``host`` ends in a number but is not a valid IPv4 address.
     """
-    if not ends_in_a_number(host):
+    if _DOTTED.fullmatch(host) or not ends_in_a_number(host):
         return host
     address = parse_ipv4(host)
     return ".".join(str((address >> shift) & 0xFF) for shift in (24, 16, 8, 0))
