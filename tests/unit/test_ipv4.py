@@ -57,10 +57,23 @@ def test_a_host_ending_in_a_number_is_written_dotted(host: str, expected: str) -
 @pytest.mark.parametrize("host", INVALID)
 def test_a_host_ending_in_a_number_that_is_no_ipv4_address_fails(host: str) -> None:
     assert ends_in_a_number(host)
-    with pytest.raises(IPv4Error, match="IPv4 host"):
+    with pytest.raises(IPv4Error, match="not an IPv4 address"):
         parse_ipv4(host)
     with pytest.raises(IPv4Error):
         dotted(host)
+
+
+def test_the_reason_names_the_part_at_fault() -> None:
+    with pytest.raises(IPv4Error, match="its last part '999' is over 255"):
+        parse_ipv4("1.2.3.999")
+    with pytest.raises(IPv4Error, match="'256' is over 255"):
+        parse_ipv4("256.0.0.1")
+    with pytest.raises(IPv4Error, match="'foo' is not a number"):
+        parse_ipv4("foo.123")
+    with pytest.raises(IPv4Error, match="more than four parts"):
+        parse_ipv4("1.2.3.4.5")
+    with pytest.raises(IPv4Error, match="its last part '4294967296' is over 4294967295"):
+        parse_ipv4("4294967296")
 
 
 @pytest.mark.parametrize("host", DOMAINS)
@@ -132,10 +145,11 @@ def test_a_relative_reference_resolves_to_the_dotted_host() -> None:
     "url", ["http://1.2.3.999/", "http://foo.123/", "https://1.2.3.4.5:8080/x", "http://0x.0xg.1/"]
 )
 def test_a_url_whose_host_ends_in_a_number_but_is_no_address_is_invalid(url: str) -> None:
-    with pytest.raises(InvalidURL, match="IPv4 host") as caught:
+    with pytest.raises(InvalidURL, match="not an IPv4 address") as caught:
         normalize(url)
     assert caught.value.url == url
-    with pytest.raises(InvalidURL, match="IPv4 host"):
+    assert caught.value.reason.startswith("host ")
+    with pytest.raises(InvalidURL, match="not an IPv4 address"):
         canonicalize(url)
-    with pytest.raises(InvalidURL, match="IPv4 host"):
+    with pytest.raises(InvalidURL, match="not an IPv4 address"):
         url_keys(url)

@@ -92,18 +92,21 @@ def parse_ipv4(host: str) -> int:
     parts = host.split(".")
     if parts[-1] == "" and len(parts) > 1:
         parts.pop()
+    why = f"host {host!r} ends in a number but is not an IPv4 address"
     if len(parts) > 4:
-        raise IPv4Error(f"IPv4 host {host!r} has more than four parts")
+        raise IPv4Error(f"{why}: more than four parts")
     numbers: list[int] = []
     for part in parts:
         number = _number(part)
         if number is None:
-            raise IPv4Error(f"IPv4 host {host!r}: {part!r} is not a number")
+            raise IPv4Error(f"{why}: {part!r} is not a number")
         numbers.append(number)
-    if any(n > 255 for n in numbers[:-1]):
-        raise IPv4Error(f"IPv4 host {host!r}: a part before the last is over 255")
-    if numbers[-1] >= 256 ** (5 - len(numbers)):
-        raise IPv4Error(f"IPv4 host {host!r}: the last part is too large")
+    for part, number in zip(parts[:-1], numbers[:-1], strict=False):
+        if number > 255:
+            raise IPv4Error(f"{why}: {part!r} is over 255")
+    largest = 256 ** (5 - len(numbers)) - 1
+    if numbers[-1] > largest:
+        raise IPv4Error(f"{why}: its last part {parts[-1]!r} is over {largest}")
     address = numbers[-1]
     for counter, number in enumerate(numbers[:-1]):
         address += number * 256 ** (3 - counter)
