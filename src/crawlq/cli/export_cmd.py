@@ -89,20 +89,8 @@ def export(
         raise click.UsageError("--errors-only applies to --what pages only (or use --what errors)")
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs -o FILE")
-    since_s = None
-    if since is not None:
-        try:
-            since_s = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            raise click.BadParameter(
-                f"not an ISO 8601 time: {since!r}", param_hint="--since"
-            ) from None
-    try:
-        check_store(store)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).removeprefix("store: "), param_hint="--store") from None
-    if "://" not in store and not Path(store).is_file():
-        raise click.BadParameter(f"no such store file: {store}", param_hint="--store")
+    since_s = _since_s(since)
+    _check_readable(store)
     try:
         if fmt == "parquet":
             assert output is not None
@@ -127,6 +115,34 @@ def export(
         sys.exit(1)
     if output is not None:
         click.echo(f"wrote {rows} {what} rows to {output}", err=True)
+
+
+def _since_s(since: str | None) -> float | None:
+    """``--since`` as Unix seconds (None: no lower bound); ``Z`` is read as UTC.
+
+    Raises:
+        click.BadParameter: Not an ISO 8601 time.
+    """
+    if since is None:
+        return None
+    try:
+        return datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise click.BadParameter(f"not an ISO 8601 time: {since!r}", param_hint="--since") from None
+
+
+def _check_readable(store: str) -> None:
+    """Refuse a ``--store`` that is not a store URL or path, or a store file that is missing.
+
+    Raises:
+        click.BadParameter: Why, naming ``--store``.
+    """
+    try:
+        check_store(store)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).removeprefix("store: "), param_hint="--store") from None
+    if "://" not in store and not Path(store).is_file():
+        raise click.BadParameter(f"no such store file: {store}", param_hint="--store")
 
 
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
