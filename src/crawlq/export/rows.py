@@ -2,6 +2,7 @@
 
 Rows, by ``what`` (keys in this order; times as ISO 8601 UTC with milliseconds and ``Z`` by
 default, fingerprints as lower-case hex):
+
 * ``pages``: url, final_url, status, content_type, depth, title, fetched_at, size (bytes),
   elapsed_s, attempt, error, spider, fingerprint, warc_file, warc_offset (None unless the
   crawl archived to WARC), canonical_url (the page's ``<link rel="canonical">``, or None),
