@@ -4,7 +4,7 @@ Every runner takes a `Target` (seed URL, hosts in scope, expected page count) an
 work directory, and returns a `Result`: pages counted the runner's own way (distinct URLs in
 the crawlq store, the Scrapy feed, or the bare loop's count), whether the run is valid (exit
 status 0 and exactly the expected distinct pages, none stored twice), and the measurements
-(see `_harness`).
+(see `_measure`).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Result:
 
     @property
     def other_load(self) -> float:
-        """Cores kept busy by everything else on the machine during the run (see _harness)."""
+        """Cores kept busy by everything else on the machine during the run (see _measure)."""
         own = self.run.cpu_s + self.server_cpu_s + (self.redis_cpu_s or 0.0)
         return max(0.0, self.run.machine_busy_s - own) / self.run.wall_s
 
