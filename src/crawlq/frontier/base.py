@@ -50,7 +50,9 @@ replaced: `JobGone`): retrying does not fix it, and a worker stops on it. Argume
 range raise ``ValueError`` naming them.
 
 The values these methods take and return (`FrontierStats`, `QueueBounds`, `UrlState`,
-`DeadLetter`, ...) are defined in `crawlq.frontier.values` and re-exported here.
+`DeadLetter`, ...) are defined in `crawlq.frontier.values` and re-exported here. What status
+reports beyond `Frontier.stats` comes through `crawlq.frontier.status.job_status`, which needs
+nothing more from a backend than this contract.
 """
 
 from __future__ import annotations
