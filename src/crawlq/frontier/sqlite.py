@@ -296,9 +296,13 @@ class SqliteFrontier:
         )
         self._counts[_LEASED] += self._counts.pop(_FETCHED, 0)
 
-    def _dead_at(self) -> str:
-        """The dead-time column, or NULL in a read-only look at a file older than version 5."""
-        return "dead_at_ms" if self._version >= 5 else "NULL"
+    def _dead_at(self, table: str = "") -> str:
+        """The dead-time column, qualified by ``table`` (an alias) when given.
+
+        NULL in a read-only look at a file older than version 5, which has no such column.
+        """
+        column = f"{table}.dead_at_ms" if table else "dead_at_ms"
+        return column if self._version >= 5 else "NULL"
 
     def _tx(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         if self.read_only:
@@ -812,7 +816,7 @@ class SqliteFrontier:
                 self._db()
                 .execute(
                     "SELECT r.state, r.request, r.attempt, r.ready_at_ms, r.worker_id, "
-                    f"r.deadline_ms, r.reason, r.{self._dead_at()}, h.next_at_ms "
+                    f"r.deadline_ms, r.reason, {self._dead_at('r')}, h.next_at_ms "
                     "FROM frontier_requests r LEFT JOIN frontier_hosts h ON h.host = r.host "
                     "WHERE r.fp = ?",
                     (bytes(fingerprint),),
