@@ -33,32 +33,25 @@ Times are Unix seconds as ``double precision``, so they round-trip exactly. Need
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from crawlq.errors import ConfigError, StoreError
-from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store import keyset, postgres_schema
+from crawlq.store import postgres_schema
 from crawlq.store.base import (
-    LOOKUP_MAX,
     SPIDER_ERROR_SQL,
     ParseUpdate,
     ResultBatch,
     StoreCounts,
-    StoredOutcome,
-    dead_from_row,
-    filtered_from_row,
-    item_from_row,
     last_update_wins,
-    outcomes_from_rows,
-    page_from_row,
 )
 from crawlq.store.keyset import Row
 from crawlq.store.postgres_pool import DEFAULT_SCHEMA, Conn, Pool, parse_target
 from crawlq.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration
 from crawlq.store.postgres_writes import BatchRows, Reparsed
-from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, POSTGRES, Reads, store_counts
+from crawlq.store.reads import Queries, SqlReader
+from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, POSTGRES, store_counts
 
 __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStore"]
 
@@ -69,7 +62,7 @@ WHERE {SPIDER_ERROR_SQL} GROUP BY 1
 """Spider-error pages by the text between the prefix and the next ':' (their kind)."""
 
 
-class PostgresStore:
+class PostgresStore(SqlReader):
     """`crawlq.store.Store` on PostgreSQL, shared by every worker of a crawl.
 
     Build with `PostgresStore.open`; see `crawlq.store.Store` for the semantics of each
@@ -80,7 +73,7 @@ class PostgresStore:
         self._pool = pool
         self._target = pool.target
         self._read_only = read_only
-        self._reads = Reads(POSTGRES, SCHEMA_VERSION)
+        self._queries = Queries(POSTGRES, SCHEMA_VERSION)
 
     @classmethod
     async def open(
@@ -183,92 +176,37 @@ class PostgresStore:
             return frozenset()
         return await self._pool.run(Reparsed.of(last_update_wins(updates)).write)
 
-    async def pages(
-        self,
-        *,
-        since: float | None = None,
-        with_body: bool = False,
-        spider_errors_only: bool = False,
-    ) -> AsyncIterator[PageRecord]:
-        """Stream pages by ``(fetched_at, fingerprint)``; see `crawlq.store.Store.pages`.
-
-        Raises:
-            StoreUnavailable: The server cannot be reached.
-            StoreError: Any other PostgreSQL failure, or the store is closed.
-        """
-        rows = self._reads.pages(
-            since=since, with_body=with_body, spider_errors_only=spider_errors_only
-        )
-        async for row in keyset.stream(self._fetch, rows):
-            yield page_from_row(row)
-
-    async def items(self, *, since: float | None = None) -> AsyncIterator[ItemRecord]:
-        """Stream items by ``(created_at, fingerprint, index)``; see `crawlq.store.Store.items`.
-
-        Raises:
-            StoreUnavailable: The server cannot be reached.
-            StoreError: Any other PostgreSQL failure, or the store is closed.
-        """
-        async for row in keyset.stream(self._fetch, self._reads.items(since=since)):
-            yield item_from_row(row, row[5])
-
-    async def dead(self) -> AsyncIterator[DeadRecord]:
-        """Stream dead letters by ``(at, fingerprint)``; see `crawlq.store.Store.dead`.
-
-        Raises:
-            StoreUnavailable: The server cannot be reached.
-            StoreError: Any other PostgreSQL failure, or the store is closed.
-        """
-        async for row in keyset.stream(self._fetch, self._reads.dead()):
-            yield dead_from_row(row)
-
-    async def filtered(self) -> AsyncIterator[FilteredRecord]:
-        """Stream filtered URLs by ``(at, fingerprint)``; see `crawlq.store.Store.filtered`.
-
-        Raises:
-            StoreUnavailable: The server cannot be reached.
-            StoreError: Any other PostgreSQL failure, or the store is closed.
-        """
-        async for row in keyset.stream(self._fetch, self._reads.filtered()):
-            yield filtered_from_row(row)
-
-    async def lookup(self, fingerprints: Sequence[bytes]) -> dict[bytes, StoredOutcome]:
-        """What the store holds for each fingerprint, in one snapshot (`Store.lookup`).
-
-        Raises:
-            ValueError: More than `LOOKUP_MAX` fingerprints.
-            StoreUnavailable: The server cannot be reached.
-            StoreError: Any other PostgreSQL failure, or the store is closed.
-        """
-        fps = list(dict.fromkeys(bytes(fp) for fp in fingerprints))
-        if len(fps) > LOOKUP_MAX:
-            raise ValueError(f"lookup takes at most {LOOKUP_MAX} fingerprints, got {len(fps)}")
-        if not fps:
-            return {}
-        queries = self._reads.lookup("WHERE fingerprint = ANY(%s)")
-
-        async def read(conn: Conn) -> list[list[Row]]:
-            async with conn.transaction():
-                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                out = []
-                for query in queries:
-                    cur = await conn.execute(query, (fps,))
-                    out.append(await cur.fetchall())
-                return out
-
-        pages, items, dead, filtered = await self._pool.run(read)
-        return outcomes_from_rows(pages, items, dead, filtered)
-
     async def close(self) -> None:
         """Wait for the calls that hold a connection, then close every connection; idempotent."""
         await self._pool.close()
+
+    # The reads' hooks (`crawlq.store.reads.SqlReader`).
 
     async def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         """One chunk of a keyset stream: one short query, its connection released after."""
         return await self._pool.run(_Fetch(query, params))
 
+    async def _snapshot(self, queries: Sequence[str], params: tuple[Any, ...]) -> list[list[Row]]:
+        async def read(conn: Conn) -> list[list[Row]]:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                out = []
+                for query in queries:
+                    cur = await conn.execute(query, params)
+                    out.append(await cur.fetchall())
+                return out
+
+        return await self._pool.run(read)
+
+    def _fingerprints_in(self, fingerprints: list[bytes]) -> tuple[str, tuple[Any, ...]]:
+        return "WHERE fingerprint = ANY(%s)", (fingerprints,)
+
+    def _item_data(self, stored: Any) -> dict[str, Any]:
+        data: dict[str, Any] = stored  # JSONB, decoded by psycopg
+        return data
+
     async def _check_schema(self, conn: Conn) -> None:
-        self._reads = Reads(POSTGRES, await postgres_schema.check_schema(conn, self._target))
+        self._queries = Queries(POSTGRES, await postgres_schema.check_schema(conn, self._target))
 
     async def _ensure_schema(self, conn: Conn) -> None:
         await postgres_schema.ensure_schema(conn, self._target)

@@ -4,7 +4,8 @@ Both stores hold the same tables (``pages``, ``items``, ``dead_letters``, ``filt
 ``schema.sql`` and `crawlq.store.postgres_schema`) and read and write them with the same
 statements. They differ only in how a statement spells a parameter (``?`` or ``%s``), a
 JSON parameter and a NULL of a type (`Dialect`), and in which columns an older schema has
-(`Reads` reads NULL for the missing ones: a read-only store may be older than this code).
+(`crawlq.store.reads.Queries` reads NULL for the missing ones: a read-only store may be
+older than this code).
 
 Column orders follow the row layouts of `crawlq.store.base` (`page_from_row`,
 `item_from_row`, `dead_from_row`, `filtered_from_row`).
@@ -18,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawlq.records import ItemRecord
-from crawlq.store.base import SPIDER_ERROR_SQL, StoreCounts, spider_error_counts
-from crawlq.store.keyset import BODY_CHUNK_ROWS, CHUNK_ROWS, Keyset
+from crawlq.store.base import StoreCounts, spider_error_counts
 
 __all__ = [
     "COUNT_GROUPS",
@@ -28,7 +28,6 @@ __all__ = [
     "POSTGRES",
     "SQLITE",
     "Dialect",
-    "Reads",
     "Writes",
     "item_json",
     "store_counts",
@@ -130,99 +129,6 @@ def item_json(item: ItemRecord) -> str:
         raise ValueError(
             f"item {item.index} of {item.url!r} is not JSON-serialisable: {exc}"
         ) from exc
-
-
-class Reads:
-    """The read queries of one store: its dialect and the schema version it reads.
-
-    Args:
-        dialect: The backend's spelling.
-        version: The schema version of the store's tables (1..); columns added later are
-            read as NULL.
-    """
-
-    def __init__(self, dialect: Dialect, version: int) -> None:
-        self.dialect = dialect
-        self.version = version
-
-    def page_columns(self, *, with_body: bool) -> str:
-        """Every page column in `crawlq.store.base.page_from_row` order."""
-        null = self.dialect.null
-        body = "body" if with_body else null("bytea")
-        v = self.version
-        warc = "warc_file, warc_offset" if v >= 2 else f"{null('text')}, {null('bigint')}"
-        canonical = "canonical_url" if v >= 3 else null("text")
-        referrer = "referrer" if v >= 4 else null("text")
-        request = "request" if v >= 5 else null("text")
-        return f"{PAGE_COLUMNS}, {body}, {warc}, {canonical}, {referrer}, {request}"
-
-    def dead_columns(self) -> str:
-        """Every dead-letter column in `crawlq.store.base.dead_from_row` order."""
-        referrer = "referrer" if self.version >= 4 else self.dialect.null("text")
-        return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
-
-    def pages(self, *, since: float | None, with_body: bool, spider_errors_only: bool) -> Keyset:
-        """Pages by ``(fetched_at, fingerprint)`` (`crawlq.store.base.Store.pages`)."""
-        m = self.dialect.mark
-        select = f"SELECT {self.page_columns(with_body=with_body)} FROM pages"
-        errors = [SPIDER_ERROR_SQL] if spider_errors_only else []
-        first = ([f"fetched_at >= {m}"] if since is not None else []) + errors
-        return Keyset(
-            first=_where(select, first, f"ORDER BY fetched_at, fingerprint LIMIT {m}"),
-            params=() if since is None else (float(since),),
-            later=_where(
-                select,
-                [f"(fetched_at, fingerprint) > ({m}, {m})", *errors],
-                f"ORDER BY fetched_at, fingerprint LIMIT {m}",
-            ),
-            key=(7, 0),
-            chunk_rows=BODY_CHUNK_ROWS if with_body else CHUNK_ROWS,
-        )
-
-    def items(self, *, since: float | None) -> Keyset:
-        """Items by ``(created_at, fingerprint, idx)`` (`crawlq.store.base.Store.items`)."""
-        m = self.dialect.mark
-        select = "SELECT created_at, fingerprint, idx, url, spider, data FROM items"
-        order = f"ORDER BY created_at, fingerprint, idx LIMIT {m}"
-        return Keyset(
-            first=_where(select, [f"created_at >= {m}"] if since is not None else [], order),
-            params=() if since is None else (float(since),),
-            later=_where(select, [f"(created_at, fingerprint, idx) > ({m}, {m}, {m})"], order),
-            key=(0, 1, 2),
-        )
-
-    def dead(self) -> Keyset:
-        """Dead letters by ``(at, fingerprint)`` (`crawlq.store.base.Store.dead`)."""
-        return self._by_time(f"SELECT {self.dead_columns()} FROM dead_letters")
-
-    def filtered(self) -> Keyset:
-        """Filtered URLs by ``(at, fingerprint)`` (`crawlq.store.base.Store.filtered`)."""
-        return self._by_time("SELECT at, fingerprint, url, reason, depth FROM filtered")
-
-    def _by_time(self, select: str) -> Keyset:
-        m = self.dialect.mark
-        order = f"ORDER BY at, fingerprint LIMIT {m}"
-        later = _where(select, [f"(at, fingerprint) > ({m}, {m})"], order)
-        return Keyset(first=f"{select} {order}", params=(), later=later, key=(0, 1))
-
-    def lookup(self, where: str) -> tuple[str, str, str, str]:
-        """The four reads of `crawlq.store.base.Store.lookup`, each narrowed by ``where``.
-
-        Pages (no body), ``(fingerprint, count)`` of items, dead letters, filtered records:
-        the rows `crawlq.store.base.outcomes_from_rows` takes.
-        """
-        return (
-            f"SELECT {self.page_columns(with_body=False)} FROM pages {where}",
-            f"SELECT fingerprint, count(*) FROM items {where} GROUP BY fingerprint",
-            f"SELECT {self.dead_columns()} FROM dead_letters {where}",
-            f"SELECT at, fingerprint, url, reason, depth FROM filtered {where}",
-        )
-
-
-def _where(select: str, conditions: Sequence[str], order: str) -> str:
-    if not conditions:
-        return f"{select} {order}"
-    return f"{select} WHERE {' AND '.join(conditions)} {order}"
 
 
 COUNT_TOTALS = (

@@ -24,30 +24,23 @@ import asyncio
 import functools
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlq.errors import StoreError
-from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store import keyset, sqlite_writes
+from crawlq.store import sqlite_writes
 from crawlq.store.base import (
-    LOOKUP_MAX,
     SPIDER_ERROR_SQL,
     ParseUpdate,
     ResultBatch,
     StoreCounts,
-    StoredOutcome,
-    dead_from_row,
-    filtered_from_row,
-    item_from_row,
     last_update_wins,
-    outcomes_from_rows,
-    page_from_row,
 )
 from crawlq.store.keyset import Row
-from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, SQLITE, Reads, store_counts
+from crawlq.store.reads import Queries, SqlReader
+from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, SQLITE, store_counts
 from crawlq.store.sqlite_schema import SCHEMA_VERSION, connect, translate
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
@@ -61,7 +54,7 @@ FROM pages WHERE {SPIDER_ERROR_SQL} GROUP BY 1
 """Spider-error pages by the text between the prefix and the next ':' (their kind)."""
 
 
-class SqliteStore:
+class SqliteStore(SqlReader):
     """`crawlq.store.Store` on a SQLite file (the embedded default).
 
     Build with `SqliteStore.open`; see `crawlq.store.Store` for the semantics of each method.
@@ -79,7 +72,7 @@ class SqliteStore:
         self._path = path
         self._conn = conn
         self._read_only = read_only
-        self._reads = Reads(SQLITE, version)
+        self._queries = Queries(SQLITE, version)
         self._executor = executor
         self._busy_s = busy_s
         self._closed = False
@@ -171,74 +164,6 @@ class SqliteStore:
         reparsed = functools.partial(sqlite_writes.replace_parse, last_update_wins(updates))
         return await self._run(reparsed)
 
-    async def pages(
-        self,
-        *,
-        since: float | None = None,
-        with_body: bool = False,
-        spider_errors_only: bool = False,
-    ) -> AsyncIterator[PageRecord]:
-        """Stream pages by ``(fetched_at, fingerprint)``; see `crawlq.store.Store.pages`.
-
-        Raises:
-            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
-            StoreError: Any other SQLite failure, or the store is closed.
-        """
-        rows = self._reads.pages(
-            since=since, with_body=with_body, spider_errors_only=spider_errors_only
-        )
-        async for row in keyset.stream(self._fetch, rows):
-            yield page_from_row(row)
-
-    async def items(self, *, since: float | None = None) -> AsyncIterator[ItemRecord]:
-        """Stream items by ``(created_at, fingerprint, index)``; see `crawlq.store.Store.items`.
-
-        Raises:
-            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
-            StoreError: Any other SQLite failure, or the store is closed.
-        """
-        async for row in keyset.stream(self._fetch, self._reads.items(since=since)):
-            yield item_from_row(row, json.loads(row[5]))
-
-    async def dead(self) -> AsyncIterator[DeadRecord]:
-        """Stream dead letters by ``(at, fingerprint)``; see `crawlq.store.Store.dead`.
-
-        Raises:
-            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
-            StoreError: Any other SQLite failure, or the store is closed.
-        """
-        async for row in keyset.stream(self._fetch, self._reads.dead()):
-            yield dead_from_row(row)
-
-    async def filtered(self) -> AsyncIterator[FilteredRecord]:
-        """Stream filtered URLs by ``(at, fingerprint)``; see `crawlq.store.Store.filtered`.
-
-        Raises:
-            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
-            StoreError: Any other SQLite failure, or the store is closed.
-        """
-        async for row in keyset.stream(self._fetch, self._reads.filtered()):
-            yield filtered_from_row(row)
-
-    async def lookup(self, fingerprints: Sequence[bytes]) -> dict[bytes, StoredOutcome]:
-        """What the store holds for each fingerprint; see `crawlq.store.Store.lookup`.
-
-        Raises:
-            ValueError: More than `LOOKUP_MAX` fingerprints.
-            StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
-            StoreError: Any other SQLite failure, or the store is closed.
-        """
-        fps = list(dict.fromkeys(bytes(fp) for fp in fingerprints))
-        if len(fps) > LOOKUP_MAX:
-            raise ValueError(f"lookup takes at most {LOOKUP_MAX} fingerprints, got {len(fps)}")
-        if not fps:
-            return {}
-        queries = self._reads.lookup(f"WHERE fingerprint IN ({SQLITE.marks(len(fps))})")
-        pages, items, dead, filtered = await self._run(
-            functools.partial(_read_snapshot, queries, tuple(fps))
-        )
-        return outcomes_from_rows(pages, items, dead, filtered)
-
     async def close(self) -> None:
         """Close the connection after the calls already queued; idempotent."""
         if self._closed:
@@ -260,9 +185,21 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise translate(self._path, self._busy_s, exc) from exc
 
-    async def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Row]:
+    # The reads' hooks (`crawlq.store.reads.SqlReader`).
+
+    async def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         """One chunk of a keyset stream: one short autocommit query on the store thread."""
-        return await self._run(functools.partial(_fetch, sql, params))
+        return await self._run(functools.partial(_fetch, query, params))
+
+    async def _snapshot(self, queries: Sequence[str], params: tuple[Any, ...]) -> list[list[Row]]:
+        return await self._run(functools.partial(_read_snapshot, queries, params))
+
+    def _fingerprints_in(self, fingerprints: list[bytes]) -> tuple[str, tuple[Any, ...]]:
+        return f"WHERE fingerprint IN ({SQLITE.marks(len(fingerprints))})", tuple(fingerprints)
+
+    def _item_data(self, stored: Any) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(stored)  # JSON text, keys in the spider's order
+        return data
 
 
 # Everything below runs on the store thread.
