@@ -61,6 +61,7 @@ from crawlq.frontier.base import (
     UrlState,
     backoff_state,
 )
+from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
 from crawlq.frontier.redis.errors import translate
 from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.keys import Keyspace
@@ -354,24 +355,23 @@ class RedisFrontier:
 
         Also requeues expired leases and due retries of every worker, and drains the inbox.
         """
-        if not 1 <= n <= 1000:
-            raise ValueError(f"n must be in 1..1000, got {n}")
-        if visibility_timeout_s <= 0:
-            raise ValueError(f"visibility_timeout_s must be positive, got {visibility_timeout_s}")
-        vt_ms = round(visibility_timeout_s * 1000)
-        give_up = time.monotonic() + wait_s
-        waited = False
-        while True:
-            leases, wake_ms = await self._lease_once(n, worker_id, vt_ms, fetched)
-            fetched = ()
-            remaining = give_up - time.monotonic()
-            if leases or remaining <= 0 or ((waited or until_drained) and wake_ms is None):
-                return leases  # wake_ms None after a wait: drained, nothing will become ready
-            timeout = min(remaining, _MAX_WAIT_S)
-            if wake_ms is not None:
-                timeout = min(timeout, max(0.001, (wake_ms - self.clock.wall_ms()) / 1000))
-            await self._wait(worker_id, timeout, pending=wake_ms is not None)
-            waited = True
+        vt_ms = check_lease_args(n, visibility_timeout_s)
+
+        async def try_lease(done: Sequence[Lease]) -> tuple[list[Lease], int | None]:
+            return await self._lease_once(n, worker_id, vt_ms, done)
+
+        async def sleep(timeout_s: float, pending: bool) -> None:
+            await self._wait(worker_id, timeout_s, pending=pending)
+
+        return await lease_with_wait(
+            try_lease,
+            sleep,
+            self.clock,
+            wait_s=wait_s,
+            until_drained=until_drained,
+            fetched=fetched,
+            max_sleep_s=_MAX_WAIT_S,
+        )
 
     async def _lease_once(
         self, n: int, worker_id: str, vt_ms: int, fetched: Sequence[Lease]

@@ -6,7 +6,7 @@ whose next-allowed time has come and whose in-flight count is under their concur
 (`crawlq.frontier.sqlite.tables.HOST_CONCURRENCY`): highest priority first, then push order.
 Each host taken moves its next-allowed time by its delay in the same step. With nothing
 ready, the step says when something will be (`LeaseMixin._next_wake_ms`) and `lease` waits
-for that time or for a wake-up from a push or settle.
+(`crawlq.frontier.lease_wait`) for that time or for a wake-up from a push or settle.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import asyncio
 import contextlib
 import secrets
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Sequence
 
+from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
 from crawlq.frontier.sqlite.core import FrontierFile, logger
 from crawlq.frontier.sqlite.tables import (
     DELAYED,
@@ -49,28 +49,27 @@ class LeaseMixin(FrontierFile):
         fetched: Sequence[Lease] = (),
     ) -> list[Lease]:
         """See `crawlq.frontier.base.Frontier.lease`."""
-        if not 1 <= n <= 1000:
-            raise ValueError(f"n must be in 1..1000, got {n}")
-        if visibility_timeout_s <= 0:
-            raise ValueError(f"visibility_timeout_s must be positive, got {visibility_timeout_s}")
-        if self._wakeup is None:
-            self._wakeup = asyncio.Event()
-        vt_ms = round(visibility_timeout_s * 1000)
-        give_up = time.monotonic() + wait_s
-        waited = False
-        while True:
-            self._wakeup.clear()
-            leases, wake_ms = await self._run(self._lease_sync, n, worker_id, vt_ms, fetched)
-            fetched = ()
-            remaining = give_up - time.monotonic()
-            if leases or remaining <= 0 or ((waited or until_drained) and wake_ms is None):
-                return leases  # wake_ms None after a wait: drained, nothing will become ready
-            timeout = remaining
-            if wake_ms is not None:
-                timeout = min(remaining, max(0.001, (wake_ms - self.clock.wall_ms()) / 1000))
+        vt_ms = check_lease_args(n, visibility_timeout_s)
+        wakeup = self._wakeup
+        if wakeup is None:
+            wakeup = self._wakeup = asyncio.Event()
+
+        async def try_lease(done: Sequence[Lease]) -> tuple[list[Lease], int | None]:
+            wakeup.clear()  # before the try: a push during it wakes the sleep that follows
+            return await self._run(self._lease_sync, n, worker_id, vt_ms, done)
+
+        async def sleep(timeout_s: float, pending: bool) -> None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
-            waited = True
+                await asyncio.wait_for(wakeup.wait(), timeout_s)
+
+        return await lease_with_wait(
+            try_lease,
+            sleep,
+            self.clock,
+            wait_s=wait_s,
+            until_drained=until_drained,
+            fetched=fetched,
+        )
 
     def _lease_sync(
         self, n: int, worker_id: str, vt_ms: int, fetched: Sequence[Lease]
