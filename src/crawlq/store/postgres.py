@@ -39,19 +39,14 @@ from typing import Any
 
 from crawlq.errors import ConfigError, StoreError
 from crawlq.store import postgres_schema
-from crawlq.store.base import (
-    SPIDER_ERROR_SQL,
-    ParseUpdate,
-    ResultBatch,
-    StoreCounts,
-    last_update_wins,
-)
+from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.keyset import Row
+from crawlq.store.outcomes import StoreCounts
 from crawlq.store.postgres_pool import DEFAULT_SCHEMA, Conn, Pool, parse_target
 from crawlq.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration
 from crawlq.store.postgres_writes import BatchRows, Reparsed
 from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, POSTGRES, store_counts
+from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, POSTGRES, SPIDER_ERROR_SQL, store_counts
 
 __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStore"]
 

@@ -129,7 +129,7 @@ V4 = (
 
 V5 = (
     # Spider errors: the fetched request (its callback, meta…) for reparse, and an index of
-    # the pages whose error is a spider error (crawlq.store.base.SPIDER_ERROR_SQL).
+    # the pages whose error is a spider error (crawlq.store.sql.SPIDER_ERROR_SQL).
     "ALTER TABLE pages ADD COLUMN request text",
     "CREATE INDEX pages_spider_errors ON pages (fetched_at, fingerprint)"
     " WHERE substr(error, 1, 14) = 'spider_error: '",

@@ -24,7 +24,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from crawlq.records import ItemRecord
-from crawlq.store.base import ParseUpdate, ResultBatch
+from crawlq.store.batch import ParseUpdate, ResultBatch
 from crawlq.store.postgres_pool import Conn
 from crawlq.store.sql import POSTGRES, Writes, item_json
 

@@ -166,7 +166,7 @@ def store_counts(
 
     ``totals`` is the row of `COUNT_TOTALS`, ``groups`` the rows of each of `COUNT_GROUPS`,
     ``spider_errors`` the backend's spider errors by type
-    (`crawlq.store.base.spider_error_counts`).
+    (`crawlq.store.outcomes.spider_error_counts`).
     """
     by_status, by_dead, by_filtered = ({row[0]: int(row[1]) for row in rows} for rows in groups)
     return StoreCounts(

@@ -31,16 +31,11 @@ from typing import Any, TypeVar
 
 from crawlq.errors import StoreError
 from crawlq.store import sqlite_writes
-from crawlq.store.base import (
-    SPIDER_ERROR_SQL,
-    ParseUpdate,
-    ResultBatch,
-    StoreCounts,
-    last_update_wins,
-)
+from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.keyset import Row
+from crawlq.store.outcomes import StoreCounts
 from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, SQLITE, store_counts
+from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, SPIDER_ERROR_SQL, SQLITE, store_counts
 from crawlq.store.sqlite_schema import SCHEMA_VERSION, connect, translate
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from crawlq.errors import StoreError, StoreUnavailable
 from crawlq.secrecy import create_private
-from crawlq.store.base import SPIDER_ERROR_SQL
+from crawlq.store.sql import SPIDER_ERROR_SQL
 
 __all__ = ["SCHEMA_VERSION", "connect", "translate"]
 

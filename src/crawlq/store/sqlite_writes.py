@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store.base import ParseUpdate, ResultBatch
+from crawlq.store.batch import ParseUpdate, ResultBatch
 from crawlq.store.sql import SQLITE, Writes, item_json
 
 __all__ = ["replace_parse", "write"]

@@ -20,7 +20,7 @@ Where each part lives:
 * ``tables``: what a row's state and a host's flags mean, as SQL;
 * ``schema``: the lock, the connection, schema versions and migrations;
 * ``core``: the thread, transactions and the bookkeeping the parts share;
-* ``push``, ``lease``, ``settle``: the life of a request;
+* ``push`` (``bounded``: under queue bounds), ``lease``, ``settle``: the life of a request;
 * ``inspection``: one URL's state, dead letters and their replay;
 * ``hosts``, ``robots``, ``meta``: host politeness, the robots.txt cache, job settings and
   stats.
