@@ -19,7 +19,8 @@ Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, 
 ``since``).
 
 What a store is given: `crawlq.store.batch`; what it answers (counts, lookups):
-`crawlq.store.outcomes`; the SQL and row layouts the SQL backends share: `crawlq.store.sql`.
+`crawlq.store.outcomes`; the SQL and row layouts the SQL backends share: `crawlq.store.sql`,
+`crawlq.store.rows`.
 All their names are re-exported here.
 """
 
@@ -31,14 +32,14 @@ from typing import Protocol
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.store.batch import FINGERPRINT_BYTES, ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.outcomes import LOOKUP_MAX, StoreCounts, StoredOutcome, spider_error_counts
-from crawlq.store.sql import (
-    SPIDER_ERROR_SQL,
+from crawlq.store.rows import (
     dead_from_row,
     filtered_from_row,
     item_from_row,
     outcomes_from_rows,
     page_from_row,
 )
+from crawlq.store.sql import SPIDER_ERROR_SQL
 
 __all__ = [
     "FINGERPRINT_BYTES",

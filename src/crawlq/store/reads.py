@@ -21,16 +21,14 @@ from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.store import keyset
 from crawlq.store.keyset import BODY_CHUNK_ROWS, CHUNK_ROWS, Keyset, Row
 from crawlq.store.outcomes import LOOKUP_MAX, StoredOutcome
-from crawlq.store.sql import (
-    PAGE_COLUMNS,
-    SPIDER_ERROR_SQL,
-    Dialect,
+from crawlq.store.rows import (
     dead_from_row,
     filtered_from_row,
     item_from_row,
     outcomes_from_rows,
     page_from_row,
 )
+from crawlq.store.sql import PAGE_COLUMNS, SPIDER_ERROR_SQL, Dialect
 
 __all__ = ["Queries", "SqlReader"]
 
@@ -49,7 +47,7 @@ class Queries:
         self.version = version
 
     def page_columns(self, *, with_body: bool) -> str:
-        """Every page column in `crawlq.store.sql.page_from_row` order."""
+        """Every page column in `crawlq.store.rows.page_from_row` order."""
         null = self.dialect.null
         body = "body" if with_body else null("bytea")
         v = self.version
@@ -60,7 +58,7 @@ class Queries:
         return f"{PAGE_COLUMNS}, {body}, {warc}, {canonical}, {referrer}, {request}"
 
     def dead_columns(self) -> str:
-        """Every dead-letter column in `crawlq.store.sql.dead_from_row` order."""
+        """Every dead-letter column in `crawlq.store.rows.dead_from_row` order."""
         referrer = "referrer" if self.version >= 4 else self.dialect.null("text")
         return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
 
@@ -112,7 +110,7 @@ class Queries:
         """The four reads of `crawlq.store.base.Store.lookup`, each narrowed by ``where``.
 
         Pages (no body), ``(fingerprint, count)`` of items, dead letters, filtered records:
-        the rows `crawlq.store.sql.outcomes_from_rows` takes.
+        the rows `crawlq.store.rows.outcomes_from_rows` takes.
         """
         return (
             f"SELECT {self.page_columns(with_body=False)} FROM pages {where}",

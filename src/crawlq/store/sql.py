@@ -7,8 +7,7 @@ JSON parameter and a NULL of a type (`Dialect`), and in which columns an older s
 (`crawlq.store.reads.Queries` reads NULL for the missing ones: a read-only store may be
 older than this code).
 
-Rows are read back in the layouts at the end of this module (`page_from_row`,
-`item_from_row`, `dead_from_row`, `filtered_from_row`, `outcomes_from_rows`).
+Reads select their columns in the layouts of `crawlq.store.rows`.
 """
 
 from __future__ import annotations
@@ -20,12 +19,9 @@ from typing import Any
 
 from crawlq.records import (
     SPIDER_ERROR_PREFIX,
-    DeadRecord,
-    FilteredRecord,
     ItemRecord,
-    PageRecord,
 )
-from crawlq.store.outcomes import StoreCounts, StoredOutcome, spider_error_counts
+from crawlq.store.outcomes import StoreCounts, spider_error_counts
 
 __all__ = [
     "COUNT_GROUPS",
@@ -36,12 +32,7 @@ __all__ = [
     "SQLITE",
     "Dialect",
     "Writes",
-    "dead_from_row",
-    "filtered_from_row",
-    "item_from_row",
     "item_json",
-    "outcomes_from_rows",
-    "page_from_row",
     "store_counts",
 ]
 
@@ -185,52 +176,3 @@ SPIDER_ERROR_SQL = f"substr(error, 1, {len(SPIDER_ERROR_PREFIX)}) = '{SPIDER_ERR
 """The SQL condition (SQLite and PostgreSQL alike) of a page with a spider error; the SQL
 stores' partial index ``pages_spider_errors`` has the same condition, so that selecting and
 counting these pages does not read the others."""
-
-
-# Row layouts: each read selects its columns in this order.
-
-
-def page_from_row(row: Sequence[Any]) -> PageRecord:
-    """A page from a row of its fields in declaration order (fingerprint … request)."""
-    return PageRecord(*row)
-
-
-def item_from_row(row: Sequence[Any], data: dict[str, Any]) -> ItemRecord:
-    """An item from ``(created_at, fingerprint, idx, url, spider, …)`` and its decoded data."""
-    return ItemRecord(row[1], row[2], row[3], row[4], data, row[0])
-
-
-def dead_from_row(row: Sequence[Any]) -> DeadRecord:
-    """A dead letter from ``(at, fingerprint, url, reason, detail, attempts, depth, referrer)``."""
-    return DeadRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[0], row[7])
-
-
-def filtered_from_row(row: Sequence[Any]) -> FilteredRecord:
-    """A filtered URL from ``(at, fingerprint, url, reason, depth)``."""
-    return FilteredRecord(row[1], row[2], row[3], row[4], row[0])
-
-
-def outcomes_from_rows(
-    pages: Sequence[Sequence[Any]],
-    items: Sequence[Sequence[Any]],
-    dead: Sequence[Sequence[Any]],
-    filtered: Sequence[Sequence[Any]],
-) -> dict[bytes, StoredOutcome]:
-    """``Store.lookup``'s answer from the SQL backends' rows.
-
-    Pages as `page_from_row` (body None), ``(fingerprint, count)`` of items, dead letters as
-    `dead_from_row`, filtered records as `filtered_from_row`.
-    """
-    counts = {bytes(fp): int(n) for fp, n in items}
-    out: dict[bytes, StoredOutcome] = {}
-    for row in pages:
-        page = page_from_row(row)
-        fp = bytes(page.fingerprint)
-        out[fp] = StoredOutcome(page=page, items=counts.get(fp, 0))
-    for row in dead:
-        record = dead_from_row(row)
-        out.setdefault(bytes(record.fingerprint), StoredOutcome(dead=record))
-    for row in filtered:
-        f = filtered_from_row(row)
-        out.setdefault(bytes(f.fingerprint), StoredOutcome(filtered=f))
-    return out
