@@ -27,8 +27,8 @@ SPIDER_ERROR_PREFIX = "spider_error: "
 something that is neither an item nor a request, or an item JSON cannot hold). The rest is
 ``<kind>: <detail>`` (`spider_error`); stores select such pages by this prefix."""
 
-_KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-_LEGACY = re.compile(r"SpiderError: callback '[^']*' on \S+: ([A-Za-z_][A-Za-z0-9_.]*): ")
+_ERROR_KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_LEGACY_ERROR = re.compile(r"SpiderError: callback '[^']*' on \S+: ([A-Za-z_][A-Za-z0-9_.]*): ")
 """The form crawlq wrote before errors carried their kind up front."""
 UNSERIALISABLE_ITEM = "UnserialisableItem"
 """The kind of a spider error whose callback yielded an item JSON cannot hold."""
@@ -55,13 +55,13 @@ def spider_error_type(error: str | None) -> str | None:
     if error is None or not error.startswith(SPIDER_ERROR_PREFIX):
         return None
     rest = error[len(SPIDER_ERROR_PREFIX) :]
-    legacy = _LEGACY.match(rest)
+    legacy = _LEGACY_ERROR.match(rest)
     if legacy:
         return legacy.group(1)
     if rest.startswith("item is not JSON-serialisable"):
         return UNSERIALISABLE_ITEM
     kind = rest.split(":", 1)[0].strip()
-    return kind if _KIND.fullmatch(kind) else "SpiderError"
+    return kind if _ERROR_KIND.fullmatch(kind) else "SpiderError"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ from crawlq.errors import (
     TooManyRedirects,
     TransientFetchError,
 )
-from crawlq.fetch import Fetcher, _classify
+from crawlq.fetch import Fetcher
+from crawlq.fetch.failures import classify as _classify
 from crawlq.testing import CHARSET_SAMPLES, RequestLog, make_fault_app
 
 UA = "crawlq-test/1.0"

@@ -102,3 +102,15 @@ def test_an_untrusted_referrer_is_normalised_or_refused() -> None:
             CrawlRequest.from_json(json.dumps({"url": URL, "referrer": bad}))
     with pytest.raises(ValueError, match="referrer"):
         CrawlRequest(URL, referrer=b"http://a.test/")  # type: ignore[arg-type]
+
+
+def test_the_referrer_bound_is_the_url_length_limit() -> None:
+    from crawlq.request import MAX_REFERRER_CHARS
+    from crawlq.scope import MAX_URL_LENGTH
+
+    assert MAX_REFERRER_CHARS == MAX_URL_LENGTH  # one limit, spelt twice to avoid a cycle
+    at_limit = "http://a.test/" + "r" * (MAX_URL_LENGTH - len("http://a.test/"))
+    referrer = CrawlRequest.from_json(json.dumps({"url": URL, "referrer": at_limit})).referrer
+    assert referrer == at_limit
+    with pytest.raises(ValueError, match="referrer longer than"):
+        CrawlRequest.from_json(json.dumps({"url": URL, "referrer": at_limit + "r"}))

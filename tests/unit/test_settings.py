@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlq import __version__
 from crawlq.errors import ConfigError
 from crawlq.settings import Settings, parse_bytes
 
@@ -13,7 +14,14 @@ def test_defaults_are_polite() -> None:
     assert (s.delay_s, s.host_concurrency, s.concurrency, s.max_retries) == (1.0, 1, 16, 3)
     assert s.obey_robots
     assert s.max_body_bytes == 10 * 1024 * 1024
-    assert s.lease_timeout_s == 4 * s.timeout_s
+    assert s.effective_visibility_timeout_s == 4 * s.timeout_s
+    given = Settings.build(env={}, cli={"visibility_timeout_s": 7})
+    assert given.effective_visibility_timeout_s == 7
+
+
+def test_the_default_user_agent_names_the_version() -> None:
+    major, minor = __version__.split(".")[:2]
+    assert Settings.build(env={}).user_agent == f"crawlq/{major}.{minor}"
 
 
 def test_precedence_defaults_file_spider_env_cli(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ import string
 import pytest
 from w3lib.url import canonicalize_url
 
-from crawlq import urls as urls_module
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
+from crawlq.urls import canonical as urls_module
 from crawlq.urls import canonicalize, fingerprint, host_key, normalize
 
 

@@ -89,12 +89,13 @@ def dedup_redis_url(settings: Settings) -> str:
 def visibility_timeout_s(settings: Settings) -> float:
     """Seconds an unacknowledged task stays invisible on a Redis broker before redelivery.
 
-    It must exceed a task's run time (fetches: ``lease_timeout_s``, 4 x ``timeout_s`` by
-    default) plus its longest countdown (a retry's backoff, capped at ``retry_max_delay_s``),
-    or a slow task would be delivered twice. ``visibility_timeout_s``, when set, is used as is:
-    lower it for faster recovery after a worker is killed.
+    It must exceed a task's run time (fetches: ``effective_visibility_timeout_s``, 4 x
+    ``timeout_s`` by default) plus its longest countdown (a retry's backoff, capped at
+    ``retry_max_delay_s``), or a slow task would be delivered twice. ``visibility_timeout_s``,
+    when set, is used as is: lower it for faster recovery after a worker is killed.
     """
-    return settings.visibility_timeout_s or settings.lease_timeout_s + settings.retry_max_delay_s
+    fetch_s = settings.effective_visibility_timeout_s
+    return settings.visibility_timeout_s or fetch_s + settings.retry_max_delay_s
 
 
 def task_queue(settings: Settings) -> Queue:

@@ -1,109 +1,40 @@
-"""robots.txt rules per origin, fetched through `crawlq.fetch.Fetcher` and parsed with protego.
+"""The per-process robots.txt cache: which origins are known, single-flight loads, verdicts.
 
-The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
-
-* Where (§2.3): ``scheme://host[:port]/robots.txt`` governs URLs of that scheme, host and
-  port only; the cache is keyed the same way.
-* Which group (§2.2.1): the product token of our ``User-Agent`` (the part before ``/``),
-  matched case-insensitively; otherwise the ``*`` group.
-* Status codes: 2xx is parsed (§2.3.1.1). Redirects are followed up to five hops
-  (§2.3.1.2); more, or a redirect that cannot be followed, counts as "unavailable". 4xx is
-  "unavailable" and allows everything (§2.3.1.3).
-* Unreachable (§2.3.1.4: 5xx, 408/429, network failure): the RFC tells the crawler to
-  assume a complete disallow. **crawlq deviates on purpose**: `RobotsCache.allowed` raises
-  `crawlq.errors.RobotsUnreachable` (reason ``robots_unreachable``), so the engine retries the page
-  with backoff and, after ``max_retries``, dead-letters it with that reason. The page is
-  never fetched without rules, and a server outage does not turn into thousands of
-  "disallowed" records. The failure is cached for ``failure_ttl_s`` only (a few seconds),
-  so a burst of pages for one dead host costs one robots.txt request, and the next burst
-  tries again. When an earlier copy was fetched successfully it is kept in use instead
-  (§2.4 allows a cached copy past its lifetime while robots.txt is unreachable).
-* Caching (§2.4): a fetched copy is used for ``ttl_s`` seconds, at most 24 hours.
-* Private addresses: when the fetcher's guard refuses the host itself, `allowed` raises
-  its `PrivateAddressError` (nothing is cached: no request was sent), so the page is
-  filtered as ``private_address``; a refused redirect hop makes robots.txt unavailable.
-* Size (§2.5): only the first 500 KiB are parsed; a last line cut in half is dropped.
-* ``Crawl-delay`` is not part of RFC 9309; it is one of the "other records" that §2.2.4
-  lets crawlers interpret. `RobotsCache.crawl_delay_s` exposes it as such.
-* Encoding (§2.3: UTF-8): a leading byte order mark is dropped (it would otherwise glue onto
-  the first ``User-agent`` line and lose the first group); a UTF-16 BOM selects UTF-16. A
-  body that is not valid UTF-8 is read as latin-1, so that no line is lost to replacement
-  characters.
-
-Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.base.Frontier`)
-robots.txt is fetched once per origin per job, not once per worker: the record (status class,
-text, fetch time and expiry) lives in the frontier, the first worker that needs a missing or
-expired one claims the fetch (`RobotsStore.robots_claim`, which reads and claims in one
-round trip) and stores the result, and the others wait for it and read it. Each process
-keeps the records it has used in an LRU, each valid until the shared record's expiry, so
-the hot path does not ask the backend per URL.
-A stored record that cannot be read is treated as missing and fetched again.
-
-Concurrent callers in one process asking about one origin share a single load (single-flight).
+`RobotsCache` answers "may we fetch this URL?" for the engines (rules: `crawlq.robots`). It
+keeps the records it has used in an LRU of origins (``scheme://host[:port]``), each valid
+until its expiry (Unix ms from the injected clock), so the hot path does not ask the backend
+per URL; concurrent callers in one process asking about one origin share a single load. A
+load reads the job's shared record (`crawlq.robots.store.load_shared`) or, with no shared
+store, fetches (`crawlq.robots.policy.fetch_record`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
-import contextlib
-import logging
 import os
 import secrets
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
-from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 
-from crawlq.addresses import bare_host
 from crawlq.clock import Clock, SystemClock
-from crawlq.errors import (
-    InvalidURL,
-    PermanentFetchError,
-    PrivateAddressError,
-    RobotsUnreachable,
-    TooManyRedirects,
-    TransientFetchError,
-)
+from crawlq.errors import InvalidURL, PermanentFetchError, RobotsUnreachable
 from crawlq.fetch import Fetcher
+from crawlq.robots.parse import crawl_delay_s, sitemaps
+from crawlq.robots.policy import fetch_record
+from crawlq.robots.store import RobotsStore, load_shared
 from crawlq.robots_record import MAX_TTL_MS, RobotsRecord
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
 
-__all__ = ["MAX_TTL_S", "RobotsCache", "RobotsStore", "RobotsVerdict"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsVerdict"]
 
 MAX_TTL_S = MAX_TTL_MS / 1000
 """RFC 9309 §2.4: do not use a cached robots.txt for more than 24 hours."""
-_MAX_ROBOTS_BYTES = 500 * 1024  # §2.5: parse at least, and here at most, 500 KiB
-_MAX_ROBOTS_REDIRECTS = 5  # §2.3.1.2: follow at least five consecutive redirects
 CLAIM_MARGIN_S = 10.0
 """Seconds a claim on a shared robots.txt fetch outlives the fetch's own ``timeout_s``."""
-
-
-class RobotsStore(Protocol):
-    """Where the job's robots.txt records are shared: the frontier's three robots methods.
-
-    `crawlq.frontier.base.Frontier` documents them; every frontier backend is one.
-    """
-
-    async def robots_get(self, origin: str) -> RobotsRecord | None:
-        """The stored record of ``origin`` (expired or not), or None."""
-        ...
-
-    async def robots_claim(
-        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
-    ) -> tuple[RobotsRecord | None, bool]:
-        """The stored record, and the claim on its fetch unless it is fresh."""
-        ...
-
-    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
-        """Store ``origin``'s record and end the claim on it."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,9 +202,9 @@ class RobotsCache:
         if entry.unreachable is not None:
             raise RobotsUnreachable(url, entry.unreachable, requested=fetched)
         allowed = entry.rules is None or entry.rules.can_fetch(url, self.product_token)
-        sitemaps = _sitemaps(entry, origin) if first else ()
-        delay_s = _crawl_delay(entry, self.product_token)
-        return RobotsVerdict(allowed, fetched, delay_s, loaded, sitemaps)
+        listed = sitemaps(entry.rules, origin) if first else ()
+        delay_s = crawl_delay_s(entry.rules, self.product_token)
+        return RobotsVerdict(allowed, fetched, delay_s, loaded, listed)
 
     def is_fresh(self, url: str) -> bool:
         """Return whether `allowed` can answer for ``url`` from memory, without a request.
@@ -305,7 +236,7 @@ class RobotsCache:
         for scheme in ("https", "http"):
             entry = self._entries.get(f"{scheme}://{host_key}")
             if entry is not None and entry.expires_ms > now:
-                delay = _crawl_delay(entry, self.product_token)
+                delay = crawl_delay_s(entry.rules, self.product_token)
                 if delay is not None:
                     return delay
         return None
@@ -335,36 +266,18 @@ class RobotsCache:
         if self._shared is None:
             record, fetched = await self._fetch(origin, earlier), True
         else:
-            record, fetched = await self._load_shared(self._shared, origin, earlier)
+            record, fetched = await load_shared(
+                self._shared,
+                origin,
+                earlier,
+                lambda last: self._fetch(origin, last),
+                holder=self._holder,
+                claim_ttl_s=self._claim_ttl_s,
+                poll_s=self._poll_s,
+                clock=self._clock,
+            )
         entry = self._remember(origin, record)
         return entry, fetched
-
-    async def _load_shared(
-        self, shared: RobotsStore, origin: str, earlier: RobotsRecord | None
-    ) -> tuple[RobotsRecord, bool]:
-        """Read the job's record; if missing or expired, fetch it or wait for whoever does.
-
-        One round trip when the record is fresh or this worker gets the claim.
-        """
-        waited_s = 0.0
-        pause_s = self._poll_s
-        while True:
-            record, claimed = await shared.robots_claim(origin, self._holder, self._claim_ttl_s)
-            if record is not None and record.status != "unreachable":
-                earlier = record  # §2.4: the last good copy, kept while unreachable
-            if claimed:
-                fresh = await self._fetch(origin, earlier)
-                await shared.robots_put(origin, fresh)
-                return fresh, True
-            now = self._clock.wall_ms()
-            if record is not None and record.fresh_at(now):
-                return record, False
-            if waited_s >= 1.5 * self._claim_ttl_s:
-                detail = f"another worker's fetch of robots.txt took over {waited_s:.0f} s"
-                return RobotsRecord("unreachable", now, now, detail=detail), False
-            await asyncio.sleep(pause_s)  # another worker is fetching it
-            waited_s += pause_s
-            pause_s = min(2 * pause_s, 0.5)
 
     def _remember(self, origin: str, record: RobotsRecord) -> _Entry:
         if record.status == "parsed":
@@ -380,69 +293,14 @@ class RobotsCache:
         return entry
 
     async def _fetch(self, origin: str, earlier: RobotsRecord | None) -> RobotsRecord:
-        robots_url = f"{origin}/robots.txt"
-        hops = 0
-
-        def guard(_next_url: str) -> str | None:
-            nonlocal hops
-            hops += 1
-            return "robots_redirect_limit" if hops > _MAX_ROBOTS_REDIRECTS else None
-
-        now = self._clock.wall_ms()
-        expires = now + self._ttl_ms
-        try:
-            result = await self._fetcher.fetch(
-                robots_url, redirect_guard=guard, truncate_body_bytes=_MAX_ROBOTS_BYTES
-            )
-        except TooManyRedirects:  # §2.3.1.2: unavailable
-            return RobotsRecord("unavailable", now, expires, detail="too many redirects")
-        except PrivateAddressError as exc:
-            if bare_host(exc.host) == bare_host(urlsplit(robots_url).hostname or ""):
-                raise  # the page's host itself is refused: `check` raises it for the page
-            detail = "a redirect to a refused private address"
-            return RobotsRecord("unavailable", now, expires, detail=detail)
-        except PermanentFetchError as exc:
-            if exc.reason == "bad_redirect":  # a redirect we cannot follow: unavailable
-                return RobotsRecord("unavailable", now, expires, detail=str(exc))
-            return self._unreachable(robots_url, str(exc), earlier, now)
-        except TransientFetchError as exc:  # includes RetryableStatus (5xx, 408, 429)
-            return self._unreachable(robots_url, str(exc), earlier, now)
-        if 200 <= result.status < 300:  # §2.3.1.1
-            return RobotsRecord("parsed", now, expires, body=_robots_text(result.body))
-        logger.debug("%s: status %d, robots.txt unavailable", robots_url, result.status)
-        # 3xx not followed (§2.3.1.2), 4xx (§2.3.1.3)
-        return RobotsRecord("unavailable", now, expires, detail=f"status {result.status}")
-
-    def _unreachable(
-        self, robots_url: str, detail: str, earlier: RobotsRecord | None, now: int
-    ) -> RobotsRecord:
-        expires = now + self._failure_ttl_ms
-        if earlier is not None and earlier.status != "unreachable":
-            logger.warning("%s unreachable, keeping the cached copy: %s", robots_url, detail)
-            return RobotsRecord(  # §2.4: the earlier copy, until the next try
-                earlier.status, now, expires, body=earlier.body, detail=f"unreachable: {detail}"
-            )
-        logger.warning("%s unreachable: %s", robots_url, detail)
-        return RobotsRecord("unreachable", now, expires, detail=detail)
-
-
-def _crawl_delay(entry: _Entry, token: str) -> float | None:
-    if entry.rules is None:
-        return None
-    delay = entry.rules.crawl_delay(token)
-    return None if delay is None else float(delay)
-
-
-def _sitemaps(entry: _Entry, origin: str) -> tuple[str, ...]:
-    if entry.rules is None:
-        return ()
-    robots_url = f"{origin}/robots.txt"
-    found: list[str] = []
-    for line in entry.rules.sitemaps:
-        with contextlib.suppress(ValueError):  # web input: "http://[bad" and the like
-            if line.strip():
-                found.append(urljoin(robots_url, line.strip()))
-    return tuple(found)
+        return await fetch_record(
+            self._fetcher,
+            origin,
+            earlier,
+            now_ms=self._clock.wall_ms(),
+            ttl_ms=self._ttl_ms,
+            failure_ttl_ms=self._failure_ttl_ms,
+        )
 
 
 def _origin(url: str) -> str:
@@ -458,22 +316,3 @@ def _origin(url: str) -> str:
         return f"{scheme}://{url_keys(url).host}"  # cached for request URLs
     except InvalidURL as exc:
         raise PermanentFetchError(url, "invalid_url", exc.reason) from exc
-
-
-def _robots_text(body: bytes) -> str:
-    """Decode robots.txt (RFC 9309 §2.3: UTF-8), dropping a line cut by the size limit (§2.5).
-
-    A UTF-8 byte order mark is dropped; a UTF-16 one selects UTF-16. A body that is not
-    valid UTF-8 is decoded as latin-1, which keeps every line (the rules' ASCII is the same).
-    """
-    cut = len(body) >= _MAX_ROBOTS_BYTES
-    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        text = body[: len(body) // 2 * 2].decode("utf-16", errors="replace")
-        return text[: text.rfind("\n") + 1] if cut else text
-    body = body.removeprefix(codecs.BOM_UTF8)
-    if cut:
-        body = body[: body.rfind(b"\n") + 1]
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        return body.decode("latin-1")

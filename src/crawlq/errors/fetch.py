@@ -1,0 +1,102 @@
+"""Errors of a fetch, each already classified: `TransientFetchError` or `PermanentFetchError`.
+
+``FetchError.reason`` is a short machine-readable code (``timeout``, ``http_503``,
+``body_too_large``) that the engine records with a dead letter or a retry.
+"""
+
+from __future__ import annotations
+
+from crawlq.errors.base import CrawlqError
+
+__all__ = [
+    "BodyTooLarge",
+    "FetchError",
+    "PermanentFetchError",
+    "PrivateAddressError",
+    "RetryableStatus",
+    "RobotsUnreachable",
+    "TooManyRedirects",
+    "TransientFetchError",
+]
+
+
+class FetchError(CrawlqError):
+    """A fetch failed. ``reason`` is a short machine-readable code (``timeout``, ``http_503``).
+
+    Raised by `crawlq.fetch.Fetcher.fetch`. ``transient`` tells the retry policy whether
+    another attempt can succeed (see `crawlq.retry`).
+    """
+
+    transient: bool = False
+
+    def __init__(self, url: str, reason: str, detail: str = "") -> None:
+        text = f"{reason} fetching {url}"
+        if detail:
+            text += f": {detail}"
+        super().__init__(text)
+        self.url = url
+        self.reason = reason
+        self.detail = detail
+
+
+class TransientFetchError(FetchError):
+    """Connect/read timeout, connection reset, DNS failure: worth retrying."""
+
+    transient = True
+
+
+class RetryableStatus(TransientFetchError):
+    """HTTP 408, 429 or 5xx. ``retry_after_s`` is the server's Retry-After, if any (seconds)."""
+
+    def __init__(self, url: str, status: int, retry_after_s: float | None = None) -> None:
+        super().__init__(url, f"http_{status}")
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
+class RobotsUnreachable(TransientFetchError):
+    """robots.txt could not be fetched (5xx, 408/429, network failure): the page waits.
+
+    Raised by `crawlq.robots.RobotsCache`. ``requested`` is False when no request was sent for
+    this error (a failure remembered from an earlier request): it counts no strike against the
+    host (`crawlq.politeness.strike_of`).
+    """
+
+    def __init__(self, url: str, detail: str, *, requested: bool) -> None:
+        super().__init__(url, "robots_unreachable", detail)
+        self.requested = requested
+
+
+class PermanentFetchError(FetchError):
+    """A failure that another attempt will not fix; recorded as dead, never retried."""
+
+
+class BodyTooLarge(PermanentFetchError):
+    """The response body exceeds ``max_body_bytes``; nothing of it is stored."""
+
+    def __init__(self, url: str, limit_bytes: int) -> None:
+        super().__init__(url, "body_too_large", f"over {limit_bytes} bytes")
+        self.limit_bytes = limit_bytes
+
+
+class TooManyRedirects(PermanentFetchError):
+    """The redirect chain exceeds the limit (this also ends redirect loops)."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        super().__init__(url, "too_many_redirects", f"more than {limit}")
+        self.limit = limit
+
+
+class PrivateAddressError(PermanentFetchError):
+    """The host is on a loopback, private, link-local… address (`crawlq.addresses`).
+
+    Raised by `crawlq.fetch.Fetcher.fetch` before any connection to such an address, for the
+    request's own host or any redirect hop's; the engine records the URL as filtered with
+    reason ``private_address``. ``host`` is the refused host, ``range_name`` the range (the
+    resolved address itself is not reported).
+    """
+
+    def __init__(self, url: str, host: str, range_name: str) -> None:
+        super().__init__(url, "private_address", f"{host} is on a {range_name} address")
+        self.host = host
+        self.range_name = range_name

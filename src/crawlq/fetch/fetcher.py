@@ -1,0 +1,333 @@
+"""`Fetcher`: one pooled aiohttp session, each fetch one time budget, redirects hop by hop.
+
+The rules it applies are listed in `crawlq.fetch`; this module holds the session, the
+request loop and the checks before each hop (the private-address guard for IP-literal
+hosts, the remaining time).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp.abc import AbstractResolver
+from yarl import URL
+
+from crawlq.addresses import AddressGuard
+from crawlq.codings import ACCEPT_ENCODING
+from crawlq.cookies import NO_COOKIES
+from crawlq.decode import decode_body
+from crawlq.errors import (
+    InvalidURL,
+    PermanentFetchError,
+    PrivateAddressError,
+    RetryableStatus,
+    TooManyRedirects,
+    TransientFetchError,
+)
+from crawlq.fetch.body import read_body
+from crawlq.fetch.failures import classify
+from crawlq.fetch.jar import CookieJar, redirect_cookies
+from crawlq.fetch.redirects import (
+    REDIRECT_STATUSES,
+    Attempt,
+    RedirectGuard,
+    location_of,
+    not_followed,
+    resolve_location,
+)
+from crawlq.fetch.resolver import AddressRefused, GuardedResolver
+from crawlq.fetch.response import Hop, joined_headers, raw_exchange
+from crawlq.request import FetchResult
+from crawlq.retry import is_retryable_status, parse_retry_after
+from crawlq.settings import Settings
+from crawlq.urls import url_keys
+
+__all__ = ["Fetcher"]
+
+logger = logging.getLogger("crawlq.fetch")
+
+_NO_BODY_STATUSES = frozenset({204, 304})
+_DNS_CACHE_TTL_S = 60
+_DEFAULT_HEADERS = {
+    "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    "Accept-Encoding": ACCEPT_ENCODING,
+}
+
+
+class Fetcher:
+    """Fetches URLs over one pooled aiohttp session (keep-alive, DNS cache).
+
+    Use as ``async with Fetcher(user_agent=...) as fetcher:`` or call `close` when done. The
+    session is created lazily on the first fetch, inside the running event loop.
+
+    Args:
+        user_agent: The ``User-Agent`` header sent with every request.
+        timeout_s: Seconds allowed for a whole fetch (connect, headers, body, redirects), and
+            for one socket read.
+        connect_timeout_s: Seconds allowed to get a connection (pool wait + TCP/TLS connect).
+        max_body_bytes: Largest body accepted, in bytes, after content decoding.
+        max_redirects: Redirects followed per fetch before `TooManyRedirects`.
+        max_connections: Connections open at once across all hosts.
+        record_exchanges: Keep each response's status line and raw headers, and the request
+            headers sent, in `FetchResult.exchange` (for WARC archives); off by default, as
+            it costs time on every fetch.
+        address_guard: Which addresses may be connected to (`crawlq.addresses`). Default:
+            the guard is on with no exempt host, so loopback, private, link-local… addresses
+            are refused with `PrivateAddressError`; ``AddressGuard(allow_private=True)``
+            turns it off.
+        resolver: The DNS resolver that `GuardedResolver` wraps (default: aiohttp's).
+        cookies: Keep a cookie jar and send the cookies a fetch is given (module docstring);
+            False: no cookie is stored or sent, and ``location_cookies`` is always empty.
+
+    Raises:
+        ValueError: A limit is not positive (``max_redirects`` may be 0).
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        timeout_s: float = 30.0,
+        connect_timeout_s: float = 10.0,
+        max_body_bytes: int = 10 * 1024 * 1024,
+        max_redirects: int = 10,
+        max_connections: int = 100,
+        record_exchanges: bool = False,
+        address_guard: AddressGuard | None = None,
+        resolver: AbstractResolver | None = None,
+        cookies: bool = True,
+    ) -> None:
+        if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
+            raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
+        if max_redirects < 0:
+            raise ValueError(f"max_redirects must not be negative, got {max_redirects}")
+        self.user_agent = user_agent
+        self._timeout_s = timeout_s
+        self._connect_timeout_s = connect_timeout_s
+        self._max_body_bytes = max_body_bytes
+        self._max_redirects = max_redirects
+        self._max_connections = max_connections
+        self._record_exchanges = record_exchanges
+        self.address_guard = AddressGuard() if address_guard is None else address_guard
+        self._resolver = resolver
+        self.cookies = cookies
+        self._session: aiohttp.ClientSession | None = None
+        self._timeout = self._client_timeout(timeout_s)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, max_connections: int | None = None) -> Fetcher:
+        """A fetcher with the crawl's limits; it records raw exchanges when WARC is on.
+
+        Its private-address guard allows the job's ``seed_hosts`` (or everything with
+        ``allow_private``), so both engines apply the same guard.
+
+        Args:
+            settings: User agent, timeouts, body and redirect limits, ``warc_dir``,
+                ``allow_private``, ``seed_hosts``, ``cookies_enabled``.
+            max_connections: Connections at once (default: ``settings.concurrency``).
+        """
+        s = settings
+        return cls(
+            user_agent=s.user_agent,
+            timeout_s=s.timeout_s,
+            connect_timeout_s=s.connect_timeout_s,
+            max_body_bytes=s.max_body_bytes,
+            max_redirects=s.max_redirects,
+            max_connections=max_connections or s.concurrency,
+            record_exchanges=s.warc_dir is not None,
+            address_guard=AddressGuard.of(allow_private=s.allow_private, hosts=s.seed_hosts),
+            cookies=s.cookies_enabled,
+        )
+
+    async def __aenter__(self) -> Fetcher:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the session and its connections. A later `fetch` opens a new session."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+        cookies: Mapping[str, str] | None = None,
+        redirect_guard: RedirectGuard | None = None,
+        truncate_body_bytes: int | None = None,
+        follow_redirects: bool = True,
+    ) -> FetchResult:
+        """Fetch ``url``, following redirects, and return the complete response.
+
+        Args:
+            url: Absolute http(s) URL (normalised here with `crawlq.urls.normalize`).
+            method: HTTP method.
+            body: Request body bytes.
+            headers: Extra request headers; they override the defaults (``User-Agent``,
+                ``Accept``, ``Accept-Encoding: gzip, deflate, br``).
+            cookies: Cookies to send besides the jar's (name to value, already checked by
+                `crawlq.cookies.check_cookies`); they win over the jar's of the same name,
+                and are not stored in the jar. Ignored when the fetcher keeps no cookies.
+            redirect_guard: Called with each redirect target before it is followed: None
+                follows it; a string (the reason) stops, and the 3xx response itself is
+                returned so the caller can record it.
+            follow_redirects: False: return a redirect response as it is, with its resolved
+                target in ``FetchResult.location`` (the crawl queues each hop as a request of
+                its own, so that every request passes the same gate).
+            truncate_body_bytes: Read at most this many body bytes and return them instead
+                of raising `BodyTooLarge` (for robots.txt, RFC 9309 §2.5). None: the cap
+                ``max_body_bytes`` applies and a larger body is an error.
+
+        Returns:
+            The last response. ``url`` is the normalised request URL, ``final_url`` the last
+            URL fetched, ``redirects`` the URLs that answered with a followed redirect (so
+            ``len(redirects)`` is the number of hops), ``elapsed_s`` seconds from the first
+            request to the end of the last body.
+
+        Raises:
+            RetryableStatus: HTTP 408, 429 or 5xx (``retry_after_s`` from ``Retry-After``).
+            TransientFetchError: Network failure; ``reason`` is ``timeout``, ``dns_error``,
+                ``connect_error``, ``connection_reset``, ``payload_error`` (truncated body),
+                ``protocol_error`` (another unexpected answer) or ``client_error``.
+            BodyTooLarge: The body exceeds ``max_body_bytes`` (by ``Content-Length`` or
+                while reading, counting decoded bytes and bytes received); no partial body
+                is ever returned.
+            TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
+            PrivateAddressError: The host of ``url`` or of a redirect hop is (or resolves
+                only to) an address the guard refuses; nothing was sent to it.
+            PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
+                ``bad_redirect`` (a ``Location`` that is not http(s)), ``tls_error`` (the
+                server's certificate does not verify), ``unsupported_content_coding`` (a
+                ``Content-Encoding`` that `crawlq.codings` cannot undo: the body is not
+                read) or ``protocol_error`` (a response that breaks HTTP syntax: a status
+                line, header or ``Location`` over the size limit, a bad header, garbage
+                after the body, a body that is not valid data of its content coding).
+        """
+        try:
+            start_url = url_keys(url).url  # cached: the frontier normalised it already
+        except InvalidURL as exc:
+            raise PermanentFetchError(url, "invalid_url", exc.reason) from exc
+        session = self._ensure_session()
+        start_s = time.perf_counter()
+        attempt = Attempt(
+            url=url,
+            current=start_url,
+            method=method.upper(),
+            body=body,
+            headers=dict(headers or {}),
+            deadline_s=start_s + self._timeout_s,
+            guard=redirect_guard if follow_redirects else not_followed,
+            truncate_body_bytes=truncate_body_bytes,
+            cookies=(cookies or NO_COOKIES) if self.cookies else NO_COOKIES,
+        )
+        while (hop := await self._exchange(session, attempt)).next_url is not None:
+            attempt.follow(hop.status, hop.next_url, hop.cookies)
+        encoding, text = decode_body(hop.headers.get("content-type"), hop.body)
+        return FetchResult(
+            url=start_url,
+            final_url=attempt.current,
+            status=hop.status,
+            headers=hop.headers,
+            body=hop.body,
+            encoding=encoding,
+            text=text,
+            elapsed_s=time.perf_counter() - start_s,
+            redirects=tuple(attempt.redirects),
+            exchange=hop.exchange,
+            location=hop.location,
+            location_cookies=hop.cookies,
+        )
+
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            resolver: AbstractResolver | None = self._resolver
+            if not self.address_guard.allow_private:
+                resolver = GuardedResolver(self.address_guard, resolver)
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections,
+                use_dns_cache=True,
+                ttl_dns_cache=_DNS_CACHE_TTL_S,
+                resolver=resolver,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": self.user_agent, **_DEFAULT_HEADERS},
+                timeout=self._timeout,
+                raise_for_status=False,
+                auto_decompress=False,  # crawlq.codings decodes: layered codings, bounded
+                cookie_jar=CookieJar() if self.cookies else aiohttp.DummyCookieJar(),
+                max_field_size=65536,  # real sites send long Set-Cookie / CSP headers
+            )
+        return self._session
+
+    def _client_timeout(self, total_s: float) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(
+            total=total_s, connect=self._connect_timeout_s, sock_read=self._timeout_s
+        )
+
+    async def _exchange(self, session: aiohttp.ClientSession, attempt: Attempt) -> Hop:
+        """Send the current request of ``attempt`` and read its response."""
+        url, current, method = attempt.url, attempt.current, attempt.method
+        remaining_s = attempt.deadline_s - time.perf_counter()
+        if remaining_s <= 0:
+            raise TransientFetchError(url, "timeout", f"{self._timeout_s} s spent in redirects")
+        # A first hop has the whole timeout (made once); after redirects, what is left of it.
+        timeout = self._client_timeout(remaining_s) if attempt.redirects else self._timeout
+        host = urlsplit(current).hostname or ""
+        refused = self.address_guard.check_literal(host)  # names: GuardedResolver
+        if refused is not None:
+            raise PrivateAddressError(url, host, refused)
+        try:
+            async with session.request(
+                method,
+                URL(current, encoded=True),
+                data=attempt.body or None,
+                headers=attempt.headers,
+                cookies=dict(attempt.cookies) if attempt.cookies else None,
+                allow_redirects=False,
+                timeout=timeout,
+            ) as resp:
+                status = resp.status
+                resp_headers = joined_headers(resp.raw_headers)
+                logger.debug("%s %s -> %d", method, current, status)
+                if is_retryable_status(status):
+                    retry_after_s = parse_retry_after(resp_headers.get("retry-after"), time.time())
+                    raise RetryableStatus(url, status, retry_after_s)
+                location = location_of(resp.raw_headers) if status in REDIRECT_STATUSES else None
+                target = None
+                carried: Mapping[str, str] = NO_COOKIES
+                if status in REDIRECT_STATUSES and location:
+                    target = resolve_location(url, current, location)
+                    if self.cookies:
+                        carried = redirect_cookies(current, attempt.cookies, resp, target)
+                    refusal = attempt.guard(target) if attempt.guard is not None else None
+                    if refusal is None:
+                        if len(attempt.redirects) >= self._max_redirects:
+                            raise TooManyRedirects(url, self._max_redirects)
+                        return Hop(status, resp_headers, b"", target, cookies=carried)
+                    logger.debug("not following %s -> %s: %s", current, target, refusal)
+                has_body = method != "HEAD" and status not in _NO_BODY_STATUSES
+                limit = attempt.truncate_body_bytes
+                data = await read_body(resp, url, self._max_body_bytes, limit) if has_body else b""
+                exchange = raw_exchange(attempt, resp) if self._record_exchanges else None
+                return Hop(status, resp_headers, data, None, exchange, target, carried)
+        except AddressRefused as exc:
+            raise PrivateAddressError(url, exc.host, exc.range_name) from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise classify(url, current if attempt.redirects else None, exc) from exc

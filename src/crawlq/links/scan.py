@@ -1,0 +1,239 @@
+"""One walk of a page's tree for its links and what it says about itself: `scan_page`.
+
+The walk, in document order, collects the ``<a>`` and ``<area>`` elements and the few
+``<base>``, ``<meta>`` and ``<link>`` elements that say something about the page: its base URL,
+a ``<meta http-equiv="refresh">`` (`crawlq.links.refresh`), a ``<link rel="canonical">`` and
+``<meta name="robots">`` directives. `PageScan.links` (and `extract_links`) then gives the
+crawlable links: resolved against the base (`crawlq.links.hrefs`), fragments dropped,
+non-http(s) schemes and ``skip_extensions`` left out, normalised with
+`crawlq.urls.normalize`, each once in first-seen order, with those every occurrence of which
+is marked ``rel="nofollow"``. Repeated hrefs are dropped before normalisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from crawlq.links.document import resolve_base_href
+from crawlq.links.hrefs import HrefResolver, has_extension, normalize_or_none
+from crawlq.links.refresh import Refresh, refresh_of
+from crawlq.links.rules import IGNORED_EXTENSIONS
+from crawlq.scope import MAX_URL_LENGTH
+from crawlq.urls import encode_query, query_codec
+
+__all__ = ["PageLinks", "PageScan", "extract_links", "scan_page"]
+
+
+@dataclass(frozen=True, slots=True)
+class PageLinks:
+    """The crawlable links of a page (`PageScan.links`).
+
+    Attributes:
+        urls: Absolute, normalised http(s) URLs, each once, in document order.
+        nofollow: Those of ``urls`` whose every ``<a>``/``<area>`` has ``nofollow`` among its
+            ``rel`` tokens (a URL also linked without it is not in here).
+        skipped_extension: Distinct links left out for their path extension.
+    """
+
+    urls: tuple[str, ...]
+    nofollow: frozenset[str]
+    skipped_extension: int
+
+
+_ROBOTS_NOFOLLOW = frozenset({"nofollow", "none"})
+
+
+class PageScan:
+    """What an HTML document says about itself, from one walk of its tree (`scan_page`).
+
+    Attributes:
+        base: The document base URL: the first ``<base href>`` resolved against the page URL
+            when it is an http(s) URL, else the page URL.
+        refresh: The first ``<meta http-equiv="refresh">`` whose content parses
+            (`parse_refresh`) and whose target is an http(s) URL (of a content at most
+            `crawlq.scope.MAX_URL_LENGTH` + 100 characters long), or None. Its target is
+            resolved against `base`.
+        canonical_url: The first ``<link rel="canonical" href>`` that is an http(s) URL of
+            at most `crawlq.scope.MAX_URL_LENGTH` characters, resolved against `base` and
+            normalised; None when there is none.
+        robots: Directives of every ``<meta name="robots" content>`` (comma-separated,
+            lower-cased), e.g. ``{"noindex", "nofollow"}``. Names for one crawler
+            (``googlebot``) are not read.
+    """
+
+    __slots__ = ("_anchors", "base", "canonical_url", "refresh", "robots")
+
+    def __init__(
+        self,
+        anchors: list[LexborNode],
+        base: str,
+        refresh: Refresh | None,
+        canonical_url: str | None,
+        robots: frozenset[str],
+    ) -> None:
+        self._anchors = anchors
+        self.base = base
+        self.refresh = refresh
+        self.canonical_url = canonical_url
+        self.robots = robots
+
+    @property
+    def robots_nofollow(self) -> bool:
+        """True when the page's ``<meta name="robots">`` says ``nofollow`` or ``none``."""
+        return not self.robots.isdisjoint(_ROBOTS_NOFOLLOW)
+
+    def links(
+        self,
+        skip_extensions: frozenset[str] = IGNORED_EXTENSIONS,
+        limit: int | None = None,
+        encoding: str | None = None,
+    ) -> PageLinks:
+        """Return the crawlable links of the page (the rules of `extract_links`).
+
+        Args:
+            skip_extensions: Path extensions (lower case, no dot) whose links are left out
+                and counted.
+            limit: Most links returned (the first ones); None for all.
+            encoding: The page's character encoding, for the queries of its links; None
+                for UTF-8.
+        """
+        query_encoding = query_codec(encoding)
+        resolver = HrefResolver(self.base)
+        url_of_resolved: dict[str, str | None] = {}  # resolved href -> its URL (None: not a link)
+        seen_urls: set[str] = set()
+        urls: list[str] = []
+        nofollow: set[str] = set()
+        skipped_extension = 0
+        for node in self._anchors:
+            attrs = node.attributes  # one call for href and rel: cheaper than two lookups
+            href = attrs.get("href")
+            if not href:
+                continue
+            if query_encoding is not None:  # a page in another encoding than UTF-8
+                href = encode_query(href, query_encoding)
+            resolved = resolver.resolve(href)
+            if resolved is None:
+                continue
+            rel = attrs.get("rel")
+            marked_nofollow = rel is not None and "nofollow" in rel.lower().split()
+            if resolved in url_of_resolved:
+                earlier_url = url_of_resolved[resolved]
+                if not marked_nofollow and earlier_url is not None:
+                    nofollow.discard(earlier_url)
+                continue
+            if skip_extensions and has_extension(resolved, skip_extensions):
+                url_of_resolved[resolved] = None
+                skipped_extension += 1
+                continue
+            url = url_of_resolved[resolved] = normalize_or_none(resolved)
+            if url is None:
+                continue
+            if url in seen_urls:
+                if not marked_nofollow:
+                    nofollow.discard(url)
+                continue
+            seen_urls.add(url)
+            urls.append(url)
+            if marked_nofollow:
+                nofollow.add(url)
+            if len(urls) == limit:
+                break
+        return PageLinks(tuple(urls), frozenset(nofollow), skipped_extension)
+
+
+_SCAN_SELECTOR = "a[href], area[href], base[href], meta[content], link[rel][href]"
+"""One walk in document order finds the links, the base and what the head says."""
+
+
+def scan_page(tree: LexborHTMLParser, page_url: str) -> PageScan:
+    """Walk the tree once for its links, base, meta refresh, canonical URL and meta robots.
+
+    The walk is the one link extraction needs anyway (`extract_links`): the ``<meta>`` and
+    ``<link>`` elements it also matches are a handful per page. Elements count wherever they
+    are (a ``<meta>`` in the body too, as browsers do for refresh).
+
+    Args:
+        tree: A tree from `parse_html`.
+        page_url: The absolute http(s) URL the document was served from (after redirects).
+
+    Returns:
+        The scan; its `PageScan.links` resolves the links on demand.
+    """
+    anchors: list[LexborNode] = []
+    base_href: str | None = None
+    refreshes: list[str] = []
+    canonicals: list[str] = []
+    robots: set[str] = set()
+    for node in tree.css(_SCAN_SELECTOR):
+        tag = node.tag
+        if tag == "a" or tag == "area":
+            anchors.append(node)
+            continue
+        attrs = node.attributes  # a few per page; values are None for a bare attribute
+        if tag == "meta":
+            content = attrs.get("content") or ""
+            equiv = attrs.get("http-equiv")
+            if equiv is not None and equiv.strip().lower() == "refresh":
+                refreshes.append(content)
+                continue
+            name = attrs.get("name")
+            if name is not None and name.strip().lower() == "robots":
+                robots.update(d.strip().lower() for d in content.split(","))
+        elif tag == "link":
+            rel = attrs.get("rel")
+            if rel is not None and "canonical" in rel.lower().split():
+                canonicals.append(attrs.get("href") or "")
+        elif tag == "base" and base_href is None:
+            base_href = attrs.get("href") or ""
+    base = page_url if base_href is None else resolve_base_href(base_href, page_url)
+    refresh = canonical = None
+    if refreshes or canonicals:  # a few pages in a crawl
+        resolver = HrefResolver(base)
+        for content in refreshes:
+            refresh = refresh_of(content, resolver, base, page_url)
+            if refresh is not None:
+                break
+        for href in canonicals:
+            resolved = resolver.resolve(href) if len(href) <= MAX_URL_LENGTH else None
+            canonical = None if resolved is None else normalize_or_none(resolved)
+            if canonical is not None:
+                break
+    robots.discard("")
+    return PageScan(anchors, base, refresh, canonical, frozenset(robots))
+
+
+def extract_links(
+    tree: LexborHTMLParser,
+    base_url: str,
+    limit: int | None = None,
+    encoding: str | None = None,
+    *,
+    skip_extensions: frozenset[str] = IGNORED_EXTENSIONS,
+) -> list[str]:
+    """Return the crawlable links of a page, normalised, de-duplicated, in document order.
+
+    Takes the ``href`` of every ``<a>`` and ``<area>``. Relative links are resolved against
+    the first ``<base href>`` (resolved against ``base_url``; ignored when it is not an
+    http(s) URL) or else ``base_url``. Skipped silently: empty and fragment-only hrefs,
+    ``javascript:``, ``mailto:``, ``tel:``, ``data:``, ``ftp:`` and every other non-http(s)
+    scheme, paths ending in one of ``skip_extensions``, and URLs that
+    `crawlq.urls.normalize` rejects. Fragments are dropped. ``rel="nofollow"`` is not
+    looked at here (`PageScan.links` reports it). Hrefs are resolved as browsers resolve
+    them (WHATWG URL Standard, `crawlq.urls.resolve`), and the non-ASCII characters of a
+    query are percent-encoded in the page's ``encoding``, those of a path in UTF-8
+    (`crawlq.urls.encode_query`).
+
+    Args:
+        tree: A tree from `parse_html`.
+        base_url: The absolute http(s) URL the document was served from (after redirects).
+        limit: Most links returned (the first ones); None for all.
+        skip_extensions: Path extensions (lower case, no dot) whose links are left out.
+        encoding: The page's character encoding (``FetchResult.encoding``); None for UTF-8.
+
+    Returns:
+        Absolute http(s) URLs in the form `crawlq.urls.normalize` returns, each once,
+        in the order of their first occurrence.
+    """
+    return list(scan_page(tree, base_url).links(skip_extensions, limit, encoding).urls)

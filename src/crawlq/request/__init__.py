@@ -1,0 +1,31 @@
+"""Plain value types that move between layers: requests, leases and fetch results.
+
+Priority semantics (docs/architecture.md invariant 5): a *higher* ``priority`` is served sooner;
+equal priorities are served first in, first out. When a spider does not choose a priority,
+a followed link gets ``priority = -depth`` (see `crawlq.spider.Response.follow`), so index
+pages near the seeds run before leaf pages.
+
+Where each part is written (import them from here):
+
+* `crawlq.request.crawl_request`: `CrawlRequest`, the value.
+* `crawlq.request.wire`: its JSON form (`CrawlRequest.to_json`, `CrawlRequest.from_json`).
+* `crawlq.request.limits`: `PRIORITY_LIMIT`, `MAX_DEPTH` and the bounds of a JSON request.
+* `crawlq.request.lease`: `Lease`.
+* `crawlq.request.fetch_result`: `FetchResult` and `RawExchange`.
+"""
+
+from crawlq.request.crawl_request import CrawlRequest
+from crawlq.request.fetch_result import FetchResult, RawExchange
+from crawlq.request.lease import Lease
+from crawlq.request.limits import MAX_DEPTH, MAX_JSON_NESTING, MAX_REFERRER_CHARS, PRIORITY_LIMIT
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_JSON_NESTING",
+    "MAX_REFERRER_CHARS",
+    "PRIORITY_LIMIT",
+    "CrawlRequest",
+    "FetchResult",
+    "Lease",
+    "RawExchange",
+]

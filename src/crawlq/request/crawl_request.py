@@ -1,0 +1,182 @@
+"""`CrawlRequest`: one URL to crawl, with how it was found and how to handle it.
+
+A frozen value: the URL is normalised on construction and the request's ``fingerprint``
+(dedup key, 20 bytes) and politeness ``host`` are derived from it (`crawlq.urls`). Its JSON
+form is in `crawlq.request.wire`, its bounds in `crawlq.request.limits`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from crawlq.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
+from crawlq.errors import InvalidURL
+from crawlq.request.limits import MAX_DEPTH, PRIORITY_LIMIT
+from crawlq.request.wire import request_fields, request_json
+from crawlq.urls import UrlRules, request_fingerprint, url_keys
+
+__all__ = ["CrawlRequest", "no_cookies"]
+
+_HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP method is a token (RFC 9110 §9.1, §5.6.2)."""
+
+
+def no_cookies() -> Mapping[str, str]:
+    """The default of a ``cookies`` field: `crawlq.cookies.NO_COOKIES`, shared and read-only."""
+    return NO_COOKIES  # no allocation per request
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRequest:
+    """One URL to crawl, with how it was found and how to handle it.
+
+    The URL is normalised on construction (`crawlq.urls.normalize`), and the 20-byte
+    ``fingerprint`` and politeness ``host`` are derived from it.
+
+    Attributes:
+        url: Absolute http(s) URL, fragment dropped.
+        method: HTTP method, upper-case.
+        body: Request body bytes (empty for GET).
+        priority: Higher runs sooner; an int, clamped to ``±PRIORITY_LIMIT`` (524,287).
+        depth: Links followed from a seed to reach this URL (seeds are 0), at most
+            `MAX_DEPTH`.
+        callback: Name of the spider method that parses the response (None: ``parse``).
+        cb_kwargs: Extra keyword arguments for the callback; must be JSON-serialisable.
+        meta: Free-form JSON-serialisable data carried to the response (``response.meta``).
+        referrer: The URL of the page that linked to (or redirected to) this one, or None
+            for a seed. Set by the engine for every request a page yields
+            (`crawlq.engine.step`), recorded on the URL's page or dead letter; not part of
+            the fingerprint or of equality.
+        cookies: Cookies sent with this request, name to value, besides the worker's jar
+            (`crawlq.fetch`; these win over the jar's of the same name). Checked by
+            `crawlq.cookies.check_cookies`; a read-only mapping. Not in ``repr`` (values are
+            secrets) and, except for a ``revisit``, not in the fingerprint.
+        revisit: Set by the engine only (`crawlq.engine.step`): this request is a redirect hop
+            back to a URL of its own redirect chain. Its ``fingerprint`` then covers its
+            ``cookies`` too (`crawlq.cookies.revisit_fingerprint`), so that the hop of a cookie
+            wall (``302 Set-Cookie`` to the same URL) is not deduplicated against the request
+            that got the redirect.
+        fingerprint: The dedup key (`crawlq.urls.request_fingerprint` of method, canonical URL
+            and body; for a ``revisit``, with its cookies).
+        record_fingerprint: The key of the request's record in the store: the fingerprint
+            without the revisit part, so the record of a revisit replaces the redirect's
+            record of the same URL (one record per URL).
+
+    Raises:
+        InvalidURL: ``url`` is not an absolute http(s) URL.
+        ValueError: ``method`` is not an HTTP token, ``priority`` is not an int, ``depth``
+            is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, ``meta`` or
+            ``cb_kwargs`` is not a mapping (a JSON object), ``referrer`` is neither None nor
+            a string, or ``cookies`` breaks a rule of `crawlq.cookies.check_cookies` (the
+            message starts with ``cookies:``).
+    """
+
+    url: str
+    method: str = "GET"
+    body: bytes = b""
+    priority: int = 0
+    depth: int = 0
+    callback: str | None = None
+    cb_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    cookies: Mapping[str, str] = field(default_factory=no_cookies, repr=False)
+    revisit: bool = False
+    referrer: str | None = field(default=None, repr=False, compare=False)
+    fingerprint: bytes = field(init=False, repr=False, compare=False)
+    host: str = field(init=False, repr=False, compare=False)
+    record_fingerprint: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if type(self.depth) is not int or not 0 <= self.depth <= MAX_DEPTH:
+            raise ValueError(f"depth must be an int in 0..{MAX_DEPTH}, got {self.depth!r:.40}")
+        if not isinstance(self.priority, int):
+            raise ValueError(f"priority must be an int, got {self.priority!r:.40}")
+        if not -PRIORITY_LIMIT <= self.priority <= PRIORITY_LIMIT:
+            clamped = max(-PRIORITY_LIMIT, min(PRIORITY_LIMIT, self.priority))
+            object.__setattr__(self, "priority", clamped)
+        for name, value in (("meta", self.meta), ("cb_kwargs", self.cb_kwargs)):
+            if type(value) is not dict and not isinstance(value, Mapping):
+                raise ValueError(f"{name} must be a JSON object, got {value!r:.80}")
+        if self.method != "GET" and (
+            not isinstance(self.method, str) or not _HTTP_TOKEN.fullmatch(self.method)
+        ):
+            raise ValueError(f"method must be an HTTP token, got {self.method!r:.40}")
+        if self.callback is not None and not isinstance(self.callback, str):
+            raise ValueError(f"callback must be a method name, got {self.callback!r:.40}")
+        if self.referrer is not None and not isinstance(self.referrer, str):
+            raise ValueError(f"referrer must be a URL string, got {self.referrer!r:.40}")
+        if self.cookies is not NO_COOKIES:
+            object.__setattr__(self, "cookies", check_cookies(self.cookies))
+        if type(self.revisit) is not bool:
+            raise ValueError(f"revisit must be true or false, got {self.revisit!r:.40}")
+        keys = url_keys(self.url)
+        method = self.method
+        if method == "GET" and not self.body:
+            fingerprint = keys.get_fingerprint
+        else:
+            method = method.upper()
+            fingerprint = request_fingerprint(method, keys.canonical, self.body)
+            object.__setattr__(self, "method", method)
+        object.__setattr__(self, "url", keys.url)
+        object.__setattr__(self, "record_fingerprint", fingerprint)
+        if self.revisit:
+            fingerprint = revisit_fingerprint(fingerprint, self.cookies)
+        object.__setattr__(self, "fingerprint", fingerprint)
+        object.__setattr__(self, "host", keys.host)
+
+    def rewritten(self, rules: UrlRules) -> CrawlRequest:
+        """This request with the crawl's URL rules applied (`crawlq.urls.UrlRules`).
+
+        Returns:
+            ``self`` when the rules leave the URL as it is (or would make it one that cannot
+            be crawled, which rules that only remove parameters never do), else a copy with
+            the rewritten URL and its own fingerprint and host.
+        """
+        url = rules.apply(self.url)
+        if url == self.url:
+            return self
+        try:
+            return dataclasses.replace(self, url=url)
+        except InvalidURL:
+            return self
+
+    def to_json(self) -> str:
+        """Serialise to a JSON object (the format of the Redis inbox and the SQLite frontier).
+
+        Keys: ``url`` (required); ``method``, ``body_b64``, ``priority``, ``depth``,
+        ``callback``, ``cb_kwargs``, ``meta``, ``cookies`` (an object of name: value),
+        ``revisit``, ``referrer`` when they differ from the defaults. Cookie values are in the
+        text: it holds secrets wherever it is kept (frontier, broker, dead letters).
+        """
+        return request_json(self)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> CrawlRequest:
+        """Parse the output of `to_json` (or a hand-written object with at least ``url``).
+
+        The text is untrusted (the Redis inbox, Celery task messages): every field is checked
+        for its type and range, and nothing is converted. ``priority`` must be an integer in
+        ``±PRIORITY_LIMIT`` (524,287) and ``depth`` an integer in ``0..MAX_DEPTH``: a float
+        (``1e999``, ``1.0``), a boolean or a string is refused, as are ``NaN`` and
+        ``Infinity`` anywhere. Arrays and objects may nest `MAX_JSON_NESTING` (32) deep at
+        most, checked before parsing. A ``referrer`` must be an http(s) URL of at most
+        `MAX_REFERRER_CHARS`; it is normalised as a request URL is (`crawlq.urls.normalize`:
+        credentials and fragment dropped, unsafe characters percent-encoded), so what a
+        producer writes there carries no password into the store and no control character
+        into a terminal.
+
+        Raises:
+            ValueError: not a JSON object with a string ``url``, nested too deep, or a field
+                of the wrong type, form or range (``method`` not a token string,
+                ``body_b64`` not base64, ``meta`` or ``cb_kwargs`` not an object,
+                ``priority`` or ``depth`` not an integer within its bounds, ``cookies`` not
+                an object of strings that `crawlq.cookies.check_cookies` accepts,
+                ``revisit`` not a boolean, ``referrer`` not a URL string of at most
+                `MAX_REFERRER_CHARS`). No message quotes a cookie value.
+            InvalidURL: the URL (or the referrer) cannot be crawled.
+        """
+        return cls(**request_fields(text))

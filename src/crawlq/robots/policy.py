@@ -1,0 +1,108 @@
+"""What a robots.txt fetch means: RFC 9309 §2.3.1's status rules, turned into a record.
+
+`fetch_record` fetches ``scheme://host[:port]/robots.txt`` through `crawlq.fetch.Fetcher`
+and returns the `crawlq.robots_record.RobotsRecord` to keep:
+
+* 2xx: ``parsed`` (§2.3.1.1), the body decoded by `crawlq.robots.parse.robots_text`.
+* Redirects followed up to five hops (§2.3.1.2); more, or one that cannot be followed (a
+  bad ``Location``, a refused private address), and 3xx not followed: ``unavailable``.
+* 4xx: ``unavailable``, everything allowed (§2.3.1.3).
+* 5xx, 408, 429 and network failures: ``unreachable`` for ``failure_ttl_ms`` only (§2.3.1.4;
+  crawlq retries the page instead of assuming a complete disallow, see `crawlq.robots`),
+  or the earlier good copy kept for that long (§2.4).
+* The page's own host refused by the private-address guard: `PrivateAddressError` is
+  raised, nothing is recorded (no request was sent).
+
+Times are Unix ms.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+from crawlq.addresses import bare_host
+from crawlq.errors import (
+    PermanentFetchError,
+    PrivateAddressError,
+    TooManyRedirects,
+    TransientFetchError,
+)
+from crawlq.fetch import Fetcher
+from crawlq.robots.parse import MAX_ROBOTS_BYTES, robots_text
+from crawlq.robots_record import RobotsRecord
+
+__all__ = ["MAX_ROBOTS_REDIRECTS", "fetch_record"]
+
+logger = logging.getLogger("crawlq.robots")
+
+MAX_ROBOTS_REDIRECTS = 5
+"""RFC 9309 §2.3.1.2: follow at least five consecutive redirects (and here at most five)."""
+
+
+async def fetch_record(
+    fetcher: Fetcher,
+    origin: str,
+    earlier: RobotsRecord | None,
+    *,
+    now_ms: int,
+    ttl_ms: int,
+    failure_ttl_ms: int,
+) -> RobotsRecord:
+    """Fetch ``origin``'s robots.txt and return the record to keep (rules: module docstring).
+
+    Args:
+        fetcher: Fetches robots.txt; its timeouts and private-address guard apply.
+        origin: ``scheme://host[:port]``.
+        earlier: The last good copy, kept (for ``failure_ttl_ms``) if this fetch fails.
+        now_ms: The fetch time, Unix ms.
+        ttl_ms: Lifetime of a parsed or unavailable record, ms.
+        failure_ttl_ms: Lifetime of an unreachable record, ms.
+
+    Raises:
+        PrivateAddressError: The origin's host itself is refused by the guard.
+    """
+    robots_url = f"{origin}/robots.txt"
+    hops = 0
+
+    def guard(_next_url: str) -> str | None:
+        nonlocal hops
+        hops += 1
+        return "robots_redirect_limit" if hops > MAX_ROBOTS_REDIRECTS else None
+
+    expires = now_ms + ttl_ms
+    try:
+        result = await fetcher.fetch(
+            robots_url, redirect_guard=guard, truncate_body_bytes=MAX_ROBOTS_BYTES
+        )
+    except TooManyRedirects:  # §2.3.1.2: unavailable
+        return RobotsRecord("unavailable", now_ms, expires, detail="too many redirects")
+    except PrivateAddressError as exc:
+        if bare_host(exc.host) == bare_host(urlsplit(robots_url).hostname or ""):
+            raise  # the page's host itself is refused: `check` raises it for the page
+        detail = "a redirect to a refused private address"
+        return RobotsRecord("unavailable", now_ms, expires, detail=detail)
+    except PermanentFetchError as exc:
+        if exc.reason == "bad_redirect":  # a redirect we cannot follow: unavailable
+            return RobotsRecord("unavailable", now_ms, expires, detail=str(exc))
+        return _unreachable(robots_url, str(exc), earlier, now_ms, failure_ttl_ms)
+    except TransientFetchError as exc:  # includes RetryableStatus (5xx, 408, 429)
+        return _unreachable(robots_url, str(exc), earlier, now_ms, failure_ttl_ms)
+    if 200 <= result.status < 300:  # §2.3.1.1
+        return RobotsRecord("parsed", now_ms, expires, body=robots_text(result.body))
+    logger.debug("%s: status %d, robots.txt unavailable", robots_url, result.status)
+    # 3xx not followed (§2.3.1.2), 4xx (§2.3.1.3)
+    return RobotsRecord("unavailable", now_ms, expires, detail=f"status {result.status}")
+
+
+def _unreachable(
+    robots_url: str, detail: str, earlier: RobotsRecord | None, now: int, failure_ttl_ms: int
+) -> RobotsRecord:
+    expires = now + failure_ttl_ms
+    if earlier is not None and earlier.status != "unreachable":
+        logger.warning("%s unreachable, keeping the cached copy: %s", robots_url, detail)
+        return RobotsRecord(  # §2.4: the earlier copy, until the next try
+            earlier.status, now, expires, body=earlier.body, detail=f"unreachable: {detail}"
+        )
+    logger.warning("%s unreachable: %s", robots_url, detail)
+    return RobotsRecord("unreachable", now, expires, detail=detail)

@@ -1,0 +1,168 @@
+"""Setting values read from text or TOML: byte sizes, booleans, lists, per-host tables.
+
+Pure conversions, no knowledge of which settings exist: `coerce_value` takes the field's
+type hint. Errors are ``TypeError``/``ValueError``; `crawlq.settings.sources` turns them
+into a `ConfigError` that names the setting and where the value came from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Union, get_args, get_origin
+
+__all__ = ["coerce_hosts", "coerce_value", "parse_bytes"]
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+
+
+def parse_bytes(value: str | int) -> int:
+    """Parse a byte size: an int, or a string such as ``"10MiB"``, ``"500 kB"``, ``"2048"``.
+
+    Raises:
+        ValueError: not a size.
+    """
+    if isinstance(value, int):
+        return value
+    match = _SIZE_RE.match(value)
+    if not match:
+        raise ValueError(f"not a byte size: {value!r} (try 10MiB or 1048576)")
+    number, unit = match.groups()
+    return int(float(number) * _SIZE_UNITS[(unit or "b").lower()])
+
+
+def coerce_hosts(value: Any) -> tuple[tuple[str, float | None, int | None], ...]:
+    """Per-host overrides from a TOML table, its JSON text, or the tuple form itself.
+
+    Raises:
+        TypeError: Not a table of host -> {delay_s, concurrency}, or a value out of range.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError as exc:
+            raise TypeError(
+                f"expected a JSON object of host -> {{delay_s, concurrency}}: {exc}"
+            ) from exc
+    if isinstance(value, list | tuple):  # the stored form: [[host, delay_s, concurrency], ...]
+        try:
+            value = {h: {"delay_s": d, "concurrency": c} for h, d, c in value}
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"expected [host, delay_s, concurrency] triples: {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a table of host -> {{delay_s, concurrency}}, got {value!r:.80}")
+    return tuple(sorted(_host_entry(host, table) for host, table in value.items()))
+
+
+def coerce_value(hint: Any, value: Any, name: str = "") -> Any:
+    """``value`` (from TOML, the environment, the command line or JSON) as type ``hint``.
+
+    Strings are parsed: ``true``/``false``/``1``/``0``/``yes``/``no``/``on``/``off`` for
+    booleans, comma-separated lists for tuples, ``none`` or empty for an optional value, and
+    byte sizes (``10MiB``) for an integer setting named ``*_bytes``.
+
+    Raises:
+        TypeError: ``value`` is not of, and cannot be read as, type ``hint``.
+        ValueError: A number or byte size that does not parse.
+    """
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(hint) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("", "none")):
+            return None
+        return coerce_value(args[0], value, name)
+    if origin is tuple:
+        return _to_tuple(value)
+    convert = _SCALARS.get(hint)
+    if convert is None:
+        raise TypeError(f"unsupported setting type {hint!r}")  # pragma: no cover
+    return convert(value, name)
+
+
+def _to_tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(v for v in (p.strip() for p in value.split(",")) if v)
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    raise TypeError(f"expected a list, got {value!r}")
+
+
+def _to_bool(value: Any, _name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise TypeError(f"expected true or false, got {value!r}")
+
+
+def _to_int(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        if name.endswith("_bytes"):
+            return parse_bytes(text)
+        raise TypeError(f"expected an integer, got {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise TypeError(f"expected an integer, got {value!r}")
+    return int(value)
+
+
+def _to_float(value: Any, _name: str) -> float:
+    if isinstance(value, bool):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _to_str(value: Any, _name: str) -> str:
+    return str(value)
+
+
+_SCALARS: dict[Any, Callable[[Any, str], Any]] = {
+    bool: _to_bool,
+    int: _to_int,
+    float: _to_float,
+    str: _to_str,
+}
+
+
+def _host_entry(host: Any, table: Any) -> tuple[str, float | None, int | None]:
+    """One ``hosts`` entry: ``(host, delay_s, concurrency)``.
+
+    Raises:
+        TypeError: Not a table of delay_s and/or concurrency, or a value out of range.
+    """
+    if not isinstance(host, str) or not host.strip() or not isinstance(table, Mapping):
+        raise TypeError(f"hosts.{host}: expected a table with delay_s and/or concurrency")
+    unknown = set(table) - {"delay_s", "concurrency"}
+    if unknown:
+        raise TypeError(f"hosts.{host}: unknown key {sorted(unknown)[0]!r}")
+    delay = table.get("delay_s")
+    conc = table.get("concurrency")
+    if delay is not None:
+        delay = coerce_value(float, delay)
+        if not math.isfinite(delay) or delay < 0:
+            raise TypeError(f"hosts.{host}.delay_s must be a number >= 0, got {delay}")
+    if conc is not None:
+        conc = coerce_value(int, conc)
+        if conc < 1:
+            raise TypeError(f"hosts.{host}.concurrency must be at least 1, got {conc}")
+    return (host.strip().lower(), delay, conc)

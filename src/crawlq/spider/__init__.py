@@ -1,0 +1,51 @@
+"""The user-facing spider API: `Spider`, `Response` and the helpers the engine calls.
+
+A Scrapy user will recognise it::
+
+    class DocsSpider(Spider):
+        name = "docs"
+        start_urls = ["https://example.org/docs/"]
+
+        def parse(self, response):
+            yield {"title": response.css("title::text").get(), "url": response.url}
+            yield from response.follow_all()
+
+A callback receives a `Response` and returns (or yields) items (``dict``) and requests
+(`CrawlRequest`, usually made with `Response.follow`). Requests cross processes as JSON, so a
+callback is stored by its method *name* and ``meta``/``cb_kwargs`` must be JSON-serialisable.
+
+The engine uses `load_spider` to find the class, `Spider.start_requests` to seed,
+`Spider.wants_status` to decide whether a response reaches a callback, and `run_callback`
+to call it. The spider follows whatever it yields; domains, depth and robots.txt are
+applied later by the engine (`crawlq.scope`), not here.
+
+Where each part is written (import them from here):
+
+* `crawlq.spider.base`: `Spider`, the base class.
+* `crawlq.spider.response`: `Response`, the page a callback gets, and its ``follow``.
+* `crawlq.spider.callbacks`: which method a request's callback may name (`is_callback`).
+* `crawlq.spider.run`: calling a callback and collecting its output (`run_callback`).
+* `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path.
+* `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
+* `crawlq.errors.spider`: `SpiderError`, re-exported here.
+"""
+
+from crawlq.errors import SpiderError
+from crawlq.spider.base import Spider
+from crawlq.spider.callbacks import is_callback
+from crawlq.spider.loading import load_spider
+from crawlq.spider.response import Response
+from crawlq.spider.run import CallbackRun, run_callback, start_callback
+from crawlq.spider.sitemap_rules import sitemap_rules_of
+
+__all__ = [
+    "CallbackRun",
+    "Response",
+    "Spider",
+    "SpiderError",
+    "is_callback",
+    "load_spider",
+    "run_callback",
+    "sitemap_rules_of",
+    "start_callback",
+]

@@ -1,0 +1,141 @@
+"""Running a spider callback: `run_callback`, in two parts the engine runs apart.
+
+`start_callback` calls the callback and runs its synchronous part (a plain function, or a
+generator's iteration) on the engine's page thread; `CallbackRun.finish` runs what is
+asynchronous (an awaitable, an async generator) on the event loop. Whatever goes wrong
+becomes a `crawlq.errors.SpiderError` with the callback's exception as its ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterable, Iterable
+from typing import Any, cast
+
+from crawlq.errors import SpiderError
+from crawlq.request import CrawlRequest
+from crawlq.spider.base import Spider
+from crawlq.spider.callbacks import callback_method
+from crawlq.spider.response import Response
+
+__all__ = ["CallbackRun", "run_callback", "start_callback"]
+
+
+async def run_callback(
+    spider: Spider, response: Response
+) -> tuple[list[dict[str, Any]], list[CrawlRequest]]:
+    """Call the request's callback on ``response`` and collect what it produced.
+
+    The callback is ``spider.<response.request.callback or "parse">``, called as
+    ``callback(response, **response.request.cb_kwargs)``. It may return None, an item
+    (``dict``), a `CrawlRequest`, an iterable or generator of those, an awaitable of any of
+    these (``async def``), or an async generator. None inside an iterable is skipped.
+    The engine checks `Spider.wants_status` before calling this, and runs the synchronous
+    part (`start_callback`: a plain callback, or a generator's iteration) on its page
+    thread, off the event loop, and only what is asynchronous (`CallbackRun.finish`) on the
+    loop.
+
+    Args:
+        spider: The spider instance.
+        response: The page to parse.
+
+    Returns:
+        ``(items, requests)`` in the order produced.
+
+    Raises:
+        SpiderError: The callback is missing, raised an exception (chained as the
+            ``__cause__``), or produced a value that is neither a dict nor a
+            `CrawlRequest`. Nothing of a failed callback's output is returned.
+    """
+    return await start_callback(spider, response).finish()
+
+
+class CallbackRun:
+    """A callback call: what it produced synchronously, and what is left to await.
+
+    Attributes:
+        items: Items produced so far.
+        requests: Requests produced so far.
+        pending: An awaitable or async iterable still to run on the event loop, or None
+            when the callback is done.
+    """
+
+    __slots__ = ("_name", "_url", "items", "pending", "requests")
+
+    def __init__(self, url: str, name: str) -> None:
+        self._url = url
+        self._name = name
+        self.items: list[dict[str, Any]] = []
+        self.requests: list[CrawlRequest] = []
+        self.pending: object = None
+
+    def collect(self, value: object) -> None:
+        """Add one produced value (None is skipped).
+
+        Raises:
+            TypeError: ``value`` is neither a dict nor a `CrawlRequest`.
+        """
+        if isinstance(value, dict):
+            self.items.append(value)
+        elif isinstance(value, CrawlRequest):
+            self.requests.append(value)
+        elif value is not None:
+            raise TypeError(
+                f"produced a {type(value).__name__}; expected a dict item or a CrawlRequest"
+            )
+
+    def collect_output(self, output: object) -> None:
+        """Collect a synchronous output; keep an awaitable or async iterable as `pending`."""
+        if inspect.isawaitable(output) or isinstance(output, AsyncIterable):
+            self.pending = output
+        else:
+            self._collect_sync(output)
+
+    def _collect_sync(self, output: object) -> None:
+        if output is None or isinstance(output, dict | CrawlRequest):
+            self.collect(output)
+        elif isinstance(output, Iterable) and not isinstance(output, str | bytes):
+            for value in output:
+                self.collect(value)
+        else:
+            self.collect(output)  # raises TypeError
+
+    async def finish(self) -> tuple[list[dict[str, Any]], list[CrawlRequest]]:
+        """Run what is `pending` on the event loop; return ``(items, requests)``.
+
+        Raises:
+            SpiderError: As `run_callback`.
+        """
+        pending, self.pending = self.pending, None
+        try:
+            if inspect.isawaitable(pending):
+                pending = await pending
+                if not isinstance(pending, AsyncIterable):
+                    self._collect_sync(pending)
+                    pending = None
+            if pending is not None:
+                async for value in cast(AsyncIterable[object], pending):
+                    self.collect(value)
+        except Exception as exc:
+            raise SpiderError.raised(self._url, self._name, exc) from exc
+        return self.items, self.requests
+
+
+def start_callback(spider: Spider, response: Response) -> CallbackRun:
+    """Call the callback (as `run_callback`) and run its synchronous part.
+
+    A plain function's result, and every value of a generator, are collected here; an
+    awaitable or async generator is left in `CallbackRun.pending` for
+    `CallbackRun.finish`, on the event loop.
+
+    Raises:
+        SpiderError: As `run_callback`.
+    """
+    name = response.request.callback or "parse"
+    method = callback_method(spider, name, response.url)
+    run = CallbackRun(response.url, name)
+    try:
+        run.collect_output(method(response, **response.request.cb_kwargs))
+    except Exception as exc:
+        raise SpiderError.raised(response.url, name, exc) from exc
+    return run
