@@ -4,7 +4,7 @@ Every runner takes a `Target` (seed URL, hosts in scope, expected page count) an
 work directory, and returns a `Result`: pages counted the runner's own way (distinct URLs in
 the crawlq store, the Scrapy feed, or the bare loop's count), whether the run is valid (exit
 status 0 and exactly the expected distinct pages, none stored twice), and the measurements
-(see `_harness`).
+(see `_measure`).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Result:
 
     @property
     def other_load(self) -> float:
-        """Cores kept busy by everything else on the machine during the run (see _harness)."""
+        """Cores kept busy by everything else on the machine during the run (see _measure)."""
         own = self.run.cpu_s + self.server_cpu_s + (self.redis_cpu_s or 0.0)
         return max(0.0, self.run.machine_busy_s - own) / self.run.wall_s
 
@@ -339,28 +339,30 @@ def make_rows(
                 run = lambda t, w, py=py: crawlq_embedded(t, w, python=py)  # noqa: E731
                 rows[f"crawlq embedded{tag}"] = _labelled(run, f"crawlq embedded{tag}")
         elif name.startswith("redis"):
-            if probe is None:
-                raise ValueError(f"row {name} needs a Redis")
-            p = int(name.removeprefix("redis"))
+            rp, p = _probe_for(name, probe), int(name.removeprefix("redis"))
             for tag, py in targets:
-                run = lambda t, w, p=p, py=py: crawlq_redis(t, w, probe, p, python=py)  # noqa: E731
+                run = lambda t, w, rp=rp, p=p, py=py: crawlq_redis(t, w, rp, p, python=py)  # noqa: E731
                 rows[f"crawlq redis P={p}{tag}"] = _labelled(run, f"crawlq redis P={p}{tag}")
         elif name == "politeness":
-            if probe is None:
-                raise ValueError("row politeness needs a Redis")
-            label = f"crawlq polite P={POLITE_PROCESSES}"
+            rp, label = _probe_for(name, probe), f"crawlq polite P={POLITE_PROCESSES}"
             for tag, py in targets:
-                run = lambda t, w, py=py: crawlq_politeness(t, w, probe, py)  # noqa: E731
+                run = lambda t, w, rp=rp, py=py: crawlq_politeness(t, w, rp, py)  # noqa: E731
                 rows[f"{label}{tag}"] = _labelled(run, f"{label}{tag}")
         elif name == "celery":
-            if probe is None:
-                raise ValueError("row celery needs a Redis")
-            rows["crawlq celery P=2"] = lambda t, w: crawlq_celery(t, w, probe, CELERY_BROKER)
+            rp = _probe_for(name, probe)
+            rows["crawlq celery P=2"] = lambda t, w, rp=rp: crawlq_celery(t, w, rp, CELERY_BROKER)
         elif name == "scrapy":
             rows["scrapy"] = scrapy
         elif name == "bare":
             rows["bare loop"] = bare_loop
     return rows
+
+
+def _probe_for(row: str, probe: RedisProbe | None) -> RedisProbe:
+    """The Redis probe that ``row`` runs against; a Redis row without one is an error."""
+    if probe is None:
+        raise ValueError(f"row {row} needs a Redis")
+    return probe
 
 
 def run_round(

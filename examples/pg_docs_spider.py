@@ -90,4 +90,6 @@ class PgDocsSpider(Spider):
         for url in response.links():
             page = url.rsplit("/", 1)[-1]
             callback = self.parse_command if page.startswith("sql-") else self.parse
-            yield response.follow(url, callback=callback)
+            request = response.follow(url, callback=callback)
+            if request is not None:  # None: a link that cannot be crawled (mailto:, ...)
+                yield request

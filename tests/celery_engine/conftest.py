@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pytest
 import redis
@@ -42,7 +43,7 @@ def celery_redis_url() -> str:
 
 
 def _amqp_problem(url: str) -> str | None:
-    from kombu import Connection
+    from kombu.connection import Connection
 
     try:
         with Connection(url, connect_timeout=2) as conn:
@@ -82,7 +83,7 @@ def delete_redis_queue(broker_url: str, queue: str) -> None:
 
 def delete_amqp_queue(amqp_url: str, queue: str) -> None:
     """Delete a queue and its exchange on RabbitMQ."""
-    from kombu import Connection
+    from kombu.connection import Connection
 
     with Connection(amqp_url) as conn:
         channel = conn.channel()
@@ -252,7 +253,10 @@ def job_counts(redis_url: str, job: str) -> dict[str, int]:
     keys = Keyspace(job)
     client = redis.Redis.from_url(redis_url)
     try:
-        stats = {k.decode(): int(v) for k, v in client.hgetall(keys.stats).items()}
+        stats = {
+            k.decode(): int(v)
+            for k, v in cast("dict[bytes, bytes]", client.hgetall(keys.stats)).items()
+        }
         stats["pending"] = int(client.hlen(keys.pending))
     finally:
         client.close()

@@ -17,6 +17,7 @@ from aiohttp import web
 from crawlq.celery.state import CeleryState
 from crawlq.engine.job import bind_job
 from crawlq.frontier.base import HostPolicy
+from crawlq.politeness import Politeness
 from crawlq.records import DeadRecord, FilteredRecord, PageRecord
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
@@ -50,7 +51,7 @@ async def test_inspect_tells_what_the_celery_state_knows(
     state = await CeleryState.open(redis_url, job)
     store = await SqliteStore.open(path)
     try:
-        await bind_job(state.frontier(HostPolicy(0, 1)), settings, create=True)
+        await bind_job(state.frontier(Politeness(HostPolicy(0, 1))), settings, create=True)
         assert await state.admit([(r, home_fp) for r in requests.values()], run=False) == [True] * 5
         await state.start_task("host-1:4242:77", [fp["running"]])
         now = time.time()

@@ -12,6 +12,7 @@ from pathlib import Path
 from crawlq.celery.state import CeleryState
 from crawlq.engine.job import bind_job
 from crawlq.frontier.base import HostPolicy
+from crawlq.politeness import Politeness
 from crawlq.records import PageRecord
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
@@ -45,7 +46,7 @@ async def test_status_of_a_celery_job_reports_its_pending_urls(
     requests = [CrawlRequest(f"http://127.0.0.1:9/{n}") for n in range(5)]
     state = await CeleryState.open(redis_url, job)
     try:
-        await bind_job(state.frontier(HostPolicy(0, 1)), settings, create=True)
+        await bind_job(state.frontier(Politeness(HostPolicy(0, 1))), settings, create=True)
         assert await state.admit([(r, "seed") for r in requests], run=False) == [True] * 5
         await _store_one_page(store, requests[0])
         assert await state.settle([requests[0].fingerprint], [requests[1].fingerprint]) == 2

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 import redis
@@ -97,10 +98,10 @@ def test_drop_lowest_keeps_the_highest_priorities_and_records_every_drop(
     assert int(stats[b"queued"]) == CAP
     assert int(stats[b"dead"]) == int(stats[b"dropped"]) == TOTAL - CAP
     assert int(stats[b"seen"]) == TOTAL  # queued + dead: nothing lost
-    dead = client.hgetall(k.dead)
+    dead = cast("dict[bytes, bytes]", client.hgetall(k.dead))
     assert len(dead) == TOTAL - CAP
     assert all(value.startswith(b"frontier_full\n") for value in dead.values())
-    queued = [json.loads(v.split(b"\n", 1)[1]) for v in client.hvals(k.reqs)]
+    queued = [json.loads(v.split(b"\n", 1)[1]) for v in cast("list[bytes]", client.hvals(k.reqs))]
     assert len(queued) == CAP
     assert {r.get("priority") for r in queued} == {9}  # exactly the 10,000 of priority 9
     client.close()

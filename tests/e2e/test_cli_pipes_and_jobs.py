@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 import redis
@@ -241,7 +242,7 @@ def _job_dump(redis_url: str, job: str) -> str:
                 b"hash": client.hgetall,
                 b"string": client.get,
                 b"list": lambda k: client.lrange(k, 0, -1),
-            }.get(kind, lambda k: b"")(key)
+            }.get(cast(bytes, kind), lambda k: b"")(key)
             parts.append(f"{key!r} {value!r}")
     finally:
         client.close()
@@ -298,7 +299,7 @@ def test_a_store_password_is_not_in_the_job_nor_on_child_command_lines(
             assert SECRET not in line and "redis://" not in line and "--store" not in line, line
         assert SECRET not in _job_dump(redis_url, job)
         settings = json.loads(
-            redis.Redis.from_url(redis_url).hget(f"crawlq:{{{job}}}:job", "settings")
+            cast(bytes, redis.Redis.from_url(redis_url).hget(f"crawlq:{{{job}}}:job", "settings"))
         )
         assert settings["store"] == pg_store.replace(f":{SECRET}@", "@")
 

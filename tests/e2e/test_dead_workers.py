@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 import redis
@@ -58,7 +59,7 @@ def _fetching(client: redis.Redis, job: str, pid: int) -> list[bytes]:
 
 
 def _urls(client: redis.Redis, job: str, fps: list[bytes]) -> set[str]:
-    values = client.hmget(Keyspace(job).reqs, fps) if fps else []
+    values = cast("list[bytes | None]", client.hmget(Keyspace(job).reqs, fps)) if fps else []
     return {CrawlRequest.from_json(v.split(b"\n", 1)[1]).url for v in values if v}
 
 

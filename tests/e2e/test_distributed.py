@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 import redis
@@ -328,7 +329,7 @@ def test_spider_written_into_the_job_settings_is_not_run(
     seed_one(redis_url, job, Path(store))
     client = redis.Redis.from_url(redis_url)
     key = Keyspace(job).job_info
-    settings = json.loads(client.hget(key, "settings"))
+    settings = json.loads(cast(bytes, client.hget(key, "settings")))
     settings["spider"] = f"{evil}:Evil"
     client.hset(key, "settings", json.dumps(settings))  # whoever can write the job's keys
     client.close()

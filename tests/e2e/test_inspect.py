@@ -109,6 +109,9 @@ def check_every_story(where: tuple[str, ...], made: dict[str, Any]) -> None:
 
     # the same URL written another way is the same fingerprint: one story
     assert inspect("HTTP://SITE.test/queued#x", *where)["state"] == "queued"
+    # ...and so is the URL with the session and tracking parameters the crawl strips (QA)
+    tracked = inspect(f"{SITE}/queued?utm_source=mail&sid=9", *where)
+    assert (tracked["state"], tracked["canonical_url"]) == ("queued", f"{SITE}/queued")
 
 
 async def test_inspect_tells_each_state_of_an_embedded_crawl(tmp_path: Path) -> None:

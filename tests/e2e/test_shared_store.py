@@ -162,7 +162,8 @@ def test_two_workers_write_postgresql_and_one_response_record_per_page(
     assert len(archived) == len(rows)  # exactly one response record per stored page
     by_location = {(file, offset): uri for file, offset, uri in archived}
     assert {(file, offset) for _, _, file, offset in rows} == set(by_location)
-    assert all(by_location[(file, offset)] == url for url, _, file, offset in rows)
+    # (a page without a WARC file, None, is a KeyError here, as it should be)
+    assert all(by_location[(file, offset)] == url for url, _, file, offset in rows)  # type: ignore[index]
     writers = {name.rsplit("-", 2)[1] for name, _ in by_location}
     assert len(writers) == 2  # one file series per worker process (by pid)
     assert len({name for name, _ in by_location}) > 2  # rotated at 1 MiB
@@ -193,7 +194,9 @@ def test_a_worker_killed_mid_crawl_and_restarted_stores_every_page_once(
     rows = pages(postgres_url, schema)
     assert_every_page_once(rows, urls)
     assert not list(warc.glob("*.open"))  # the restarted worker closed the dead one's file
-    archived = {(file, offset): uri for file, offset, uri in responses(warc)}
+    archived: dict[tuple[str | None, int], str] = {
+        (file, offset): uri for file, offset, uri in responses(warc)
+    }
     assert len(archived) >= len(rows)  # pages fetched twice have an extra, unreferenced record
     assert all(archived.get((file, offset)) == url for url, _, file, offset in rows)
 
@@ -237,7 +240,9 @@ def test_postgresql_down_mid_crawl_every_page_is_stored_once(
     finally:
         server.cleanup()
     assert_every_page_once(rows, urls)
-    archived = {(file, offset): uri for file, offset, uri in responses(warc)}
+    archived: dict[tuple[str | None, int], str] = {
+        (file, offset): uri for file, offset, uri in responses(warc)
+    }
     assert all(archived.get((file, offset)) == url for url, _, file, offset in rows)
 
 

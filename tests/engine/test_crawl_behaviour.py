@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
@@ -256,7 +257,7 @@ async def tree_site(tmp_path: Path, log: RequestLog) -> AsyncIterator[str]:
         yield str(server.make_url("")).rstrip("/")
 
 
-SERIAL = {"concurrency": 1, "host_concurrency": 1}
+SERIAL: dict[str, Any] = {"concurrency": 1, "host_concurrency": 1}
 
 
 async def test_shallow_pages_are_fetched_before_deeper_ones(
@@ -287,7 +288,7 @@ async def test_shallow_pages_are_fetched_before_deeper_ones(
 class UrgentB22(Spider):
     """Follows every link; the link to b22.html gets priority 10."""
 
-    def parse(self, response: Response) -> Iterator[CrawlRequest]:
+    def parse(self, response: Response) -> Iterator[CrawlRequest | None]:
         for link in response.links():
             urgent = link.endswith("/b22.html")
             yield response.follow(link, priority=10 if urgent else None)
@@ -388,7 +389,7 @@ async def test_politeness_is_per_host(
 class FollowsEverything(Spider):
     """Follows hrefs by hand, as the README example does, including non-http ones."""
 
-    def parse(self, response):  # type: ignore[no-untyped-def]
+    def parse(self, response):
         yield response.follow("mailto:someone@example.invalid")
         yield response.follow("javascript:void(0)")
         yield {"url": response.url}

@@ -201,7 +201,7 @@ async def test_redirect_target_that_is_also_a_seed_is_fetched_once(
 class FollowsTheRedirectTarget(Spider):
     """Links to ``/redirect/0`` from every page it parses, and to one more page."""
 
-    def parse(self, response: Response) -> Iterator[CrawlRequest]:
+    def parse(self, response: Response) -> Iterator[CrawlRequest | None]:
         yield response.follow("/redirect/0")
         yield response.follow("/status/200")
 

@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -74,7 +75,7 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
         yield found
 
 
-BOTH = {"allowed_domains": ["127.0.0.1", "127.0.0.2"]}
+BOTH: dict[str, Any] = {"allowed_domains": ["127.0.0.1", "127.0.0.2"]}
 
 
 async def test_links_and_redirects_to_a_non_seed_private_host_are_filtered(

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 import redis.asyncio as aioredis
@@ -67,7 +68,7 @@ async def test_a_lost_lease_costs_no_extra_round_trips(
         # Another worker takes the lease over (as if ours had expired) and settles it.
         keys = Keyspace(job)
         (member,) = await client.zrange(keys.leases, 0, -1)
-        await client.zadd(keys.leases, {member: 0})
+        await client.zadd(keys.leases, {cast(bytes, member): 0})
         (taken,) = await other.lease(1, "other-worker", 60)
         await other.ack([taken])
         while not any("lost lease" in r.getMessage() for r in caplog.records):

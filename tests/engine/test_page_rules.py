@@ -256,7 +256,7 @@ async def test_nofollow_links_are_followed_when_robots_rules_are_ignored(
 class FollowsNofollow(Spider):
     """Overrides the default: follows every link, nofollow ones included."""
 
-    def parse(self, response: Response):  # type: ignore[no-untyped-def]
+    def parse(self, response: Response):
         yield from response.follow_all(response.links())
 
 

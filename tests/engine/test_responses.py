@@ -79,6 +79,11 @@ ROUTES = {
     + codecs.BOM_UTF8
     + b"\n  <html><title>bom</title><a href=/after-bare-bom>x</a>",
     "/bare-text": b"HTTP/1.0 200 OK\r\n\r\nnotes: <title>no</title><a href=/after-bare-text>",
+    # not HTML by their label: stored, never scanned for links (QA: JSON was parsed as HTML)
+    "/json": response(
+        b'{"html": "<a href=\'/after-json\'>x</a>"}', [("Content-Type", "application/json")]
+    ),
+    "/plain": response(b"notes: <a href=/after-plain>x</a>", [("Content-Type", "text/plain")]),
     "/utf16": response(
         ("\ufeff" + page("wide", "/after-utf16").decode()).encode("utf-16-le"),
         [("Content-Type", "text/html")],
@@ -137,6 +142,16 @@ async def test_odd_responses_are_stored_as_what_they_are(tmp_path: Path) -> None
         )
         assert asked[after(path)] == 1
     assert (pages["/bare-text"].title, asked["/after-bare-text"]) == (None, 0)
+    # JSON and plain text: stored as they are, their markup-looking text never followed
+    for path, kind in [("/json", "application/json"), ("/plain", "text/plain")]:
+        record = pages[path]
+        assert (record.status, record.content_type, record.title, record.error) == (
+            200,
+            kind,
+            None,
+            None,
+        )
+        assert asked.get("/after-" + path.strip("/"), 0) == 0
     # UTF-16 HTML has NUL bytes and is HTML all the same
     assert (pages["/utf16"].title, pages["/utf16"].error, asked["/after-utf16"]) == (
         "wide",

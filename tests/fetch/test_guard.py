@@ -6,8 +6,10 @@ made-up host name with fake addresses: the guard must refuse them before any con
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
@@ -211,7 +213,11 @@ async def test_robots_txt_of_a_refused_host_is_not_fetched_and_the_page_is_refus
 
 
 async def test_robots_txt_redirecting_to_a_refused_host_is_unavailable(
-    app: web.Application, base: str, other: str, other_log: RequestLog
+    app: web.Application,
+    base: str,
+    other: str,
+    other_log: RequestLog,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     state = fault_state(app)
     state.robots_status = 302
@@ -220,5 +226,10 @@ async def test_robots_txt_redirecting_to_a_refused_host_is_unavailable(
     async with Fetcher(user_agent=UA, address_guard=guard) as fetcher:
         robots = RobotsCache(fetcher, UA)
         # RFC 9309 §2.3.1.2: a redirect that cannot be followed leaves robots.txt unavailable
-        assert await robots.allowed(f"{base}/private/x")
+        with caplog.at_level(logging.WARNING, logger="crawlq"):
+            assert await robots.allowed(f"{base}/private/x")
     assert other_log.requests() == []
+    # ...and says so (the operator sees why everything is allowed), naming the refused host
+    refused = urlsplit(other).hostname
+    warned = [r.getMessage() for r in caplog.records if "robots.txt unavailable" in r.getMessage()]
+    assert len(warned) == 1 and f"refused private address ({refused})" in warned[0], warned

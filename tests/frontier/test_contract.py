@@ -9,7 +9,7 @@ from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.base import DeadFilter, DeadLetter, QueueBounds
 from crawlq.politeness import Politeness, Strike, StrikePlan
-from crawlq.request import CrawlRequest
+from crawlq.request import CrawlRequest, Lease
 
 from .conftest import MakeFrontier
 
@@ -473,7 +473,7 @@ async def test_inspect_tells_each_state(make_frontier: MakeFrontier) -> None:
     assert first.request is not None and first.request.url == "http://a.test/queued"
     assert (first.request.priority, first.request.depth) == (-1, 1)
     assert first.request.referrer == home
-    leases = {}
+    leases: dict[str, Lease] = {}
     for name in names[:4]:  # one lease per 2 s politeness window of the host
         if leases:
             clock.advance(2.0)

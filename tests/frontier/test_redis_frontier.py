@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import time
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -139,7 +140,7 @@ async def test_inbox_entries_with_fields_of_the_wrong_form_are_rejected_not_fata
     # fetched as an internal error); the valid entries around them must still be queued.
     f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     client = aioredis.Redis.from_url(redis_url)
-    bad = [
+    bad: list[dict[str, Any]] = [
         {"url": "http://a.test/1", "cb_kwargs": [1]},
         {"url": "http://a.test/2", "meta": "notadict"},
         {"url": "http://a.test/3", "meta": [1, 2]},

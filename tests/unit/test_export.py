@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -94,7 +94,7 @@ class ListStore:
 
 
 def make_store(**records: Any) -> Store:
-    return ListStore(**records)
+    return cast(Store, ListStore(**records))  # only the readers export uses
 
 
 def test_iso_utc() -> None:

@@ -101,6 +101,23 @@ def test_every_module_has_a_layer() -> None:
     assert missing == [], f"add these modules to LAYERS and docs/architecture.md: {missing}"
 
 
+def test_every_entry_of_the_map_names_a_module() -> None:
+    # A renamed or removed module must leave the map too, or its new name would inherit nothing.
+    modules = {_module_name(p) for p in SRC.rglob("*.py")}
+    stale = [
+        prefix
+        for prefix in LAYERS
+        if not any(m == prefix or m.startswith(prefix + ".") for m in modules)
+    ]
+    assert stale == [], f"remove these from LAYERS (no such module or package): {stale}"
+
+
+def test_a_module_missing_from_the_map_has_no_layer() -> None:
+    # What makes test_every_module_has_a_layer fail for a new top-level module.
+    assert _layer("brand_new_module") is None
+    assert _layer("spiderling") is None  # a prefix counts only up to a dot
+
+
 def test_imports_point_down() -> None:
     violations = []
     for path in sorted(SRC.rglob("*.py")):

@@ -74,7 +74,7 @@ def test_parse_refresh_of_a_huge_delay_does_not_raise() -> None:
 # -- scan_page --------------------------------------------------------------------------------
 
 
-def scan(html: str, url: str = PAGE):  # type: ignore[no-untyped-def]
+def scan(html: str, url: str = PAGE):
     return scan_page(parse_html(html), url)
 
 

@@ -55,7 +55,7 @@ def test_constructor_clamps_priority_and_checks_types() -> None:
     assert CrawlRequest(URL, priority=-(10**9)).priority == -PRIORITY_LIMIT
     for bad in ({"priority": 1.5}, {"depth": float("inf")}, {"depth": MAX_DEPTH + 1}):
         with pytest.raises(ValueError):
-            CrawlRequest(URL, **bad)  # type: ignore[arg-type]
+            CrawlRequest(URL, **bad)
 
 
 def test_inbox_filter_checks_method_and_scope_unless_the_job_allows() -> None:

@@ -121,7 +121,8 @@ def test_broken_gzip_is_an_error_and_keeps_what_came_before() -> None:
     sitemap = parse_sitemap(whole[: len(whole) // 2])
     assert sitemap.error == "sitemap_gzip_error: the gzip stream is cut short"
     assert 0 < len(sitemap.entries) < 5000
-    assert parse_sitemap(b"\x1f\x8bnot gzip at all").error.startswith("sitemap_gzip_error:")
+    error = parse_sitemap(b"\x1f\x8bnot gzip at all").error
+    assert error is not None and error.startswith("sitemap_gzip_error:")
 
 
 def test_too_many_urls_keeps_the_first_and_counts_the_rest() -> None:

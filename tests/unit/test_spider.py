@@ -114,12 +114,14 @@ def test_urljoin_honours_base_href() -> None:
 def test_follow_depth_and_default_priority() -> None:
     resp = make_response(request=CrawlRequest(url=URL, depth=2))
     req = resp.follow("intro.html#frag")
+    assert req is not None
     assert req.url == "http://example.com/docs/intro.html"
     assert req.depth == 3
     assert req.priority == -3
     assert req.callback is None
     assert req.method == "GET"
-    assert make_response().follow("a.html").priority == -1
+    followed = make_response().follow("a.html")
+    assert followed is not None and followed.priority == -1
 
 
 def test_follow_explicit_priority_meta_cb_kwargs_method_body() -> None:
@@ -127,6 +129,7 @@ def test_follow_explicit_priority_meta_cb_kwargs_method_body() -> None:
     req = make_response().follow(
         "/search", priority=7, meta=meta, cb_kwargs={"n": 1}, method="post", body=b"q=1"
     )
+    assert req is not None
     assert (req.priority, req.method, req.body) == (7, "POST", b"q=1")
     assert req.meta == {"from": "index"}
     assert req.meta is not meta
@@ -145,6 +148,7 @@ def test_follow_stores_callback_by_name_and_serialises() -> None:
     resp = make_response()
     by_method = resp.follow("a.html", callback=spider.parse_item)
     by_name = resp.follow("a.html", callback="parse_item")
+    assert by_method is not None and by_name is not None
     assert by_method.callback == by_name.callback == "parse_item"
     assert CrawlRequest.from_json(by_method.to_json()) == by_method
     assert json.loads(by_method.to_json())["callback"] == "parse_item"
@@ -158,8 +162,12 @@ def test_follow_rejects_callbacks_that_are_not_spider_methods(bad: Any) -> None:
 
 def test_follow_with_element_and_attribute_selectors() -> None:
     resp = make_response()
-    assert resp.follow(resp.css("a#a1")[0]).url == "http://example.com/docs/intro.html"
-    assert resp.follow(resp.css("a#a2::attr(href)")[0]).url == "http://example.com/guide/start.html"
+    by_element, by_attribute = (
+        resp.follow(resp.css("a#a1")[0]),
+        resp.follow(resp.css("a#a2::attr(href)")[0]),
+    )
+    assert by_element is not None and by_element.url == "http://example.com/docs/intro.html"
+    assert by_attribute is not None and by_attribute.url == "http://example.com/guide/start.html"
     with pytest.raises(ValueError, match="no href"):
         resp.follow(resp.css("a#nohref")[0])
 
@@ -263,7 +271,7 @@ class ShapesSpider(Spider):
     def single_item(self, response: Response) -> dict[str, Any]:
         return {"only": True}
 
-    def single_request(self, response: Response) -> CrawlRequest:
+    def single_request(self, response: Response) -> CrawlRequest | None:
         return response.follow("a.html")
 
     def nothing(self, response: Response) -> None:

@@ -171,7 +171,7 @@ def test_trap_settings_are_checked() -> None:
         Settings(strip_url_params=("a=b",))
     for name in ("max_path_repeats", "max_pages_per_host"):
         with pytest.raises(ConfigError, match=name):
-            Settings(**{name: 0})
+            Settings(**{name: 0})  # type: ignore[arg-type]
     assert Settings.build(env={"CRAWLQ_STRIP_URL_PARAMS": ""}).strip_url_params == ()
     assert Settings.build(env={"CRAWLQ_STRIP_URL_PARAMS": "sid, ref*"}).strip_url_params == (
         "sid",

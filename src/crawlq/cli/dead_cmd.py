@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import sys
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
+from crawlq.cli.dead_filters import dead_filter, dead_options, parse_since
 from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.output import dead_table, stdout_console
 from crawlq.engine.dead import DeadRow, ReplayReport, job_scope, native_dead_rows, replay_native
@@ -28,90 +26,6 @@ from crawlq.frontier.base import DeadFilter
 
 __all__ = ["dead", "parse_since"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_since(value: str, now_s: float) -> float:
-    """``--since`` as Unix seconds.
-
-    An ISO 8601 time (``2026-12-01``, ``2026-12-01T10:00:00Z``; UTC unless it says
-    otherwise) or an age (``90s``, ``30m``, ``2h``, ``7d``).
-
-    Raises:
-        ValueError: Neither form; the message names the value.
-    """
-    text = value.strip()
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", text)
-    if match:
-        return now_s - float(match.group(1)) * _UNITS[match.group(2)]
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{value!r}: not a time (2026-12-01T10:00:00Z) nor an age (30m, 2h, 7d)"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
-
-
-def _filters(f: F) -> F:
-    for decorator in reversed(
-        [
-            click.option(
-                "--reason", default=None, help="Only this dead-letter reason (http_503…)."
-            ),
-            click.option(
-                "--host",
-                default=None,
-                help="Only this host (example.com, or host:port; without a port: any port).",
-            ),
-            click.option(
-                "--since",
-                default=None,
-                help="Only dead-lettered since this time (ISO 8601, UTC) or age (30m, 2h, 7d).",
-            ),
-            click.option(
-                "--frontier",
-                default=None,
-                help="redis://… of a shared job, or a SQLite frontier file "
-                "(default: embedded in --store).",
-            ),
-            click.option("--job", default=None, help="The job name (with a Redis frontier)."),
-            click.option(
-                "--store",
-                default=None,
-                help="A SQLite file [crawlq.db] or postgresql://… (default for a job: its own).",
-            ),
-            click.option("--json", "as_json", is_flag=True, help="JSON, for scripts."),
-        ]
-    ):
-        f = decorator(f)
-    return f
-
-
-def _where(reason: str | None, host: str | None, since: str | None) -> DeadFilter:
-    if host is not None:
-        host = host.strip().lower()
-        if "//" in host:  # a URL: its host
-            from crawlq.urls import host_key
-
-            try:
-                host = host_key(host)
-            except CrawlqError as exc:
-                raise click.BadParameter(str(exc), param_hint="--host") from None
-        if not host or "/" in host or " " in host:
-            raise click.BadParameter(f"{host!r}: not a host name", param_hint="--host")
-    since_ms = None
-    if since is not None:
-        try:
-            since_ms = round(parse_since(since, time.time()) * 1000)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--since") from None
-    return DeadFilter(reason=reason or None, host=host, since_ms=since_ms)
-
 
 @click.group()
 def dead() -> None:
@@ -119,7 +33,7 @@ def dead() -> None:
 
 
 @dead.command("list")
-@_filters
+@dead_options
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most N.")
 def list_(
     reason: str | None,
@@ -135,7 +49,7 @@ def list_(
 
     --json writes one JSON object per line (JSON Lines).
     """
-    where = _where(reason, host, since)
+    where = dead_filter(reason, host, since)
 
     async def run() -> list[DeadRow]:
         rows: list[DeadRow] = []
@@ -169,7 +83,7 @@ def _rows(view: JobView, where: DeadFilter) -> Any:
 
 
 @dead.command()
-@_filters
+@dead_options
 @click.option("--dry-run", is_flag=True, help="Say what would be replayed; change nothing.")
 @click.option(
     "--broker",
@@ -193,7 +107,7 @@ def replay(
     its host's politeness, if the job's scope still takes it. Workers (or the next `crawlq
     crawl` of an embedded store) fetch them.
     """
-    where = _where(reason, host, since)
+    where = dead_filter(reason, host, since)
 
     async def run() -> tuple[ReplayReport, JobView | None]:
         async with open_view(frontier, job, store, write=not dry_run) as view:

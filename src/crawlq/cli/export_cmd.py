@@ -5,17 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from datetime import datetime
-from pathlib import Path
 from typing import Literal, TextIO, cast
 
 import click
 
+from crawlq.cli.export_options import check_readable, format_for, since_s
 from crawlq.cli.output import exit_on_broken_pipe
-from crawlq.errors import ConfigError, CrawlqError
+from crawlq.errors import CrawlqError
 from crawlq.export import export as export_records
 from crawlq.secrecy import redact
-from crawlq.settings import check_store
 from crawlq.store import open_store
 
 __all__ = ["export"]
@@ -82,38 +80,26 @@ def export(
     output closed it early (as `| head` does): the export stops there, silently, with the
     status a shell shows for a tool stopped by SIGPIPE.
     """
-    fmt = _format_for(fmt, output)
+    fmt = format_for(fmt, output)
     if body and what != "pages":
         raise click.UsageError("--body applies to --what pages only")
     if errors_only and what != "pages":
         raise click.UsageError("--errors-only applies to --what pages only (or use --what errors)")
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs -o FILE")
-    since_s = None
-    if since is not None:
-        try:
-            since_s = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            raise click.BadParameter(
-                f"not an ISO 8601 time: {since!r}", param_hint="--since"
-            ) from None
-    try:
-        check_store(store)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).removeprefix("store: "), param_hint="--store") from None
-    if "://" not in store and not Path(store).is_file():
-        raise click.BadParameter(f"no such store file: {store}", param_hint="--store")
+    since_at = since_s(since)
+    check_readable(store)
     try:
         if fmt == "parquet":
             assert output is not None
-            parquet_args = (cast(What, what), output, since_s, body, errors_only)
+            parquet_args = (cast(What, what), output, since_at, body, errors_only)
             rows = asyncio.run(_export_parquet(store, *parquet_args))
         else:
             with contextlib.ExitStack() as stack:
                 out: TextIO = sys.stdout
                 if output is not None:
                     out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
-                export_args = (cast(What, what), cast(Format, fmt), out, since_s, body, csv_raw)
+                export_args = (cast(What, what), cast(Format, fmt), out, since_at, body, csv_raw)
                 rows = asyncio.run(_export(store, *export_args, errors_only))
                 out.flush()  # a closed pipe shows here, not in the interpreter's final flush
     except CrawlqError as exc:
@@ -127,40 +113,6 @@ def export(
         sys.exit(1)
     if output is not None:
         click.echo(f"wrote {rows} {what} rows to {output}", err=True)
-
-
-_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
-"""File extensions that name an export format (``-o pages.csv`` means ``--format csv``)."""
-
-
-def _format_for(fmt: str | None, output: str | None) -> str:
-    """The export format: ``--format``, else the one ``-o FILE``'s extension names.
-
-    Standard output with no ``--format`` gets JSON Lines. A file whose extension names no
-    format needs ``--format``, and one whose extension names another format than
-    ``--format`` is refused: either way a ``.csv`` file never holds JSON Lines.
-
-    Raises:
-        click.UsageError: The format cannot be told, or contradicts the extension.
-    """
-    if output is None:
-        return fmt or "jsonl"
-    suffix = Path(output).suffix.lower()
-    implied = _EXTENSIONS.get(suffix)
-    if fmt is None:
-        if implied is None:
-            known = ", ".join(_EXTENSIONS)
-            raise click.UsageError(
-                f"cannot tell the format of {output!r} from its extension: give --format "
-                f"jsonl|csv|parquet, or name the file with one of {known}"
-            )
-        return implied
-    if implied is not None and implied != fmt:
-        raise click.UsageError(
-            f"--format {fmt} but {output!r} is named like a {implied} file: "
-            f"give -o FILE with a matching extension, or leave --format out"
-        )
-    return fmt
 
 
 async def _export(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
@@ -18,7 +20,8 @@ from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.output import stdout_console, story_table
 from crawlq.engine.story import UrlStory, native_story
 from crawlq.errors import CrawlqError, InvalidURL
-from crawlq.urls import UrlKeys, url_keys
+from crawlq.settings import Settings
+from crawlq.urls import UrlKeys, UrlRules, url_keys
 
 __all__ = ["inspect"]
 
@@ -69,7 +72,21 @@ async def _story(
     keys: UrlKeys, frontier: str | None, job: str | None, store: str | None
 ) -> UrlStory:
     async with open_view(frontier, job, store) as view:
-        return await tell(view, keys)
+        return await tell(view, job_url_keys(keys, view.settings))
+
+
+def job_url_keys(keys: UrlKeys, settings: Mapping[str, Any] | None) -> UrlKeys:
+    """``keys`` as the crawl saw the URL: after the job's URL rules (``strip_url_params``).
+
+    A crawl strips session and tracking parameters from every URL before fingerprinting it
+    (`crawlq.urls.UrlRules`), so ``…/a?utm_source=x`` is looked up as ``…/a``. The rules are
+    the job's stored ones; an embedded crawl stores none, so it gets the default list.
+    """
+    params = (settings or {}).get("strip_url_params")
+    if not isinstance(params, list | tuple) or not all(isinstance(p, str) for p in params):
+        params = Settings().strip_url_params
+    rewritten = UrlRules(params).apply(keys.url)
+    return keys if rewritten == keys.url else url_keys(rewritten)
 
 
 async def tell(view: JobView, keys: UrlKeys) -> UrlStory:

@@ -1,8 +1,8 @@
 """``crawlq dashboard``: a live web page of a frontier's jobs (see `crawlq.dashboard.app`).
 
 Modules: `history` (what is sampled and kept per job), `render` (the HTML and inline SVG),
-`lookup` (the search box: the seam for ``crawlq inspect``), `app` (the aiohttp server and
-its token check).
+`assets` (its stylesheet and script), `lookup` (the search box: the seam for ``crawlq
+inspect``), `app` (the aiohttp server), `access` (loopback, the token check, the headers).
 """
 
 from __future__ import annotations

@@ -1,24 +1,22 @@
-"""The dashboard's web server (aiohttp.web): pages, the search box, and the token check.
+"""The dashboard's web server (aiohttp.web): the jobs it watches, its pages, the search box.
 
-Bound to 127.0.0.1 by default. Bound to any other address it needs a token, and with a
-token every request must carry it (an ``Authorization: Bearer TOKEN`` header, a ``token``
-query parameter or the cookie set when one was given that way), compared in constant time
-(`hmac.compare_digest`); a request without it gets 401 and nothing else.
+Who may see it (loopback, the token check, the security headers) is `crawlq.dashboard.access`;
+`TOKEN_COOKIE` and `is_loopback` are re-exported here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
-import ipaddress
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from crawlq.dashboard import render
+from crawlq.dashboard.access import TOKEN_COOKIE, headers_middleware, is_loopback, token_middleware
+from crawlq.dashboard.assets import CSS, JS
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.lookup import lookup
 from crawlq.engine.report import job_report
@@ -27,26 +25,6 @@ from crawlq.errors import ConfigError, CrawlqError
 __all__ = ["TOKEN_COOKIE", "Dashboard", "is_loopback", "make_app", "serve"]
 
 logger = logging.getLogger(__name__)
-
-TOKEN_COOKIE = "crawlq_dashboard_token"
-
-_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is a loopback address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
 
 _MAX_JOBS = 50  # jobs a dashboard without --job shows at most
 
@@ -118,44 +96,9 @@ class Dashboard:
             await w.close()
 
 
-def _token_middleware(token: str) -> Callable[..., Awaitable[web.StreamResponse]]:
-    expected = token.encode()
-
-    @web.middleware
-    async def check(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        given = ""
-        header = request.headers.get("Authorization", "")
-        from_query = False
-        if header.startswith("Bearer "):
-            given = header[len("Bearer ") :]
-        elif "token" in request.query:
-            given, from_query = request.query["token"], True
-        else:
-            given = request.cookies.get(TOKEN_COOKIE, "")
-        if not hmac.compare_digest(given.encode(), expected):
-            return web.Response(status=401, text="401: this dashboard needs its token\n")
-        response = await handler(request)
-        if from_query:  # the page's own requests then carry it as a cookie
-            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
-        return response
-
-    return check
-
-
 def make_app(dashboard: Dashboard, *, token: str | None = None) -> web.Application:
     """The aiohttp application serving ``dashboard`` (checks ``token`` when given)."""
-
-    @web.middleware
-    async def headers(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        response = await handler(request)
-        response.headers.update(_HEADERS)
-        return response
-
-    middlewares = [headers] + ([_token_middleware(token)] if token is not None else [])
+    middlewares = [headers_middleware] + ([token_middleware(token)] if token is not None else [])
     app = web.Application(middlewares=middlewares)
 
     async def index(request: web.Request) -> web.Response:
@@ -186,9 +129,9 @@ def make_app(dashboard: Dashboard, *, token: str | None = None) -> web.Applicati
     app.router.add_get("/api/jobs", jobs)
     app.router.add_get(
         "/static/dashboard.js",
-        lambda _: _static(render.JS, "application/javascript"),
+        lambda _: _static(JS, "application/javascript"),
     )
-    app.router.add_get("/static/dashboard.css", lambda _: _static(render.CSS, "text/css"))
+    app.router.add_get("/static/dashboard.css", lambda _: _static(CSS, "text/css"))
     return app
 
 

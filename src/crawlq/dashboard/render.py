@@ -11,10 +11,11 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from crawlq.dashboard.assets import CSS, JS
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.lookup import Lookup
 
-__all__ = ["page", "panel", "search_result", "sparkline"]
+__all__ = ["CSS", "JS", "page", "panel", "search_result", "sparkline"]
 
 _NOW = (
     ("queue", "queued"),
@@ -163,42 +164,4 @@ def page(watches: Sequence[JobWatch], jobs: Sequence[str], refresh_s: float) -> 
 <main id="jobs">{panel(watches)}</main>
 <script src="static/dashboard.js"></script>
 </body></html>
-"""
-
-
-CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1em 2em; color: #222; }
-header { display: flex; gap: 2em; align-items: center; }
-section.job { border-top: 2px solid #ccc; margin-top: 1em; }
-dl.now { display: grid; grid-template-columns: repeat(9, auto); gap: 0 1em; }
-dl.now dt { grid-row: 1; color: #666; font-size: 12px; }
-dl.now dd { grid-row: 2; margin: 0; font-size: 20px; }
-.charts, .tables { display: flex; flex-wrap: wrap; gap: 1em 2em; align-items: flex-start; }
-figure { margin: 0.5em 0; } figcaption { color: #666; font-size: 12px; }
-svg.spark { background: #f6f6f6; color: #2a6; } svg.spark text { font-size: 9px; fill: #888; }
-table { border-collapse: collapse; } caption { text-align: left; color: #666; }
-td, th { padding: 1px 8px; border-bottom: 1px solid #eee; text-align: left; }
-.error { color: #b00; }
-"""
-
-JS = """
-(function () {
-  const refreshS = parseFloat(document.body.dataset.refreshS) || 2;
-  const jobs = document.getElementById("jobs");
-  async function refresh() {
-    try {
-      const r = await fetch("panel", {credentials: "same-origin"});
-      if (r.ok) { jobs.innerHTML = await r.text(); }
-    } catch (e) { /* the next refresh tries again */ }
-    setTimeout(refresh, refreshS * 1000);
-  }
-  setTimeout(refresh, refreshS * 1000);
-  const form = document.getElementById("search");
-  form.addEventListener("submit", async function (event) {
-    event.preventDefault();
-    const query = new URLSearchParams(new FormData(form));
-    const r = await fetch("inspect?" + query.toString(), {credentials: "same-origin"});
-    document.getElementById("inspect").innerHTML = await r.text();
-  });
-})();
 """

@@ -80,7 +80,12 @@ async def fetch_record(
     except PrivateAddressError as exc:
         if bare_host(exc.host) == bare_host(urlsplit(robots_url).hostname or ""):
             raise  # the page's host itself is refused: `check` raises it for the page
-        detail = "a redirect to a refused private address"
+        detail = f"a redirect to a refused private address ({exc.host})"
+        logger.warning(
+            "%s: %s; robots.txt unavailable, everything allowed (RFC 9309 §2.3.1.2)",
+            robots_url,
+            detail,
+        )
         return RobotsRecord("unavailable", now_ms, expires, detail=detail)
     except PermanentFetchError as exc:
         if exc.reason == "bad_redirect":  # a redirect we cannot follow: unavailable

@@ -1,10 +1,12 @@
 """Sitemaps (the sitemaps.org protocol 0.9), in two parts that both engines use.
 
 * `crawlq.sitemap.parse`: reading a sitemap file (XML urlset or index, text, gzipped or not)
-  as a stream, under the protocol's limits (50,000 URLs, 50 MB), refusing DTDs.
-* `crawlq.sitemap.listed`: the request marker (`SITEMAP_CALLBACK`), the spider's
-  ``sitemap_rules``/``sitemap_follow``, and the requests a sitemap or a robots.txt
-  ``Sitemap:`` line leads to (depth, priority, ``lastmod``, scope).
+  as a stream, under the protocol's limits (50,000 URLs, 50 MB), refusing DTDs. Its parts:
+  `model` (the parsed sitemap, the limits), `body` (gunzip, size cap), `xml_reader`,
+  `text_reader`.
+* `crawlq.sitemap.listed`: the requests a sitemap or a robots.txt ``Sitemap:`` line leads to
+  (depth, priority, ``lastmod``, scope), with `marker` (the request marker,
+  `SITEMAP_CALLBACK`) and `rules` (the spider's ``sitemap_rules``/``sitemap_follow``).
 
 Pure functions and plain types, no I/O: the engine fetches a sitemap like any request
 (`crawlq.engine.step`) and hands its body to `read_sitemap` on the page thread.

@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 _XML_TYPES = frozenset({"text/xml", "application/xml"})
 _DEFAULT_RULES = LinkRules()
+_NO_LINKS = PageLinks(urls=(), nofollow=frozenset(), skipped_extension=0)
 _HAS_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -212,6 +213,9 @@ class Response:
         Returns:
             Absolute, normalised http(s) URLs without fragments or skipped extensions
             (``skip_extensions``), each once, in document order. A new list on each call.
+            Empty for a response that is not HTML (`crawlq.decode.sniff`: JSON, XML, plain
+            text, binary), as Scrapy's link extractors only read HTML responses; a callback
+            that wants links from such a body reads them itself (`selector`, `text`).
         """
         links = self._page_links()
         if include_nofollow:
@@ -226,6 +230,8 @@ class Response:
         return self._scan
 
     def _page_links(self) -> PageLinks:
+        if self._links is None and not self._result.is_html:
+            self._links = _NO_LINKS  # JSON, XML, text, binary: not a document to crawl
         if self._links is None:
             scan = self._page_scan()
             self._links = scan.links(self._rules.skip_extensions, encoding=self.encoding)

@@ -1,0 +1,118 @@
+"""The end-of-crawl summary (plain ``key: value`` lines) and the spider-errors warning.
+
+Both read a `crawlq.engine.CrawlReport`; counts by reason or kind are written largest first.
+`EXIT_SPIDER_ERRORS` (3) is the exit status that ``--fail-on-spider-errors`` turns them into.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TextIO
+
+from crawlq.engine import CrawlReport
+
+__all__ = ["EXIT_SPIDER_ERRORS", "kinds", "print_summary", "spider_errors_warning"]
+
+EXIT_SPIDER_ERRORS = 3
+"""Exit status of ``crawl`` (and ``reparse``) with ``--fail-on-spider-errors`` when the store
+holds pages whose spider callback failed. Without the flag such a crawl exits 0 with a
+warning line (`spider_errors_warning`)."""
+
+
+def kinds(counts: Mapping[str, int]) -> str:
+    """``KeyError 2, TypeError 1``: counts by name, the largest first (then by name)."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+
+
+def _reasons(counts: Mapping[str, int]) -> str:
+    if not counts:
+        return "0"
+    parts = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda x: -x[1]))
+    return f"{sum(counts.values())} ({parts})"
+
+
+def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> None:
+    """Write the end-of-crawl summary as plain ``key: value`` lines.
+
+    ``worker``: the report of ``crawlq worker``, for which a stop is the normal end (the job
+    goes on with its other workers), not an interruption.
+    """
+    c, s = report.counters, report.store
+    rate = c.pages / report.elapsed_s if report.elapsed_s > 0 else 0.0
+    ended = {
+        "done": "crawl finished: nothing left to crawl",
+        "max_pages": "crawl stopped at --max-pages",
+        "stopped": "crawl interrupted: re-run the same command to resume",
+    }.get(report.stopped_by, report.stopped_by)
+    if worker:
+        pending = report.frontier.pending
+        left = (
+            "the job has nothing left to crawl"
+            if pending == 0
+            else f"{pending} URLs left in the job (queued, retrying or in flight)"
+        )
+        ended = {
+            "done": f"worker finished: {left}",
+            "max_pages": f"worker stopped at --max-pages: {left}",
+            "stopped": f"worker stopped: {left}",
+        }.get(report.stopped_by, report.stopped_by)
+    lines = [
+        ended,
+        f"pages stored: {c.pages} this run, {s.pages} in store",
+        f"items: {c.items} this run, {s.items} in store"
+        if report.full_counters
+        else f"items: {s.items} in store",
+        f"dead-lettered: {_reasons(s.dead_by_reason)}"
+        + ("; --retry-dead requeues them" if s.dead else ""),
+        f"filtered: {_reasons(s.filtered_by_reason)}",
+    ]
+    if report.replayed:
+        lines.append(f"dead letters replayed first (--retry-dead): {report.replayed}")
+    if s.spider_errors or c.spider_errors:
+        this_run = f"{sum(c.spider_errors.values())} this run, " if report.full_counters else ""
+        lines.append(
+            f"spider errors: {this_run}{s.spider_errors} in store"
+            + (f" ({kinds(s.spider_errors_by_type)})" if s.spider_errors else "")
+        )
+    if report.full_counters:  # else each worker process printed its own
+        lines += [
+            f"links not followed: {_reasons(c.skipped)}",
+            f"retries: {c.retries}",
+            f"frontier round trips: {c.round_trips}"
+            + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
+        ]
+    if report.frontier.over_budget:
+        lines.append(
+            f"over max_pages_per_host: {report.frontier.over_budget} links not queued "
+            "(their host had its budget of URLs)"
+        )
+    lines += [
+        f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "
+        f"in flight: {report.frontier.in_flight}",
+        f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",
+    ]
+    out.write("\n".join(lines) + "\n")
+
+
+def spider_errors_warning(report: CrawlReport, *, replayable: bool) -> str | None:
+    """The warning line for a crawl whose store holds pages the spider failed on, or None.
+
+    Args:
+        report: How the crawl ended (``report.store`` counts the spider errors by kind).
+        replayable: The crawl kept bodies (``--store-body``) or WARC records, so ``crawlq
+            reparse`` can rerun the fixed spider without fetching the pages again.
+    """
+    s = report.store
+    if not s.spider_errors:
+        return None
+    pages = "page has" if s.spider_errors == 1 else "pages have"
+    then = (
+        "after fixing the spider, `crawlq reparse --errors-only` reruns it on the kept bodies"
+        if replayable
+        else "they were stored without bodies (crawl with --store-body or --warc to make them "
+        "replayable by `crawlq reparse`)"
+    )
+    return (
+        f"crawlq: warning: {s.spider_errors} {pages} spider errors "
+        f"({kinds(s.spider_errors_by_type)}): `crawlq export --what errors` lists them; {then}"
+    )

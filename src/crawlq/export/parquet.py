@@ -1,0 +1,213 @@
+"""Export what a `Store` holds as an Apache Parquet file, streaming (needs the ``parquet`` extra).
+
+The only module that imports pyarrow (``pip install 'crawlq[parquet]'``). Records are read
+from the store in its order and written as record batches of `BATCH_ROWS` rows (fewer when
+pages carry bodies), so memory stays bounded whatever the size of the crawl.
+
+Columns, by ``what`` (times as ``timestamp[us, UTC]``, fingerprints as lower-case hex):
+
+* ``pages``: url, final_url, status (int32), content_type, depth (int32), title, fetched_at,
+  size (int64 bytes), elapsed_s (float64), attempt (int32), error, spider, fingerprint,
+  warc_file, warc_offset (int64), canonical_url, referrer, then ``body`` (binary) only when
+  bodies are asked for.
+* ``items``: url, spider, created_at, fingerprint, index (int32), data: the item as a JSON
+  object in a string column (items have no fixed columns; read it with e.g. DuckDB's
+  ``json_extract`` or ``pandas.json_normalize``).
+* ``dead``: url, reason, detail, attempts (int32), depth (int32), at, fingerprint, referrer.
+* ``filtered``: url, reason, depth (int32), at, fingerprint.
+* ``errors``: url, final_url, status (int32), error_type, error, callback, spider,
+  fetched_at, fingerprint, replayable (bool), warc_file, warc_offset (int64).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from crawlq.export.rows import at_since, dead_row, error_row, filtered_row, mapped, page_row
+from crawlq.records import ItemRecord, PageRecord
+from crawlq.store.base import Store
+
+__all__ = ["BATCH_ROWS", "export_parquet", "schema_of"]
+
+BATCH_ROWS = 1000
+"""Rows per record batch (and at most per row group)."""
+_BODY_BATCH_ROWS = 64
+"""Rows per batch when pages carry their bodies (up to ``max_body_bytes`` each)."""
+
+_TIME = pa.timestamp("us", tz="UTC")
+_PAGES = pa.schema(
+    [
+        ("url", pa.string()),
+        ("final_url", pa.string()),
+        ("status", pa.int32()),
+        ("content_type", pa.string()),
+        ("depth", pa.int32()),
+        ("title", pa.string()),
+        ("fetched_at", _TIME),
+        ("size", pa.int64()),
+        ("elapsed_s", pa.float64()),
+        ("attempt", pa.int32()),
+        ("error", pa.string()),
+        ("spider", pa.string()),
+        ("fingerprint", pa.string()),
+        ("warc_file", pa.string()),
+        ("warc_offset", pa.int64()),
+        ("canonical_url", pa.string()),
+        ("referrer", pa.string()),
+    ]
+)
+_ITEMS = pa.schema(
+    [
+        ("url", pa.string()),
+        ("spider", pa.string()),
+        ("created_at", _TIME),
+        ("fingerprint", pa.string()),
+        ("index", pa.int32()),
+        ("data", pa.string()),
+    ]
+)
+_DEAD = pa.schema(
+    [
+        ("url", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("attempts", pa.int32()),
+        ("depth", pa.int32()),
+        ("at", _TIME),
+        ("fingerprint", pa.string()),
+        ("referrer", pa.string()),
+    ]
+)
+_FILTERED = pa.schema(
+    [
+        ("url", pa.string()),
+        ("reason", pa.string()),
+        ("depth", pa.int32()),
+        ("at", _TIME),
+        ("fingerprint", pa.string()),
+    ]
+)
+
+_ERRORS = pa.schema(
+    [
+        ("url", pa.string()),
+        ("final_url", pa.string()),
+        ("status", pa.int32()),
+        ("error_type", pa.string()),
+        ("error", pa.string()),
+        ("callback", pa.string()),
+        ("spider", pa.string()),
+        ("fetched_at", _TIME),
+        ("fingerprint", pa.string()),
+        ("replayable", pa.bool_()),
+        ("warc_file", pa.string()),
+        ("warc_offset", pa.int64()),
+    ]
+)
+
+What = Literal["pages", "items", "dead", "filtered", "errors"]
+
+
+def schema_of(what: What, *, with_body: bool = False) -> pa.Schema:
+    """The Arrow schema of an export of ``what`` (see the module docstring).
+
+    Raises:
+        ValueError: ``what`` is not pages, items, dead or filtered.
+    """
+    if what == "pages":
+        return _PAGES.append(pa.field("body", pa.binary())) if with_body else _PAGES
+    schemas = {"items": _ITEMS, "dead": _DEAD, "filtered": _FILTERED, "errors": _ERRORS}
+    if what not in schemas:
+        raise ValueError(
+            f"unknown export kind {what!r}: use pages, items, dead, filtered or errors"
+        )
+    return schemas[what]
+
+
+async def export_parquet(
+    store: Store,
+    what: What,
+    path: str | os.PathLike[str],
+    *,
+    since: float | None = None,
+    with_body: bool = False,
+    spider_errors_only: bool = False,
+) -> int:
+    """Write every record of one kind from ``store`` to the Parquet file ``path``, streaming.
+
+    Args:
+        store: The store to read.
+        what: Which records: ``pages``, ``items``, ``dead``, ``filtered`` or ``errors``.
+        path: The file to write (replaced if it exists).
+        since: Only records from this Unix time on, in seconds (as `crawlq.export.export`).
+        with_body: Pages only: add each page's stored body as the ``body`` column.
+        spider_errors_only: Pages only: just those with a spider error.
+
+    Returns:
+        The number of records written.
+
+    Raises:
+        ValueError: ``what`` is not one of the values above.
+        StoreError: Reading the store failed; the file is then incomplete.
+        OSError: The file cannot be written.
+    """
+    schema = schema_of(what, with_body=with_body)
+    rows: AsyncIterator[dict[str, Any]]
+    if what == "pages":
+        body = with_body
+        pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
+        rows = mapped(pages, lambda p: _page(p, body))
+    elif what == "errors":
+        failed = store.pages(since=since, with_body=True, spider_errors_only=True)
+        rows = mapped(failed, lambda p: error_row(p, time=_time))
+    elif what == "items":
+        rows = mapped(store.items(since=since), _item)
+    elif what == "dead":
+        rows = mapped(at_since(store.dead(), since), lambda d: dead_row(d, time=_time))
+    else:
+        rows = mapped(at_since(store.filtered(), since), lambda f: filtered_row(f, time=_time))
+    batch_rows = BATCH_ROWS
+    if (with_body and what == "pages") or what == "errors":
+        batch_rows = _BODY_BATCH_ROWS
+    written = 0
+    with pq.ParquetWriter(os.fspath(path), schema) as writer:
+        pending: list[dict[str, Any]] = []
+        async for row in rows:
+            pending.append(row)
+            if len(pending) == batch_rows:
+                writer.write_batch(pa.RecordBatch.from_pylist(pending, schema=schema))
+                written += len(pending)
+                pending = []
+        if pending:
+            writer.write_batch(pa.RecordBatch.from_pylist(pending, schema=schema))
+            written += len(pending)
+    return written
+
+
+def _time(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def _page(page: PageRecord, with_body: bool) -> dict[str, Any]:
+    row = page_row(page, time=_time)
+    if with_body:
+        row["body"] = page.body
+    return row
+
+
+def _item(item: ItemRecord) -> dict[str, Any]:
+    return {
+        "url": item.url,
+        "spider": item.spider,
+        "created_at": _time(item.created_at),
+        "fingerprint": item.fingerprint.hex(),
+        "index": item.index,
+        "data": json.dumps(item.data, ensure_ascii=False),
+    }
