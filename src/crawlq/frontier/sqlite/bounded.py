@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from crawlq.frontier.base import FRONTIER_FULL, Offer
 from crawlq.frontier.sqlite.core import FrontierFile, logger
@@ -69,10 +70,7 @@ class BoundedPushMixin(FrontierFile):
 
         The page budget (``max_pages_per_host``) is checked first, as in `_push_sync`.
         """
-        b = self.bounds
-        drop = b.when_full == "drop-lowest"
         now_ms = self.clock.wall_ms()
-        budget = self.politeness.max_pages_per_host
         rows = []
         batch_seen: set[bytes] = set()
         for req in requests:
@@ -81,78 +79,129 @@ class BoundedPushMixin(FrontierFile):
                 self._seq += 1
                 rows.append((req.fingerprint, self._seq, req.host, req.priority, req.to_json()))
 
-        def step(conn: sqlite3.Connection) -> tuple[Offer, int, int]:
-            job_queued = self._counts[QUEUED]
-            evicted = over = 0
-            host_queued: dict[str, int] = {}
-            host_admitted: dict[str, int] = {}
-            delta: Counter[str] = Counter()
-            admitted: Counter[str] = Counter()
-            added = refused = dropped = 0
-            for fp, seq, host, priority, text in rows:
-                if conn.execute(SEEN, (fp,)).fetchone():
-                    continue
-                if host not in host_queued:
-                    got = conn.execute(
-                        "SELECT queued, admitted FROM frontier_hosts WHERE host=?", (host,)
-                    ).fetchone()
-                    host_queued[host] = int(got[0]) if got else 0
-                    host_admitted[host] = int(got[1]) if got else 0
-                if budget is not None and host_admitted[host] >= budget:
-                    over += 1
-                    continue
-                full = (b.max_queued is not None and job_queued >= b.max_queued) or (
-                    b.max_queued_per_host is not None and host_queued[host] >= b.max_queued_per_host
-                )
-                state = QUEUED
-                if full and not drop:
-                    if producer:
-                        refused += 1
-                        continue
-                elif full:
-                    dropped += 1
-                    lowest = conn.execute(
-                        "SELECT fp, priority FROM frontier_requests WHERE host=? AND state=? "
-                        "ORDER BY priority ASC, seq DESC LIMIT 1",
-                        (host, QUEUED),
-                    ).fetchone()
-                    if lowest is not None and lowest[1] < priority:
-                        conn.execute(
-                            "UPDATE frontier_requests SET state=?, reason=?, dead_at_ms=? "
-                            "WHERE fp=?",
-                            (DEAD, FRONTIER_FULL, now_ms, lowest[0]),
-                        )
-                        host_queued[host] -= 1
-                        delta[host] -= 1
-                        job_queued -= 1
-                        evicted += 1
-                    else:
-                        state = DEAD
-                dead = state != QUEUED
-                conn.execute(
-                    "INSERT INTO frontier_requests(fp, seq, host, priority, state, reason, "
-                    "request, dead_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (fp, seq, host, priority, state, FRONTIER_FULL if dead else None, text,
-                     now_ms if dead else None),
-                )  # fmt: skip
-                host_admitted[host] += 1
-                admitted[host] += 1
-                if state == QUEUED:
-                    added += 1
-                    host_queued[host] += 1
-                    delta[host] += 1
-                    job_queued += 1
-            for host in admitted.keys() | delta.keys():
-                self._count_admitted(conn, host, delta[host], admitted[host])
-            self._count_over_budget(conn, over)
-            return Offer(added, refused, dropped), evicted, over
+        def step(conn: sqlite3.Connection) -> _Tally:
+            tally = _Tally(self._counts[QUEUED])
+            for row in rows:
+                self._admit_bounded(conn, row, tally, producer, now_ms)
+            for host in tally.admitted.keys() | tally.delta.keys():
+                self._count_admitted(conn, host, tally.delta[host], tally.admitted[host])
+            self._count_over_budget(conn, tally.over)
+            return tally
 
-        offer, evicted, over = self._tx(step)
-        self._counts[QUEUED] += offer.queued - evicted
+        tally = self._tx(step)
+        offer = Offer(tally.added, tally.refused, tally.dropped)
+        self._counts[QUEUED] += offer.queued - tally.evicted
         self._counts[DEAD] += offer.dropped
-        self._over_budget += over
+        self._over_budget += tally.over
         if offer.dropped:
             logger.warning(
                 "frontier full: %d request(s) dead-lettered as frontier_full", offer.dropped
             )
         return offer
+
+    def _admit_bounded(
+        self,
+        conn: sqlite3.Connection,
+        row: tuple[bytes, int, str, int, str],
+        tally: _Tally,
+        producer: bool,
+        now_ms: int,
+    ) -> None:
+        """Insert one new request row unless its budget or a full queue keeps it out."""
+        fp, _, host, priority, _ = row
+        if conn.execute(SEEN, (fp,)).fetchone():
+            return
+        if host not in tally.host_queued:
+            tally.host_queued[host], tally.host_admitted[host] = _host_counts(conn, host)
+        budget = self.politeness.max_pages_per_host
+        if budget is not None and tally.host_admitted[host] >= budget:
+            tally.over += 1
+            return
+        state = QUEUED
+        if self._full(tally.job_queued, tally.host_queued[host]):
+            if self.bounds.when_full != "drop-lowest":
+                if producer:
+                    tally.refused += 1
+                    return
+            else:
+                tally.dropped += 1
+                if _evict_lowest(conn, host, priority, now_ms):
+                    tally.queue(host, -1)
+                    tally.evicted += 1
+                else:
+                    state = DEAD
+        _insert(conn, row, state, now_ms)
+        tally.host_admitted[host] += 1
+        tally.admitted[host] += 1
+        if state == QUEUED:
+            tally.added += 1
+            tally.queue(host, 1)
+
+    def _full(self, job_queued: int, host_queued: int) -> bool:
+        """Whether the job's queue or the host's is at its bound."""
+        b = self.bounds
+        return (b.max_queued is not None and job_queued >= b.max_queued) or (
+            b.max_queued_per_host is not None and host_queued >= b.max_queued_per_host
+        )
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one bounded push did so far, and the queue counts it moved."""
+
+    job_queued: int
+    host_queued: dict[str, int] = field(default_factory=dict)
+    host_admitted: dict[str, int] = field(default_factory=dict)
+    delta: Counter[str] = field(default_factory=Counter)  # queued change per host
+    admitted: Counter[str] = field(default_factory=Counter)  # rows inserted per host
+    added: int = 0
+    refused: int = 0
+    dropped: int = 0
+    evicted: int = 0
+    over: int = 0
+
+    def queue(self, host: str, n: int) -> None:
+        """Count ``n`` more (or fewer) queued requests of ``host``."""
+        self.host_queued[host] += n
+        self.delta[host] += n
+        self.job_queued += n
+
+
+def _host_counts(conn: sqlite3.Connection, host: str) -> tuple[int, int]:
+    """The host's queued and admitted counts (0 and 0 for a host not seen yet)."""
+    got = conn.execute("SELECT queued, admitted FROM frontier_hosts WHERE host=?", (host,))
+    row = got.fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def _evict_lowest(conn: sqlite3.Connection, host: str, priority: int, now_ms: int) -> bool:
+    """Dead-letter the host's lowest-priority queued request when ``priority`` outranks it.
+
+    Among equals the newest goes; its reason is ``frontier_full``. Returns whether one went.
+    """
+    lowest = conn.execute(
+        "SELECT fp, priority FROM frontier_requests WHERE host=? AND state=? "
+        "ORDER BY priority ASC, seq DESC LIMIT 1",
+        (host, QUEUED),
+    ).fetchone()
+    if lowest is None or lowest[1] >= priority:
+        return False
+    conn.execute(
+        "UPDATE frontier_requests SET state=?, reason=?, dead_at_ms=? WHERE fp=?",
+        (DEAD, FRONTIER_FULL, now_ms, lowest[0]),
+    )
+    return True
+
+
+def _insert(
+    conn: sqlite3.Connection, row: tuple[bytes, int, str, int, str], state: int, now_ms: int
+) -> None:
+    """Insert a new request row, queued or (dropped) dead as ``frontier_full``."""
+    fp, seq, host, priority, text = row
+    dead = state != QUEUED
+    conn.execute(
+        "INSERT INTO frontier_requests(fp, seq, host, priority, state, reason, "
+        "request, dead_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (fp, seq, host, priority, state, FRONTIER_FULL if dead else None, text,
+         now_ms if dead else None),
+    )  # fmt: skip
