@@ -225,7 +225,7 @@ def test_worker_processes_report_once_and_a_drained_job_is_not_interrupted(
     assert summaries == ["worker stopped: the job has nothing left to crawl"]
     assert "interrupted" not in stdout
     assert stdout.count("pages stored:") == 1
-    stops = [line for line in stderr.splitlines() if line.startswith("stopping:")]
+    stops = [line.split(": ", 1)[1] for line in stderr.splitlines() if "stopping:" in line]
     assert stops == ["stopping: finishing in-flight requests (Ctrl-C again to abandon them)"]
     assert "Traceback" not in stderr
 

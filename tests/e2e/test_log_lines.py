@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,33 @@ def test_json_lines_parse_and_carry_fields(seed: str, tmp_path: Path) -> None:
 def test_quiet_has_no_progress_lines(seed: str, tmp_path: Path) -> None:
     lines = crawl(seed, tmp_path / "s.db", "--log-interval", "0.1", "-q")
     assert [line for line in lines if "crawlq.progress" in line] == []
+
+
+def test_json_lines_stay_json_when_a_crawl_is_stopped(seed: str, tmp_path: Path) -> None:
+    """The Ctrl-C line is a log record too, not plain text in a JSON stream (QA)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawlq",
+            "crawl", seed, "--store", str(tmp_path / "s.db"), "--delay", "0.5",
+            "--log-interval", "0.1", "--log-format", "json",
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    try:
+        lines = []
+        for line in proc.stderr:  # the first progress line with a page: the crawl is under way
+            lines.append(line)
+            if '"crawlq.progress"' in line and json.loads(line)["pages"] >= 1:
+                break
+        proc.send_signal(signal.SIGINT)
+        stdout, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1 and "crawl interrupted" in stdout
+    records = [json.loads(line) for line in lines + rest.splitlines()]  # all of them JSON
+    stops = [r for r in records if r["message"].startswith("stopping:")]
+    assert [r["message"] for r in stops] == [
+        "stopping: finishing in-flight requests (Ctrl-C again to abandon them)"
+    ]

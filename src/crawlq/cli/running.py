@@ -114,8 +114,8 @@ async def run_in_foreground(
             with contextlib.suppress(OSError):
                 if console is not None:
                     console.print(text)  # above the live display, not under it
-                else:
-                    click.echo(text, err=True)
+                else:  # a log line like the progress lines: JSON under --log-format json
+                    logging.getLogger(PROGRESS_LOGGER).info(text)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         if child and sig == signal.SIGINT:
