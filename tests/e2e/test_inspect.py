@@ -126,6 +126,10 @@ async def test_inspect_tells_each_state_of_an_embedded_crawl(tmp_path: Path) -> 
         check_every_story(("--store", str(path)), made)
         table = run_crawlq("inspect", f"{SITE}/dead", "--store", str(path)).stdout
         assert "dead-lettered" in table and HOME in table and "http_503" in table
+        # a table written to a pipe keeps a long URL on one line (rich wraps at 80 columns)
+        long_url = f"{SITE}/never/" + "x" * 150
+        table = run_crawlq("inspect", long_url, "--store", str(path)).stdout
+        assert long_url in table
         busy = run_crawlq("dead", "replay", "--store", str(path), check=False)
         assert busy.returncode == 1  # a crawl owns the file: a replay waits for it to end
         assert "in use by another crawlq process" in busy.stderr

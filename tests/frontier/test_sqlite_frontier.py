@@ -246,6 +246,36 @@ async def test_version_4_file_gains_the_dead_time_and_keeps_its_dead_letters(
     db.close()
 
 
+async def test_inspect_reads_a_version_4_file_without_the_dead_time(tmp_path: Path) -> None:
+    """``crawlq inspect`` looks at an old file read-only: a dead URL has no dead time, no error."""
+    import sqlite3
+
+    path = tmp_path / "f.db"
+    f = await SqliteFrontier.open(path, default_policy=POLICY)
+    await f.push([CrawlRequest("http://a.test/1"), CrawlRequest("http://a.test/2")])
+    (lease,) = await f.lease(1, "w", 30.0)
+    await f.dead(lease, "http_503")
+    await f.close()
+    with sqlite3.connect(path) as db:  # what crawlq with frontier schema 4 left
+        db.execute("UPDATE frontier_meta SET value='4' WHERE key='schema_version'")
+        db.execute("DROP INDEX frontier_dead")
+        db.execute("ALTER TABLE frontier_requests DROP COLUMN dead_at_ms")
+    db.close()
+    look = await SqliteFrontier.open(path, default_policy=POLICY, read_only=True)
+    try:
+        dead = await look.inspect(lease.request.fingerprint)
+        assert (dead.state, dead.reason, dead.attempts, dead.dead_at_ms) == (
+            "dead",
+            "http_503",
+            1,
+            None,
+        )
+        queued = await look.inspect(CrawlRequest("http://a.test/2").fingerprint)
+        assert queued.state == "queued"
+    finally:
+        await look.close()
+
+
 async def test_a_read_only_look_needs_no_ownership_and_writes_nothing(tmp_path: Path) -> None:
     from crawlq.errors import FrontierError
 

@@ -20,7 +20,7 @@ psycopg = pytest.importorskip("psycopg")
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from crawlq.store import postgres  # noqa: E402
+from crawlq.store import postgres_schema  # noqa: E402
 from crawlq.store.postgres import SCHEMA_VERSION, PostgresStore  # noqa: E402
 
 
@@ -163,7 +163,7 @@ async def test_a_new_migration_step_runs_once_on_an_older_schema(
         await conn.execute("ALTER TABLE pages ADD COLUMN lang text")
         await conn.execute("UPDATE pages SET lang = 'en'")
 
-    monkeypatch.setattr(postgres, "MIGRATIONS", (*postgres.MIGRATIONS, to_v2))
+    monkeypatch.setattr(postgres_schema, "MIGRATIONS", (*postgres_schema.MIGRATIONS, to_v2))
     for _ in range(2):  # the second open finds version 2 and runs nothing
         store = await PostgresStore.open(postgres_url, schema=schema)
         try:
@@ -184,7 +184,7 @@ async def test_a_version_1_schema_gains_the_warc_columns(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:  # a schema made by crawlq at version 1
-        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
+        patch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:1])
         await (await PostgresStore.open(postgres_url, schema=schema)).close()
     await query(
         postgres_url,
@@ -213,7 +213,7 @@ async def test_a_version_2_schema_gains_canonical_url(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:  # a schema made by crawlq at version 2
-        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:2])
+        patch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:2])
         store = await PostgresStore.open(postgres_url, schema=schema)
         await store.close()
     await query(
@@ -251,7 +251,7 @@ async def test_a_failing_migration_step_leaves_the_old_version(
         await conn.execute("ALTER TABLE pages ADD COLUMN lang text")
         await conn.execute("SELECT no_such_function()")
 
-    monkeypatch.setattr(postgres, "MIGRATIONS", (*postgres.MIGRATIONS, broken))
+    monkeypatch.setattr(postgres_schema, "MIGRATIONS", (*postgres_schema.MIGRATIONS, broken))
     with pytest.raises(StoreError, match="no_such_function"):
         await PostgresStore.open(postgres_url, schema=schema)
     meta = qualified(schema, "store_meta")

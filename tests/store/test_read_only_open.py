@@ -28,7 +28,7 @@ psycopg = pytest.importorskip("psycopg")
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from crawlq.store import postgres  # noqa: E402
+from crawlq.store import postgres_schema  # noqa: E402
 from crawlq.store.postgres import PostgresStore  # noqa: E402
 
 
@@ -103,7 +103,7 @@ async def test_a_read_only_store_reads_an_older_schema_without_migrating_it(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:  # a store made by a crawlq at schema version 1
-        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
+        patch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:1])
         await (await PostgresStore.open(postgres_url, schema=schema)).close()
     await query(  # what that crawlq wrote: no WARC columns
         postgres_url,

@@ -198,11 +198,11 @@ async def test_a_version_4_sqlite_store_is_migrated_and_its_errors_found(tmp_pat
 async def test_a_version_4_postgres_store_is_migrated(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crawlq.store import postgres
+    from crawlq.store import postgres, postgres_schema
     from crawlq.store.postgres import PostgresStore
 
     with monkeypatch.context() as patch:  # a store made by crawlq at store schema 4
-        patch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:4])
+        patch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:4])
         patch.setattr(postgres, "SCHEMA_VERSION", 4)
         old = await PostgresStore.open(postgres_url, schema=schema)
         await old.close()

@@ -67,7 +67,17 @@ def stdout_console() -> Console:
             self.quiet = True
             exit_on_broken_pipe()
 
-    return _StdoutConsole()
+    console = _StdoutConsole()
+    if not console.is_terminal:
+        # rich's default off a terminal is 80 columns (or COLUMNS, which tools often export as
+        # 80), which wraps URLs and host names inside table cells across lines: lines a pipe
+        # (grep, a log file) cannot use (QA)
+        console.width = max(console.width, OFF_TERMINAL_WIDTH)
+    return console
+
+
+OFF_TERMINAL_WIDTH = 200
+"""Least columns of a table written to a pipe or file (a wider ``COLUMNS`` widens it)."""
 
 
 def terminal_console() -> Console | None:

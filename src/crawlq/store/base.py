@@ -1,8 +1,8 @@
 """The result store contract: what workers write and what exports read.
 
-Every backend (`SqliteStore` embedded, a PostgreSQL store later) implements `Store` and passes
-the one conformance suite in ``tests/store/test_contract.py``. The semantics are written here
-once, from the caller's side.
+Every backend (`crawlq.store.sqlite.SqliteStore` embedded, `crawlq.store.postgres.PostgresStore`
+shared) implements `Store` and passes the one conformance suite in
+``tests/store/test_contract.py``. The semantics are written here once, from the caller's side.
 
 Keys and outcomes (docs/architecture.md invariant 1): every record is keyed by its request
 fingerprint (20 bytes). A fingerprint is stored as exactly one of a page, a dead letter or a
@@ -17,22 +17,29 @@ results (error and items) without touching the rest of its row (`Store.replace_p
 
 Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, ``at``,
 ``since``).
+
+What a store is given: `crawlq.store.batch`; what it answers (counts, lookups):
+`crawlq.store.outcomes`; the SQL and row layouts the SQL backends share: `crawlq.store.sql`,
+`crawlq.store.rows`.
+All their names are re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
 
-from crawlq.records import (
-    SPIDER_ERROR_PREFIX,
-    DeadRecord,
-    FilteredRecord,
-    ItemRecord,
-    PageRecord,
-    spider_error_type,
+from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
+from crawlq.store.batch import FINGERPRINT_BYTES, ParseUpdate, ResultBatch, last_update_wins
+from crawlq.store.outcomes import LOOKUP_MAX, StoreCounts, StoredOutcome, spider_error_counts
+from crawlq.store.rows import (
+    dead_from_row,
+    filtered_from_row,
+    item_from_row,
+    outcomes_from_rows,
+    page_from_row,
 )
+from crawlq.store.sql import SPIDER_ERROR_SQL
 
 __all__ = [
     "FINGERPRINT_BYTES",
@@ -51,219 +58,6 @@ __all__ = [
     "page_from_row",
     "spider_error_counts",
 ]
-
-_R = TypeVar("_R")
-_K = TypeVar("_K", bound=Hashable)
-
-FINGERPRINT_BYTES = 20
-"""Length of a request fingerprint in bytes (SHA-1, see `crawlq.urls.fingerprint`)."""
-
-SPIDER_ERROR_SQL = f"substr(error, 1, {len(SPIDER_ERROR_PREFIX)}) = '{SPIDER_ERROR_PREFIX}'"
-"""The SQL condition (SQLite and PostgreSQL alike) of a page with a spider error; the SQL
-stores' partial index ``pages_spider_errors`` has the same condition, so that selecting and
-counting these pages does not read the others."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResultBatch:
-    """The results one worker flush carries, written by `Store.write` in one transaction.
-
-    The sequences are copied into tuples at construction, so later changes to the caller's
-    lists do not change the batch.
-
-    Attributes:
-        pages: Fetched pages.
-        items: Items of those pages. Every item must belong to a page of the same batch: a
-            page's items are exactly the items written with it.
-        dead: URLs given up on.
-        filtered: URLs deliberately not fetched.
-
-    Raises:
-        ValueError: A fingerprint is not 20 bytes, an item index is negative, or an item's
-            fingerprint has no page in ``pages``; the message names the URL.
-    """
-
-    pages: Sequence[PageRecord] = ()
-    items: Sequence[ItemRecord] = ()
-    dead: Sequence[DeadRecord] = ()
-    filtered: Sequence[FilteredRecord] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("pages", "items", "dead", "filtered"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        records: tuple[PageRecord | ItemRecord | DeadRecord | FilteredRecord, ...] = (
-            *self.pages,
-            *self.items,
-            *self.dead,
-            *self.filtered,
-        )
-        for record in records:
-            fp = record.fingerprint
-            if not isinstance(fp, bytes) or len(fp) != FINGERPRINT_BYTES:
-                raise ValueError(
-                    f"fingerprint of {record.url!r} must be {FINGERPRINT_BYTES} bytes, got {fp!r}"
-                )
-        page_fps = {page.fingerprint for page in self.pages}
-        for item in self.items:
-            if item.fingerprint not in page_fps:
-                raise ValueError(
-                    f"item {item.index} of {item.url!r} has no page in the batch; "
-                    "write items together with their page"
-                )
-            if item.index < 0:
-                raise ValueError(f"item index of {item.url!r} must be >= 0, got {item.index}")
-
-    def __len__(self) -> int:
-        """Number of records of all kinds."""
-        return len(self.pages) + len(self.items) + len(self.dead) + len(self.filtered)
-
-    def resolved(self) -> ResultBatch:
-        """Return the batch a backend writes: one record per key, outcomes exclusive.
-
-        Within one batch, a later record with the same key replaces an earlier one of the same
-        kind (key: fingerprint; for items fingerprint and index). When one fingerprint appears
-        in several kinds, a page beats a dead letter, which beats a filtered record. The first
-        position of each key is kept, so the order stays deterministic.
-        """
-        pages = _last_wins(self.pages, lambda r: r.fingerprint)
-        page_fps = {page.fingerprint for page in pages}
-        dead = [
-            r
-            for r in _last_wins(self.dead, lambda r: r.fingerprint)
-            if r.fingerprint not in page_fps
-        ]
-        taken = page_fps | {r.fingerprint for r in dead}
-        filtered = [
-            r
-            for r in _last_wins(self.filtered, lambda r: r.fingerprint)
-            if r.fingerprint not in taken
-        ]
-        items = _last_wins(self.items, lambda r: (r.fingerprint, r.index))
-        return ResultBatch(pages=pages, items=items, dead=dead, filtered=filtered)
-
-
-def _last_wins(records: Sequence[_R], key: Callable[[_R], _K]) -> list[_R]:
-    chosen: dict[_K, _R] = {}
-    for record in records:
-        chosen[key(record)] = record
-    return list(chosen.values())
-
-
-@dataclass(frozen=True, slots=True)
-class ParseUpdate:
-    """A stored page parsed again (``crawlq reparse``): what replaces its parse results.
-
-    Attributes:
-        fingerprint: The page's fingerprint.
-        fetched_at: The page's ``fetched_at`` as it was read: the update applies only to that
-            version of the page, never to one fetched again since.
-        error: The page's new ``error`` (None: the callback succeeded).
-        spider: Name of the spider that parsed it.
-        items: Its new items (all of them; possibly none), with the page's fingerprint and
-            distinct indexes.
-
-    Raises:
-        ValueError: The fingerprint is not 20 bytes, an item belongs to another page, or
-            two items share an index or one is negative.
-    """
-
-    fingerprint: bytes
-    fetched_at: float
-    error: str | None
-    spider: str
-    items: Sequence[ItemRecord] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "items", tuple(self.items))
-        fp = self.fingerprint
-        if not isinstance(fp, bytes) or len(fp) != FINGERPRINT_BYTES:
-            raise ValueError(f"fingerprint must be {FINGERPRINT_BYTES} bytes, got {fp!r}")
-        indexes: set[int] = set()
-        for item in self.items:
-            if item.fingerprint != fp:
-                raise ValueError(f"item {item.index} of {item.url!r} belongs to another page")
-            if item.index < 0 or item.index in indexes:
-                raise ValueError(f"item index {item.index} of {item.url!r} is negative or repeated")
-            indexes.add(item.index)
-
-
-def spider_error_counts(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
-    """Spider-error pages per kind, from ``(text after the prefix up to ':', count)`` rows.
-
-    The SQL stores group by that text; `crawlq.records.spider_error_type` turns each into the
-    kind (older forms included), and counts of one kind are added up.
-    """
-    counts: dict[str, int] = {}
-    for token, n in rows:
-        kind = spider_error_type(f"{SPIDER_ERROR_PREFIX}{token or ''}:") or "SpiderError"
-        counts[kind] = counts.get(kind, 0) + int(n)
-    return counts
-
-
-@dataclass(frozen=True, slots=True)
-class StoreCounts:
-    """How many records the store holds, as returned by `Store.counts`.
-
-    Attributes:
-        pages: Stored pages.
-        items: Stored items.
-        dead: Dead letters.
-        filtered: Filtered URLs.
-        pages_by_status: Pages per HTTP status.
-        dead_by_reason: Dead letters per reason code (``timeout``, ``http_503`` …).
-        filtered_by_reason: Filtered URLs per reason code (``robots_txt`` …).
-        spider_errors_by_type: Pages with a spider error, per kind (the exception class name
-            such as ``KeyError``; see `crawlq.records.spider_error_type`).
-    """
-
-    pages: int
-    items: int
-    dead: int
-    filtered: int
-    pages_by_status: Mapping[int, int] = field(default_factory=dict)
-    dead_by_reason: Mapping[str, int] = field(default_factory=dict)
-    filtered_by_reason: Mapping[str, int] = field(default_factory=dict)
-    spider_errors_by_type: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def settled(self) -> int:
-        """Fingerprints with an outcome: pages + dead + filtered (invariant 1)."""
-        return self.pages + self.dead + self.filtered
-
-    @property
-    def spider_errors(self) -> int:
-        """Pages with a spider error, of every kind."""
-        return sum(self.spider_errors_by_type.values())
-
-
-LOOKUP_MAX = 1000
-"""Most fingerprints one `Store.lookup` call takes."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredOutcome:
-    """What the store holds for one fingerprint (`Store.lookup`).
-
-    Exactly one of a page, a dead letter or a filtered record (invariant 1).
-
-    Attributes:
-        page: The page (its ``body`` is not loaded: None), or None.
-        items: How many items the page has (0 without a page).
-        dead: The dead letter, or None.
-        filtered: The filtered record, or None.
-    """
-
-    page: PageRecord | None = None
-    items: int = 0
-    dead: DeadRecord | None = None
-    filtered: FilteredRecord | None = None
-
-    @property
-    def kind(self) -> Literal["page", "dead", "filtered"]:
-        """Which record it is."""
-        if self.page is not None:
-            return "page"
-        return "dead" if self.dead is not None else "filtered"
 
 
 class Store(Protocol):
@@ -425,57 +219,3 @@ class Store(Protocol):
         Waits for writes already started to finish, so their results are not lost.
         """
         ...
-
-
-# Row layouts shared by the SQL backends: each stream selects its columns in this order.
-
-
-def page_from_row(row: Sequence[Any]) -> PageRecord:
-    """A page from a row of its fields in declaration order (fingerprint … request)."""
-    return PageRecord(*row)
-
-
-def last_update_wins(updates: Sequence[ParseUpdate]) -> list[ParseUpdate]:
-    """One update per fingerprint, the last one given (see `Store.replace_parse`)."""
-    return _last_wins(updates, lambda u: u.fingerprint)
-
-
-def item_from_row(row: Sequence[Any], data: dict[str, Any]) -> ItemRecord:
-    """An item from ``(created_at, fingerprint, idx, url, spider, …)`` and its decoded data."""
-    return ItemRecord(row[1], row[2], row[3], row[4], data, row[0])
-
-
-def dead_from_row(row: Sequence[Any]) -> DeadRecord:
-    """A dead letter from ``(at, fingerprint, url, reason, detail, attempts, depth, referrer)``."""
-    return DeadRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[0], row[7])
-
-
-def outcomes_from_rows(
-    pages: Sequence[Sequence[Any]],
-    items: Sequence[Sequence[Any]],
-    dead: Sequence[Sequence[Any]],
-    filtered: Sequence[Sequence[Any]],
-) -> dict[bytes, StoredOutcome]:
-    """`Store.lookup`'s answer from the SQL backends' rows.
-
-    Pages as `page_from_row` (body None), ``(fingerprint, count)`` of items, dead letters as
-    `dead_from_row`, filtered records as `filtered_from_row`.
-    """
-    counts = {bytes(fp): int(n) for fp, n in items}
-    out: dict[bytes, StoredOutcome] = {}
-    for row in pages:
-        page = page_from_row(row)
-        fp = bytes(page.fingerprint)
-        out[fp] = StoredOutcome(page=page, items=counts.get(fp, 0))
-    for row in dead:
-        record = dead_from_row(row)
-        out.setdefault(bytes(record.fingerprint), StoredOutcome(dead=record))
-    for row in filtered:
-        f = filtered_from_row(row)
-        out.setdefault(bytes(f.fingerprint), StoredOutcome(filtered=f))
-    return out
-
-
-def filtered_from_row(row: Sequence[Any]) -> FilteredRecord:
-    """A filtered URL from ``(at, fingerprint, url, reason, depth)``."""
-    return FilteredRecord(row[1], row[2], row[3], row[4], row[0])

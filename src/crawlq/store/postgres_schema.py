@@ -1,15 +1,44 @@
-"""DDL of the PostgreSQL store, as the migration steps that build its schema.
+"""The PostgreSQL store's schema: its DDL as migration steps, and the code that runs them.
 
 `STEPS` ``[i]`` brings a schema at version ``i`` to ``i + 1`` (version 0 is an empty schema);
-`crawlq.store.postgres` runs the missing steps in one transaction when a store is opened and
-records the version in ``store_meta``. Steps run once each, in order, so their DDL has no
-``IF NOT EXISTS``: a table of the same name that crawlq did not make is an error, not silently
-adopted. A new version is one more tuple at the end of `STEPS`; never edit a released one.
+`MIGRATIONS` are those steps as functions of a connection. Opening a store runs the missing
+steps in one transaction (`ensure_schema`), under an advisory lock so that workers starting
+together migrate once, and records the version in ``store_meta``. Steps run once each, in
+order, so their DDL has no ``IF NOT EXISTS``: a table of the same name that crawlq did not
+make is an error, not silently adopted. A new version is one more tuple at the end of
+`STEPS` (or one more function at the end of `MIGRATIONS`); never edit a released one.
+
+A read-only store creates and migrates nothing (`check_schema`): no tables is an error, an
+older schema is read as it is (`crawlq.store.sql.Reads`). A schema newer than this code is
+refused either way with `StoreError` naming the URL and both versions.
 """
 
 from __future__ import annotations
 
-__all__ = ["STEPS", "V1", "V2", "V3", "V4", "V5"]
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from psycopg import sql
+
+from crawlq.errors import StoreError
+from crawlq.store.postgres_pool import Conn, Target
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "STEPS",
+    "V1",
+    "V2",
+    "V3",
+    "V4",
+    "V5",
+    "Migration",
+    "check_schema",
+    "ensure_schema",
+]
+
+logger = logging.getLogger("crawlq.store.postgres")  # one logger for the whole backend
 
 V1 = (
     "CREATE TABLE store_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -100,7 +129,7 @@ V4 = (
 
 V5 = (
     # Spider errors: the fetched request (its callback, meta…) for reparse, and an index of
-    # the pages whose error is a spider error (crawlq.store.base.SPIDER_ERROR_SQL).
+    # the pages whose error is a spider error (crawlq.store.sql.SPIDER_ERROR_SQL).
     "ALTER TABLE pages ADD COLUMN request text",
     "CREATE INDEX pages_spider_errors ON pages (fetched_at, fingerprint)"
     " WHERE substr(error, 1, 14) = 'spider_error: '",
@@ -110,3 +139,96 @@ V5 = (
 
 STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4, V5)
 """The migration steps in order; the schema version is ``len(STEPS)``."""
+
+
+Migration = Callable[[Conn], Awaitable[None]]
+"""One schema step: given a connection inside the migrating transaction, with ``search_path``
+set to the store's schema, bring the schema from version ``i`` to ``i + 1``."""
+
+
+def _statements(statements: tuple[str, ...]) -> Migration:
+    """A migration step that runs ``statements`` in order."""
+
+    async def step(conn: Conn) -> None:
+        for statement in statements:
+            await conn.execute(statement)
+
+    return step
+
+
+MIGRATIONS: tuple[Migration, ...] = tuple(_statements(step) for step in STEPS)
+"""``MIGRATIONS[i]`` brings a schema at version ``i`` to ``i + 1``; version 0 is empty."""
+
+SCHEMA_VERSION = len(STEPS)
+"""Version of the schema this code reads and writes: ``len(MIGRATIONS)``."""
+
+_HAS_PAGES = "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'pages'"
+
+
+async def check_schema(conn: Conn, target: Target) -> int:
+    """Read-only open: the version of the store at ``target``; creates and migrates nothing.
+
+    Versions 1.. are read as they are (1 lacks the WARC columns, 1 and 2 ``canonical_url``,
+    1 to 3 the referrers: `pages` reads NULL). A future step readers cannot bridge is
+    refused here: "a crawl of this crawlq migrates it".
+    """
+    cur = await conn.execute(_HAS_PAGES, (target.schema,))
+    version = await _schema_version(conn, target) if await cur.fetchone() else -1
+    if version <= 0:  # no pages table (-1), or no store_meta (0): no store of crawlq's
+        missing = "store_meta" if version == 0 else "pages"
+        detail = f"schema {target.schema} has no {missing} table"
+        raise StoreError(f"no crawlq store in {target.display} ({detail})")
+    _check_not_newer(target, version, len(MIGRATIONS))
+    return version
+
+
+async def ensure_schema(conn: Conn, target: Target) -> None:
+    """Create the schema when missing and run the `MIGRATIONS` it lacks, in one transaction."""
+    latest = len(MIGRATIONS)
+    async with conn.transaction():
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"crawlq.store:{target.schema}",),
+        )
+        cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (target.schema,))
+        if await cur.fetchone() is None:
+            await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(target.schema)))
+        version = await _schema_version(conn, target)
+        _check_not_newer(target, version, latest)
+        for step in range(version, latest):
+            logger.info(
+                "store %s: migrating schema from version %d to %d", target.name, step, step + 1
+            )
+            await MIGRATIONS[step](conn)
+        if version != latest:
+            await conn.execute(
+                "INSERT INTO store_meta (key, value) VALUES ('schema_version', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(latest),),
+            )
+
+
+def _check_not_newer(target: Target, version: int, latest: int) -> None:
+    if version > latest:
+        raise StoreError(
+            f"PostgreSQL store {target.name} has schema version {version}, newer than the"
+            f" {latest} this crawlq supports; upgrade crawlq or use another schema"
+        )
+
+
+async def _schema_version(conn: Conn, target: Target) -> int:
+    cur = await conn.execute(
+        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'store_meta'",
+        (target.schema,),
+    )
+    if await cur.fetchone() is None:
+        return 0
+    cur = await conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
+    row = await cur.fetchone()
+    with contextlib.suppress(ValueError, TypeError):
+        if row is not None:
+            return int(row[0])
+    raise StoreError(
+        f"PostgreSQL store {target.name} has an unreadable schema version"
+        f" {row[0] if row else None!r} in store_meta"
+    )

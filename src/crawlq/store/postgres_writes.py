@@ -1,0 +1,202 @@
+r"""The PostgreSQL store's writes: a flush (`BatchRows`) and a reparse (`Reparsed`).
+
+A flush is one transaction, sent in one pipeline (one network round trip for the whole
+batch). It first upserts every fingerprint of the batch into ``outcomes``, in fingerprint
+order: that row lock serialises writers of one fingerprint whatever its kind (page, dead,
+filtered) and the common order rules out deadlocks between writers. Then it removes the other
+kinds' rows and upserts its own with the statements shared with SQLite (`crawlq.store.sql`).
+A reparse takes the same row locks first, so a concurrent crawl writing the page waits or
+wins whole.
+
+Text cannot hold NUL characters in PostgreSQL: a ``"\x00"`` in any text field or item string
+is written as U+FFFD. Rows are built (and item data serialised) before anything is sent, so
+a bad item fails the call with ValueError and nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from crawlq.records import ItemRecord
+from crawlq.store.batch import ParseUpdate, ResultBatch
+from crawlq.store.postgres_pool import Conn
+from crawlq.store.sql import POSTGRES, Writes, item_json
+
+__all__ = ["BatchRows", "Reparsed"]
+
+_Row = tuple[Any, ...]
+_SQL = Writes.of(POSTGRES)
+
+_CLAIM = """
+INSERT INTO outcomes (fingerprint, kind) VALUES (%s, %s)
+ON CONFLICT (fingerprint) DO UPDATE SET kind = excluded.kind
+WHERE outcomes.kind <> excluded.kind
+"""  # a conflicting row is locked even when the WHERE leaves it unchanged
+_LOCK_OUTCOMES = """
+SELECT fingerprint FROM outcomes WHERE fingerprint = ANY(%s) ORDER BY fingerprint FOR UPDATE
+"""  # the writers' per-fingerprint locks, taken in their order
+_REPARSED_PAGES = """
+UPDATE pages AS p SET error = u.error, spider = u.spider
+FROM unnest(%s::bytea[], %s::float8[], %s::text[], %s::text[]) AS u (fp, at, error, spider)
+WHERE p.fingerprint = u.fp AND p.fetched_at = u.at
+RETURNING p.fingerprint
+"""
+_DELETE = {
+    table: f"DELETE FROM {table} WHERE fingerprint = ANY(%s)"
+    for table in ("pages", "items", "dead_letters", "filtered")
+}
+
+
+def _text(value: str) -> str:
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
+def _opt_text(value: str | None) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _no_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, dict):
+        return {_text(k) if isinstance(k, str) else k: _no_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_no_nul(v) for v in value]
+    return value
+
+
+def _item_json(item: ItemRecord) -> str:
+    text = item_json(item)
+    if "\\u0000" in text:  # JSONB refuses NUL; the check may also hit an escaped backslash
+        text = json.dumps(_no_nul(item.data), ensure_ascii=False, separators=(",", ":"))
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRows:
+    """A resolved batch as parameter rows, each kind sorted by fingerprint."""
+
+    claims: list[_Row]
+    pages: list[_Row]
+    items: list[_Row]
+    dead: list[_Row]
+    filtered: list[_Row]
+
+    @classmethod
+    def of(cls, batch: ResultBatch) -> BatchRows:
+        """Convert and check ``batch``; raises ValueError for unserialisable item data."""
+        items = [
+            (i.fingerprint, i.index, _text(i.url), _text(i.spider), _item_json(i), i.created_at)
+            for i in batch.items
+        ]
+        pages = sorted(
+            (
+                p.fingerprint,
+                _text(p.url),
+                _text(p.final_url),
+                p.status,
+                _text(p.content_type),
+                p.depth,
+                _opt_text(p.title),
+                p.fetched_at,
+                p.size_bytes,
+                p.elapsed_s,
+                p.attempt,
+                _opt_text(p.error),
+                _text(p.spider),
+                p.body,
+                _opt_text(p.warc_file),
+                p.warc_offset,
+                _opt_text(p.canonical_url),
+                _opt_text(p.referrer),
+                _opt_text(p.request),
+            )
+            for p in batch.pages
+        )
+        dead = sorted(
+            (
+                d.fingerprint,
+                _text(d.url),
+                _text(d.reason),
+                _text(d.detail),
+                d.attempts,
+                d.depth,
+                d.at,
+                _opt_text(d.referrer),
+            )
+            for d in batch.dead
+        )
+        filtered = sorted(
+            (f.fingerprint, _text(f.url), _text(f.reason), f.depth, f.at) for f in batch.filtered
+        )
+        claims = sorted(
+            [(r[0], "page") for r in pages]
+            + [(r[0], "dead") for r in dead]
+            + [(r[0], "filtered") for r in filtered]
+        )
+        return cls(claims, pages, items, dead, filtered)
+
+    async def write(self, conn: Conn) -> None:
+        """Write every row in one transaction, sent as one pipeline."""
+        async with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(_CLAIM, self.claims)  # first: the per-fingerprint locks
+            if self.pages:
+                await _delete(cur, ("dead_letters", "filtered", "items"), self.pages)
+                await cur.executemany(_SQL.upsert_page, self.pages)
+                await cur.executemany(_SQL.insert_item, self.items)
+            if self.dead:
+                await _delete(cur, ("pages", "items", "filtered"), self.dead)
+                await cur.executemany(_SQL.upsert_dead, self.dead)
+            if self.filtered:
+                await _delete(cur, ("pages", "items", "dead_letters"), self.filtered)
+                await cur.executemany(_SQL.upsert_filtered, self.filtered)
+
+
+async def _delete(
+    cur: psycopg.AsyncCursor[TupleRow], tables: tuple[str, ...], rows: list[_Row]
+) -> None:
+    """Delete the fingerprints of ``rows`` (their first column) from ``tables``."""
+    fingerprints = [row[0] for row in rows]
+    for table in tables:
+        await cur.execute(_DELETE[table], (fingerprints,))
+
+
+@dataclass(frozen=True, slots=True)
+class Reparsed:
+    """`ParseUpdate` s as parameter rows, sorted by fingerprint."""
+
+    pages: list[_Row]
+    items: list[_Row]
+
+    @classmethod
+    def of(cls, updates: Sequence[ParseUpdate]) -> Reparsed:
+        """Convert and check ``updates``; raises ValueError for unserialisable item data."""
+        pages = sorted(
+            (u.fingerprint, u.fetched_at, _opt_text(u.error), _text(u.spider)) for u in updates
+        )
+        items = [
+            (i.fingerprint, i.index, _text(i.url), _text(i.spider), _item_json(i), i.created_at)
+            for u in updates
+            for i in u.items
+        ]
+        return cls(pages, items)
+
+    async def write(self, conn: Conn) -> frozenset[bytes]:
+        """Update the pages that still hold the version read; replace their items."""
+        columns = [list(column) for column in zip(*self.pages, strict=True)]
+        async with conn.transaction(), conn.cursor() as cur:
+            await cur.execute(_LOCK_OUTCOMES, (columns[0],))
+            await cur.execute(_REPARSED_PAGES, columns)
+            updated = {bytes(row[0]) for row in await cur.fetchall()}
+            if updated:
+                await cur.execute(_DELETE["items"], (list(updated),))
+                rows = [row for row in self.items if row[0] in updated]
+                if rows:
+                    await cur.executemany(_SQL.insert_item, rows)
+        return frozenset(updated)
