@@ -15,19 +15,21 @@
 -- A paused job (field "paused" of the job hash, `crawlq job pause`) grants nothing: wait_ms is
 -- ARGV[8] (the caller's pause poll interval), so its tasks come back later without an attempt.
 local job_key = check_job()
-if redis.call("HEXISTS", job_key, "paused") == 1 then return {0, tonumber(ARGV[8])} end
+local next_key, slots, policy = KEYS[1], KEYS[2], KEYS[3]
 local now, host, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local hold, prefix = tonumber(ARGV[6]), ARGV[7]
-redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)
-local delay, conc, flags = host_policy(KEYS[3], host, tonumber(ARGV[4]), tonumber(ARGV[5]))
+local default_delay, default_conc = tonumber(ARGV[4]), tonumber(ARGV[5])
+local hold, prefix, pause_wait = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+if redis.call("HEXISTS", job_key, "paused") == 1 then return {0, pause_wait} end
+redis.call("ZREMRANGEBYSCORE", slots, "-inf", now)
+local delay, conc, flags = host_policy(policy, host, default_delay, default_conc)
 if flags == "d" then return {0, -2} end
-local nxt = tonumber(redis.call("HGET", KEYS[1], host) or "0")
-if now < nxt then return {0, nxt - now} end
-local free = conc - redis.call("ZCARD", KEYS[2])
+local next_at = tonumber(redis.call("HGET", next_key, host) or "0")
+if now < next_at then return {0, next_at - now} end
+local free = conc - redis.call("ZCARD", slots)
 if free <= 0 then return {0, -1} end
 local take = math.min(n, free)
 if delay > 0 then take = 1 end
-for i = 1, take do redis.call("ZADD", KEYS[2], now + hold, prefix .. ":" .. i) end
-redis.call("PEXPIRE", KEYS[2], hold)
-redis.call("HSET", KEYS[1], host, now + delay)
+for i = 1, take do redis.call("ZADD", slots, now + hold, prefix .. ":" .. i) end
+redis.call("PEXPIRE", slots, hold)
+redis.call("HSET", next_key, host, now + delay)
 return {take, 0}

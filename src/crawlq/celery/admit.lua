@@ -17,11 +17,12 @@
 -- Returns: array of 1 (enqueue / run it) or 0 (a duplicate, already settled, or over the
 --          budget), one per quadruple.
 check_job()
+local seen, pending, pending_at, stats, admitted_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, now, budget = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local admitted_key = KEYS[5]
+local FIRST = 4 -- ARGV[FIRST..]: the quadruples
 local out, added, over, room, admitted = {}, 0, 0, {}, {}
-for i = 4, #ARGV, 4 do
-  local fp, owner, host = ARGV[i], ARGV[i + 1], ARGV[i + 3]
+for i = FIRST, #ARGV, 4 do
+  local fp, owner, request, host = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local ok = false
   local full = false
   if budget >= 0 then
@@ -30,22 +31,22 @@ for i = 4, #ARGV, 4 do
     end
     full = room[host] <= 0
   end
-  if full and redis.call("SISMEMBER", KEYS[1], fp) == 0 then
+  if full and redis.call("SISMEMBER", seen, fp) == 0 then
     over = over + 1
-  elseif not full and redis.call("SADD", KEYS[1], fp) == 1 then
-    redis.call("HSET", KEYS[2], fp, owner .. "\n" .. ARGV[i + 2])
+  elseif not full and redis.call("SADD", seen, fp) == 1 then
+    redis.call("HSET", pending, fp, owner .. "\n" .. request)
     added = added + 1
     admitted[host] = (admitted[host] or 0) + 1
     if budget >= 0 then room[host] = room[host] - 1 end
     ok = true
   else
-    local held = redis.call("HGET", KEYS[2], fp)
+    local held = redis.call("HGET", pending, fp)
     if held and (mode == "run" or string.sub(held, 1, #owner + 1) == owner .. "\n") then
       ok = true
     end
   end
   if ok then
-    redis.call("ZADD", KEYS[3], now, fp)
+    redis.call("ZADD", pending_at, now, fp)
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
@@ -54,6 +55,6 @@ end
 for host, n in pairs(admitted) do  -- HSET, not HINCRBY: a garbled count must not fail the step
   redis.call("HSET", admitted_key, host, (tonumber(redis.call("HGET", admitted_key, host)) or 0) + n)
 end
-if added > 0 then redis.call("HINCRBY", KEYS[4], "seen", added) end
-if over > 0 then redis.call("HINCRBY", KEYS[4], "over_budget", over) end
+if added > 0 then redis.call("HINCRBY", stats, "seen", added) end
+if over > 0 then redis.call("HINCRBY", stats, "over_budget", over) end
 return out

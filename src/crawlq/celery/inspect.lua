@@ -10,9 +10,11 @@
 -- ARGV[1] fingerprint (20 bytes)
 -- Returns: {job id, seen (1|0), pending value, due Unix ms, runner, its process's heartbeat
 -- Unix ms, dead request value}; a missing value is nil.
+local job, seen, pending, pending_at = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local running_key, workers, dead_requests = KEYS[5], KEYS[6], KEYS[7]
 local fp = ARGV[1]
 local runner, beat = false, false
-local running = redis.call("HGETALL", KEYS[5])
+local running = redis.call("HGETALL", running_key)
 for j = 1, #running, 2 do
   local packed = running[j + 1]
   for at = 1, #packed - 19, 20 do
@@ -22,10 +24,10 @@ for j = 1, #running, 2 do
 end
 if runner then
   local process = string.match(runner, "^(.*):[^:]*$") or runner
-  beat = redis.call("ZSCORE", KEYS[6], process)
+  beat = redis.call("ZSCORE", workers, process)
 end
 return {
-  redis.call("HGET", KEYS[1], "id"), redis.call("SISMEMBER", KEYS[2], fp),
-  redis.call("HGET", KEYS[3], fp), redis.call("ZSCORE", KEYS[4], fp), runner, beat,
-  redis.call("HGET", KEYS[7], fp),
+  redis.call("HGET", job, "id"), redis.call("SISMEMBER", seen, fp),
+  redis.call("HGET", pending, fp), redis.call("ZSCORE", pending_at, fp), runner, beat,
+  redis.call("HGET", dead_requests, fp),
 }

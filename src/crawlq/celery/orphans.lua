@@ -14,21 +14,23 @@
 -- ARGV[1] now (Unix ms)   ARGV[2] staleness limit (ms)
 -- Returns: flat array of fingerprint, pending value, ... (the orphans still pending).
 check_job()
+local running, workers, pending, pending_at = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local SLOTS = 5 -- KEYS[SLOTS..]: the slot sets of the orphans' hosts
 local now, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
 local out, dead = {}, {}
-local items = redis.call("HGETALL", KEYS[1])
+local items = redis.call("HGETALL", running)
 for j = 1, #items, 2 do
   local runner, fps = items[j], items[j + 1]
   local process = string.match(runner, "^(.*):[^:]*$") or runner
-  local beat = redis.call("ZSCORE", KEYS[2], process)
+  local beat = redis.call("ZSCORE", workers, process)
   if not beat or tonumber(beat) < now - stale then
     dead[runner] = true
-    redis.call("HDEL", KEYS[1], runner)
+    redis.call("HDEL", running, runner)
     for i = 1, #fps - 19, 20 do
       local fp = string.sub(fps, i, i + 19)
-      local value = redis.call("HGET", KEYS[3], fp)
+      local value = redis.call("HGET", pending, fp)
       if value then
-        redis.call("ZADD", KEYS[4], "XX", now, fp)
+        redis.call("ZADD", pending_at, "XX", now, fp)
         out[#out + 1] = fp
         out[#out + 1] = value
       end
@@ -36,7 +38,7 @@ for j = 1, #items, 2 do
   end
 end
 if next(dead) then
-  for k = 5, #KEYS do
+  for k = SLOTS, #KEYS do
     for _, token in ipairs(redis.call("ZRANGE", KEYS[k], 0, -1)) do
       local holder = string.match(token, "^(.*)|[^|]*$")
       if holder and dead[holder] then redis.call("ZREM", KEYS[k], token) end

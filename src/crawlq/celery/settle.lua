@@ -14,23 +14,27 @@
 -- ARGV[3+n_hosts..] fingerprints: the n_done "done" ones, then the dead-lettered ones
 -- Returns: how many were pending (and are now settled).
 check_job()
+local pending, pending_at, stats = KEYS[1], KEYS[2], KEYS[3]
+local strikes, policy, dead_requests = KEYS[4], KEYS[5], KEYS[6]
 local n_done, n_hosts = tonumber(ARGV[1]), tonumber(ARGV[2])
-for h = 3, 2 + n_hosts do host_answered(KEYS[4], KEYS[5], ARGV[h]) end
-local first = 3 + n_hosts
+local HOSTS = 3 -- ARGV[HOSTS..HOSTS + n_hosts - 1]: the hosts that answered
+for h = HOSTS, HOSTS + n_hosts - 1 do host_answered(strikes, policy, ARGV[h]) end
+local first = HOSTS + n_hosts
 local done, dead = 0, 0
 for i = first, #ARGV do
-  local value = redis.call("HGET", KEYS[1], ARGV[i])
+  local fp = ARGV[i]
+  local value = redis.call("HGET", pending, fp)
   if value then
-    redis.call("HDEL", KEYS[1], ARGV[i])
-    redis.call("ZREM", KEYS[2], ARGV[i])
+    redis.call("HDEL", pending, fp)
+    redis.call("ZREM", pending_at, fp)
     if i - first < n_done then
       done = done + 1
     else
       dead = dead + 1
-      redis.call("HSET", KEYS[6], ARGV[i], value)
+      redis.call("HSET", dead_requests, fp, value)
     end
   end
 end
-if done > 0 then redis.call("HINCRBY", KEYS[3], "done", done) end
-if dead > 0 then redis.call("HINCRBY", KEYS[3], "dead", dead) end
+if done > 0 then redis.call("HINCRBY", stats, "done", done) end
+if dead > 0 then redis.call("HINCRBY", stats, "dead", dead) end
 return done + dead
