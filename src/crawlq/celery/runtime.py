@@ -41,6 +41,7 @@ from crawlq.celery.config import clamp_priority, dedup_redis_url
 from crawlq.celery.state import CeleryState, Heartbeat, process_id
 from crawlq.engine.job import bind_job
 from crawlq.engine.metrics import recorder
+from crawlq.engine.plan import spider_scope
 from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
 from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
@@ -48,7 +49,7 @@ from crawlq.politeness import Politeness
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots import RobotsCache
-from crawlq.scope import Scope
+from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
 from crawlq.store import Store, open_store
@@ -168,7 +169,7 @@ class JobRuntime:
         self.deps = deps
         self.fetcher = fetcher
         self.worker_id = f"{process_id()}:{threading.get_ident()}"
-        self._host_scopes: dict[str, Deps] = {}
+        self._page_host_deps: dict[str, Deps] = {}  # host -> deps whose scope is that host
 
     @classmethod
     async def open(cls, base: Settings, job: str, *, expect_id: str | None = None) -> JobRuntime:
@@ -197,8 +198,7 @@ class JobRuntime:
         s = settings
         fetcher = Fetcher.from_settings(s, max_connections=max(s.concurrency, s.celery_batch))
         spider = load_spider(s.spider)()
-        domains = s.allowed_domains or tuple(spider.allowed_domains)
-        scope = Scope.from_settings(s, domains)
+        scope = spider_scope(s, spider)
         robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness)
         Heartbeat.of_process(s.heartbeat_s).add(url, job)  # what says this process is alive
@@ -213,14 +213,17 @@ class JobRuntime:
         await self.state.close()
 
     def _deps_for(self, request: CrawlRequest) -> Deps:
-        """The job's deps; a job with no allowed domains follows links on the page's host."""
+        """The job's deps, or with no domains at all, those whose scope is the page's host.
+
+        See `crawlq.scope.crawl_domains`: the page's own host is the seed host of its links.
+        """
         if self.deps.scope.allowed_domains:
             return self.deps
-        deps = self._host_scopes.get(request.host)
+        deps = self._page_host_deps.get(request.host)
         if deps is None:
-            s = self.settings
-            scope = Scope.from_settings(s, (request.host,))
-            deps = self._host_scopes[request.host] = dataclasses.replace(self.deps, scope=scope)
+            domains = crawl_domains((), (), (request.host,))
+            scope = Scope.from_settings(self.settings, domains)
+            deps = self._page_host_deps[request.host] = dataclasses.replace(self.deps, scope=scope)
         return deps
 
     async def run(self, entries: Sequence[Entry], publish: Publish) -> BatchReport:

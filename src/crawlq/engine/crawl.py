@@ -5,28 +5,25 @@ This is what ``crawlq crawl`` calls, and the Python API for the same thing::
     import asyncio
     from crawlq.engine.crawl import Crawl
     from crawlq.settings import Settings
-from crawlq.store import StoreCounts
 
     report = asyncio.run(Crawl(Settings.build(cli={"delay_s": 0}), ["http://127.0.0.1:8000/"]).run())
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.job import default_job_name, new_private_seed_hosts, with_seed_hosts
+from crawlq.engine.job import new_private_seed_hosts
+from crawlq.engine.plan import CrawlPlan, plan_crawl
 from crawlq.engine.worker import Worker, WorkerCounters
-from crawlq.errors import ConfigError, InvalidURL
 from crawlq.frontier import Frontier, FrontierStats
-from crawlq.scope import MAX_URL_LENGTH, Scope
+from crawlq.scope import Scope
 from crawlq.settings import Settings
-from crawlq.spider import Spider, sitemap_rules_of
+from crawlq.spider import Spider
 from crawlq.store import StoreCounts
 
 __all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost", "warn_private_seed_hosts"]
@@ -160,32 +157,21 @@ class Crawl(WorkerHost):
         retry_dead: bool = False,
         sitemaps: Sequence[str] = (),
     ) -> None:
-        super().__init__()
+        self._adopt(plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps), retry_dead)
+
+    @classmethod
+    def from_plan(cls, plan: CrawlPlan, *, retry_dead: bool = False) -> Crawl:
+        """The crawl of a plan made already (`crawlq.engine.plan.plan_crawl`)."""
+        crawl = cls.__new__(cls)
+        crawl._adopt(plan, retry_dead)
+        return crawl
+
+    def _adopt(self, plan: CrawlPlan, retry_dead: bool) -> None:
+        WorkerHost.__init__(self)
         self.retry_dead = retry_dead
-        self.spider = spider_cls()
-        if seeds or sitemaps:
-            self.spider.start_urls = list(seeds)
-            self.spider.sitemap_urls = list(sitemaps)
-        sitemap_rules_of(self.spider)  # a bad rule stops the crawl here, before anything opens
-        self.start_requests = list(self.spider.start_requests())
-        for request in self.start_requests:
-            if len(request.url) > MAX_URL_LENGTH:
-                raise InvalidURL(
-                    request.url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters"
-                )
-        if not self.start_requests:
-            raise ConfigError("seeds", "no seed URLs: give them (or --sitemap) on the command line")
-        domains = settings.allowed_domains or tuple(self.spider.allowed_domains)
-        if not domains:
-            domains = tuple(dict.fromkeys(r.host for r in self.start_requests))
-        job = settings.job
-        if settings.frontier is not None and not job:
-            job = default_job_name([r.url for r in self.start_requests])
-        store = settings.store
-        if "://" not in store:  # a job's workers may run elsewhere: no cwd-relative path
-            store = os.path.abspath(store)
-        settings = dataclasses.replace(settings, allowed_domains=domains, job=job, store=store)
-        self.settings = with_seed_hosts(settings, self.start_requests)
+        self.spider = plan.spider
+        self.start_requests = plan.start_requests
+        self.settings = plan.settings
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Seed the frontier, then work until done, out of page budget, or stopped.

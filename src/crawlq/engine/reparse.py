@@ -37,7 +37,7 @@ from crawlq.errors import InvalidURL, StoreError
 from crawlq.links import LinkRules
 from crawlq.records import PageRecord, spider_error_type
 from crawlq.request import CrawlRequest, FetchResult
-from crawlq.scope import Scope
+from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import ParseUpdate, Store
@@ -121,7 +121,9 @@ class Reparse:
         self.settings = settings
         self.errors_only = errors_only
         self.all_spiders = all_spiders
-        domains = settings.allowed_domains or tuple(spider.allowed_domains)
+        domains = crawl_domains(
+            settings.allowed_domains, spider.allowed_domains, settings.seed_hosts
+        )
         self.scope = Scope(domains, settings.include, settings.exclude, settings.max_depth)
         self.link_rules = LinkRules.from_settings(settings)
         self.report = ReparseReport()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import time
@@ -20,7 +19,8 @@ from typing import TypeVar
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost, warn_private_seed_hosts
-from crawlq.engine.job import new_private_seed_hosts, with_seed_hosts
+from crawlq.engine.job import new_private_seed_hosts
+from crawlq.engine.plan import plan_seed, spider_scope
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import (
@@ -35,7 +35,6 @@ from crawlq.errors import (
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
-from crawlq.scope import Scope
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
@@ -96,8 +95,8 @@ async def seed(
 ) -> SeedResult:
     """Push seed requests into the job's frontier (deduplicated), storing the job's settings.
 
-    When the settings name no allowed domains, the seeds' hosts are stored as the job's
-    scope, the same rule as ``crawlq crawl``. The seeds' hosts become the job's seed hosts
+    The job's settings are planned by `crawlq.engine.plan.plan_seed` (allowed domains: the
+    settings', else the seeds' hosts). The seeds' hosts become the job's seed hosts
     (exempt from the private-address guard) when this call creates the job; on an existing
     job, seeds on other hosts that resolve to private addresses are logged as a warning and
     returned in `SeedResult.private_hosts`. With ``retry_dead`` the job's dead letters are
@@ -110,12 +109,7 @@ async def seed(
             outage) after the job was opened; it says how many requests were queued before
             (``queued``). Re-running the same seed resumes: queued ones are skipped.
     """
-    if not settings.allowed_domains and requests:
-        hosts = tuple(dict.fromkeys(r.host for r in requests))
-        settings = dataclasses.replace(settings, allowed_domains=hosts)
-    if "://" not in settings.store:  # a job's workers may run elsewhere: no cwd-relative path
-        settings = dataclasses.replace(settings, store=os.path.abspath(settings.store))
-    settings = with_seed_hosts(settings, requests)
+    settings = plan_seed(settings, requests)
     async with open_backends(settings, create=True, runs_spider=False) as backends:
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
@@ -275,14 +269,13 @@ class WorkerService(WorkerHost):
         s = self.settings = backends.settings
         spider_cls = load_spider(s.spider)
         spider = spider_cls()
-        domains = s.allowed_domains or tuple(spider.allowed_domains)
-        if not domains:
+        scope = spider_scope(s, spider)
+        if not scope.allowed_domains:  # crawlq.scope.crawl_domains: a worker refuses
             raise ConfigError(
                 "allowed_domains",
                 f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
                 "give --allow-domain",
             )
-        scope = Scope.from_settings(s, domains)
         budget = self.page_budget
         if s.max_pages is not None:
             left = max(0, s.max_pages - (await backends.store.counts()).pages)
