@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from crawlq.request import CrawlRequest
 import pytest
 
 from crawlq.errors import InvalidURL
+from crawlq.request import CrawlRequest
 from crawlq.scope import (
     MAX_URL_LENGTH,
     FilterReason,
