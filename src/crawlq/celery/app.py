@@ -32,6 +32,7 @@ from crawlq.celery.config import (
     task_queue,
 )
 from crawlq.celery.runtime import MAX_ENTRY_CHARS, Entry, Runtimes, parse_entries
+from crawlq.engine.outage import CELERY_BROKER_DOWN_CAP_S, celery_resend_delay_s, outage_wait_s
 from crawlq.errors import (
     ConfigError,
     FrontierFull,
@@ -40,7 +41,6 @@ from crawlq.errors import (
     StoreUnavailable,
 )
 from crawlq.request import CrawlRequest
-from crawlq.retry import backoff_s
 from crawlq.settings import Settings, check_job_name
 
 __all__ = ["SCRAPE", "SCRAPE_MANY", "CrawlqTask", "CrawlqTasks", "install", "make_app"]
@@ -52,10 +52,6 @@ SCRAPE = "crawlq.scrape"
 
 SCRAPE_MANY = "crawlq.scrape_many"
 """Name of the several-URLs task."""
-
-OUTAGE_DELAY_S = 2.0
-"""Seconds (jittered) before a task that met a Redis or store outage, or a configuration error
-in its worker, is sent again."""
 
 OUTAGE_GIVE_UP_S = 600.0
 """Seconds a task whose Redis (or store) and broker are both down keeps trying before it
@@ -179,7 +175,7 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
             except (FrontierUnavailable, FrontierFull, StoreUnavailable, ConfigError) as exc:
                 # not the URLs' fault: nothing was settled, so send them again (no attempt
                 # counted)
-                delay = backoff_s(2, OUTAGE_DELAY_S, 60.0)
+                delay = celery_resend_delay_s()
                 logger.warning(
                     "job %s: %s; sending the task's %d URLs again in %.1fs",
                     job,
@@ -194,7 +190,7 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
                 except Exception as failed:  # the broker is down too (often the same Redis)
                     if time.monotonic() > give_up:
                         raise
-                    wait = backoff_s(tries, 0.5, OUTAGE_DELAY_S * 5)
+                    wait = outage_wait_s(tries, CELERY_BROKER_DOWN_CAP_S)
                     logger.warning(
                         "job %s: cannot send them either (%s); running them again in %.1fs",
                         job,

@@ -40,11 +40,11 @@ from crawlq.celery.state import CeleryState, Counts
 from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
 from crawlq.engine.job import new_private_seed_hosts
+from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
 from crawlq.engine.service import counted_since
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest
-from crawlq.retry import backoff_s
 from crawlq.secrecy import has_password
 from crawlq.settings import Settings
 from crawlq.store import Store, StoreCounts
@@ -64,9 +64,6 @@ KILL_AFTER_S = 15.0
 
 ORPHANS_EVERY_S = 2.0
 """Seconds between two looks for the URLs of dead workers (`CeleryState.orphans`)."""
-
-OUTAGE_MAX_WAIT_S = 10.0
-"""Longest pause, in seconds, between two tries while Redis or the broker is down."""
 
 NO_WORKER_WARN_S = 10.0
 """Seconds after which a crawl whose tasks no worker takes says so (once): no URL settled,
@@ -289,7 +286,7 @@ class CeleryCrawl:
             except FrontierUnavailable as exc:  # BrokerUnavailable too
                 failures += 1
                 outages += failures == 1
-                delay = backoff_s(failures, 0.5, OUTAGE_MAX_WAIT_S)
+                delay = outage_wait_s(failures, CELERY_WATCH_CAP_S)
                 logger.warning("%s; still waiting, next try in %.1fs", exc, delay)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
@@ -314,7 +311,7 @@ class CeleryCrawl:
                 failures += 1
                 if failures > 3 and self._stop.is_set():
                     raise
-                delay = backoff_s(failures, 0.5, OUTAGE_MAX_WAIT_S)
+                delay = outage_wait_s(failures, CELERY_WATCH_CAP_S)
                 logger.warning("%s; next try in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
 

@@ -39,14 +39,15 @@ from dataclasses import dataclass, field
 
 from crawlq.celery.config import clamp_priority, dedup_redis_url
 from crawlq.celery.state import CeleryState, Heartbeat, process_id
+from crawlq.engine.deps import Deps
 from crawlq.engine.job import bind_job
 from crawlq.engine.metrics import recorder
+from crawlq.engine.outcome import Kind, Outcome, internal_error, result_batch
 from crawlq.engine.plan import spider_scope
-from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
+from crawlq.engine.step import process
 from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
 from crawlq.politeness import Politeness
-from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope, crawl_domains
@@ -344,18 +345,7 @@ class JobRuntime:
             logger.warning("frontier error while processing %s: %s", req.url, exc)
             return Outcome(lease, Kind.RETRY, retry_delay_s=1.0, reason="frontier_unavailable")
         except Exception as exc:
-            logger.exception("internal error processing %s", req.url)
-            record = DeadRecord(
-                req.record_fingerprint,
-                req.url,
-                "internal_error",
-                f"{type(exc).__name__}: {exc}",
-                entry.attempt,
-                req.depth,
-                time.time(),
-                req.referrer,
-            )
-            return Outcome(lease, Kind.DEAD, dead=record, reason="internal_error")
+            return internal_error(lease, exc)
 
     async def _write(
         self,

@@ -53,7 +53,7 @@ from crawlq.errors import ConfigError
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
 
-    from crawlq.engine.step import Outcome
+    from crawlq.engine.outcome import Outcome
 
 __all__ = [
     "MULTIPROC_ENV",

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from crawlq.decode import decode_body
 from crawlq.engine.pagework import PageWork
-from crawlq.engine.step import parse_response
+from crawlq.engine.parse import parse_response
 from crawlq.errors import InvalidURL, StoreError
 from crawlq.links import LinkRules
 from crawlq.records import PageRecord, spider_error_type

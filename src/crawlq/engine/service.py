@@ -13,13 +13,13 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost, warn_private_seed_hosts
 from crawlq.engine.job import new_private_seed_hosts
+from crawlq.engine.outage import outage_wait_s, read_through_outage
 from crawlq.engine.plan import plan_seed, spider_scope
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.worker import WorkerCounters
@@ -30,11 +30,9 @@ from crawlq.errors import (
     FrontierUnavailable,
     QueueFullTimeout,
     SeedInterrupted,
-    StoreUnavailable,
 )
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
-from crawlq.retry import backoff_s
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
@@ -53,11 +51,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-
-OUTAGE_TRIES = 8
-"""Tries (with backoff, about a minute in all) of a read of the final counts in a backend
-outage: the workers ride out an outage, so the command that waited for them should too."""
 
 SEED_CHUNK = 500
 PUSH_RETRY_S = 0.5
@@ -251,7 +244,7 @@ class WorkerService(WorkerHost):
                 if opened:
                     raise
                 failures += 1
-                delay = backoff_s(failures, 0.5, 30.0)
+                delay = outage_wait_s(failures)
                 logger.warning(
                     "frontier %s unavailable at start (%s); attempt %d, retrying in %.1fs",
                     redact(self.settings.frontier or ""),
@@ -399,8 +392,8 @@ class MultiProcessCrawl:
                 codes = await self.pool.wait(spent if limit is not None else None)
             finally:
                 self._frontier = self._store = None
-            store = await _riding_out(backends.store.counts)
-            frontier = await _riding_out(backends.frontier.stats)
+            store = await read_through_outage(backends.store.counts)
+            frontier = await read_through_outage(backends.frontier.stats)
             budget_left_work = limit is not None and frontier.pending > 0  # shares spent
             failed = [c for c in codes if c not in (0, 1, -15)]
             # A child killed mid-crawl loses nothing: its leases expire and the others
@@ -501,8 +494,8 @@ class MultiProcessWorker:
                 codes = await self.pool.wait()
             finally:
                 self._frontier = self._store = None
-            store = await _riding_out(backends.store.counts)
-            frontier = await _riding_out(backends.frontier.stats)
+            store = await read_through_outage(backends.store.counts)
+            frontier = await read_through_outage(backends.frontier.stats)
         failed = [c for c in codes if c not in (0, -15)]
         if failed and not self._stopped:
             raise CrawlqError(f"worker processes exited with {codes}")
@@ -533,17 +526,3 @@ def counted_since(
     if started_s is not None:
         counters.started_s = started_s
     return counters
-
-
-async def _riding_out(read: Callable[[], Awaitable[_T]]) -> _T:
-    """``read()``, retried with backoff through a frontier or store outage (`OUTAGE_TRIES`)."""
-    for failures in range(1, OUTAGE_TRIES + 1):
-        try:
-            return await read()
-        except (FrontierUnavailable, StoreUnavailable) as exc:
-            if failures == OUTAGE_TRIES:
-                raise
-            delay = backoff_s(failures, 0.5, 15.0)
-            logger.warning("backend unavailable (%s); retrying in %.1fs", exc, delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")

@@ -43,14 +43,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from crawlq.engine.deps import Deps
 from crawlq.engine.known import KnownFingerprints
 from crawlq.engine.metrics import recorder
-from crawlq.engine.step import Deps, Kind, Outcome, process, result_batch
+from crawlq.engine.outage import outage_wait_s
+from crawlq.engine.outcome import Kind, Outcome, internal_error, result_batch
+from crawlq.engine.step import process
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier import Frontier
-from crawlq.records import DeadRecord, spider_error_type
+from crawlq.records import spider_error_type
 from crawlq.request import Lease
-from crawlq.retry import backoff_s
 from crawlq.store import ResultBatch, Store
 
 __all__ = ["Worker", "WorkerCounters"]
@@ -260,7 +262,7 @@ class Worker:
                 failures = 0
             except FrontierUnavailable as exc:
                 failures += 1
-                delay = backoff_s(failures, 0.5, 30.0)
+                delay = outage_wait_s(failures)
                 logger.warning("frontier unavailable (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 continue
@@ -419,19 +421,7 @@ class Worker:
                 await self.frontier.release([lease])
             return None
         except Exception as exc:
-            logger.exception("internal error processing %s", lease.request.url)
-            req = lease.request
-            record = DeadRecord(
-                req.record_fingerprint,
-                req.url,
-                "internal_error",
-                f"{type(exc).__name__}: {exc}",
-                lease.attempt,
-                req.depth,
-                time.time(),
-                req.referrer,
-            )
-            return Outcome(lease, Kind.DEAD, dead=record, reason="internal_error")
+            return internal_error(lease, exc)
 
     # -- writing results ------------------------------------------------------------------
 
@@ -522,7 +512,7 @@ class Worker:
                 if self._forced:
                     raise  # a second Ctrl-C: stop waiting; unsettled leases expire normally
                 failures += 1
-                delay = backoff_s(failures, 0.5, 30.0)
+                delay = outage_wait_s(failures)
                 logger.warning(
                     "frontier unavailable during %s (%s); keeping results, retrying in %.1fs",
                     what,
@@ -548,7 +538,7 @@ class Worker:
             except StoreUnavailable as exc:
                 self._store_down = True
                 failures += 1
-                delay = backoff_s(failures, 0.5, 30.0)
+                delay = outage_wait_s(failures)
                 logger.warning(
                     "store write of %d records failed (%s); keeping them and leasing nothing new,"
                     " retrying in %.1fs",
