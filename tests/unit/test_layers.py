@@ -17,6 +17,8 @@ LAYERS: dict[str, int] = {
     "celery.app": 5,
     "celery.crawl": 5,
     "celery.runtime": 4,
+    "celery.wire": 4,
+    "celery.host_slots": 4,
     "celery.state": 4,
     "celery.config": 4,
     "engine": 4,

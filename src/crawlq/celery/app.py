@@ -31,7 +31,8 @@ from crawlq.celery.config import (
     patch_kombu_redis_restore,
     task_queue,
 )
-from crawlq.celery.runtime import MAX_ENTRY_CHARS, Entry, Runtimes, parse_entries
+from crawlq.celery.runtime import Runtimes
+from crawlq.celery.wire import MAX_ENTRY_CHARS, Entry, parse_entries
 from crawlq.engine.outage import CELERY_BROKER_DOWN_CAP_S, celery_resend_delay_s, outage_wait_s
 from crawlq.errors import (
     ConfigError,

@@ -35,8 +35,9 @@ from typing import Any
 
 from crawlq.celery.app import make_app
 from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
-from crawlq.celery.runtime import Entry, unsupported
+from crawlq.celery.runtime import unsupported
 from crawlq.celery.state import CeleryState, Counts
+from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
 from crawlq.engine.job import new_private_seed_hosts
