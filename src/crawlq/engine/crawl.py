@@ -208,9 +208,7 @@ class Crawl(WorkerHost):
         budget = None
         if s.max_pages is not None:
             budget = max(0, s.max_pages - (await store.counts()).pages)
-        async with assembled_worker(
-            backends, self.spider, self.scope, page_budget=budget
-        ) as worker:
+        async with assembled_worker(backends, self.spider, self.scope, max_pages=budget) as worker:
             self.worker = worker
             self._frontier = frontier
             if on_start is not None:

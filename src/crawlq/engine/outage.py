@@ -30,6 +30,7 @@ __all__ = [
     "OUTAGE_CAP_S",
     "READ_CAP_S",
     "READ_TRIES",
+    "call_through_outage",
     "celery_resend_delay_s",
     "outage_wait_s",
     "read_through_outage",
@@ -97,3 +98,42 @@ async def read_through_outage(read: Callable[[], Awaitable[_T]]) -> _T:
             logger.warning("backend unavailable (%s); retrying in %.1fs", exc, delay)
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")
+
+
+async def call_through_outage(
+    what: str, op: Callable[[], Awaitable[_T]], *, forced: Callable[[], bool] = lambda: False
+) -> _T:
+    """Run a frontier operation until the frontier answers, waiting `outage_wait_s` between tries.
+
+    A frontier outage (Redis restarting) pauses the caller instead of failing it: a worker's
+    outcomes already computed stay buffered and are written when it is back.
+
+    Args:
+        what: The operation, for the log lines (``ack``, ``push``...).
+        op: The call to make.
+        forced: True once a forced stop (a second Ctrl-C) asks to give up waiting.
+
+    Raises:
+        FrontierUnavailable: The frontier is down and ``forced()`` says stop waiting
+            (unsettled leases then expire normally).
+    """
+    failures = 0
+    while True:
+        try:
+            result = await op()
+        except FrontierUnavailable as exc:
+            if forced():
+                raise
+            failures += 1
+            delay = outage_wait_s(failures)
+            logger.warning(
+                "frontier unavailable during %s (%s); keeping results, retrying in %.1fs",
+                what,
+                exc,
+                delay,
+            )
+            await asyncio.sleep(delay)
+            continue
+        if failures:
+            logger.warning("frontier reachable again after %d failed tries", failures)
+        return result

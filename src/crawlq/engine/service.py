@@ -158,8 +158,9 @@ class WorkerService(WorkerHost):
     Args:
         settings: This process's settings (the job's are bound when it starts).
         exit_when_done: Return once nothing is queued, delayed or in flight anywhere.
-        page_budget: Pages this process stores at most (its share of a ``--max-pages``
-            split between several processes), or None.
+        max_pages: Pages this process stores at most in this run (its share of a
+            ``--max-pages`` split between several processes), or None; the ``max_pages``
+            setting (a total over the store) applies as well.
         parent_pid: The process that started this one (``crawlq crawl`` or ``crawlq worker
             --processes P``), or None. Once it is gone (even killed with SIGKILL, which it
             cannot forward), this worker stops gracefully, as on SIGTERM: checked every
@@ -171,13 +172,13 @@ class WorkerService(WorkerHost):
         settings: Settings,
         *,
         exit_when_done: bool = False,
-        page_budget: int | None = None,
+        max_pages: int | None = None,
         parent_pid: int | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
         self.exit_when_done = exit_when_done
-        self.page_budget = page_budget
+        self.max_pages = max_pages
         self.parent_pid = parent_pid
         self._stop_asked: bool | None = None  # a stop before the worker exists: its force
         self._stop_event: asyncio.Event | None = None  # set by stop(): ends a wait at start
@@ -269,12 +270,12 @@ class WorkerService(WorkerHost):
                 f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
                 "give --allow-domain",
             )
-        budget = self.page_budget
+        budget = self.max_pages
         if s.max_pages is not None:
             left = max(0, s.max_pages - (await backends.store.counts()).pages)
             budget = left if budget is None else min(budget, left)
         async with assembled_worker(
-            backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
+            backends, spider, scope, exit_when_done=self.exit_when_done, max_pages=budget
         ) as worker:
             self.worker = worker
             self._frontier = backends.frontier
