@@ -14,7 +14,7 @@ LAYERS: dict[str, int] = {
     "cli": 5,
     "dashboard": 5,
     "celery": 5,  # the package re-exports the app
-    "celery.app": 5,
+    "celery.tasks": 5,
     "celery.crawl": 5,
     "celery.runtime": 4,
     "celery.wire": 4,

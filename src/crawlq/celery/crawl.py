@@ -33,10 +33,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from crawlq.celery.app import make_app
 from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
 from crawlq.celery.runtime import unsupported
 from crawlq.celery.state import CeleryState, Counts
+from crawlq.celery.tasks import make_app
 from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts

@@ -224,8 +224,8 @@ def task_sender(settings: Settings) -> tuple[Send, Callable[[], None]]:
     Raises:
         ConfigError: No broker URL in ``settings``.
     """
-    from crawlq.celery.app import make_app  # imports celery: only when tasks are sent
     from crawlq.celery.crawl import celery_settings
+    from crawlq.celery.tasks import make_app  # imports celery: only when tasks are sent
 
     settings = celery_settings(settings)
     app = make_app(settings)
