@@ -16,6 +16,8 @@ LAYERS: dict[str, int] = {
     "celery": 5,  # the package re-exports the app
     "celery.tasks": 5,
     "celery.crawl": 5,
+    "celery.broker": 5,
+    "celery.local_worker": 5,
     "celery.runtime": 4,
     "celery.wire": 4,
     "celery.host_slots": 4,
