@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.job import new_private_seed_hosts
 from crawlq.engine.plan import CrawlPlan, plan_crawl
+from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.engine.worker import Worker, WorkerCounters
 from crawlq.frontier import Frontier, FrontierStats
 from crawlq.scope import Scope
@@ -105,27 +105,6 @@ class WorkerHost:
             counters=self.worker.counters,
             in_flight=self.worker.in_flight,
             elapsed_s=time.monotonic() - self._started,
-        )
-
-
-def warn_private_seed_hosts(job: Settings, hosts: Sequence[str]) -> None:
-    """Log one warning naming the seed hosts that the job's private-address guard refuses.
-
-    Args:
-        job: The job's settings in force.
-        hosts: From `crawlq.engine.job.new_private_seed_hosts`; nothing is logged when empty.
-    """
-    if hosts:
-        logger.warning(
-            "job %s: %s resolve%s to a private address but %s not among the job's seed hosts "
-            "(%s): %s URLs will be filtered as private_address. Seed hosts are fixed when a "
-            "job starts; start a new --job, or start the job with --allow-private",
-            job.job,
-            ", ".join(hosts),
-            "" if len(hosts) > 1 else "s",
-            "are" if len(hosts) > 1 else "is",
-            ", ".join(job.seed_hosts) or "none",
-            "their" if len(hosts) > 1 else "its",
         )
 
 

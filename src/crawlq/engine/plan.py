@@ -6,7 +6,8 @@ store (`crawlq.engine.job.bind_job`):
 * the start requests: the seeds (or the spider's ``start_urls`` and ``sitemap_urls``), each
   checked against `crawlq.scope.MAX_URL_LENGTH` (`crawlq.scope.check_url_length`);
 * the allowed domains (`crawlq.scope.crawl_domains`: settings, else spider, else seed hosts);
-* the seed hosts, exempt from the private-address guard (`crawlq.engine.job.with_seed_hosts`);
+* the seed hosts, exempt from the private-address guard
+  (`crawlq.engine.seed_hosts.with_seed_hosts`);
 * an absolute store path (`absolute_store`: a job's workers may run in another directory);
 * on a shared frontier, the job's name when none was given (`default_job_name`).
 
@@ -18,18 +19,31 @@ scope from `spider_scope`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crawlq.engine.job import default_job_name, with_seed_hosts
+from crawlq.engine.seed_hosts import with_seed_hosts
 from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope, check_url_length, crawl_domains
-from crawlq.settings import Settings
+from crawlq.settings import Settings, check_job_name
 from crawlq.spider import Spider, sitemap_rules_of
+from crawlq.urls import host_key
 
-__all__ = ["CrawlPlan", "absolute_store", "plan_crawl", "plan_seed", "spider_scope"]
+__all__ = [
+    "CrawlPlan",
+    "absolute_store",
+    "default_job_name",
+    "plan_crawl",
+    "plan_seed",
+    "spider_scope",
+]
+
+_HOST_PART_MAX = 191
+"""Most characters of the host in a derived job name: with ``-`` and 8 hex digits, 200."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +132,22 @@ def spider_scope(settings: Settings, spider: Spider) -> Scope:
     """
     domains = crawl_domains(settings.allowed_domains, spider.allowed_domains, settings.seed_hosts)
     return Scope.from_settings(settings, domains)
+
+
+def default_job_name(seeds: Sequence[str]) -> str:
+    """A job name derived from the seeds: the first seed's host and a hash of all of them.
+
+    ``http://127.0.0.1:8000/index.html`` -> ``127.0.0.1-8000-<8 hex digits>``. The same
+    seeds always give the same name, so re-running a crawl command resumes its job. The name
+    always satisfies `crawlq.settings.JOB_NAME_RULE`: other characters of the host become
+    ``-`` and it is cut to its first `_HOST_PART_MAX` characters.
+
+    Raises:
+        ConfigError: There are no seeds.
+    """
+    if not seeds:
+        raise ConfigError("job", "no seeds to derive a job name from: give --job NAME")
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", host_key(seeds[0])).strip("-")
+    host = host[:_HOST_PART_MAX].rstrip("-").lstrip(".-") or "job"
+    digest = hashlib.sha1("\n".join(sorted(seeds)).encode(), usedforsecurity=False).hexdigest()
+    return check_job_name(f"{host}-{digest[:8]}")
