@@ -8,18 +8,13 @@ from typing import TYPE_CHECKING
 from crawlq.engine.pagework import PageWork
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier
-from crawlq.links import (
-    LinkRules,
-)
+from crawlq.links import LinkRules
 from crawlq.politeness import AutoThrottle, Politeness
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.sitemap import SitemapRules
-from crawlq.spider import (
-    Spider,
-    sitemap_rules_of,
-)
+from crawlq.spider import Spider, sitemap_rules_of
 
 if TYPE_CHECKING:
     from crawlq.store.warc import WarcWriter

@@ -14,10 +14,7 @@ import logging
 
 from crawlq.engine.deps import Deps
 from crawlq.engine.outcome import Kind, Outcome, dead_outcome
-from crawlq.errors import (
-    FetchError,
-    RetryableStatus,
-)
+from crawlq.errors import FetchError, RetryableStatus
 from crawlq.politeness import AutoThrottle, strike_of
 from crawlq.request import FetchResult, Lease
 from crawlq.retry import decide

@@ -8,12 +8,8 @@ import time
 from typing import TYPE_CHECKING
 
 from crawlq.engine.deps import Deps
-from crawlq.errors import (
-    StoreError,
-)
-from crawlq.records import (
-    PageRecord,
-)
+from crawlq.errors import StoreError
+from crawlq.records import PageRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
 
 if TYPE_CHECKING:
