@@ -21,7 +21,8 @@ kept by the frontier (`crawlq.frontier.base.Frontier.push`).
 
 Which domains a crawl follows is decided once, by `crawl_domains` (its docstring is the rule
 for every command and both engines); `Scope` itself allows every host when given none. The
-URL length limit is `MAX_URL_LENGTH`, checked only through `url_too_long`.
+URL length limit is `MAX_URL_LENGTH`; `url_too_long` is its check, and `check_url_length`
+refuses a seed that fails it.
 """
 
 from __future__ import annotations

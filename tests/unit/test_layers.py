@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "celery.runtime": 4,
     "celery.wire": 4,
     "celery.host_slots": 4,
+    "celery.results": 4,
     "celery.state": 4,
     "celery.config": 4,
     "engine": 4,

@@ -2,13 +2,9 @@
 
 A task carries one or more URLs of one job (`Entry`). `JobRuntime.run` takes them through
 the pipeline both engines share (`crawlq.engine.step.process`: robots.txt, fetch, parse,
-decide), then writes in the order that makes a crash at any point harmless:
-
-1. the store (pages, items, dead letters, filtered records: idempotent by fingerprint);
-2. the discovered links through the shared dedup (`CeleryState.admit`), and a task for each
-   group of new ones (by host and priority, up to ``celery_batch`` URLs each);
-3. retries (a new task per URL, with its backoff as countdown) and politeness re-schedules;
-4. the settle (`CeleryState.settle`): only then do the URLs stop being pending.
+decide), then writes in the order that makes a crash at any point harmless: the store, the
+discovered links (shared dedup, new tasks), retries and re-schedules, and only then the
+settle (`crawlq.celery.results`).
 
 The Celery task is acknowledged after `run` returns; a worker killed before that has its task
 delivered again, the URLs are fetched again, and the store's upserts absorb the repeat.
@@ -32,14 +28,14 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
-from crawlq.celery.config import clamp_priority, dedup_redis_url
+from crawlq.celery.config import dedup_redis_url
 from crawlq.celery.host_slots import HostSlots
+from crawlq.celery.results import write_outcomes
 from crawlq.celery.state import CeleryState, Heartbeat, process_id
-from crawlq.celery.wire import MAX_ATTEMPT, MAX_ENTRY_CHARS, Entry, Publish, chunks, parse_entries
+from crawlq.celery.wire import MAX_ATTEMPT, MAX_ENTRY_CHARS, Entry, Publish, parse_entries
 from crawlq.engine.deps import Deps
 from crawlq.engine.job import bind_job
-from crawlq.engine.metrics import recorder
-from crawlq.engine.outcome import Kind, Outcome, internal_error, result_batch
+from crawlq.engine.outcome import Kind, Outcome, internal_error
 from crawlq.engine.plan import spider_scope
 from crawlq.engine.step import process
 from crawlq.errors import ConfigError, FrontierError
@@ -167,7 +163,7 @@ class JobRuntime:
             await asyncio.gather(
                 *(slots.run(host, group, outcomes, later) for host, group in by_host.items())
             )
-            await self._write(outcomes, later, publish)
+            await write_outcomes(self.state, self.store, self.settings, outcomes, later, publish)
         finally:
             with contextlib.suppress(FrontierError):
                 await self.state.end_task(self.worker_id)
@@ -182,75 +178,6 @@ class JobRuntime:
             return Outcome(lease, Kind.RETRY, retry_delay_s=1.0, reason="frontier_unavailable")
         except Exception as exc:
             return internal_error(lease, exc)
-
-    async def _write(
-        self,
-        outcomes: list[tuple[Entry, Outcome]],
-        later: list[tuple[Entry, float]],
-        publish: Publish,
-    ) -> None:
-        done: list[bytes] = []
-        dead: list[bytes] = []
-        answered: set[str] = set()
-        retries: list[tuple[Entry, Outcome]] = []
-        for entry, o in outcomes:
-            fp = entry.request.fingerprint
-            if o.kind is Kind.PAGE or o.kind is Kind.FILTERED:
-                done.append(fp)
-                answered.add(entry.request.host)
-            elif o.kind is Kind.DEAD:
-                dead.append(fp)
-            elif o.kind is Kind.RETRY:
-                retries.append((entry, o))
-        batch = result_batch(o for _, o in outcomes)
-        if len(batch):
-            await self.store.write(batch)
-        metrics = recorder()  # counted before the settle, as the native worker does
-        if metrics is not None:
-            for _, o in outcomes:
-                if o.kind is Kind.RETRY:
-                    metrics.retried(o.reason)
-                else:
-                    metrics.settled(o)
-        await self._enqueue_links(outcomes, publish)
-        for entry, o in retries:
-            retry = Entry(entry.request, entry.attempt + 1, retry=True)
-            publish([retry], clamp_priority(entry.request.priority), o.retry_delay_s)
-            await self.state.due([entry.request.fingerprint], o.retry_delay_s)
-        if retries:
-            await self.state.add_delayed(len(retries))
-        waiting: dict[int, list[Entry]] = defaultdict(list)
-        longest: dict[int, float] = defaultdict(float)
-        for entry, wait in later:
-            band = clamp_priority(entry.request.priority)
-            waiting[band].append(entry)
-            longest[band] = max(longest[band], wait)
-        for band, group in waiting.items():
-            for chunk in chunks(group, self.settings.celery_batch):
-                publish(chunk, band, longest[band])
-            await self.state.due([e.request.fingerprint for e in group], longest[band])
-        await self.state.settle(done, dead, sorted(answered))
-
-    async def _enqueue_links(self, outcomes: list[tuple[Entry, Outcome]], publish: Publish) -> int:
-        pairs: list[tuple[CrawlRequest, str]] = []
-        for entry, o in outcomes:
-            owner = entry.request.fingerprint.hex()
-            pairs += [(link, owner) for link in o.links]
-        if not pairs:
-            return 0
-        links = [link for link, _ in pairs]
-        flags = await self.state.admit(pairs, run=False, budget=self.settings.max_pages_per_host)
-        groups: dict[tuple[str, int], list[Entry]] = defaultdict(list)
-        published: set[bytes] = set()
-        for link, ok in zip(links, flags, strict=True):
-            if ok and link.fingerprint not in published:
-                published.add(link.fingerprint)
-                groups[(link.host, clamp_priority(link.priority))].append(Entry(link))
-        # higher priorities first, so that they reach the queue first within a band too
-        for (_, band), group in sorted(groups.items(), key=lambda kv: -kv[0][1]):
-            for chunk in chunks(group, self.settings.celery_batch):
-                publish(chunk, band, 0.0)
-        return len(published)
 
 
 class Runtimes:

@@ -35,7 +35,38 @@ __all__ = ["MultiProcessCrawl", "MultiProcessWorker", "counted_since"]
 logger = logging.getLogger(__name__)
 
 
-class MultiProcessCrawl:
+class _Supervisor:
+    """What both runners share: the pool of children, the stop, and progress from the backends.
+
+    Subclasses set ``_frontier`` and ``_store`` while their children run.
+    """
+
+    def __init__(self, pool: WorkerProcesses) -> None:
+        self.pool = pool
+        self._frontier: Frontier | None = None
+        self._store: Store | None = None
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
+        self._stopped = False
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
+        self._stopped = True
+        self.pool.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """Frontier counts and pages stored since the start, for all children together."""
+        if self._frontier is None or self._store is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=counted_since(self._before, await self._store.counts(), self._started),
+            in_flight=0,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+
+class MultiProcessCrawl(_Supervisor):
     """``crawlq crawl --processes P`` on a shared frontier: seed here, work in P children.
 
     Each child is a ``crawlq worker --exit-when-done`` of the same job; this process only
@@ -64,31 +95,12 @@ class MultiProcessCrawl:
         self.settings = settings
         self.requests = list(requests)
         self.retry_dead = retry_dead
-        self.pool = WorkerProcesses(
-            ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],
-            processes,
-            {"CRAWLQ_FRONTIER": settings.frontier},  # not argv: it may hold a password
-        )
-        self._frontier: Frontier | None = None
-        self._store: Store | None = None
-        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
-        self._stopped = False
-        self._started = time.monotonic()
-
-    def stop(self, *, force: bool = False) -> None:
-        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
-        self._stopped = True
-        self.pool.stop(force=force)
-
-    async def progress(self) -> Progress | None:
-        """Frontier counts and pages stored since the start, for all children together."""
-        if self._frontier is None or self._store is None:
-            return None
-        return Progress(
-            frontier=await self._frontier.stats(),
-            counters=counted_since(self._before, await self._store.counts(), self._started),
-            in_flight=0,
-            elapsed_s=time.monotonic() - self._started,
+        super().__init__(
+            WorkerProcesses(
+                ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],
+                processes,
+                {"CRAWLQ_FRONTIER": settings.frontier},  # not argv: it may hold a password
+            )
         )
 
     async def run(self) -> CrawlReport:
@@ -164,7 +176,7 @@ class MultiProcessCrawl:
         return report
 
 
-class MultiProcessWorker:
+class MultiProcessWorker(_Supervisor):
     """``crawlq worker --processes P``: P worker processes of one job, shown and reported as one.
 
     Each child is a ``crawlq worker --processes 1`` of the job, started with this process's
@@ -192,28 +204,7 @@ class MultiProcessWorker:
     ) -> None:
         self.settings = settings
         self.exit_when_done = exit_when_done
-        self.pool = WorkerProcesses([*worker_args, "--processes", "1"], processes, env)
-        self._frontier: Frontier | None = None
-        self._store: Store | None = None
-        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
-        self._stopped = False
-        self._started = time.monotonic()
-
-    def stop(self, *, force: bool = False) -> None:
-        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
-        self._stopped = True
-        self.pool.stop(force=force)
-
-    async def progress(self) -> Progress | None:
-        """Frontier counts and what the store gained since the start, for all children."""
-        if self._frontier is None or self._store is None:
-            return None
-        return Progress(
-            frontier=await self._frontier.stats(),
-            counters=counted_since(self._before, await self._store.counts(), self._started),
-            in_flight=0,
-            elapsed_s=time.monotonic() - self._started,
-        )
+        super().__init__(WorkerProcesses([*worker_args, "--processes", "1"], processes, env))
 
     async def run(self) -> CrawlReport:
         """Bind the job, start the children, wait for all of them, report.
