@@ -35,9 +35,9 @@ from crawlq.celery.state import CeleryState, Counts
 from crawlq.celery.tasks import make_app
 from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
-from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
-from crawlq.engine.job import new_private_seed_hosts
 from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
+from crawlq.engine.progress import CrawlReport, Progress
+from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.engine.service import counted_since
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawlq.engine.deps import Deps
-from crawlq.engine.job import bind_job, inbox_filter
+from crawlq.engine.inbox import inbox_filter
+from crawlq.engine.job import bind_job
 from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher

@@ -27,15 +27,13 @@ by the first: `crawlq.engine.seed_hosts`. A job's default name: `crawlq.engine.p
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
+from crawlq.engine.inbox import inbox_filter
 from crawlq.engine.plan import default_job_name
 from crawlq.engine.seed_hosts import new_private_seed_hosts, with_seed_hosts
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
-from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
 from crawlq.secrecy import without_password
 from crawlq.settings import Settings, coerce_settings
 
@@ -217,35 +215,3 @@ def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:
     if name == "store" and isinstance(stored[name], str):
         return without_password(stored[name]) == without_password(proposed[name])
     return bool(stored[name] == proposed[name])
-
-
-def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], CrawlRequest | str]:
-    """The check a shared frontier applies to each inbox request before queuing it.
-
-    An inbox entry is untrusted input: it may not be a redirect ``revisit`` (whose record
-    would replace a stored page's), its method must be one of the job's
-    ``inbox_methods`` (GET and HEAD by default), and unless the job sets
-    ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
-    max depth, traps), as a discovered link must. Its URL gets the job's URL rules
-    (``strip_url_params``) either way, as links and seeds do.
-
-    Returns:
-        A function of a request: the request to queue (rewritten by the URL rules), else the
-        reason it is rejected (``method_not_allowed: POST``, ``out_of_scope: offsite``,
-        ``revisit_not_allowed``...).
-    """
-    methods = frozenset(settings.inbox_methods)
-    bypass = settings.inbox_bypass_scope
-
-    def check(request: CrawlRequest) -> CrawlRequest | str:
-        if request.revisit:
-            return "revisit_not_allowed: only the engine queues redirect revisits"
-        if request.method not in methods:
-            allowed = ", ".join(sorted(methods)) or "none"
-            return f"method_not_allowed: {request.method} (the job allows {allowed})"
-        request, reason = scope.admit(request)
-        if reason is not None and not bypass:
-            return f"out_of_scope: {reason}"
-        return request
-
-    return check

@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from crawlq.engine.backends import open_backends
-from crawlq.engine.crawl import CrawlReport, Progress
 from crawlq.engine.outage import read_through_outage
 from crawlq.engine.processes import WorkerProcesses
+from crawlq.engine.progress import CrawlReport, Progress
 from crawlq.engine.seeding import seed
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import (

@@ -13,7 +13,7 @@ store (`crawlq.engine.job.bind_job`):
 
 ``crawlq crawl`` (both engines) calls `plan_crawl`, ``crawlq seed`` `plan_seed`; a process
 that runs a spider on a bound job's settings (``crawlq worker``, the Celery runtime) gets its
-scope from `spider_scope`.
+scope from `spider_scope`, and ``crawlq reparse`` from `reparse_scope`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ __all__ = [
     "default_job_name",
     "plan_crawl",
     "plan_seed",
+    "reparse_scope",
     "spider_scope",
 ]
 
@@ -132,6 +133,16 @@ def spider_scope(settings: Settings, spider: Spider) -> Scope:
     """
     domains = crawl_domains(settings.allowed_domains, spider.allowed_domains, settings.seed_hosts)
     return Scope.from_settings(settings, domains)
+
+
+def reparse_scope(settings: Settings, spider: Spider) -> Scope:
+    """The scope ``crawlq reparse`` counts a callback's requests against.
+
+    The domains are those of `spider_scope` (`crawlq.scope.crawl_domains`); only domains,
+    include, exclude and depth apply: no URL rules or trap limits, since nothing is queued.
+    """
+    domains = crawl_domains(settings.allowed_domains, spider.allowed_domains, settings.seed_hosts)
+    return Scope(domains, settings.include, settings.exclude, settings.max_depth)
 
 
 def default_job_name(seeds: Sequence[str]) -> str:

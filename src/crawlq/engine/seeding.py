@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawlq.engine.backends import open_backends
-from crawlq.engine.crawl import warn_private_seed_hosts
-from crawlq.engine.job import new_private_seed_hosts
 from crawlq.engine.plan import plan_seed
+from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.errors import (
     FrontierError,
     QueueFullTimeout,

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.crawl import CrawlReport, WorkerHost
 from crawlq.engine.multiprocess import MultiProcessCrawl, MultiProcessWorker, counted_since
 from crawlq.engine.outage import outage_wait_s
 from crawlq.engine.plan import spider_scope
+from crawlq.engine.progress import CrawlReport, WorkerHost
 from crawlq.engine.seeding import SeedResult, seed
 from crawlq.errors import (
     ConfigError,
