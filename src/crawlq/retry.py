@@ -25,11 +25,12 @@ def is_retryable_status(status: int) -> bool:
 
 
 def backoff_s(attempt: int, base_s: float, cap_s: float, rng: random.Random | None = None) -> float:
-    """Seconds to wait before retry number ``attempt`` ("full jitter" exponential backoff).
+    """Seconds to wait before retry number ``attempt`` ("equal jitter" exponential backoff).
 
-    The wait is drawn uniformly from ``[d/2, d]`` where ``d = min(cap_s, base_s * 2**(attempt-1))``,
-    so retries of many URLs that failed together spread out instead of returning at once,
-    while each wait still grows with the attempt.
+    The wait is drawn uniformly from ``[d/2, d]`` where ``d = min(cap_s, base_s * 2**(attempt-1))``:
+    half of ``d`` is kept and the other half is jittered (AWS's "equal jitter"; "full jitter"
+    would draw from ``[0, d]``). Retries of many URLs that failed together spread out instead
+    of returning at once, while each wait still grows with the attempt and is never short.
 
     Args:
         attempt: 1 for the first retry, 2 for the second, ...

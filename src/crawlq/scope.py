@@ -18,6 +18,11 @@ patterns and depth it refuses the shapes of crawler traps, URLs a site can mint 
 
 The per-host page budget (``max_pages_per_host``) needs a count over the whole cluster and is
 kept by the frontier (`crawlq.frontier.base.Frontier.push`).
+
+Which domains a crawl follows is decided once, by `crawl_domains` (its docstring is the rule
+for every command and both engines); `Scope` itself allows every host when given none. The
+URL length limit is `MAX_URL_LENGTH`; `url_too_long` is its check, and `check_url_length`
+refuses a seed that fails it.
 """
 
 from __future__ import annotations
@@ -27,15 +32,65 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from urllib.parse import urlsplit
 
+from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
 from crawlq.urls import UrlRules
 
-__all__ = ["MAX_URL_LENGTH", "FilterReason", "Scope", "repeats_segments"]
+__all__ = [
+    "MAX_URL_LENGTH",
+    "FilterReason",
+    "Scope",
+    "check_url_length",
+    "crawl_domains",
+    "repeats_segments",
+    "url_too_long",
+]
 
 MAX_URL_LENGTH = 2083
 """Longest URL followed, in characters (the historical browser limit; Scrapy uses the same)."""
 _HOST_CACHE_SIZE = 4096  # hosts whose scope answer is remembered; cleared when full
+
+
+def url_too_long(url: str) -> bool:
+    """True when ``url`` is longer than `MAX_URL_LENGTH` characters (never followed)."""
+    return len(url) > MAX_URL_LENGTH
+
+
+def check_url_length(url: str) -> None:
+    """Refuse a URL given by a user (a seed) that `url_too_long` says no link could be.
+
+    Raises:
+        InvalidURL: ``url`` is longer than `MAX_URL_LENGTH`; the message shows its first
+            100 characters.
+    """
+    if url_too_long(url):
+        raise InvalidURL(url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters")
+
+
+def crawl_domains(
+    configured: Iterable[str], spider: Iterable[str] = (), seed_hosts: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """The domains a crawl follows links to: the first of these three that is not empty.
+
+    1. ``configured``: the ``allowed_domains`` setting (``--allow-domain``, or a job's stored
+       settings);
+    2. ``spider``: the spider class's ``allowed_domains``;
+    3. ``seed_hosts``: the hosts of the crawl's seeds and sitemaps, in order, each once.
+
+    Every command and engine asks this function: ``crawlq crawl`` (either engine) and
+    ``crawlq seed`` store its answer as the job's ``allowed_domains``, so that every worker
+    that joins finds rule 1; ``crawlq worker`` and ``crawlq reparse`` ask it again with the
+    spider they run. An empty answer means nobody named a domain, and the callers decide:
+    a native worker refuses to start (it would follow links to every host on the web,
+    `Scope`'s meaning of none); the Celery engine, whose seeds may arrive one ``scrape``
+    task at a time with no job settings, takes each page's own host as the seed host of the
+    links found on it (`crawlq.celery.runtime.JobRuntime`).
+
+    Returns:
+        The domains (subdomains included, ports ignored, as `Scope` matches them), or ``()``.
+    """
+    return tuple(configured) or tuple(spider) or tuple(dict.fromkeys(seed_hosts))
 
 
 class FilterReason(StrEnum):
@@ -97,8 +152,7 @@ class Scope:
 
         Args:
             settings: The crawl's (or job's) settings.
-            allowed_domains: The domains in force (the caller decides what an empty
-                ``settings.allowed_domains`` means).
+            allowed_domains: The domains in force (`crawl_domains`).
         """
         s = settings
         return cls(
@@ -126,7 +180,7 @@ class Scope:
         if self.max_depth is not None and request.depth > self.max_depth:
             return FilterReason.MAX_DEPTH
         url = request.url
-        if len(url) > MAX_URL_LENGTH:
+        if url_too_long(url):
             return FilterReason.URL_TOO_LONG
         if self.allowed_domains and not self._host_allowed(request.host):
             return FilterReason.OFFSITE

@@ -1,7 +1,17 @@
 from __future__ import annotations
 
+import pytest
+
+from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
-from crawlq.scope import FilterReason, Scope
+from crawlq.scope import (
+    MAX_URL_LENGTH,
+    FilterReason,
+    Scope,
+    check_url_length,
+    crawl_domains,
+    url_too_long,
+)
 
 
 def req(url: str, depth: int = 1) -> CrawlRequest:
@@ -20,6 +30,23 @@ def test_allowed_domains_include_subdomains_and_ignore_ports() -> None:
 
 def test_no_allowed_domains_allows_every_host() -> None:
     assert Scope().check(req("http://anything.test/")) is None
+
+
+def test_crawl_domains_takes_settings_then_spider_then_seed_hosts() -> None:
+    assert crawl_domains(("a.test",), ("b.test",), ("c.test",)) == ("a.test",)
+    assert crawl_domains((), ["b.test"], ("c.test",)) == ("b.test",)
+    assert crawl_domains((), [], ("c.test:81", "d.test", "c.test:81")) == ("c.test:81", "d.test")
+    assert crawl_domains((), [], ()) == ()
+
+
+def test_url_length_is_one_rule() -> None:
+    at_limit = "http://a.test/" + "x" * (MAX_URL_LENGTH - len("http://a.test/"))
+    assert not url_too_long(at_limit)
+    assert url_too_long(at_limit + "x")
+    check_url_length(at_limit)
+    with pytest.raises(InvalidURL, match=f"longer than {MAX_URL_LENGTH}"):
+        check_url_length(at_limit + "x")
+    assert Scope().check(req(at_limit + "x")) is FilterReason.URL_TOO_LONG
 
 
 def test_max_depth() -> None:

@@ -7,16 +7,8 @@ dead-letter record in the store). By default it starts no worker: run ``celery -
 worker`` where you like. With ``processes`` it also starts one local Celery worker with that
 many pool processes, and stops it at the end.
 
-Stopping the local worker is bounded. A task runs up to ``celery_batch`` URLs and, when its own
-fetches hold the host's slots, fetches them one after another for up to ``timeout_s`` (30 s by
-default); Celery's warm shutdown (SIGTERM) waits for running tasks, so it alone could take that
-long. The worker gets SIGTERM first (it takes no new task, and its prefetched ones go back to
-the queue), then, after `STOP_GRACE_S`, SIGQUIT: Celery's cold shutdown cancels the running
-tasks, and their messages go back to the queue (``acks_late``, ``reject_on_worker_lost``).
-Nothing is lost: a cancelled task settled none of its URLs (they stay pending in the job), and
-its repeat is absorbed by the store's upserts. Only if the worker still runs `KILL_AFTER_S`
-later is its process group killed; its unacknowledged tasks then come back after the broker's
-visibility timeout.
+Stopping the local worker is bounded (`crawlq.celery.local_worker`); the broker checks are
+`crawlq.celery.broker`.
 """
 
 from __future__ import annotations
@@ -25,27 +17,31 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from crawlq.celery.app import make_app
+from crawlq.celery.broker import (
+    NoWorkerWatch,
+    broker_name,
+    check_broker,
+    error_detail,
+    queued_tasks,
+)
 from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
-from crawlq.celery.runtime import Entry, unsupported
+from crawlq.celery.local_worker import LocalWorker
+from crawlq.celery.runtime import unsupported
 from crawlq.celery.state import CeleryState, Counts
+from crawlq.celery.tasks import make_app
+from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
-from crawlq.engine.crawl import CrawlReport, Progress, warn_private_seed_hosts
-from crawlq.engine.job import new_private_seed_hosts
+from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
+from crawlq.engine.progress import CrawlReport, Progress
+from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.engine.service import counted_since
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest
-from crawlq.retry import backoff_s
-from crawlq.secrecy import has_password
 from crawlq.settings import Settings
 from crawlq.store import Store, StoreCounts
 from crawlq.urls import UrlRules
@@ -55,22 +51,8 @@ __all__ = ["CeleryCrawl", "celery_settings"]
 POLL_S = 0.2
 """Seconds between two looks at the job's counters."""
 
-STOP_GRACE_S = 2.0
-"""Seconds the local worker has, after the first stop, to finish its running tasks (Celery's
-warm shutdown) before they are cancelled and sent back to the queue (cold shutdown)."""
-
-KILL_AFTER_S = 15.0
-"""Seconds after the cold shutdown at which a local worker still running is killed."""
-
 ORPHANS_EVERY_S = 2.0
 """Seconds between two looks for the URLs of dead workers (`CeleryState.orphans`)."""
-
-OUTAGE_MAX_WAIT_S = 10.0
-"""Longest pause, in seconds, between two tries while Redis or the broker is down."""
-
-NO_WORKER_WARN_S = 10.0
-"""Seconds after which a crawl whose tasks no worker takes says so (once): no URL settled,
-no worker heartbeat for the job, and tasks waiting in the broker's queue."""
 
 LATE_FACTOR = 1.5
 """A pending URL due longer ago than this many visibility timeouts has lost its task: a
@@ -125,9 +107,7 @@ class CeleryCrawl:
         self._store: Store | None = None
         self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
         self._stop = asyncio.Event()
-        self._worker: subprocess.Popen[bytes] | None = None
-        self._stopping_since: float | None = None  # when the local worker got SIGTERM
-        self._cold = False  # the local worker got SIGQUIT (a second one would be a hard kill)
+        self._worker = None if processes is None else LocalWorker(processes, loglevel)
         self._app: Any = None
         self._started = time.monotonic()
 
@@ -139,15 +119,8 @@ class CeleryCrawl:
         back to the queue (cold shutdown; see the module docstring).
         """
         self._stop.set()
-        worker = self._worker
-        if worker is None or worker.poll() is not None:
-            return
-        if force and not self._cold:
-            self._cold = True
-            worker.send_signal(signal.SIGQUIT)
-        elif self._stopping_since is None:
-            self._stopping_since = time.monotonic()
-            worker.send_signal(signal.SIGTERM)
+        if self._worker is not None:
+            self._worker.stop(force=force)
 
     async def progress(self) -> Progress | None:
         """The job's counters and the pages stored since the start."""
@@ -171,7 +144,7 @@ class CeleryCrawl:
             CrawlqError: The local worker exited before the crawl was done.
         """
         self._started = time.monotonic()
-        _check_broker(self.settings)  # before the job is created with these settings
+        check_broker(self.settings)  # before the job is created with these settings
         async with open_backends(self.settings, create=True, runs_spider=False) as backends:
             s = backends.settings
             assert s.frontier is not None and s.job is not None  # set by the constructor
@@ -183,8 +156,8 @@ class CeleryCrawl:
                 self.settings = s
                 self._app = make_app(s)
                 seeded = await self._seed(state, s)
-                if self.processes is not None:
-                    self._worker = self._start_worker(s)
+                if self._worker is not None:
+                    self._worker.start(s)
                 stopped = await self._wait(state)
                 counts = await self._final_counts(state)
             finally:
@@ -193,7 +166,8 @@ class CeleryCrawl:
                 if self._app is not None:
                     self._app.close()
                     self._app = None
-                await self._stop_worker()
+                if self._worker is not None:
+                    await self._worker.shutdown()
             store = await backends.store.counts()
         return CrawlReport(
             stopped_by="stopped" if stopped else "done",
@@ -227,7 +201,7 @@ class CeleryCrawl:
                     priority=clamp_priority(request.priority),
                 )
             except Exception as exc:  # kombu/amqp connection and login errors
-                raise BrokerUnavailable(_broker_name(self.settings), _detail(exc)) from exc
+                raise BrokerUnavailable(broker_name(self.settings), error_detail(exc)) from exc
 
     async def _wait(self, state: CeleryState) -> bool:
         """Return False when the crawl is done, True when stopped.
@@ -245,13 +219,13 @@ class CeleryCrawl:
         next_orphans = time.monotonic() + orphans_every_s
         unsent: list[CrawlRequest] = []  # taken from dead workers, not yet sent (broker down)
         failures = outages = 0
-        idle = _NoWorkerWatch(time.monotonic())
+        idle = NoWorkerWatch(time.monotonic())
         while not self._stop.is_set():
             try:
                 counts = await state.counts()
                 if counts.pending == 0:
                     return False
-                await idle.look(self, state, counts)
+                await idle.look(self.settings, self._app, state, counts)
                 if time.monotonic() >= next_orphans:
                     next_orphans = time.monotonic() + orphans_every_s
                     unsent += await state.orphans(self.settings.worker_stale_s)
@@ -274,7 +248,8 @@ class CeleryCrawl:
                     next_look = time.monotonic() + every_s
                     # only with nothing queued: a task still waiting behind a backlog is late,
                     # not lost, and re-sending it would snowball the backlog
-                    lost = await state.stale(late_s) if self._queued() == 0 else []
+                    queued = queued_tasks(self._app, self.settings)
+                    lost = await state.stale(late_s) if queued == 0 else []
                     if lost:
                         logger.warning(
                             "sending %d URLs again: pending with no task for %.0fs",
@@ -289,16 +264,15 @@ class CeleryCrawl:
             except FrontierUnavailable as exc:  # BrokerUnavailable too
                 failures += 1
                 outages += failures == 1
-                delay = backoff_s(failures, 0.5, OUTAGE_MAX_WAIT_S)
+                delay = outage_wait_s(failures, CELERY_WATCH_CAP_S)
                 logger.warning("%s; still waiting, next try in %.1fs", exc, delay)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
                 continue
-            worker = self._worker
-            if worker is not None and worker.poll() is not None and not self._stop.is_set():
+            code = None if self._worker is None else self._worker.exit_code()
+            if code is not None and not self._stop.is_set():
                 raise CrawlqError(
-                    f"the local celery worker exited with {worker.returncode} before "
-                    "the crawl was done"
+                    f"the local celery worker exited with {code} before the crawl was done"
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), POLL_S)
@@ -314,136 +288,9 @@ class CeleryCrawl:
                 failures += 1
                 if failures > 3 and self._stop.is_set():
                     raise
-                delay = backoff_s(failures, 0.5, OUTAGE_MAX_WAIT_S)
+                delay = outage_wait_s(failures, CELERY_WATCH_CAP_S)
                 logger.warning("%s; next try in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
-
-    def _queued(self) -> int:
-        """Tasks waiting in the broker's queue now (all priorities; 0 if it does not exist)."""
-        assert self._app is not None
-        try:
-            with self._app.connection_for_read() as conn:
-                channel = conn.default_channel
-                try:
-                    declared = channel.queue_declare(self.settings.celery_queue, passive=True)
-                except conn.connection_errors:
-                    raise
-                except Exception:  # the broker says the queue does not exist (yet): none queued
-                    return 0
-                return int(declared.message_count)
-        except Exception as exc:  # kombu/amqp/redis connection errors
-            raise BrokerUnavailable(_broker_name(self.settings), _detail(exc)) from exc
-
-    def _start_worker(self, settings: Settings) -> subprocess.Popen[bytes]:
-        assert self.processes is not None
-        env = {
-            **os.environ,
-            "CRAWLQ_BROKER_URL": settings.broker_url or "",
-            "CRAWLQ_FRONTIER": settings.frontier or "",
-            "CRAWLQ_CELERY_QUEUE": settings.celery_queue,
-        }
-        # The job keeps no store password, and code and local paths are never taken from
-        # it: the worker gets this command's own values.
-        if has_password(settings.store) or "store" in settings.explicit:
-            env["CRAWLQ_STORE"] = settings.store
-        if settings.spider is not None and "spider" in settings.explicit:
-            env["CRAWLQ_SPIDER"] = settings.spider
-        if settings.trust_job_code:
-            env["CRAWLQ_TRUST_JOB_CODE"] = "1"
-        if settings.metrics_port is not None:  # the worker does the work: it serves metrics
-            env["CRAWLQ_METRICS_PORT"] = str(settings.metrics_port)
-            env["CRAWLQ_METRICS_HOST"] = settings.metrics_host
-        cmd = [
-            sys.executable, "-m", "celery", "-A", "crawlq.celery", "worker",
-            "--concurrency", str(self.processes), "--loglevel", self.loglevel,
-            "-Q", settings.celery_queue, "--without-gossip", "--without-mingle",
-            "--without-heartbeat",
-        ]  # fmt: skip
-        # a session of its own: only this process signals it (a terminal's Ctrl-C reaches the
-        # whole foreground group), and it can be killed with its pool processes
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
-
-    async def _stop_worker(self) -> None:
-        """Stop the local worker: warm, cold after `STOP_GRACE_S`, killed `KILL_AFTER_S` later.
-
-        Waits without blocking the event loop, so a second Ctrl-C (`stop` with ``force``) is
-        handled meanwhile.
-        """
-        worker = self._worker
-        if worker is None:
-            return
-        if self._stopping_since is None:
-            self._stopping_since = time.monotonic()
-            if worker.poll() is None:
-                worker.send_signal(signal.SIGTERM)  # warm: takes no new task
-        cold_at = self._stopping_since + STOP_GRACE_S
-        kill_at = cold_at + KILL_AFTER_S
-        while worker.poll() is None:
-            now = time.monotonic()
-            if now >= kill_at:
-                logger.warning("the local celery worker did not stop: killing it")
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(worker.pid, signal.SIGKILL)
-                break
-            if now >= cold_at and not self._cold:
-                self._cold = True
-                logger.info("cancelling the local celery worker's running tasks (requeued)")
-                worker.send_signal(signal.SIGQUIT)
-            await asyncio.sleep(0.05)
-        await asyncio.to_thread(worker.wait)
-        self._worker = None
-
-
-class _NoWorkerWatch:
-    """Says once, after `NO_WORKER_WARN_S`, that no Celery worker takes the job's tasks.
-
-    Without it, ``crawl --engine celery`` with no worker consuming its queue (none started,
-    or one listening to another queue or broker) would wait silently forever. Once workers
-    show up, it says so too.
-    """
-
-    def __init__(self, started_s: float) -> None:
-        self.started_s = started_s
-        self.settled: int | None = None
-        self.warned = False
-
-    async def look(self, crawl: CeleryCrawl, state: CeleryState, counts: Counts) -> None:
-        """Check, at most every poll; logs a warning (or, after one, the recovery) once."""
-        settled = counts.done + counts.dead
-        if self.settled is None:
-            self.settled = settled
-        if self.warned:
-            if settled > self.settled:
-                logger.warning("a Celery worker is taking the job's tasks now")
-                self.warned = False
-                self.started_s = time.monotonic()
-                self.settled = settled
-            return
-        if settled > self.settled:  # work is done: someone consumes
-            self.started_s, self.settled = time.monotonic(), settled
-            return
-        if time.monotonic() - self.started_s < NO_WORKER_WARN_S:
-            return
-        self.started_s = time.monotonic()  # look again one period later
-        if await state.live_workers(crawl.settings.worker_stale_s) > 0:
-            return
-        waiting = crawl._queued()
-        if waiting == 0:
-            return
-        s = crawl.settings
-        logger.warning(
-            "no Celery worker has taken a task of job %s for %.0fs: %d tasks wait in queue %r "
-            "on %s. Start workers: CRAWLQ_BROKER_URL=%s celery -A crawlq.celery worker -Q %s "
-            "(or re-run this command with --processes P to start one here)",
-            s.job,
-            NO_WORKER_WARN_S,
-            waiting,
-            s.celery_queue,
-            _broker_name(s),
-            _broker_name(s),
-            s.celery_queue,
-        )
-        self.warned = True
 
 
 def _stats(counts: Counts) -> FrontierStats:
@@ -456,30 +303,3 @@ def _stats(counts: Counts) -> FrontierStats:
         seen=counts.seen,
         over_budget=counts.over_budget,
     )
-
-
-def _broker_name(settings: Settings) -> str:
-    """The broker URL without its user and password."""
-    url = settings.broker_url or "?"
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else url
-
-
-def _detail(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-
-
-def _check_broker(settings: Settings) -> None:
-    """Connect to the broker once, so a wrong URL or login fails before anything is seeded.
-
-    Raises:
-        BrokerUnavailable: The broker cannot be reached or refused the login.
-    """
-    app = make_app(settings)
-    try:
-        with app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, interval_start=0, timeout=5)
-    except Exception as exc:  # kombu OperationalError, amqp AccessRefused, OSError...
-        raise BrokerUnavailable(_broker_name(settings), _detail(exc)) from exc
-    finally:
-        app.close()

@@ -30,8 +30,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from crawlq.celery.config import clamp_priority
-from crawlq.celery.runtime import Entry
 from crawlq.celery.state import CeleryState
+from crawlq.celery.wire import Entry
 from crawlq.engine.dead import DeadRow, ReplayReport
 from crawlq.engine.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.errors import BrokerUnavailable
@@ -109,7 +109,7 @@ async def celery_dead_rows(
     """
     chunk: list[DeadRecord] = []
     async for record in store.dead():
-        host = _host(record.url)
+        host = _url_host(record.url)
         at_ms = round(record.at * 1000)
         if host is not None and where.matches(host, record.reason, at_ms):
             chunk.append(record)
@@ -129,7 +129,7 @@ async def _not_pending(state: CeleryState, records: list[DeadRecord]) -> list[De
         DeadRow(
             url=r.url,
             fingerprint=r.fingerprint,
-            host=_host(r.url) or "",
+            host=_url_host(r.url) or "",
             reason=r.reason,
             attempts=r.attempts,
             at=r.at,
@@ -142,7 +142,7 @@ async def _not_pending(state: CeleryState, records: list[DeadRecord]) -> list[De
     ]
 
 
-def _host(url: str) -> str | None:
+def _url_host(url: str) -> str | None:
     try:
         return host_key(url)
     except ValueError:
@@ -224,8 +224,8 @@ def task_sender(settings: Settings) -> tuple[Send, Callable[[], None]]:
     Raises:
         ConfigError: No broker URL in ``settings``.
     """
-    from crawlq.celery.app import make_app  # imports celery: only when tasks are sent
     from crawlq.celery.crawl import celery_settings
+    from crawlq.celery.tasks import make_app  # imports celery: only when tasks are sent
 
     settings = celery_settings(settings)
     app = make_app(settings)

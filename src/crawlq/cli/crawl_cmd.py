@@ -31,6 +31,7 @@ from crawlq.cli.output import (
 )
 from crawlq.cli.running import Runner, run_or_exit
 from crawlq.engine import Crawl
+from crawlq.engine.plan import plan_crawl
 from crawlq.engine.service import MultiProcessCrawl
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
@@ -172,9 +173,8 @@ def _celery_runner(
         settings = dataclasses.replace(
             settings, broker_url=broker, explicit=settings.explicit | {"broker_url"}
         )
-    settings = celery_settings(settings)
-    crawl_run = Crawl(settings, seeds, spider_cls, sitemaps=sitemaps)
-    return CeleryCrawl(crawl_run.settings, crawl_run.start_requests, processes=processes)
+    plan = plan_crawl(celery_settings(settings), seeds, spider_cls, sitemaps=sitemaps)
+    return CeleryCrawl(plan.settings, plan.start_requests, processes=processes)
 
 
 def _native_runner(
@@ -194,12 +194,12 @@ def _native_runner(
         raise ConfigError("job", "a job name needs a shared --frontier (redis://…)")
     if settings.frontier is not None and processes is None:
         processes = os.cpu_count() or 1
-    crawl_run = Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)
+    plan = plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps)
     if processes is not None and processes > 1:
         args = ["--concurrency", str(settings.concurrency)]
         args += ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
         args += ["--log-format", settings.log_format]
         return MultiProcessCrawl(
-            crawl_run.settings, crawl_run.start_requests, processes, args, retry_dead=retry_dead
+            plan.settings, plan.start_requests, processes, args, retry_dead=retry_dead
         )
-    return crawl_run
+    return Crawl.from_plan(plan, retry_dead=retry_dead)

@@ -99,7 +99,7 @@ def worker(
             print_summary(report, sys.stdout, worker=True)
         return
     service = WorkerService(
-        settings, exit_when_done=exit_when_done, page_budget=page_budget, parent_pid=parent_pid
+        settings, exit_when_done=exit_when_done, max_pages=page_budget, parent_pid=parent_pid
     )
     try:
         with worker_metrics(settings):

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawlq.engine.job import bind_job, inbox_filter
-from crawlq.engine.step import Deps
+from crawlq.engine.deps import Deps
+from crawlq.engine.inbox import inbox_filter
+from crawlq.engine.job import bind_job
 from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
@@ -156,7 +157,7 @@ async def assembled_worker(
     scope: Scope,
     *,
     exit_when_done: bool = True,
-    page_budget: int | None = None,
+    max_pages: int | None = None,
 ) -> AsyncIterator[Worker]:
     """A `Worker` wired to ``backends`` with its own fetcher and robots.txt cache.
 
@@ -189,8 +190,8 @@ async def assembled_worker(
             backends.store,
             deps,
             exit_when_done=exit_when_done,
-            page_budget=page_budget,
-            flush_batch=s.flush_max_items,
+            max_pages=max_pages,
+            flush_max_items=s.flush_max_items,
             flush_interval_s=s.flush_interval_s,
         )
 

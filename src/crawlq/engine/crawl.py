@@ -5,131 +5,27 @@ This is what ``crawlq crawl`` calls, and the Python API for the same thing::
     import asyncio
     from crawlq.engine.crawl import Crawl
     from crawlq.settings import Settings
-from crawlq.store import StoreCounts
 
     report = asyncio.run(Crawl(Settings.build(cli={"delay_s": 0}), ["http://127.0.0.1:8000/"]).run())
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.job import default_job_name, new_private_seed_hosts, with_seed_hosts
-from crawlq.engine.worker import Worker, WorkerCounters
-from crawlq.errors import ConfigError, InvalidURL
-from crawlq.frontier import Frontier, FrontierStats
-from crawlq.scope import MAX_URL_LENGTH, Scope
+from crawlq.engine.plan import CrawlPlan, plan_crawl
+from crawlq.engine.progress import CrawlReport, Progress, WorkerHost
+from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
+from crawlq.scope import Scope
 from crawlq.settings import Settings
-from crawlq.spider import Spider, sitemap_rules_of
-from crawlq.store import StoreCounts
+from crawlq.spider import Spider
 
 __all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost", "warn_private_seed_hosts"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A snapshot for a live display.
-
-    Attributes:
-        frontier: Frontier counts now.
-        counters: This run's worker counters.
-        in_flight: Fetches running in this process.
-        elapsed_s: Seconds since the run started.
-    """
-
-    frontier: FrontierStats
-    counters: WorkerCounters
-    in_flight: int
-    elapsed_s: float
-
-    @property
-    def pages_per_s(self) -> float:
-        """Pages stored per second in this run."""
-        return self.counters.pages / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class CrawlReport:
-    """How a crawl run ended.
-
-    Attributes:
-        stopped_by: ``done`` (nothing left anywhere), ``max_pages`` or ``stopped`` (signal).
-        counters: What this run did.
-        store: Totals in the store, earlier runs included.
-        frontier: Frontier counts at the end.
-        elapsed_s: Wall seconds of this run.
-        seeded: Seed requests that were new to the frontier.
-        full_counters: False when ``counters`` hold only the pages stored (the work was
-            done by other processes: each worker reports its own links, retries and round
-            trips).
-        replayed: Dead letters of earlier runs put back in the queue first (``retry_dead``).
-    """
-
-    stopped_by: str
-    counters: WorkerCounters
-    store: StoreCounts
-    frontier: FrontierStats
-    elapsed_s: float
-    seeded: int
-    full_counters: bool = True
-    replayed: int = 0
-
-
-class WorkerHost:
-    """What the crawl and worker entry points share: the running worker, stop and progress.
-
-    Subclasses set ``worker`` and ``_frontier`` while their worker runs.
-    """
-
-    def __init__(self) -> None:
-        self.worker: Worker | None = None
-        self._frontier: Frontier | None = None
-        self._started = time.monotonic()
-
-    def stop(self, *, force: bool = False) -> None:
-        """Ask the running worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
-        if self.worker is not None:
-            self.worker.stop(force=force)
-
-    async def progress(self) -> Progress | None:
-        """A snapshot of the frontier and this process's worker, or None before it runs."""
-        if self.worker is None or self._frontier is None:
-            return None
-        return Progress(
-            frontier=await self._frontier.stats(),
-            counters=self.worker.counters,
-            in_flight=self.worker.in_flight,
-            elapsed_s=time.monotonic() - self._started,
-        )
-
-
-def warn_private_seed_hosts(job: Settings, hosts: Sequence[str]) -> None:
-    """Log one warning naming the seed hosts that the job's private-address guard refuses.
-
-    Args:
-        job: The job's settings in force.
-        hosts: From `crawlq.engine.job.new_private_seed_hosts`; nothing is logged when empty.
-    """
-    if hosts:
-        logger.warning(
-            "job %s: %s resolve%s to a private address but %s not among the job's seed hosts "
-            "(%s): %s URLs will be filtered as private_address. Seed hosts are fixed when a "
-            "job starts; start a new --job, or start the job with --allow-private",
-            job.job,
-            ", ".join(hosts),
-            "" if len(hosts) > 1 else "s",
-            "are" if len(hosts) > 1 else "is",
-            ", ".join(job.seed_hosts) or "none",
-            "their" if len(hosts) > 1 else "its",
-        )
 
 
 class Crawl(WorkerHost):
@@ -160,32 +56,21 @@ class Crawl(WorkerHost):
         retry_dead: bool = False,
         sitemaps: Sequence[str] = (),
     ) -> None:
-        super().__init__()
+        self._adopt(plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps), retry_dead)
+
+    @classmethod
+    def from_plan(cls, plan: CrawlPlan, *, retry_dead: bool = False) -> Crawl:
+        """The crawl of a plan made already (`crawlq.engine.plan.plan_crawl`)."""
+        crawl = cls.__new__(cls)
+        crawl._adopt(plan, retry_dead)
+        return crawl
+
+    def _adopt(self, plan: CrawlPlan, retry_dead: bool) -> None:
+        WorkerHost.__init__(self)
         self.retry_dead = retry_dead
-        self.spider = spider_cls()
-        if seeds or sitemaps:
-            self.spider.start_urls = list(seeds)
-            self.spider.sitemap_urls = list(sitemaps)
-        sitemap_rules_of(self.spider)  # a bad rule stops the crawl here, before anything opens
-        self.start_requests = list(self.spider.start_requests())
-        for request in self.start_requests:
-            if len(request.url) > MAX_URL_LENGTH:
-                raise InvalidURL(
-                    request.url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters"
-                )
-        if not self.start_requests:
-            raise ConfigError("seeds", "no seed URLs: give them (or --sitemap) on the command line")
-        domains = settings.allowed_domains or tuple(self.spider.allowed_domains)
-        if not domains:
-            domains = tuple(dict.fromkeys(r.host for r in self.start_requests))
-        job = settings.job
-        if settings.frontier is not None and not job:
-            job = default_job_name([r.url for r in self.start_requests])
-        store = settings.store
-        if "://" not in store:  # a job's workers may run elsewhere: no cwd-relative path
-            store = os.path.abspath(store)
-        settings = dataclasses.replace(settings, allowed_domains=domains, job=job, store=store)
-        self.settings = with_seed_hosts(settings, self.start_requests)
+        self.spider = plan.spider
+        self.start_requests = plan.start_requests
+        self.settings = plan.settings
 
     async def run(self, on_start: Callable[[], None] | None = None) -> CrawlReport:
         """Seed the frontier, then work until done, out of page budget, or stopped.
@@ -222,9 +107,7 @@ class Crawl(WorkerHost):
         budget = None
         if s.max_pages is not None:
             budget = max(0, s.max_pages - (await store.counts()).pages)
-        async with assembled_worker(
-            backends, self.spider, self.scope, page_budget=budget
-        ) as worker:
+        async with assembled_worker(backends, self.spider, self.scope, max_pages=budget) as worker:
             self.worker = worker
             self._frontier = frontier
             if on_start is not None:

@@ -19,7 +19,7 @@ from typing import Any
 from crawlq.export import iso_utc
 from crawlq.frontier import Frontier
 from crawlq.frontier.base import DeadFilter, DeadLetter
-from crawlq.scope import Scope
+from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import coerce_settings
 from crawlq.store import Store
 from crawlq.store.base import LOOKUP_MAX
@@ -100,7 +100,7 @@ def job_scope(stored: Mapping[str, Any] | None, source: str) -> Scope | None:
         return None
     values = coerce_settings({k: stored[k] for k in SCOPE_FIELDS if k in stored}, source)
     return Scope(
-        values.get("allowed_domains") or (),
+        crawl_domains(values.get("allowed_domains") or ()),  # the job's: stored when seeded
         values.get("include") or (),
         values.get("exclude") or (),
         values.get("max_depth"),

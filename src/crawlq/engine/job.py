@@ -20,31 +20,22 @@ there). A worker supplies the password itself, with ``--store`` or ``CRAWLQ_STOR
 equal to the job's once its password is removed is the job's store, not a conflict), or
 through the driver's own means (``PGPASSWORD``, ``~/.pgpass``).
 
-Seed hosts (``seed_hosts``, exempt from the private-address guard) are computed by each
-producer from its seeds (`with_seed_hosts`) and, like the other job settings, fixed by the
-first one: a later ``crawlq seed`` does not add its hosts to a running job (workers already
-hold the job's settings). `new_private_seed_hosts` finds the seeds that will therefore be
-refused, so that the producer can warn about them.
+Seed hosts (exempt from the private-address guard) are computed by each producer and fixed
+by the first: `crawlq.engine.seed_hosts`. A job's default name: `crawlq.engine.plan`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import hashlib
-import re
-import socket
-from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from crawlq.addresses import AddressGuard, bare_host, is_ip_literal
+from crawlq.engine.inbox import inbox_filter
+from crawlq.engine.plan import default_job_name
+from crawlq.engine.seed_hosts import new_private_seed_hosts, with_seed_hosts
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
-from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
 from crawlq.secrecy import without_password
-from crawlq.settings import Settings, check_job_name, coerce_settings
-from crawlq.urls import host_key
+from crawlq.settings import Settings, coerce_settings
 
 __all__ = [
     "JOB_FIELDS",
@@ -55,11 +46,6 @@ __all__ = [
     "new_private_seed_hosts",
     "with_seed_hosts",
 ]
-
-_LOOKUP_TIMEOUT_S = 5.0
-"""Seconds `new_private_seed_hosts` spends at most on DNS lookups, all hosts together."""
-_LOOKUP_MAX_HOSTS = 50
-"""Most new seed hosts `new_private_seed_hosts` looks up (it only decides a warning)."""
 
 JOB_FIELDS = (
     "delay_s",
@@ -229,107 +215,3 @@ def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:
     if name == "store" and isinstance(stored[name], str):
         return without_password(stored[name]) == without_password(proposed[name])
     return bool(stored[name] == proposed[name])
-
-
-def with_seed_hosts(settings: Settings, requests: Iterable[CrawlRequest]) -> Settings:
-    """``settings`` with the hosts of ``requests`` added to ``seed_hosts`` (bare, in order).
-
-    The value is computed, not given: it is not added to ``settings.explicit``, so a job
-    that already exists keeps its own seed hosts instead of refusing the producer.
-    """
-    hosts = dict.fromkeys(bare_host(h) for h in settings.seed_hosts)
-    hosts.update(dict.fromkeys(bare_host(r.host) for r in requests))
-    return dataclasses.replace(settings, seed_hosts=tuple(h for h in hosts if h))
-
-
-async def new_private_seed_hosts(proposed: Settings, job: Settings) -> list[str]:
-    """Seed hosts of a producer that the job's guard refuses: the job does not exempt them.
-
-    A host counts when it is not among the job's ``seed_hosts`` (and the job does not
-    ``allow_private``) and it is an IP literal in a refused range, or a name that resolves
-    (now, through the system resolver) to a refused address. Lookups that fail or take
-    longer than `_LOOKUP_TIMEOUT_S` seconds count as not private: this only decides a warning.
-
-    Args:
-        proposed: The producer's settings (`with_seed_hosts` applied).
-        job: The settings in force after `bind_job`.
-
-    Returns:
-        The hosts, in the order of ``proposed.seed_hosts``.
-    """
-    guard = AddressGuard.of(allow_private=job.allow_private, hosts=job.seed_hosts)
-    new = [h for h in proposed.seed_hosts if not guard.exempt(h)]
-    if not new:
-        return []
-    private = [h for h in new if is_ip_literal(h) and guard.check_literal(h) is not None]
-    names = [h for h in new if not is_ip_literal(h)][:_LOOKUP_MAX_HOSTS]
-    if names:
-        loop = asyncio.get_running_loop()
-        lookups = [loop.getaddrinfo(h, None, type=socket.SOCK_STREAM) for h in names]
-        try:
-            answers = await asyncio.wait_for(
-                asyncio.gather(*lookups, return_exceptions=True), _LOOKUP_TIMEOUT_S
-            )
-        except TimeoutError:
-            answers = []
-        for host, answer in zip(names, answers, strict=False):
-            if isinstance(answer, BaseException):
-                continue
-            if any(guard.check(host, str(info[4][0])) is not None for info in answer):
-                private.append(host)
-    return [h for h in new if h in private]
-
-
-def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], CrawlRequest | str]:
-    """The check a shared frontier applies to each inbox request before queuing it.
-
-    An inbox entry is untrusted input: it may not be a redirect ``revisit`` (whose record
-    would replace a stored page's), its method must be one of the job's
-    ``inbox_methods`` (GET and HEAD by default), and unless the job sets
-    ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
-    max depth, traps), as a discovered link must. Its URL gets the job's URL rules
-    (``strip_url_params``) either way, as links and seeds do.
-
-    Returns:
-        A function of a request: the request to queue (rewritten by the URL rules), else the
-        reason it is rejected (``method_not_allowed: POST``, ``out_of_scope: offsite``,
-        ``revisit_not_allowed``...).
-    """
-    methods = frozenset(settings.inbox_methods)
-    bypass = settings.inbox_bypass_scope
-
-    def check(request: CrawlRequest) -> CrawlRequest | str:
-        if request.revisit:
-            return "revisit_not_allowed: only the engine queues redirect revisits"
-        if request.method not in methods:
-            allowed = ", ".join(sorted(methods)) or "none"
-            return f"method_not_allowed: {request.method} (the job allows {allowed})"
-        request, reason = scope.admit(request)
-        if reason is not None and not bypass:
-            return f"out_of_scope: {reason}"
-        return request
-
-    return check
-
-
-def default_job_name(seeds: Sequence[str]) -> str:
-    """A job name derived from the seeds: the first seed's host and a hash of all of them.
-
-    ``http://127.0.0.1:8000/index.html`` -> ``127.0.0.1-8000-<8 hex digits>``. The same
-    seeds always give the same name, so re-running a crawl command resumes its job. The name
-    always satisfies `crawlq.settings.JOB_NAME_RULE`: other characters of the host become
-    ``-`` and it is cut to its first `_HOST_PART_MAX` characters.
-
-    Raises:
-        ConfigError: There are no seeds.
-    """
-    if not seeds:
-        raise ConfigError("job", "no seeds to derive a job name from: give --job NAME")
-    host = re.sub(r"[^A-Za-z0-9.-]+", "-", host_key(seeds[0])).strip("-")
-    host = host[:_HOST_PART_MAX].rstrip("-").lstrip(".-") or "job"
-    digest = hashlib.sha1("\n".join(sorted(seeds)).encode(), usedforsecurity=False).hexdigest()
-    return check_job_name(f"{host}-{digest[:8]}")
-
-
-_HOST_PART_MAX = 191
-"""Most characters of the host in a derived job name: with ``-`` and 8 hex digits, 200."""

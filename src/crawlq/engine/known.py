@@ -23,10 +23,9 @@ class KnownFingerprints:
     old one is dropped, so memory stays bounded (about 100 bytes per entry) while recently
     seen fingerprints (the ones that repeat) stay known.
 
-    The default holds the last 65,536-131,072 fingerprints: with a quarter of that, most
-    links of a 100,000-page synthetic crawl (80 random links a page) went back to the
-    frontier, and it ran at 625 pages/s against 857 with this size (bench/RESULTS.md,
-    runs a few commits apart). The memory (~13 MiB) is reached once and stays flat.
+    The default holds the last 65,536-131,072 fingerprints, enough for the navigation links
+    that repeat across the pages of a large crawl (bench/RESULTS.md has the measurements);
+    the memory (~13 MiB) is reached once and stays flat.
 
     Args:
         capacity: Fingerprints per generation, at least 1.

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 
 from crawlq.decode import decode_body
 from crawlq.engine.pagework import PageWork
-from crawlq.engine.step import parse_response
+from crawlq.engine.parse import parse_response
+from crawlq.engine.plan import reparse_scope
 from crawlq.errors import InvalidURL, StoreError
 from crawlq.links import LinkRules
 from crawlq.records import PageRecord, spider_error_type
 from crawlq.request import CrawlRequest, FetchResult
-from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import ParseUpdate, Store
@@ -121,8 +121,7 @@ class Reparse:
         self.settings = settings
         self.errors_only = errors_only
         self.all_spiders = all_spiders
-        domains = settings.allowed_domains or tuple(spider.allowed_domains)
-        self.scope = Scope(domains, settings.include, settings.exclude, settings.max_depth)
+        self.scope = reparse_scope(settings, spider)
         self.link_rules = LinkRules.from_settings(settings)
         self.report = ReparseReport()
         self._stopping = False

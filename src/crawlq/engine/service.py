@@ -1,46 +1,35 @@
 """Producer and consumer entry points for a (usually shared) frontier: seed it, work it.
 
-``crawlq seed`` calls `seed`; ``crawlq worker`` runs a `WorkerService`. Both open their
-backends through `crawlq.engine.backends.open_backends`, so a shared job's settings are bound
-the same way everywhere.
+``crawlq seed`` calls `seed` (`crawlq.engine.seeding`); ``crawlq worker`` runs a
+`WorkerService`, and ``--processes P`` a `MultiProcessWorker` (``crawlq crawl --processes
+P``: a `MultiProcessCrawl`; `crawlq.engine.multiprocess`). All open their backends through
+`crawlq.engine.backends.open_backends`, so a shared job's settings are bound the same way
+everywhere.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Callable
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.crawl import CrawlReport, Progress, WorkerHost, warn_private_seed_hosts
-from crawlq.engine.job import new_private_seed_hosts, with_seed_hosts
-from crawlq.engine.processes import WorkerProcesses
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.multiprocess import MultiProcessCrawl, MultiProcessWorker, counted_since
+from crawlq.engine.outage import outage_wait_s
+from crawlq.engine.plan import spider_scope
+from crawlq.engine.progress import CrawlReport, WorkerHost
+from crawlq.engine.seeding import SeedResult, seed
 from crawlq.errors import (
     ConfigError,
     CrawlqError,
-    FrontierError,
     FrontierUnavailable,
-    QueueFullTimeout,
-    SeedInterrupted,
-    StoreUnavailable,
 )
-from crawlq.frontier import Frontier
-from crawlq.request import CrawlRequest
-from crawlq.retry import backoff_s
-from crawlq.scope import Scope
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
-from crawlq.store import Store, StoreCounts
-from crawlq.urls import UrlRules
 
 __all__ = [
     "PARENT_CHECK_S",
@@ -54,115 +43,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-
-OUTAGE_TRIES = 8
-"""Tries (with backoff, about a minute in all) of a read of the final counts in a backend
-outage: the workers ride out an outage, so the command that waited for them should too."""
-
-SEED_CHUNK = 500
-PUSH_RETRY_S = 0.5
-"""How often a producer offers its waiting requests again while the frontier is full."""
-"""Seed requests pushed per call: what `seed` can count as queued when the frontier fails
-part way (the Redis frontier pushes at most this many in one script)."""
 
 PARENT_CHECK_S = 0.5
 """Seconds between two checks, in a worker started by another crawlq process, that its parent
 is still alive."""
-
-
-@dataclass(frozen=True, slots=True)
-class SeedResult:
-    """What `seed` did.
-
-    Attributes:
-        given: Requests given.
-        queued: Requests that were new to the job and are now queued.
-        settings: The job's settings in force.
-        private_hosts: Hosts of these seeds that the job's private-address guard will refuse
-            (the job existed with other seed hosts and without ``allow_private``).
-        replayed: Dead letters put back in the queue first (``retry_dead``).
-    """
-
-    given: int
-    queued: int
-    settings: Settings
-    private_hosts: tuple[str, ...] = ()
-    replayed: int = 0
-
-
-async def seed(
-    settings: Settings, requests: Sequence[CrawlRequest], *, retry_dead: bool = False
-) -> SeedResult:
-    """Push seed requests into the job's frontier (deduplicated), storing the job's settings.
-
-    When the settings name no allowed domains, the seeds' hosts are stored as the job's
-    scope, the same rule as ``crawlq crawl``. The seeds' hosts become the job's seed hosts
-    (exempt from the private-address guard) when this call creates the job; on an existing
-    job, seeds on other hosts that resolve to private addresses are logged as a warning and
-    returned in `SeedResult.private_hosts`. With ``retry_dead`` the job's dead letters are
-    requeued first.
-
-    Raises:
-        ConfigError: Settings conflict with the job's, or no job name on a shared frontier.
-        FrontierUnavailable: The frontier cannot be reached.
-        SeedInterrupted: The frontier failed (Redis at its maxmemory: `FrontierFull`, or an
-            outage) after the job was opened; it says how many requests were queued before
-            (``queued``). Re-running the same seed resumes: queued ones are skipped.
-    """
-    if not settings.allowed_domains and requests:
-        hosts = tuple(dict.fromkeys(r.host for r in requests))
-        settings = dataclasses.replace(settings, allowed_domains=hosts)
-    if "://" not in settings.store:  # a job's workers may run elsewhere: no cwd-relative path
-        settings = dataclasses.replace(settings, store=os.path.abspath(settings.store))
-    settings = with_seed_hosts(settings, requests)
-    async with open_backends(settings, create=True, runs_spider=False) as backends:
-        private = await new_private_seed_hosts(settings, backends.settings)
-        warn_private_seed_hosts(backends.settings, private)
-        replayed = await backends.frontier.replay_dead() if retry_dead else 0
-        rules = UrlRules(backends.settings.strip_url_params)  # the job's, as for its links
-        requests = [r.rewritten(rules) for r in requests]
-        queued = 0
-        try:
-            for start in range(0, len(requests), SEED_CHUNK):
-                chunk = list(requests[start : start + SEED_CHUNK])
-                waited_since: float | None = None
-                while True:
-                    offer = await backends.frontier.offer(chunk)
-                    queued += offer.queued
-                    if not offer.refused:
-                        break
-                    waited_since = _room_wait(waited_since, backends.settings, queued)
-                    await asyncio.sleep(PUSH_RETRY_S)
-                if waited_since is not None:
-                    logger.warning("frontier has room again: seeding goes on")
-        except FrontierError as exc:
-            raise SeedInterrupted(queued, len(requests), exc) from exc
-        return SeedResult(len(requests), queued, backends.settings, tuple(private), replayed)
-
-
-def _room_wait(waited_since: float | None, settings: Settings, queued: int) -> float:
-    """Note a wait for room in a full frontier (`QueueBounds` ``block``); say so once.
-
-    Returns when the wait began (monotonic seconds).
-
-    Raises:
-        QueueFullTimeout: The frontier has stayed full for ``max_push_wait_s``.
-    """
-    now = time.monotonic()
-    if waited_since is None:
-        logger.warning(
-            "frontier full (max_queued %s, per host %s): waiting for workers to make room;"
-            " %d queued so far",
-            settings.max_queued,
-            settings.max_queued_per_host,
-            queued,
-        )
-        waited_since = now
-    limit = settings.max_push_wait_s
-    if limit is not None and now - waited_since >= limit:
-        raise QueueFullTimeout(limit, settings.max_queued)
-    return waited_since
 
 
 class WorkerService(WorkerHost):
@@ -171,8 +55,9 @@ class WorkerService(WorkerHost):
     Args:
         settings: This process's settings (the job's are bound when it starts).
         exit_when_done: Return once nothing is queued, delayed or in flight anywhere.
-        page_budget: Pages this process stores at most (its share of a ``--max-pages``
-            split between several processes), or None.
+        max_pages: Pages this process stores at most in this run (its share of a
+            ``--max-pages`` split between several processes), or None; the ``max_pages``
+            setting (a total over the store) applies as well.
         parent_pid: The process that started this one (``crawlq crawl`` or ``crawlq worker
             --processes P``), or None. Once it is gone (even killed with SIGKILL, which it
             cannot forward), this worker stops gracefully, as on SIGTERM: checked every
@@ -184,13 +69,13 @@ class WorkerService(WorkerHost):
         settings: Settings,
         *,
         exit_when_done: bool = False,
-        page_budget: int | None = None,
+        max_pages: int | None = None,
         parent_pid: int | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
         self.exit_when_done = exit_when_done
-        self.page_budget = page_budget
+        self.max_pages = max_pages
         self.parent_pid = parent_pid
         self._stop_asked: bool | None = None  # a stop before the worker exists: its force
         self._stop_event: asyncio.Event | None = None  # set by stop(): ends a wait at start
@@ -257,7 +142,7 @@ class WorkerService(WorkerHost):
                 if opened:
                     raise
                 failures += 1
-                delay = backoff_s(failures, 0.5, 30.0)
+                delay = outage_wait_s(failures)
                 logger.warning(
                     "frontier %s unavailable at start (%s); attempt %d, retrying in %.1fs",
                     redact(self.settings.frontier or ""),
@@ -275,20 +160,19 @@ class WorkerService(WorkerHost):
         s = self.settings = backends.settings
         spider_cls = load_spider(s.spider)
         spider = spider_cls()
-        domains = s.allowed_domains or tuple(spider.allowed_domains)
-        if not domains:
+        scope = spider_scope(s, spider)
+        if not scope.allowed_domains:  # crawlq.scope.crawl_domains: a worker refuses
             raise ConfigError(
                 "allowed_domains",
                 f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "
                 "give --allow-domain",
             )
-        scope = Scope.from_settings(s, domains)
-        budget = self.page_budget
+        budget = self.max_pages
         if s.max_pages is not None:
             left = max(0, s.max_pages - (await backends.store.counts()).pages)
             budget = left if budget is None else min(budget, left)
         async with assembled_worker(
-            backends, spider, scope, exit_when_done=self.exit_when_done, page_budget=budget
+            backends, spider, scope, exit_when_done=self.exit_when_done, max_pages=budget
         ) as worker:
             self.worker = worker
             self._frontier = backends.frontier
@@ -308,249 +192,3 @@ class WorkerService(WorkerHost):
             elapsed_s=time.monotonic() - self._started,
             seeded=0,
         )
-
-
-class MultiProcessCrawl:
-    """``crawlq crawl --processes P`` on a shared frontier: seed here, work in P children.
-
-    Each child is a ``crawlq worker --exit-when-done`` of the same job; this process only
-    seeds, shows progress from the frontier and the store, and stops the children on a
-    signal.
-
-    Args:
-        settings: The crawl's settings (``frontier`` and ``job`` set).
-        requests: Seed requests.
-        processes: Worker processes to start (>= 1).
-        worker_args: Extra ``crawlq worker`` arguments (concurrency, verbosity).
-        retry_dead: Requeue the job's dead letters before seeding.
-    """
-
-    def __init__(
-        self,
-        settings: Settings,
-        requests: Sequence[CrawlRequest],
-        processes: int,
-        worker_args: Sequence[str] = (),
-        *,
-        retry_dead: bool = False,
-    ) -> None:
-        if settings.frontier is None or settings.job is None:
-            raise ConfigError("processes", "several worker processes need a shared --frontier")
-        self.settings = settings
-        self.requests = list(requests)
-        self.retry_dead = retry_dead
-        self.pool = WorkerProcesses(
-            ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],
-            processes,
-            {"CRAWLQ_FRONTIER": settings.frontier},  # not argv: it may hold a password
-        )
-        self._frontier: Frontier | None = None
-        self._store: Store | None = None
-        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
-        self._stopped = False
-        self._started = time.monotonic()
-
-    def stop(self, *, force: bool = False) -> None:
-        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
-        self._stopped = True
-        self.pool.stop(force=force)
-
-    async def progress(self) -> Progress | None:
-        """Frontier counts and pages stored since the start, for all children together."""
-        if self._frontier is None or self._store is None:
-            return None
-        return Progress(
-            frontier=await self._frontier.stats(),
-            counters=counted_since(self._before, await self._store.counts(), self._started),
-            in_flight=0,
-            elapsed_s=time.monotonic() - self._started,
-        )
-
-    async def run(self) -> CrawlReport:
-        """Seed, start the children, wait for all of them, report.
-
-        Raises:
-            CrawlqError: A child exited with an error (its own message is on stderr).
-        """
-        self._started = time.monotonic()
-        seeded = await seed(self.settings, self.requests, retry_dead=self.retry_dead)
-        async with open_backends(seeded.settings, runs_spider=False) as backends:
-            self._frontier, self._store = backends.frontier, backends.store
-            self._before = await backends.store.counts()
-            limit, store_ = self.settings.max_pages, backends.store
-            budget_spent = False
-
-            async def spent() -> bool:  # --max-pages: the children share one store total
-                nonlocal budget_spent
-                budget_spent = limit is not None and (await store_.counts()).pages >= limit
-                return budget_spent
-
-            if limit is not None:
-                # Each child gets its share of the budget (the parent also stops them all
-                # once the store holds `limit` pages, whoever stored them).
-                share = -(-max(0, limit - self._before.pages) // self.pool.count)
-                self.pool.args += ["--page-budget", str(share)]
-            # The job keeps no store password: the children get this process's store URL
-            # (equal to the job's but for the password) through their environment.
-            self.pool.env["CRAWLQ_STORE"] = backends.settings.store
-            # Code and local paths come from this command's own options, never the job's.
-            given = self.settings
-            if given.spider is not None and "spider" in given.explicit:
-                self.pool.env["CRAWLQ_SPIDER"] = given.spider
-            if given.warc_dir is not None and "warc_dir" in given.explicit:
-                self.pool.env["CRAWLQ_WARC_DIR"] = given.warc_dir
-            if given.trust_job_code:
-                self.pool.env["CRAWLQ_TRUST_JOB_CODE"] = "1"
-            self.pool.start()
-            try:
-                codes = await self.pool.wait(spent if limit is not None else None)
-            finally:
-                self._frontier = self._store = None
-            store = await _riding_out(backends.store.counts)
-            frontier = await _riding_out(backends.frontier.stats)
-            budget_left_work = limit is not None and frontier.pending > 0  # shares spent
-            failed = [c for c in codes if c not in (0, 1, -15)]
-            # A child killed mid-crawl loses nothing: its leases expire and the others
-            # finish them. The job is done when nothing is left, whatever the exit codes.
-            finished = all(c == 0 for c in codes) or (bool(failed) and frontier.pending == 0)
-            if budget_spent or (limit is not None and store.pages >= limit):
-                stopped_by = "max_pages"
-            elif finished and not self._stopped:
-                stopped_by = "max_pages" if budget_left_work else "done"
-            else:
-                stopped_by = "stopped"
-            report = CrawlReport(
-                stopped_by=stopped_by,
-                counters=counted_since(self._before, store),
-                store=store,
-                frontier=frontier,
-                elapsed_s=time.monotonic() - self._started,
-                seeded=seeded.queued,
-                full_counters=False,
-                replayed=seeded.replayed,
-            )
-        if failed and stopped_by == "stopped":
-            raise CrawlqError(
-                f"worker processes exited with {codes} before the job was done; re-run the "
-                "same command to resume"
-            )
-        if failed:
-            logger.warning("worker processes exited with %s; the others finished the job", codes)
-        return report
-
-
-class MultiProcessWorker:
-    """``crawlq worker --processes P``: P worker processes of one job, shown and reported as one.
-
-    Each child is a ``crawlq worker --processes 1`` of the job, started with this process's
-    pid (so it prints no progress or summary of its own and leaves stopping to this
-    process); this process shows one live progress display from the frontier and the store,
-    forwards a stop to every child, and reports the job once.
-
-    Args:
-        settings: This process's settings (``frontier`` and ``job`` set).
-        processes: Worker processes to start (>= 1).
-        worker_args: The children's ``crawlq worker`` arguments (no secrets: the frontier
-            and store URLs go in ``env``).
-        env: Variables for the children's environment (``CRAWLQ_FRONTIER``, ``CRAWLQ_STORE``).
-        exit_when_done: The children exit when the whole job is drained.
-    """
-
-    def __init__(
-        self,
-        settings: Settings,
-        processes: int,
-        worker_args: Sequence[str],
-        env: dict[str, str],
-        *,
-        exit_when_done: bool = False,
-    ) -> None:
-        self.settings = settings
-        self.exit_when_done = exit_when_done
-        self.pool = WorkerProcesses([*worker_args, "--processes", "1"], processes, env)
-        self._frontier: Frontier | None = None
-        self._store: Store | None = None
-        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
-        self._stopped = False
-        self._started = time.monotonic()
-
-    def stop(self, *, force: bool = False) -> None:
-        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
-        self._stopped = True
-        self.pool.stop(force=force)
-
-    async def progress(self) -> Progress | None:
-        """Frontier counts and what the store gained since the start, for all children."""
-        if self._frontier is None or self._store is None:
-            return None
-        return Progress(
-            frontier=await self._frontier.stats(),
-            counters=counted_since(self._before, await self._store.counts(), self._started),
-            in_flight=0,
-            elapsed_s=time.monotonic() - self._started,
-        )
-
-    async def run(self) -> CrawlReport:
-        """Bind the job, start the children, wait for all of them, report.
-
-        Raises:
-            ConfigError: As `WorkerService.run` (the job was never seeded, settings that
-                conflict with the job's): checked here once, before any child starts.
-            CrawlqError: A child exited with an error before it was asked to stop (its own
-                message is on stderr).
-        """
-        self._started = time.monotonic()
-        async with open_backends(self.settings, runs_spider=False) as backends:
-            self._frontier, self._store = backends.frontier, backends.store
-            self._before = await backends.store.counts()
-            self.pool.start()
-            try:
-                codes = await self.pool.wait()
-            finally:
-                self._frontier = self._store = None
-            store = await _riding_out(backends.store.counts)
-            frontier = await _riding_out(backends.frontier.stats)
-        failed = [c for c in codes if c not in (0, -15)]
-        if failed and not self._stopped:
-            raise CrawlqError(f"worker processes exited with {codes}")
-        done = self.exit_when_done and not self._stopped and frontier.pending == 0
-        return CrawlReport(
-            stopped_by="done" if done else "stopped",
-            counters=counted_since(self._before, store),
-            store=store,
-            frontier=frontier,
-            elapsed_s=time.monotonic() - self._started,
-            seeded=0,
-            full_counters=False,
-        )
-
-
-def counted_since(
-    before: StoreCounts, now: StoreCounts, started_s: float | None = None
-) -> WorkerCounters:
-    """The counters of a run whose work other processes did: what the store gained.
-
-    Pages stored, and pages with spider errors by kind, since ``before`` (kinds whose count
-    fell, as after a ``crawlq reparse``, count 0).
-    """
-    counters = WorkerCounters(
-        pages=now.pages - before.pages,
-        spider_errors=Counter(now.spider_errors_by_type) - Counter(before.spider_errors_by_type),
-    )
-    if started_s is not None:
-        counters.started_s = started_s
-    return counters
-
-
-async def _riding_out(read: Callable[[], Awaitable[_T]]) -> _T:
-    """``read()``, retried with backoff through a frontier or store outage (`OUTAGE_TRIES`)."""
-    for failures in range(1, OUTAGE_TRIES + 1):
-        try:
-            return await read()
-        except (FrontierUnavailable, StoreUnavailable) as exc:
-            if failures == OUTAGE_TRIES:
-                raise
-            delay = backoff_s(failures, 0.5, 15.0)
-            logger.warning("backend unavailable (%s); retrying in %.1fs", exc, delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")

@@ -6,18 +6,16 @@ Tasks (JSON arguments only):
   (default: the ``job`` setting, else ``"celery"``). ``scrape.delay(url)``;
   ``scrape.apply_async(args=[url], priority=9)`` runs before priority 0 on every broker.
 * ``crawlq.scrape_many(job, entries)``: several URLs (what the engine sends for discovered
-  links, retries and politeness re-schedules; see `crawlq.celery.runtime.Entry`).
+  links, retries and politeness re-schedules; see `crawlq.celery.wire.Entry`).
 
-Both run `crawlq.celery.runtime.JobRuntime.run`; results go to the job's store, never to a
-Celery result backend.
+Both run `crawlq.celery.runtime.JobRuntime.run` through `crawlq.celery.delivery.deliver` (which
+sends a task again when a backend is down); results go to the job's store, never to a Celery
+result backend. A worker's metrics: `crawlq.celery.worker_metrics`.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,17 +29,13 @@ from crawlq.celery.config import (
     patch_kombu_redis_restore,
     task_queue,
 )
-from crawlq.celery.runtime import MAX_ENTRY_CHARS, Entry, Runtimes, parse_entries
-from crawlq.errors import (
-    ConfigError,
-    FrontierFull,
-    FrontierUnavailable,
-    JobGone,
-    StoreUnavailable,
-)
+from crawlq.celery.delivery import deliver
+from crawlq.celery.runtime import Runtimes
+from crawlq.celery.wire import MAX_ENTRY_CHARS, Entry, parse_entries
+from crawlq.celery.worker_metrics import serve_worker_metrics
+from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
-from crawlq.retry import backoff_s
-from crawlq.settings import Settings, check_job_name
+from crawlq.settings import Settings
 
 __all__ = ["SCRAPE", "SCRAPE_MANY", "CrawlqTask", "CrawlqTasks", "install", "make_app"]
 
@@ -52,17 +46,6 @@ SCRAPE = "crawlq.scrape"
 
 SCRAPE_MANY = "crawlq.scrape_many"
 """Name of the several-URLs task."""
-
-OUTAGE_DELAY_S = 2.0
-"""Seconds (jittered) before a task that met a Redis or store outage, or a configuration error
-in its worker, is sent again."""
-
-OUTAGE_GIVE_UP_S = 600.0
-"""Seconds a task whose Redis (or store) and broker are both down keeps trying before it
-fails (its message then comes back after the broker's visibility timeout)."""
-
-DEFAULT_JOB = "celery"
-"""Job of ``scrape`` calls that name none, when the ``job`` setting is not set either."""
 
 
 class CrawlqTask(Task):  # type: ignore[misc]  # celery ships no type information
@@ -150,58 +133,15 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
         "serializer": "json",
     }
 
+    def send(job: str, group: Sequence[Entry], priority: int, countdown_s: float) -> None:
+        scrape_many.apply_async(
+            args=[job, [e.to_wire() for e in group]],
+            priority=priority,
+            countdown=countdown_s if countdown_s > 0 else None,
+        )
+
     def run(job: object, entries: list[Entry]) -> None:
-        job = job or settings.job or DEFAULT_JOB
-        try:
-            job = check_job_name(job) if isinstance(job, str) else check_job_name(repr(job))
-        except ConfigError as exc:  # not the worker's configuration: sending it again is futile
-            logger.error("dropped a task of %d URLs: %s", len(entries), exc)
-            return
-
-        def publish(group: Sequence[Entry], priority: int, countdown_s: float) -> None:
-            scrape_many.apply_async(
-                args=[job, [e.to_wire() for e in group]],
-                priority=priority,
-                countdown=countdown_s if countdown_s > 0 else None,
-            )
-
-        if not entries:
-            return
-        give_up = time.monotonic() + OUTAGE_GIVE_UP_S
-        for tries in itertools.count(1):
-            try:
-                runtimes.run(job, entries, publish)
-                return
-            except JobGone as exc:
-                # the job these URLs belong to is lost: running them would rebuild a fragment
-                logger.error("job %s: %s; dropping this task's %d URLs", job, exc, len(entries))
-                return
-            except (FrontierUnavailable, FrontierFull, StoreUnavailable, ConfigError) as exc:
-                # not the URLs' fault: nothing was settled, so send them again (no attempt
-                # counted)
-                delay = backoff_s(2, OUTAGE_DELAY_S, 60.0)
-                logger.warning(
-                    "job %s: %s; sending the task's %d URLs again in %.1fs",
-                    job,
-                    exc,
-                    len(entries),
-                    delay,
-                )
-                band = max(clamp_priority(e.request.priority) for e in entries)
-                try:
-                    publish(entries, band, delay)
-                    return
-                except Exception as failed:  # the broker is down too (often the same Redis)
-                    if time.monotonic() > give_up:
-                        raise
-                    wait = backoff_s(tries, 0.5, OUTAGE_DELAY_S * 5)
-                    logger.warning(
-                        "job %s: cannot send them either (%s); running them again in %.1fs",
-                        job,
-                        failed,
-                        wait,
-                    )
-                    time.sleep(wait)
+        deliver(runtimes, settings.job, job, entries, send)
 
     @app.task(name=SCRAPE, **options)  # type: ignore[untyped-decorator]
     def scrape(
@@ -234,39 +174,8 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
     signals.worker_process_shutdown.connect(shutdown, weak=False)
     signals.worker_shutdown.connect(shutdown, weak=False)
     if settings.metrics_port is not None:
-        _serve_metrics(settings)
+        serve_worker_metrics(settings)
     return CrawlqTasks(scrape, scrape_many, runtimes, settings)
-
-
-def _serve_metrics(settings: Settings) -> None:
-    """Serve the worker metrics of a Celery worker and its pool on ``settings.metrics_port``.
-
-    When the worker starts (``worker_init``, in its main process, before the pool forks),
-    the main process serves the summed metrics of itself and its pool processes
-    (`crawlq.engine.metrics.MultiprocessExporter`, which records here too: the forked pool
-    processes inherit that and write files of their own); a pool process that exits has
-    its live gauges dropped.
-    """
-    exporters: list[Any] = []
-
-    def start(**_: Any) -> None:
-        from crawlq.engine.metrics import MultiprocessExporter
-
-        port, host = settings.metrics_port, settings.metrics_host
-        assert port is not None
-        exporters.append(MultiprocessExporter(port, host, adopt=True))
-
-    def process_gone(**_: Any) -> None:
-        for exporter in exporters:
-            exporter.process_dead(os.getpid())
-
-    def stop(**_: Any) -> None:
-        while exporters:
-            exporters.pop().close()
-
-    signals.worker_init.connect(start, weak=False)
-    signals.worker_process_shutdown.connect(process_gone, weak=False)
-    signals.worker_shutdown.connect(stop, weak=False)
 
 
 def make_app(settings: Settings | None = None, *, main: str = "crawlq") -> Celery:

@@ -1,0 +1,47 @@
+"""The check a shared frontier applies to each request of a job's inbox (`inbox_filter`).
+
+An inbox entry (``LPUSH`` on the job's inbox key by any producer) is untrusted input: the
+frontier queues it only as the job's rules allow, with the job's URL rules applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from crawlq.request import CrawlRequest
+from crawlq.scope import Scope
+from crawlq.settings import Settings
+
+__all__ = ["inbox_filter"]
+
+
+def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], CrawlRequest | str]:
+    """The check a shared frontier applies to each inbox request before queuing it.
+
+    An inbox entry is untrusted input: it may not be a redirect ``revisit`` (whose record
+    would replace a stored page's), its method must be one of the job's
+    ``inbox_methods`` (GET and HEAD by default), and unless the job sets
+    ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
+    max depth, traps), as a discovered link must. Its URL gets the job's URL rules
+    (``strip_url_params``) either way, as links and seeds do.
+
+    Returns:
+        A function of a request: the request to queue (rewritten by the URL rules), else the
+        reason it is rejected (``method_not_allowed: POST``, ``out_of_scope: offsite``,
+        ``revisit_not_allowed``...).
+    """
+    methods = frozenset(settings.inbox_methods)
+    bypass = settings.inbox_bypass_scope
+
+    def check(request: CrawlRequest) -> CrawlRequest | str:
+        if request.revisit:
+            return "revisit_not_allowed: only the engine queues redirect revisits"
+        if request.method not in methods:
+            allowed = ", ".join(sorted(methods)) or "none"
+            return f"method_not_allowed: {request.method} (the job allows {allowed})"
+        request, reason = scope.admit(request)
+        if reason is not None and not bypass:
+            return f"out_of_scope: {reason}"
+        return request
+
+    return check

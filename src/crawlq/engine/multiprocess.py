@@ -1,0 +1,258 @@
+"""Several worker processes of one job on this machine, shown and reported as one.
+
+``crawlq crawl --processes P`` on a shared frontier seeds here and works in P children
+(`MultiProcessCrawl`); ``crawlq worker --processes P`` starts P workers of a job
+(`MultiProcessWorker`). Each child is a ``crawlq worker --processes 1`` of the job
+(`crawlq.engine.processes.WorkerProcesses`); this process shows progress from the frontier
+and the store, forwards a stop to every child, and reports the job once, with the counters
+the store gained (`counted_since`: each child counts its own links, retries and round trips).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from crawlq.engine.backends import open_backends
+from crawlq.engine.outage import read_through_outage
+from crawlq.engine.processes import WorkerProcesses
+from crawlq.engine.progress import CrawlReport, Progress
+from crawlq.engine.seeding import seed
+from crawlq.engine.worker import WorkerCounters
+from crawlq.errors import (
+    ConfigError,
+    CrawlqError,
+)
+from crawlq.frontier import Frontier
+from crawlq.request import CrawlRequest
+from crawlq.settings import Settings
+from crawlq.store import Store, StoreCounts
+
+__all__ = ["MultiProcessCrawl", "MultiProcessWorker", "counted_since"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Supervisor:
+    """What both runners share: the pool of children, the stop, and progress from the backends.
+
+    Subclasses set ``_frontier`` and ``_store`` while their children run.
+    """
+
+    def __init__(self, pool: WorkerProcesses) -> None:
+        self.pool = pool
+        self._frontier: Frontier | None = None
+        self._store: Store | None = None
+        self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
+        self._stopped = False
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
+        self._stopped = True
+        self.pool.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """Frontier counts and pages stored since the start, for all children together."""
+        if self._frontier is None or self._store is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=counted_since(self._before, await self._store.counts(), self._started),
+            in_flight=0,
+            elapsed_s=time.monotonic() - self._started,
+        )
+
+
+class MultiProcessCrawl(_Supervisor):
+    """``crawlq crawl --processes P`` on a shared frontier: seed here, work in P children.
+
+    Each child is a ``crawlq worker --exit-when-done`` of the same job; this process only
+    seeds, shows progress from the frontier and the store, and stops the children on a
+    signal.
+
+    Args:
+        settings: The crawl's settings (``frontier`` and ``job`` set).
+        requests: Seed requests.
+        processes: Worker processes to start (>= 1).
+        worker_args: Extra ``crawlq worker`` arguments (concurrency, verbosity).
+        retry_dead: Requeue the job's dead letters before seeding.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        requests: Sequence[CrawlRequest],
+        processes: int,
+        worker_args: Sequence[str] = (),
+        *,
+        retry_dead: bool = False,
+    ) -> None:
+        if settings.frontier is None or settings.job is None:
+            raise ConfigError("processes", "several worker processes need a shared --frontier")
+        self.settings = settings
+        self.requests = list(requests)
+        self.retry_dead = retry_dead
+        super().__init__(
+            WorkerProcesses(
+                ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],
+                processes,
+                {"CRAWLQ_FRONTIER": settings.frontier},  # not argv: it may hold a password
+            )
+        )
+
+    async def run(self) -> CrawlReport:
+        """Seed, start the children, wait for all of them, report.
+
+        Raises:
+            CrawlqError: A child exited with an error (its own message is on stderr).
+        """
+        self._started = time.monotonic()
+        seeded = await seed(self.settings, self.requests, retry_dead=self.retry_dead)
+        async with open_backends(seeded.settings, runs_spider=False) as backends:
+            self._frontier, self._store = backends.frontier, backends.store
+            self._before = await backends.store.counts()
+            limit, store_ = self.settings.max_pages, backends.store
+            budget_spent = False
+
+            async def spent() -> bool:  # --max-pages: the children share one store total
+                nonlocal budget_spent
+                budget_spent = limit is not None and (await store_.counts()).pages >= limit
+                return budget_spent
+
+            if limit is not None:
+                # Each child gets its share of the budget (the parent also stops them all
+                # once the store holds `limit` pages, whoever stored them).
+                share = -(-max(0, limit - self._before.pages) // self.pool.count)
+                self.pool.args += ["--page-budget", str(share)]
+            # The job keeps no store password: the children get this process's store URL
+            # (equal to the job's but for the password) through their environment.
+            self.pool.env["CRAWLQ_STORE"] = backends.settings.store
+            # Code and local paths come from this command's own options, never the job's.
+            given = self.settings
+            if given.spider is not None and "spider" in given.explicit:
+                self.pool.env["CRAWLQ_SPIDER"] = given.spider
+            if given.warc_dir is not None and "warc_dir" in given.explicit:
+                self.pool.env["CRAWLQ_WARC_DIR"] = given.warc_dir
+            if given.trust_job_code:
+                self.pool.env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+            self.pool.start()
+            try:
+                codes = await self.pool.wait(spent if limit is not None else None)
+            finally:
+                self._frontier = self._store = None
+            store = await read_through_outage(backends.store.counts)
+            frontier = await read_through_outage(backends.frontier.stats)
+            budget_left_work = limit is not None and frontier.pending > 0  # shares spent
+            failed = [c for c in codes if c not in (0, 1, -15)]
+            # A child killed mid-crawl loses nothing: its leases expire and the others
+            # finish them. The job is done when nothing is left, whatever the exit codes.
+            finished = all(c == 0 for c in codes) or (bool(failed) and frontier.pending == 0)
+            if budget_spent or (limit is not None and store.pages >= limit):
+                stopped_by = "max_pages"
+            elif finished and not self._stopped:
+                stopped_by = "max_pages" if budget_left_work else "done"
+            else:
+                stopped_by = "stopped"
+            report = CrawlReport(
+                stopped_by=stopped_by,
+                counters=counted_since(self._before, store),
+                store=store,
+                frontier=frontier,
+                elapsed_s=time.monotonic() - self._started,
+                seeded=seeded.queued,
+                full_counters=False,
+                replayed=seeded.replayed,
+            )
+        if failed and stopped_by == "stopped":
+            raise CrawlqError(
+                f"worker processes exited with {codes} before the job was done; re-run the "
+                "same command to resume"
+            )
+        if failed:
+            logger.warning("worker processes exited with %s; the others finished the job", codes)
+        return report
+
+
+class MultiProcessWorker(_Supervisor):
+    """``crawlq worker --processes P``: P worker processes of one job, shown and reported as one.
+
+    Each child is a ``crawlq worker --processes 1`` of the job, started with this process's
+    pid (so it prints no progress or summary of its own and leaves stopping to this
+    process); this process shows one live progress display from the frontier and the store,
+    forwards a stop to every child, and reports the job once.
+
+    Args:
+        settings: This process's settings (``frontier`` and ``job`` set).
+        processes: Worker processes to start (>= 1).
+        worker_args: The children's ``crawlq worker`` arguments (no secrets: the frontier
+            and store URLs go in ``env``).
+        env: Variables for the children's environment (``CRAWLQ_FRONTIER``, ``CRAWLQ_STORE``).
+        exit_when_done: The children exit when the whole job is drained.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        processes: int,
+        worker_args: Sequence[str],
+        env: dict[str, str],
+        *,
+        exit_when_done: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.exit_when_done = exit_when_done
+        super().__init__(WorkerProcesses([*worker_args, "--processes", "1"], processes, env))
+
+    async def run(self) -> CrawlReport:
+        """Bind the job, start the children, wait for all of them, report.
+
+        Raises:
+            ConfigError: As `WorkerService.run` (the job was never seeded, settings that
+                conflict with the job's): checked here once, before any child starts.
+            CrawlqError: A child exited with an error before it was asked to stop (its own
+                message is on stderr).
+        """
+        self._started = time.monotonic()
+        async with open_backends(self.settings, runs_spider=False) as backends:
+            self._frontier, self._store = backends.frontier, backends.store
+            self._before = await backends.store.counts()
+            self.pool.start()
+            try:
+                codes = await self.pool.wait()
+            finally:
+                self._frontier = self._store = None
+            store = await read_through_outage(backends.store.counts)
+            frontier = await read_through_outage(backends.frontier.stats)
+        failed = [c for c in codes if c not in (0, -15)]
+        if failed and not self._stopped:
+            raise CrawlqError(f"worker processes exited with {codes}")
+        done = self.exit_when_done and not self._stopped and frontier.pending == 0
+        return CrawlReport(
+            stopped_by="done" if done else "stopped",
+            counters=counted_since(self._before, store),
+            store=store,
+            frontier=frontier,
+            elapsed_s=time.monotonic() - self._started,
+            seeded=0,
+            full_counters=False,
+        )
+
+
+def counted_since(
+    before: StoreCounts, now: StoreCounts, started_s: float | None = None
+) -> WorkerCounters:
+    """The counters of a run whose work other processes did: what the store gained.
+
+    Pages stored, and pages with spider errors by kind, since ``before`` (kinds whose count
+    fell, as after a ``crawlq reparse``, count 0).
+    """
+    counters = WorkerCounters(
+        pages=now.pages - before.pages,
+        spider_errors=Counter(now.spider_errors_by_type) - Counter(before.spider_errors_by_type),
+    )
+    if started_s is not None:
+        counters.started_s = started_s
+    return counters

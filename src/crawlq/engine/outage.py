@@ -1,0 +1,139 @@
+"""How long the engines wait before trying a backend again during an outage.
+
+A frontier or store outage (`crawlq.errors.FrontierUnavailable`, `StoreUnavailable`: Redis
+restarting, a lost connection, PostgreSQL failing over) is ridden out, never fatal: the
+worker keeps its results and tries again after `outage_wait_s`, an exponential backoff with
+equal jitter (`crawlq.retry.backoff_s`) from `OUTAGE_BASE_S`, capped at `OUTAGE_CAP_S`.
+Every wait of that kind in the engines (the native worker's lease, store write and
+settle calls, a worker waiting for its frontier at start, the final counts of a
+multi-process run, the Celery crawl's watch loop and its tasks) is computed here.
+
+All values are seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from crawlq.errors import FrontierUnavailable, StoreUnavailable
+from crawlq.retry import backoff_s
+
+__all__ = [
+    "CELERY_BROKER_DOWN_CAP_S",
+    "CELERY_RESEND_BASE_S",
+    "CELERY_RESEND_CAP_S",
+    "CELERY_WATCH_CAP_S",
+    "OUTAGE_BASE_S",
+    "OUTAGE_CAP_S",
+    "READ_CAP_S",
+    "READ_TRIES",
+    "call_through_outage",
+    "celery_resend_delay_s",
+    "outage_wait_s",
+    "read_through_outage",
+]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+OUTAGE_BASE_S = 0.5
+"""First wait after a failed call to a backend that is down."""
+
+OUTAGE_CAP_S = 30.0
+"""Longest wait between two tries of a worker's call to a backend that is down."""
+
+READ_CAP_S = 15.0
+"""Longest wait between two tries of the final counts a command reads at its end."""
+
+READ_TRIES = 8
+"""Tries (with backoff, about a minute in all) of a read of the final counts in a backend
+outage: the workers ride out an outage, so the command that waited for them should too."""
+
+CELERY_WATCH_CAP_S = 10.0
+"""Longest wait between two tries of ``crawl --engine celery``'s watch loop (its progress
+reads and its sweep for lost tasks) while Redis or the broker is down."""
+
+CELERY_RESEND_BASE_S = 2.0
+"""Base of the delay before a Celery task that met an outage (or a configuration error in its
+worker) is sent again; the delay is its second backoff step."""
+
+CELERY_RESEND_CAP_S = 60.0
+"""Longest delay before a Celery task that met an outage is sent again."""
+
+CELERY_BROKER_DOWN_CAP_S = CELERY_RESEND_BASE_S * 5
+"""Longest wait of a Celery task that could not send itself again either (the broker is down
+too), before it runs once more."""
+
+
+def outage_wait_s(failures: int, cap_s: float = OUTAGE_CAP_S) -> float:
+    """Seconds to wait after ``failures`` failed tries in a row (>= 1) of a backend call.
+
+    Exponential from `OUTAGE_BASE_S`, equal jitter, at most ``cap_s``.
+    """
+    return backoff_s(failures, OUTAGE_BASE_S, cap_s)
+
+
+def celery_resend_delay_s() -> float:
+    """Countdown of a Celery task sent again after an outage (about 2-4 s, jittered)."""
+    return backoff_s(2, CELERY_RESEND_BASE_S, CELERY_RESEND_CAP_S)
+
+
+async def read_through_outage(read: Callable[[], Awaitable[_T]]) -> _T:
+    """``read()``, tried up to `READ_TRIES` times through a frontier or store outage.
+
+    Raises:
+        FrontierUnavailable, StoreUnavailable: The backend was still down at the last try.
+    """
+    for failures in range(1, READ_TRIES + 1):
+        try:
+            return await read()
+        except (FrontierUnavailable, StoreUnavailable) as exc:
+            if failures == READ_TRIES:
+                raise
+            delay = outage_wait_s(failures, READ_CAP_S)
+            logger.warning("backend unavailable (%s); retrying in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+async def call_through_outage(
+    what: str, op: Callable[[], Awaitable[_T]], *, forced: Callable[[], bool] = lambda: False
+) -> _T:
+    """Run a frontier operation until the frontier answers, waiting `outage_wait_s` between tries.
+
+    A frontier outage (Redis restarting) pauses the caller instead of failing it: a worker's
+    outcomes already computed stay buffered and are written when it is back.
+
+    Args:
+        what: The operation, for the log lines (``ack``, ``push``...).
+        op: The call to make.
+        forced: True once a forced stop (a second Ctrl-C) asks to give up waiting.
+
+    Raises:
+        FrontierUnavailable: The frontier is down and ``forced()`` says stop waiting
+            (unsettled leases then expire normally).
+    """
+    failures = 0
+    while True:
+        try:
+            result = await op()
+        except FrontierUnavailable as exc:
+            if forced():
+                raise
+            failures += 1
+            delay = outage_wait_s(failures)
+            logger.warning(
+                "frontier unavailable during %s (%s); keeping results, retrying in %.1fs",
+                what,
+                exc,
+                delay,
+            )
+            await asyncio.sleep(delay)
+            continue
+        if failures:
+            logger.warning("frontier reachable again after %d failed tries", failures)
+        return result

@@ -1,0 +1,268 @@
+"""The parse step of a fetched page: screen, parse, scan, and the spider's callback.
+
+`parse_response` is shared by the crawl (`crawlq.engine.step.process`) and ``crawlq
+reparse`` (`crawlq.engine.reparse`, which gives a response stored earlier), so both decide
+alike which responses reach a callback, screen hostile HTML, bound the time
+(``parse_timeout_s``, on the worker's page thread: `crawlq.engine.pagework`) and keep the
+same items and links. Its result is a `ParsedPage`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from crawlq.engine.pagework import PageTimeout, PageWork
+from crawlq.links import (
+    DEPTH_CHECK_MIN_TAGS,
+    LinkRules,
+    Refresh,
+    extract_title,
+    parse_html,
+    scan_page,
+    screen_html,
+)
+from crawlq.records import (
+    UNSERIALISABLE_ITEM,
+    ItemRecord,
+    spider_error,
+    spider_error_type,
+)
+from crawlq.request import CrawlRequest, FetchResult
+from crawlq.scope import Scope
+from crawlq.settings import Settings
+from crawlq.spider import (
+    CallbackRun,
+    Response,
+    Spider,
+    SpiderError,
+    start_callback,
+)
+
+__all__ = ["INLINE_MAX_TAGS", "ParsedPage", "parse_response"]
+
+logger = logging.getLogger(__name__)
+
+
+INLINE_MAX_TAGS = DEPTH_CHECK_MIN_TAGS
+"""A page with at most this many ``<`` is parsed on the event loop when no user code runs on it
+(no callback, or the base `Spider.parse`): however it nests, lexbor takes at most ~15 ms on it
+(the time grows with the square of the depth, and the depth is below the count of ``<``), less
+than the page thread's hand-off costs in all. Any other page, and every user callback, runs on
+the worker's page thread (`crawlq.engine.pagework`)."""
+
+
+async def parse_response(
+    req: CrawlRequest,
+    result: FetchResult,
+    spider: Spider,
+    scope: Scope,
+    settings: Settings,
+    pages: PageWork,
+    link_rules: LinkRules,
+) -> ParsedPage:
+    """Parse a response and run the spider's callback on it: the parse step of `process`.
+
+    Shared by the crawl and ``crawlq reparse`` (which gives a response stored earlier), so
+    both decide alike which responses reach a callback, screen hostile HTML, bound the time
+    (``parse_timeout_s``, on ``pages``' thread) and keep the same items and links.
+
+    Args:
+        req: The request the response answers (its callback, ``cb_kwargs`` and ``meta``).
+        result: The response.
+        spider: The spider whose callback runs.
+        scope: Which of the requests the callback yields are kept (the others are counted
+            in ``skipped``).
+        settings: Limits: ``max_html_depth``, ``max_links_per_page``, ``parse_timeout_s``.
+        pages: The page thread.
+        link_rules: Which links the page offers the spider (`crawlq.links.LinkRules`).
+
+    Returns:
+        The page's title, canonical URL and error (None, ``http_404``, ``spider_error:
+        KeyError: …``, ``parse_timeout: …``), the callback's items and in-scope requests, and
+        the requests skipped by reason. When the page is a meta refresh (``refresh_url`` set),
+        the callback has not run: the caller follows the refresh instead.
+    """
+    error: str | None = None
+    parse = 200 <= result.status < 300 or spider.wants_status(result.status)
+    if 300 <= result.status < 400:
+        error = f"redirect_not_followed: {result.headers.get('location', '')}"
+        parse = False
+    elif not 200 <= result.status < 300:
+        error = f"http_{result.status}"
+    elif result.binary is not None:  # labelled HTML, but not: no title, no links from it
+        error = f"binary_body: {result.binary}"
+    page = ParsedPage(error)
+    if parse or result.is_html:
+        page.tags = result.text.count("<")
+        work = functools.partial(
+            _parse_page, req, result, spider, scope, settings, page, parse, link_rules
+        )
+        try:
+            if page.tags <= INLINE_MAX_TAGS and _builtin_callback(spider, req, parse):
+                page = work()
+            else:
+                page = await pages.run(work, settings.parse_timeout_s)
+        except PageTimeout:
+            logger.warning(
+                "%s: parsing and the callback ran past parse_timeout_s (%gs); storing the page"
+                " without them",
+                req.url,
+                settings.parse_timeout_s,
+            )
+            page = ParsedPage(
+                f"parse_timeout: parsing or the callback ran past {settings.parse_timeout_s:g}s"
+            )
+        if page.refresh_url is not None:  # a meta refresh: the caller follows it
+            return page
+        if page.callback is not None:  # an async callback: the rest runs on the loop
+            try:
+                found_items, found_requests = await page.callback.finish()
+            except SpiderError as exc:
+                page.spider_failed(exc)
+            else:
+                page.take(found_items, found_requests, req, spider, scope, settings)
+    if spider_error_type(page.error) is not None:
+        logger.error("spider error on %s: %s", req.url, page.error, exc_info=page.exc_info)
+    return page
+
+
+@dataclass(slots=True)
+class ParsedPage:
+    """What parsing a page and its callback produced (the page thread fills it)."""
+
+    error: str | None
+    title: str | None = None
+    canonical_url: str | None = None
+    refresh_url: str | None = None  # a meta refresh to follow instead of the callback
+    items: list[ItemRecord] = field(default_factory=list)
+    links: list[CrawlRequest] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    link_skips: Counter[str] | None = None  # the Response's links left out, by reason
+    callback: CallbackRun | None = None
+    tags: int = 0  # "<" in the text
+    link_tags: int = 0
+    exc_info: BaseException | None = None
+
+    def spider_failed(self, exc: SpiderError) -> None:
+        """Record a failed callback: user code, so the page is stored and the crawl goes on."""
+        self.error = spider_error(exc.kind, f"callback {exc.callback!r}: {exc.detail}")
+        self.exc_info = exc
+        self.callback = None
+
+    def take(
+        self,
+        found_items: list[dict[str, Any]],
+        found_requests: list[CrawlRequest],
+        req: CrawlRequest,
+        spider: Spider,
+        scope: Scope,
+        settings: Settings,
+    ) -> None:
+        """Keep the callback's items and in-scope requests, at most ``max_links_per_page``."""
+        now = time.time()
+        self.items = [
+            ItemRecord(req.record_fingerprint, i, req.url, spider.name, item, now)
+            for i, item in enumerate(found_items)
+        ]
+        bad = _first_unserialisable(found_items)
+        if bad is not None:
+            detail = f"item is not JSON-serialisable: {bad}"
+            self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []
+        if self.link_skips:
+            self.skipped.update(self.link_skips)
+        cap = settings.max_links_per_page
+        for yielded in found_requests[:cap]:
+            if yielded.referrer != req.url:  # the page that yielded it, whatever it claimed
+                yielded = dataclasses.replace(yielded, referrer=req.url)
+            child, reason = scope.admit(yielded)  # session ids stripped, traps refused
+            if reason is None:
+                self.links.append(child)
+            else:
+                self.skipped[reason] += 1
+        found = max(len(found_requests), self.link_tags)
+        if found > cap and self.error is None:
+            self.error = f"links_capped: {cap} of {found}"
+            logger.warning("%s: %d links, only the first %d taken", req.url, found, cap)
+
+
+def _builtin_callback(spider: Spider, req: CrawlRequest, parse: bool) -> bool:
+    """True when the page goes to no callback, or to the base `Spider.parse` (follow_all)."""
+    if not parse:
+        return True
+    return req.callback in (None, "parse") and getattr(type(spider), "parse", None) is Spider.parse
+
+
+def _parse_page(
+    req: CrawlRequest,
+    result: FetchResult,
+    spider: Spider,
+    scope: Scope,
+    settings: Settings,
+    page: ParsedPage,
+    parse: bool,
+    rules: LinkRules,
+) -> ParsedPage:
+    """Screen, parse, scan, and the callback's synchronous part: the page thread's work."""
+    tree = None
+    markup = None
+    scan = None
+    if result.is_html:
+        screened = screen_html(
+            result.text, settings.max_html_depth, settings.max_links_per_page, tags=page.tags
+        )
+        if screened.too_deep is not None:
+            page.error = f"html_too_deep: more than {settings.max_html_depth} nested elements"
+            return page
+        markup, page.link_tags = screened.markup, screened.link_tags
+        tree = parse_html(markup)
+        page.title = extract_title(tree)
+        scan = scan_page(tree, result.final_url)
+        page.canonical_url = scan.canonical_url
+        if scan.refresh is not None and _follows_refresh(scan.refresh, result, settings):
+            page.refresh_url = scan.refresh.url
+            return page
+    if not parse:
+        return page
+    response = Response(req, result, tree=tree, markup=markup, scan=scan, rules=rules)
+    page.link_skips = response.skipped_links
+    try:
+        run = start_callback(spider, response)
+    except SpiderError as exc:
+        page.spider_failed(exc)
+        return page
+    if run.pending is not None:
+        page.callback = run
+    else:
+        page.take(run.items, run.requests, req, spider, scope, settings)
+    return page
+
+
+def _follows_refresh(refresh: Refresh, result: FetchResult, settings: Settings) -> bool:
+    """True when a page's meta refresh is followed as a redirect (module docstring).
+
+    Not when ``meta_refresh`` is off, the delay is over ``meta_refresh_max_delay_s``, the
+    refresh reloads the page itself, or the response is a 3xx (its ``Location`` decides).
+    """
+    return (
+        settings.meta_refresh
+        and refresh.url is not None
+        and refresh.delay_s <= settings.meta_refresh_max_delay_s
+        and not 300 <= result.status < 400
+    )
+
+
+def _first_unserialisable(items: list[dict[str, Any]]) -> str | None:
+    """Why the first item that cannot be stored as JSON fails (NaN included), or None."""
+    for item in items:
+        try:
+            json.dumps(item, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return str(exc)
+    return None

@@ -1,0 +1,164 @@
+"""Crawl planning: options + spider + seeds -> the job's settings, for every command and engine.
+
+Before anything is opened, a producer turns what it was given into the settings its job will
+store (`crawlq.engine.job.bind_job`):
+
+* the start requests: the seeds (or the spider's ``start_urls`` and ``sitemap_urls``), each
+  checked against `crawlq.scope.MAX_URL_LENGTH` (`crawlq.scope.check_url_length`);
+* the allowed domains (`crawlq.scope.crawl_domains`: settings, else spider, else seed hosts);
+* the seed hosts, exempt from the private-address guard
+  (`crawlq.engine.seed_hosts.with_seed_hosts`);
+* an absolute store path (`absolute_store`: a job's workers may run in another directory);
+* on a shared frontier, the job's name when none was given (`default_job_name`).
+
+``crawlq crawl`` (both engines) calls `plan_crawl`, ``crawlq seed`` `plan_seed`; a process
+that runs a spider on a bound job's settings (``crawlq worker``, the Celery runtime) gets its
+scope from `spider_scope`, and ``crawlq reparse`` from `reparse_scope`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crawlq.engine.seed_hosts import with_seed_hosts
+from crawlq.errors import ConfigError
+from crawlq.request import CrawlRequest
+from crawlq.scope import Scope, check_url_length, crawl_domains
+from crawlq.settings import Settings, check_job_name
+from crawlq.spider import Spider, sitemap_rules_of
+from crawlq.urls import host_key
+
+__all__ = [
+    "CrawlPlan",
+    "absolute_store",
+    "default_job_name",
+    "plan_crawl",
+    "plan_seed",
+    "reparse_scope",
+    "spider_scope",
+]
+
+_HOST_PART_MAX = 191
+"""Most characters of the host in a derived job name: with ``-`` and 8 hex digits, 200."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlPlan:
+    """What `plan_crawl` decided.
+
+    Attributes:
+        settings: The job's settings (domains, seed hosts, job name, absolute store).
+        spider: The spider instance that runs (its ``start_urls`` replaced by the seeds).
+        start_requests: The seed requests, in order.
+    """
+
+    settings: Settings
+    spider: Spider
+    start_requests: list[CrawlRequest]
+
+
+def absolute_store(settings: Settings) -> Settings:
+    """``settings`` with a store file path made absolute (a URL, ``…://…``, is left as it is).
+
+    A job's workers may run in another directory: the job never stores a cwd-relative path.
+    """
+    if "://" in settings.store:
+        return settings
+    return dataclasses.replace(settings, store=os.path.abspath(settings.store))
+
+
+def plan_crawl(
+    settings: Settings,
+    seeds: Sequence[str] = (),
+    spider_cls: type[Spider] = Spider,
+    *,
+    sitemaps: Sequence[str] = (),
+) -> CrawlPlan:
+    """Plan a ``crawlq crawl`` (the native engine, one or several processes, or Celery).
+
+    Args:
+        settings: The command's settings.
+        seeds: Seed URLs; with ``sitemaps`` they replace the spider's ``start_urls`` and
+            ``sitemap_urls`` when either is given.
+        spider_cls: The spider class.
+        sitemaps: Sitemap URLs to read; their hosts count as seed hosts.
+
+    Raises:
+        InvalidURL: A seed URL cannot be crawled (too long, or not a URL).
+        ConfigError: No seeds at all, or the spider's ``sitemap_rules``/``sitemap_follow``
+            are wrong.
+    """
+    spider = spider_cls()
+    if seeds or sitemaps:
+        spider.start_urls = list(seeds)
+        spider.sitemap_urls = list(sitemaps)
+    sitemap_rules_of(spider)  # a bad rule stops the crawl here, before anything opens
+    requests = list(spider.start_requests())
+    for request in requests:
+        check_url_length(request.url)
+    if not requests:
+        raise ConfigError("seeds", "no seed URLs: give them (or --sitemap) on the command line")
+    domains = crawl_domains(
+        settings.allowed_domains, spider.allowed_domains, (r.host for r in requests)
+    )
+    job = settings.job
+    if settings.frontier is not None and not job:
+        job = default_job_name([r.url for r in requests])
+    settings = absolute_store(dataclasses.replace(settings, allowed_domains=domains, job=job))
+    return CrawlPlan(with_seed_hosts(settings, requests), spider, requests)
+
+
+def plan_seed(settings: Settings, requests: Sequence[CrawlRequest]) -> Settings:
+    """Plan a ``crawlq seed``: the job's settings for these seed requests.
+
+    The spider is not loaded here (a producer may not have its code): the domains are the
+    settings', else the seeds' hosts (`crawlq.scope.crawl_domains` without a spider).
+    """
+    domains = crawl_domains(settings.allowed_domains, (), (r.host for r in requests))
+    settings = absolute_store(dataclasses.replace(settings, allowed_domains=domains))
+    return with_seed_hosts(settings, requests)
+
+
+def spider_scope(settings: Settings, spider: Spider) -> Scope:
+    """The scope of a process that runs ``spider`` on a job's (bound) ``settings``.
+
+    Its domains come from `crawlq.scope.crawl_domains` (the job's, else the spider's, else
+    the job's seed hosts); ``Scope.allowed_domains`` is empty when none of these names one,
+    and the caller decides what that means (see `crawlq.scope.crawl_domains`).
+    """
+    domains = crawl_domains(settings.allowed_domains, spider.allowed_domains, settings.seed_hosts)
+    return Scope.from_settings(settings, domains)
+
+
+def reparse_scope(settings: Settings, spider: Spider) -> Scope:
+    """The scope ``crawlq reparse`` counts a callback's requests against.
+
+    The domains are those of `spider_scope` (`crawlq.scope.crawl_domains`); only domains,
+    include, exclude and depth apply: no URL rules or trap limits, since nothing is queued.
+    """
+    domains = crawl_domains(settings.allowed_domains, spider.allowed_domains, settings.seed_hosts)
+    return Scope(domains, settings.include, settings.exclude, settings.max_depth)
+
+
+def default_job_name(seeds: Sequence[str]) -> str:
+    """A job name derived from the seeds: the first seed's host and a hash of all of them.
+
+    ``http://127.0.0.1:8000/index.html`` -> ``127.0.0.1-8000-<8 hex digits>``. The same
+    seeds always give the same name, so re-running a crawl command resumes its job. The name
+    always satisfies `crawlq.settings.JOB_NAME_RULE`: other characters of the host become
+    ``-`` and it is cut to its first `_HOST_PART_MAX` characters.
+
+    Raises:
+        ConfigError: There are no seeds.
+    """
+    if not seeds:
+        raise ConfigError("job", "no seeds to derive a job name from: give --job NAME")
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", host_key(seeds[0])).strip("-")
+    host = host[:_HOST_PART_MAX].rstrip("-").lstrip(".-") or "job"
+    digest = hashlib.sha1("\n".join(sorted(seeds)).encode(), usedforsecurity=False).hexdigest()
+    return check_job_name(f"{host}-{digest[:8]}")

@@ -1,0 +1,95 @@
+"""What a running crawl shows (`Progress`), how a run ended (`CrawlReport`), and `WorkerHost`.
+
+Every runner of the CLI (`crawlq.engine.crawl.Crawl`, `crawlq.engine.service.WorkerService`,
+the multi-process runners of `crawlq.engine.multiprocess`, `crawlq.celery.crawl.CeleryCrawl`)
+offers ``progress()`` for a live display and returns a `CrawlReport`; the two in-process
+runners share `WorkerHost`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from crawlq.engine.worker import Worker, WorkerCounters
+from crawlq.frontier import Frontier, FrontierStats
+from crawlq.store import StoreCounts
+
+__all__ = ["CrawlReport", "Progress", "WorkerHost"]
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A snapshot for a live display.
+
+    Attributes:
+        frontier: Frontier counts now.
+        counters: This run's worker counters.
+        in_flight: Fetches running in this process.
+        elapsed_s: Seconds since the run started.
+    """
+
+    frontier: FrontierStats
+    counters: WorkerCounters
+    in_flight: int
+    elapsed_s: float
+
+    @property
+    def pages_per_s(self) -> float:
+        """Pages stored per second in this run."""
+        return self.counters.pages / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlReport:
+    """How a crawl run ended.
+
+    Attributes:
+        stopped_by: ``done`` (nothing left anywhere), ``max_pages`` or ``stopped`` (signal).
+        counters: What this run did.
+        store: Totals in the store, earlier runs included.
+        frontier: Frontier counts at the end.
+        elapsed_s: Wall seconds of this run.
+        seeded: Seed requests that were new to the frontier.
+        full_counters: False when ``counters`` hold only the pages stored (the work was
+            done by other processes: each worker reports its own links, retries and round
+            trips).
+        replayed: Dead letters of earlier runs put back in the queue first (``retry_dead``).
+    """
+
+    stopped_by: str
+    counters: WorkerCounters
+    store: StoreCounts
+    frontier: FrontierStats
+    elapsed_s: float
+    seeded: int
+    full_counters: bool = True
+    replayed: int = 0
+
+
+class WorkerHost:
+    """What the crawl and worker entry points share: the running worker, stop and progress.
+
+    Subclasses set ``worker`` and ``_frontier`` while their worker runs.
+    """
+
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self._frontier: Frontier | None = None
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask the running worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
+        if self.worker is not None:
+            self.worker.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """A snapshot of the frontier and this process's worker, or None before it runs."""
+        if self.worker is None or self._frontier is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=self.worker.counters,
+            in_flight=self.worker.in_flight,
+            elapsed_s=time.monotonic() - self._started,
+        )

@@ -1,0 +1,121 @@
+"""Redirects and meta refreshes: the redirecting page is stored, its target queued as a hop.
+
+A redirect is not followed inside a fetch: a 3xx is stored as a page of its own (its status,
+``final_url`` = the target) and the target is queued as a request of its own, with the
+original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists the chain,
+``meta["redirect_times"]`` counts it against ``max_redirects``). So every hop passes the same
+gate as any request: the URL rules and scope (`crawlq.scope.Scope.admit`), dedup (a hop to a
+URL already seen is not fetched again), robots.txt, the private-address guard and its host's
+politeness slot. Scrapy's redirect middleware schedules hops the same way. An HTML page
+with a ``<meta http-equiv="refresh">`` to another URL (``meta_refresh``; a delay of at most
+``meta_refresh_max_delay_s``) is a hop too, a GET: the page is stored with its title,
+``final_url`` = the target, and goes to no callback, as Scrapy's meta refresh middleware
+does.
+
+Cookies travel with the hop: its ``cookies`` are the ones the fetcher says its target gets
+(`crawlq.request.FetchResult.location_cookies`: the request's own and those the redirect
+set, where RFC 6265 sends them), so whichever worker fetches the hop sends them. A hop back
+to a URL of its own chain is a ``revisit`` (`_revisits`): its fingerprint covers its cookies,
+so a cookie wall (``GET /p`` -> ``302 Set-Cookie: ok=1; Location: /p``) is fetched again
+with the cookie instead of being dropped as already seen (Scrapy's issue #1225), while a hop
+that brings no new cookie is deduplicated as before and a redirect loop still ends. Its
+record replaces the redirect's (both have the URL's ``record_fingerprint``): one record per
+URL, the last response.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from crawlq.engine.deps import Deps
+from crawlq.engine.outcome import Kind, Outcome, dead_outcome
+from crawlq.engine.page_record import page_record
+from crawlq.errors import InvalidURL
+from crawlq.fetch import redirected_method
+from crawlq.request import CrawlRequest, FetchResult, Lease
+from crawlq.urls import url_keys
+
+if TYPE_CHECKING:
+    from crawlq.engine.parse import ParsedPage
+
+__all__ = ["hop", "redirected"]
+
+
+async def redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) -> Outcome:
+    """Store the redirect as a page of its own and queue its target (module docstring)."""
+    method, keep_body = redirected_method(result.status, lease.request.method)
+    return await hop(lease, result, location, method, keep_body, deps)
+
+
+async def hop(
+    lease: Lease,
+    result: FetchResult,
+    location: str,
+    method: str,
+    keep_body: bool,
+    deps: Deps,
+    page: ParsedPage | None = None,
+) -> Outcome:
+    """Store a redirecting page and queue its target as a hop (3xx, or ``page``'s refresh)."""
+    req = lease.request
+    chain = req.meta.get("redirect_urls")
+    chain = list(chain) if isinstance(chain, list) else []
+    hops = len(chain) + 1
+    if hops > deps.settings.max_redirects:
+        detail = f"more than {deps.settings.max_redirects} redirects: {req.url} -> {location}"
+        return dead_outcome(lease, "too_many_redirects", detail)
+    skipped: Counter[str] = Counter()
+    links: list[CrawlRequest] = []
+    error: str | None = None
+    cookies = result.location_cookies
+    try:
+        target: CrawlRequest | None = CrawlRequest(
+            location,
+            method=method,
+            body=req.body if keep_body else b"",
+            priority=req.priority,
+            depth=req.depth,
+            callback=req.callback,
+            cb_kwargs=req.cb_kwargs,
+            meta={**req.meta, "redirect_urls": [*chain, req.url], "redirect_times": hops},
+            cookies=cookies,
+            revisit=bool(cookies) and _revisits(location, [*chain, req.url]),
+            referrer=req.url,
+        )
+    except (InvalidURL, ValueError) as exc:
+        target, error = None, f"redirect_invalid: {exc}"
+    if target is not None:
+        target, reason = deps.scope.admit(target)
+        if reason is None:
+            links.append(target)
+        else:
+            skipped[reason] += 1
+            error = f"redirect_not_followed: {location}"
+    final_url = location if target is None else target.url  # as queued: URL rules applied
+    record = await page_record(
+        lease,
+        result,
+        deps,
+        final_url=final_url,
+        title=None if page is None else page.title,
+        error=error if page is None or error is not None else page.error,
+        canonical_url=None if page is None else page.canonical_url,
+    )
+    return Outcome(lease, Kind.PAGE, page=record, links=links, skipped=skipped)
+
+
+def _revisits(location: str, chain: list[object]) -> bool:
+    """Whether a redirect to ``location`` comes back to a URL of its chain (canonical URLs).
+
+    ``chain`` holds the chain's URLs so far, the redirected request's last; it comes from
+    ``meta``, which an inbox entry may fill with anything: what is not a URL is skipped.
+    """
+    target = url_keys(location).canonical
+    for url in chain:
+        try:
+            if isinstance(url, str) and url_keys(url).canonical == target:
+                return True
+        except InvalidURL:
+            continue
+    return False

@@ -1,0 +1,202 @@
+"""The native worker's batched writes (`Flusher`): the store, then links, then the settle.
+
+Outcomes are buffered and flushed in batches of at most ``flush_max_items``, or after
+``flush_interval_s`` while the worker is busy (at once when its lease loop starves: our own
+unsettled leases may be what keeps the hosts' slots, and the discovered links, back). A flush
+writes the store first, then pushes the new links, then acks, dead-letters or settles each
+lease: settling only after the store write returned is what makes a crash at any moment
+re-deliver a URL instead of losing it.
+
+A store outage (`StoreUnavailable`) keeps the batch and retries the write with backoff while
+the worker leases nothing new (``store_down``); a frontier outage is ridden out by
+`crawlq.engine.outage.call_through_outage`. Any other error is the worker's to stop on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.metrics import WorkerMetrics
+from crawlq.engine.outage import call_through_outage, outage_wait_s
+from crawlq.engine.outcome import Kind, Outcome, result_batch
+from crawlq.engine.worker.counters import WorkerCounters
+from crawlq.engine.worker.held import HeldLeases
+from crawlq.errors import CrawlqError, FrontierError, StoreUnavailable
+from crawlq.frontier import Frontier
+from crawlq.store import ResultBatch, Store
+
+__all__ = ["Flusher"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class Flusher:
+    """Buffers one worker's outcomes and writes them in batches (module docstring).
+
+    Args:
+        frontier: Where links are pushed and leases settled.
+        store: Where results are written.
+        held: The worker's held leases (a lost one is not settled here).
+        known: Fingerprints the frontier has surely seen (links not pushed again).
+        max_items: Outcomes buffered before a flush (``flush_max_items``).
+        interval_s: Longest wait, in seconds, of an outcome for its flush while busy.
+        idle: Set while the worker's lease loop waits for work.
+        room: Set when leases are freed or the store is back (wakes the lease loop).
+        fail: Records an error that retrying does not fix, and stops the worker.
+        forced: True once a forced stop gives up waiting for the frontier.
+        metrics: The worker's Prometheus metrics, or None.
+    """
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        store: Store,
+        held: HeldLeases,
+        known: KnownFingerprints,
+        *,
+        max_items: int,
+        interval_s: float,
+        idle: asyncio.Event,
+        room: asyncio.Event,
+        fail: Callable[[CrawlqError], None],
+        forced: Callable[[], bool],
+        metrics: WorkerMetrics | None,
+    ) -> None:
+        self.frontier = frontier
+        self.store = store
+        self.held = held
+        self.known = known
+        self.max_items = max_items
+        self.interval_s = interval_s
+        self.idle = idle
+        self.room = room
+        self.fail = fail
+        self.forced = forced
+        self.metrics = metrics
+        self.counters = WorkerCounters()
+        """The run's counters (the worker sets its own at the start of a run)."""
+        self.pending: list[Outcome] = []
+        self.lock = asyncio.Lock()
+        self.store_down = False
+        """A store write is failing: the worker leases nothing new meanwhile."""
+        self._results = asyncio.Event()
+
+    def add(self, outcome: Outcome) -> None:
+        """Buffer an outcome for the next flush."""
+        self.pending.append(outcome)
+        self._results.set()
+
+    async def retrying(self, what: str, op: Callable[[], Awaitable[_T]]) -> _T:
+        """Run a frontier operation through an outage (`call_through_outage`)."""
+        return await call_through_outage(what, op, forced=self.forced)
+
+    async def loop(self) -> None:
+        """Flush as outcomes come, until cancelled or an error stops the worker."""
+        while True:
+            await self._results.wait()
+            if len(self.pending) < self.max_items and not self.idle.is_set():
+                # Gather a batch, but flush at once when the lease loop starves: our unsettled
+                # leases may be what keeps the hosts' slots (and the discovered links) back.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.idle.wait(), self.interval_s)
+            self._results.clear()
+            if not await self.flush_or_stop():
+                return
+
+    async def flush_or_stop(self) -> bool:
+        """Flush; on an error that retrying does not fix, record it, stop, and return False."""
+        try:
+            await self.flush()
+        except FrontierError as exc:  # a permanent one: the batch is in the store already
+            self.fail(exc)
+            return False
+        except CrawlqError as exc:  # not an outage: retrying will not help
+            logger.error("cannot write results, stopping: %s", exc)
+            self.fail(exc)
+            return False
+        return True
+
+    async def flush(self) -> None:
+        """Write the buffered outcomes: store, links, then settle each lease."""
+        async with self.lock:
+            if not self.pending:
+                return
+            batch, self.pending = self.pending, []
+            await self._write_store(result_batch(batch))
+            self._stored(batch)
+            links = self.known.unknown([link for o in batch for link in o.links])
+            if links:
+                await self.retrying("push", lambda: self.frontier.push(links))
+                self.known.add_all(link.fingerprint for link in links)
+            # A lease lost to another worker (see HeldLeases) is that worker's to settle.
+            held = self.held
+            done = [o.lease for o in batch if o.kind is not Kind.DEAD and held.holds(o.lease)]
+            await self.retrying("ack", lambda: self.frontier.ack(done))
+            for o in batch:
+                if o.kind is Kind.DEAD and held.holds(o.lease):
+                    dead = functools.partial(self.frontier.dead, o.lease, o.reason)
+                    await self.retrying("dead", dead)
+                held.settled(o.lease)
+                self.counters.count(o)
+            self.room.set()  # room under the bound on held leases
+
+    async def keep_results(self) -> None:
+        """After a permanent frontier error: write the buffered results to the store only.
+
+        Their leases are neither acked nor released (the frontier refuses writes, or is not
+        the job any more): they expire, and the store's upsert absorbs a second fetch.
+        """
+        async with self.lock:
+            batch, self.pending = self.pending, []
+            if not batch:
+                return
+            try:
+                await self._write_store(result_batch(batch))
+            except CrawlqError as exc:
+                logger.error("cannot write %d results either: %s", len(batch), exc)
+                return
+            self._stored(batch)
+            for o in batch:
+                self.counters.count(o)
+            logger.info("wrote %d results to the store; their leases will expire", len(batch))
+
+    def _stored(self, batch: list[Outcome]) -> None:
+        """Update the Prometheus metrics of a batch just written to the store.
+
+        Counted here, before the batch's leases are settled, so that once the frontier has
+        nothing pending the metrics of all workers add up to the store's totals.
+        """
+        if self.metrics is not None:
+            for o in batch:
+                self.metrics.settled(o)
+
+    async def _write_store(self, batch: ResultBatch) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.store.write(batch)
+                if self.store_down:
+                    logger.warning("store reachable again after %d failed writes", failures)
+                    self.store_down = False
+                    self.room.set()
+                return
+            except StoreUnavailable as exc:
+                self.store_down = True
+                failures += 1
+                delay = outage_wait_s(failures)
+                logger.warning(
+                    "store write of %d records failed (%s); keeping them and leasing nothing new,"
+                    " retrying in %.1fs",
+                    len(batch),
+                    exc,
+                    delay,
+                )
+                await asyncio.sleep(delay)
