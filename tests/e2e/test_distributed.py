@@ -271,6 +271,42 @@ def test_raw_lpush_to_the_inbox_gets_crawled(redis_url: str, job: str, tmp_path:
     assert set(stored_urls(store)) == set(urls)
 
 
+def test_inbox_entries_naming_a_callback_the_spider_lacks_are_rejected_unfetched(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    root = generate_site(tmp_path / "site", n_pages=5)
+    log = RequestLog()
+    with ServerThread(make_static_app(root, log=log)) as server:
+        store, base = tmp_path / "store.db", server.base_url
+        run_crawlq(
+            "seed", "--frontier", redis_url, "--job", job, "--store", str(store),
+            "--allow-domain", "127.0.0.1", "--delay", "0", "--max-depth", "0",
+            "--allow-private", "--ignore-robots",
+        )  # fmt: skip
+        entries = [
+            json.dumps({"url": f"{base}/page-1.html", "callback": "nosuch"}),
+            json.dumps({"url": f"{base}/page-2.html", "callback": "_private"}),
+            json.dumps({"url": f"{base}/page-3.html", "callback": "parse"}),
+        ]
+        client = redis.Redis.from_url(redis_url)
+        try:
+            client.lpush(Keyspace(job).inbox, *entries)
+            run_crawlq(
+                "worker", "--frontier", redis_url, "--job", job, "--store", str(store),
+                "--exit-when-done",
+            )  # fmt: skip
+            rejected = [json.loads(x) for x in client.lrange(Keyspace(job).rejected, 0, -1)]
+        finally:
+            client.close()
+    assert set(stored_urls(store)) == {f"{base}/page-3.html"}
+    assert sorted(r.path for r in log.requests()) == ["/page-3.html"]  # nothing else asked
+    reasons = sorted(r["reason"] for r in rejected)
+    assert reasons == [
+        "unknown_callback: '_private' is not a callback of the worker's spider Spider",
+        "unknown_callback: 'nosuch' is not a callback of the worker's spider Spider",
+    ]
+
+
 def test_status_json_figures(redis_url: str, job: str, tmp_path: Path) -> None:
     run_crawlq(
         "seed", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b", "http://127.0.0.2:9/c",

@@ -81,6 +81,36 @@ def test_inbox_filter_checks_method_and_scope_unless_the_job_allows() -> None:
     assert loose(CrawlRequest("http://b.test/x", method="HEAD")) is not None
 
 
+def test_inbox_filter_rejects_callbacks_the_spider_does_not_have() -> None:
+    from crawlq.engine.inbox import inbox_filter
+    from crawlq.scope import Scope
+    from crawlq.settings import Settings
+    from crawlq.sitemap import SITEMAP_CALLBACK
+    from crawlq.spider import Spider
+
+    class Shop(Spider):
+        def parse_item(self, response: object) -> None:
+            return None
+
+        def _helper(self) -> None:
+            return None
+
+    check = inbox_filter(Settings(), Scope(("a.test",)), Shop())
+    for callback in ("parse", "parse_item", SITEMAP_CALLBACK, None):
+        request = CrawlRequest("http://a.test/x", callback=callback)
+        assert check(request) == request, callback
+    for callback in ("nosuch", "_helper", "__init__", "start_requests"):
+        verdict = check(CrawlRequest("http://a.test/x", callback=callback))
+        assert verdict == (
+            f"unknown_callback: {callback!r} is not a callback of the worker's spider Shop"
+        )
+    # without a spider (a frontier opened by a producer), callbacks are the workers' business
+    assert isinstance(
+        inbox_filter(Settings(), Scope(("a.test",)))(CrawlRequest("http://a.test/x", callback="x")),
+        CrawlRequest,
+    )
+
+
 def test_a_referrer_travels_with_the_request_and_is_not_part_of_its_identity() -> None:
     linked = CrawlRequest(URL, referrer="http://a.test/index.html")
     back = CrawlRequest.from_json(linked.to_json())

@@ -174,7 +174,7 @@ async def assembled_worker(
     frontier = backends.frontier
     if hasattr(frontier, "inbox_filter") and hasattr(frontier, "inbox_max_entry_bytes"):
         # a shared frontier drains an inbox of untrusted entries: give it the job's rules
-        frontier.inbox_filter = inbox_filter(s, scope)
+        frontier.inbox_filter = inbox_filter(s, scope, spider)
         frontier.inbox_max_entry_bytes = s.inbox_max_entry_bytes
     async with contextlib.AsyncExitStack() as stack:
         warc = await open_warc(s)

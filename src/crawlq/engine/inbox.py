@@ -11,11 +11,15 @@ from collections.abc import Callable
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope
 from crawlq.settings import Settings
+from crawlq.sitemap import SITEMAP_CALLBACK
+from crawlq.spider import Spider, is_callback
 
 __all__ = ["inbox_filter"]
 
 
-def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], CrawlRequest | str]:
+def inbox_filter(
+    settings: Settings, scope: Scope, spider: Spider | None = None
+) -> Callable[[CrawlRequest], CrawlRequest | str]:
     """The check a shared frontier applies to each inbox request before queuing it.
 
     An inbox entry is untrusted input: it may not be a redirect ``revisit`` (whose record
@@ -23,12 +27,15 @@ def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], C
     ``inbox_methods`` (GET and HEAD by default), and unless the job sets
     ``inbox_bypass_scope`` it must be in the job's scope (allowed domains, include, exclude,
     max depth, traps), as a discovered link must. Its URL gets the job's URL rules
-    (``strip_url_params``) either way, as links and seeds do.
+    (``strip_url_params``) either way, as links and seeds do. A callback it names must be a
+    callback of the worker's ``spider`` (`crawlq.spider.is_callback`: a public method) or
+    the sitemap marker: an entry naming another is rejected before anything is fetched,
+    rather than fetched and then recorded as a spider error.
 
     Returns:
         A function of a request: the request to queue (rewritten by the URL rules), else the
         reason it is rejected (``method_not_allowed: POST``, ``out_of_scope: offsite``,
-        ``revisit_not_allowed``...).
+        ``revisit_not_allowed``, ``unknown_callback: 'x'``...).
     """
     methods = frozenset(settings.inbox_methods)
     bypass = settings.inbox_bypass_scope
@@ -39,6 +46,17 @@ def inbox_filter(settings: Settings, scope: Scope) -> Callable[[CrawlRequest], C
         if request.method not in methods:
             allowed = ", ".join(sorted(methods)) or "none"
             return f"method_not_allowed: {request.method} (the job allows {allowed})"
+        callback = request.callback
+        if (
+            spider is not None
+            and callback is not None
+            and callback != SITEMAP_CALLBACK
+            and not is_callback(spider, callback)
+        ):
+            return (
+                f"unknown_callback: {callback[:100]!r} is not a callback of the worker's spider"
+                f" {type(spider).__name__}"
+            )
         request, reason = scope.admit(request)
         if reason is not None and not bypass:
             return f"out_of_scope: {reason}"
