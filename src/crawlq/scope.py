@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
+from crawlq.request.limits import MAX_URL_LENGTH
 from crawlq.settings import Settings
 from crawlq.urls import UrlRules
 
@@ -47,8 +48,6 @@ __all__ = [
     "url_too_long",
 ]
 
-MAX_URL_LENGTH = 2083
-"""Longest URL followed, in characters (the historical browser limit; Scrapy uses the same)."""
 _HOST_CACHE_SIZE = 4096  # hosts whose scope answer is remembered; cleared when full
 
 

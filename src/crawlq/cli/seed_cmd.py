@@ -19,7 +19,7 @@ from crawlq.cli.options import (
 from crawlq.engine.service import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
 from crawlq.request import CrawlRequest
-from crawlq.scope import MAX_URL_LENGTH
+from crawlq.scope import check_url_length
 from crawlq.secrecy import redact
 from crawlq.sitemap import sitemap_request
 
@@ -61,8 +61,8 @@ def seed(
     bad: list[str] = []
     for n, line in enumerate(lines, 1):
         try:
-            if len(line) > MAX_URL_LENGTH and not line.startswith("{"):
-                raise InvalidURL(line[:100] + "…", f"longer than {MAX_URL_LENGTH} characters")
+            if not line.startswith("{"):
+                check_url_length(line)
             if line.startswith("{"):
                 requests.append(CrawlRequest.from_json(line))
             else:

@@ -17,12 +17,19 @@ Where each part is written (import them from here):
 from crawlq.request.crawl_request import CrawlRequest
 from crawlq.request.fetch_result import FetchResult, RawExchange
 from crawlq.request.lease import Lease
-from crawlq.request.limits import MAX_DEPTH, MAX_JSON_NESTING, MAX_REFERRER_CHARS, PRIORITY_LIMIT
+from crawlq.request.limits import (
+    MAX_DEPTH,
+    MAX_JSON_NESTING,
+    MAX_REFERRER_CHARS,
+    MAX_URL_LENGTH,
+    PRIORITY_LIMIT,
+)
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_JSON_NESTING",
     "MAX_REFERRER_CHARS",
+    "MAX_URL_LENGTH",
     "PRIORITY_LIMIT",
     "CrawlRequest",
     "FetchResult",

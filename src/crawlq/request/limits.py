@@ -7,7 +7,13 @@ messages) refuses anything out of these bounds.
 
 from __future__ import annotations
 
-__all__ = ["MAX_DEPTH", "MAX_JSON_NESTING", "MAX_REFERRER_CHARS", "PRIORITY_LIMIT"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_JSON_NESTING",
+    "MAX_REFERRER_CHARS",
+    "MAX_URL_LENGTH",
+    "PRIORITY_LIMIT",
+]
 
 PRIORITY_LIMIT = 2**19 - 1
 """Largest priority magnitude, 524,287: a request's priority is clamped to
@@ -23,7 +29,12 @@ MAX_JSON_NESTING = 32
 checked by a linear scan before the JSON is parsed, so a deeply nested entry never reaches the
 recursive parser."""
 
-MAX_REFERRER_CHARS = 2083
+MAX_URL_LENGTH = 2083
+"""Longest URL crawlq follows, in characters (Internet Explorer's historical limit, which
+sites keep to; Scrapy's URLLengthMiddleware default). Its home is here, at the bottom of the
+layers, so that requests and `crawlq.scope` (which re-exports it and owns the check,
+`crawlq.scope.url_too_long`) share one number."""
+
+MAX_REFERRER_CHARS = MAX_URL_LENGTH
 """Longest ``referrer`` a JSON request (`CrawlRequest.from_json`) may carry, in characters:
-the longest URL crawlq follows (`crawlq.scope.MAX_URL_LENGTH`, which a unit test holds equal).
-Not imported from there: `crawlq.scope` imports this package, so the import would be a cycle."""
+the longest URL crawlq follows."""

@@ -14,10 +14,10 @@ import json
 import logging
 from typing import Any
 
-from crawlq.errors import FrontierError, InvalidURL
+from crawlq.errors import FrontierError
 from crawlq.frontier.redis.push import PUSH_CHUNK, PushMixin
 from crawlq.request import CrawlRequest
-from crawlq.scope import MAX_URL_LENGTH
+from crawlq.scope import check_url_length
 from crawlq.secrecy import loggable_entry
 
 __all__ = ["InboxMixin"]
@@ -107,8 +107,7 @@ class InboxMixin(PushMixin):
             )
         text = raw.decode("utf-8").strip()  # UnicodeDecodeError is a ValueError
         request = CrawlRequest.from_json(text) if text.startswith("{") else CrawlRequest(text)
-        if len(request.url) > MAX_URL_LENGTH:
-            raise InvalidURL(request.url[:100] + "…", f"longer than {MAX_URL_LENGTH} characters")
+        check_url_length(request.url)
         if self.inbox_filter is not None:
             verdict = self.inbox_filter(request)
             if isinstance(verdict, str):
