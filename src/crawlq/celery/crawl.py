@@ -257,7 +257,7 @@ class CeleryCrawl:
                             late_s,
                         )
                         self._send(lost)
-                        await state.due([r.fingerprint for r in lost], 0.0)
+                        await state.reschedule([r.fingerprint for r in lost], 0.0)
                 if failures:
                     logger.warning("Redis and the broker answer again after %d tries", failures)
                 failures = 0

@@ -71,7 +71,7 @@ async def write_outcomes(
     for entry, o in retries:
         retry = Entry(entry.request, entry.attempt + 1, retry=True)
         publish([retry], clamp_priority(entry.request.priority), o.retry_delay_s)
-        await state.due([entry.request.fingerprint], o.retry_delay_s)
+        await state.reschedule([entry.request.fingerprint], o.retry_delay_s)
     if retries:
         await state.add_delayed(len(retries))
     waiting: dict[int, list[Entry]] = defaultdict(list)
@@ -83,7 +83,7 @@ async def write_outcomes(
     for band, group in waiting.items():
         for chunk in chunks(group, settings.celery_batch):
             publish(chunk, band, longest[band])
-        await state.due([e.request.fingerprint for e in group], longest[band])
+        await state.reschedule([e.request.fingerprint for e in group], longest[band])
     await state.settle(done, dead, sorted(answered))
 
 

@@ -34,7 +34,7 @@ __all__ = ["worker"]
     help="Exit when nothing is queued, delayed or in flight anywhere (else wait for work).",
 )
 @click.option(
-    "--page-budget",
+    "--max-pages-share",
     type=int,
     default=None,
     hidden=True,  # set by `crawl --processes P --max-pages N` for its children: their share
@@ -53,7 +53,7 @@ def worker(
     quiet: bool,
     verbose: int,
     exit_when_done: bool,
-    page_budget: int | None,
+    max_pages_share: int | None,
     parent_pid: int | None,
     **options: Any,
 ) -> None:
@@ -99,7 +99,7 @@ def worker(
             print_summary(report, sys.stdout, worker=True)
         return
     service = WorkerService(
-        settings, exit_when_done=exit_when_done, max_pages=page_budget, parent_pid=parent_pid
+        settings, exit_when_done=exit_when_done, max_pages=max_pages_share, parent_pid=parent_pid
     )
     try:
         with worker_metrics(settings):

@@ -126,7 +126,7 @@ class MultiProcessCrawl(_Supervisor):
                 # Each child gets its share of the budget (the parent also stops them all
                 # once the store holds `limit` pages, whoever stored them).
                 share = -(-max(0, limit - self._before.pages) // self.pool.count)
-                self.pool.args += ["--page-budget", str(share)]
+                self.pool.args += ["--max-pages-share", str(share)]
             # The job keeps no store password: the children get this process's store URL
             # (equal to the job's but for the password) through their environment.
             self.pool.env["CRAWLQ_STORE"] = backends.settings.store

@@ -145,10 +145,6 @@ class AdmissionMixin(StateCore):
             mapping: Mapping[Any, Any] = dict.fromkeys(fingerprints, due_ms)
             await self._call(lambda: self.client.zadd(self.keys.pending_at, mapping, xx=True))
 
-    due = reschedule
-    """The former name of `reschedule` (``celery/crawl.py`` and ``celery/runtime.py`` call it
-    by that name until they are renamed)."""
-
     async def stale(self, late_s: float, limit: int = 500) -> list[CrawlRequest]:
         """Pending URLs due more than ``late_s`` seconds ago: their task message was lost.
 
