@@ -105,3 +105,23 @@ def test_a_host_that_fails_until_a_flag_flips(tmp_path: Path) -> None:
             )
             again = run_crawlq("dead", "replay", "--store", str(store), "--host", "127.0.0.2")
             assert "replayed 0 dead letters" in again.stdout
+
+
+def test_a_cookie_wall_that_never_lets_the_crawler_through_says_so(tmp_path: Path) -> None:
+    """A page that always answers 302 + a new Set-Cookie back to itself ends as a dead letter
+    whose detail (``dead list``) names the cookie wall, the cookie and the chain."""
+    log = RequestLog()
+    with ServerThread(make_fault_app(log)) as site:
+        url = f"{site.base_url}/cookie-wall/count?count=1"
+        store = tmp_path / "crawl.db"
+        run_crawlq(
+            "crawl", url, "--store", str(store), "--delay", "0",
+            "--ignore-robots", "--allow-private", "-q",
+        )  # fmt: skip
+        assert log.count("/cookie-wall/count") == 11  # the first and max_redirects (10) more
+        [row] = dead_rows(store)
+        assert (row["url"], row["reason"]) == (url, "too_many_redirects")
+        detail = row["detail"] or ""
+        assert "cookie wall" in detail and "wall_count" in detail, detail
+        assert detail.count(url) == 12, detail  # the chain: 11 requests, then the Location
+        assert "=1" not in detail.replace("count=1", ""), detail  # no cookie value

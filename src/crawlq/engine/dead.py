@@ -129,11 +129,15 @@ async def native_dead_rows(
 async def _rows(letters: list[DeadLetter], store: Store | None) -> list[DeadRow]:
     if not letters:
         return []
-    found = {} if store is None else await store.lookup([d.request.fingerprint for d in letters])
+    # the store keys a record by the URL's record fingerprint: a cookie wall's revisit has a
+    # fingerprint of its own (it covers its cookies) but shares the URL's record
+    found = (
+        {} if store is None else await store.lookup([d.request.record_fingerprint for d in letters])
+    )
     rows = []
     for letter in letters:
         req = letter.request
-        outcome = found.get(req.fingerprint)
+        outcome = found.get(req.record_fingerprint)
         record = None if outcome is None else outcome.dead
         at = None if letter.dead_at_ms is None else letter.dead_at_ms / 1000
         if at is None and record is not None:

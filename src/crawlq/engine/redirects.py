@@ -63,8 +63,9 @@ async def hop(
     chain = list(chain) if isinstance(chain, list) else []
     hops = len(chain) + 1
     if hops > deps.settings.max_redirects:
-        detail = f"more than {deps.settings.max_redirects} redirects: {req.url} -> {location}"
-        return dead_outcome(lease, "too_many_redirects", detail)
+        return dead_outcome(
+            lease, "too_many_redirects", _too_many(req, chain, result, location, deps)
+        )
     skipped: Counter[str] = Counter()
     links: list[CrawlRequest] = []
     error: str | None = None
@@ -103,6 +104,28 @@ async def hop(
         canonical_url=None if page is None else page.canonical_url,
     )
     return Outcome(lease, Kind.PAGE, page=record, links=links, skipped=skipped)
+
+
+def _too_many(
+    req: CrawlRequest, chain: list[object], result: FetchResult, location: str, deps: Deps
+) -> str:
+    """The detail of a ``too_many_redirects`` dead letter: the limit and the chain.
+
+    A chain that comes back to its own URLs setting cookies on the way is a cookie wall that
+    never let the crawler through: the detail says so and names the cookies (never their
+    values: they may be session secrets).
+    """
+    urls = [u for u in chain if isinstance(u, str)] + [req.url, location]
+    limit = deps.settings.max_redirects
+    path = " -> ".join(urls)
+    cookies = sorted(set(result.location_cookies) | set(req.cookies))
+    if cookies and (req.revisit or _revisits(location, [*chain, req.url])):
+        names = ", ".join(cookies)
+        return (
+            f"cookie wall: more than {limit} redirects back to the same URL, each setting a "
+            f"cookie ({names}) that did not let the crawler through: {path}"
+        )
+    return f"more than {limit} redirects: {path}"
 
 
 def _revisits(location: str, chain: list[object]) -> bool:
