@@ -6,9 +6,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
+from crawlq.testing.server import make_fault_app
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import CeleryWorker, crawl_celery, stored_dead, stored_pages
 from tests.e2e.faulty_site import make_faulty_app
@@ -64,3 +66,42 @@ def test_celery_worker_metrics_add_up_to_the_store(
     )
     assert by_label(m["crawlq_retries_total"], "reason") == {"http_500": len(dead)}
     assert sum(m["crawlq_leases_in_flight"].values()) == 0
+
+
+def test_celery_cookie_wall_revisits_are_counted_once(
+    celery_redis_url: str,
+    redis_url: str,
+    job: str,
+    queue: str,
+    tmp_path: Path,
+    workers: Callable[..., CeleryWorker],
+    broker_cleanup: Callable[[str, str], None],
+) -> None:
+    """A cookie wall's redirect whose revisit was published is a hop, not a second page."""
+    broker_cleanup(celery_redis_url, queue)
+    port = free_port()
+    store = tmp_path / "store.db"
+    worker = workers(
+        celery_redis_url, redis_url, queue, "--concurrency", "1", CRAWLQ_METRICS_PORT=str(port)
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            scrape(port)
+            break
+        except OSError:
+            assert time.monotonic() < deadline, worker.log_tail()
+            time.sleep(0.1)
+    walls = ["/cookie-wall/a", "/cookie-wall/again?never=1", "/cookie-wall/count?count=1"]
+    with ServerThread(make_fault_app()) as server:
+        seed = server.base_url + "/set-cookie/s/1?" + urlencode([("link", w) for w in walls])
+        proc = crawl_celery(seed, celery_redis_url, redis_url, job, queue, store, "--delay", "0")
+    assert "crawl finished" in proc.stdout, worker.log_tail()
+    m = scrape(port)
+    pages, dead = stored_pages(store), stored_dead(store)
+    statuses = Counter(f"{int(str(p['status'])) // 100}xx" for p in pages)
+    assert dict(statuses) == {"2xx": 2, "3xx": 1}
+    assert by_label(m["crawlq_pages_total"], "status_class") == dict(statuses)
+    assert [str(d["reason"]) for d in dead] == ["too_many_redirects"]
+    assert by_label(m["crawlq_dead_letters_total"], "reason") == {"too_many_redirects": 1}
+    assert sum(m["crawlq_cookie_wall_hops_total"].values()) == 12  # a, again, count x10

@@ -18,10 +18,12 @@ import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from crawlq.testing import RequestLog, make_fault_app
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq
 from tests.e2e.faulty_site import make_faulty_app
@@ -147,3 +149,51 @@ def test_worker_metrics_add_up_to_the_store(
             stop(exporter)
             stop(worker)
         assert worker.returncode == 0
+
+
+def test_cookie_wall_revisits_are_counted_once(redis_url: str, job: str, tmp_path: Path) -> None:
+    """A cookie wall (``302`` + ``Set-Cookie`` back to itself, then 200) is one stored page:
+    its redirect is counted as a cookie-wall hop, not as a second page. A wall that sets the
+    same cookie again ends as its 302 (one page), one that never lets the crawler through as
+    a dead letter (no page): the counters equal the store's totals."""
+    store = tmp_path / "store.db"
+    metrics_port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAWLQ_")}
+    log = RequestLog()
+    with ServerThread(make_fault_app(log)) as server:
+        walls = ["/cookie-wall/a", "/cookie-wall/b", "/cookie-wall/again?never=1"]
+        walls.append("/cookie-wall/count?count=1")
+        seed = server.base_url + "/set-cookie/s/1?" + urlencode([("link", w) for w in walls])
+        run_crawlq(
+            "seed", "--frontier", redis_url, "--job", job, seed, "--store", str(store),
+            "--delay", "0", "--ignore-robots", "--allow-private",
+        )  # fmt: skip
+        worker_cmd = [
+            sys.executable, "-m", "crawlq", "worker", "--frontier", redis_url, "--job", job,
+            "--store", str(store), "--metrics-port", str(metrics_port), "-q",
+        ]  # fmt: skip
+        worker = subprocess.Popen(worker_cmd, env=env)
+        try:
+            wait_scrapable(metrics_port, worker)
+            deadline = time.monotonic() + 60
+            while True:
+                report = status_json(redis_url, job)
+                if report["queued"] + report["in_flight"] + report["delayed"] == 0:
+                    break
+                assert time.monotonic() < deadline, f"not drained: {report}"
+                time.sleep(0.1)
+            m = scrape(metrics_port)
+        finally:
+            stop(worker)
+        assert worker.returncode == 0
+    assert log.count("/cookie-wall/a") == log.count("/cookie-wall/b") == 2  # wall, revisit
+    pages_rows, dead_rows = export(store, "pages"), export(store, "dead")
+    statuses = Counter(f"{p['status'] // 100}xx" for p in pages_rows)
+    assert dict(statuses) == {"2xx": 3, "3xx": 1}  # seed, a, b; the wall that stays a 302
+    assert by_label(m["crawlq_pages_total"], "status_class") == dict(statuses)
+    assert [d["reason"] for d in dead_rows] == ["too_many_redirects"]
+    assert by_label(m["crawlq_dead_letters_total"], "reason") == {"too_many_redirects": 1}
+    assert sum(m["crawlq_response_bytes_total"].values()) == sum(p["size"] for p in pages_rows)
+    assert sum(m["crawlq_fetch_duration_seconds_count"].values()) == len(pages_rows)
+    # the walls' redirects that were fetched again: a, b, again (once), count (10 times)
+    assert sum(m["crawlq_cookie_wall_hops_total"].values()) == 13

@@ -6,8 +6,9 @@
 3. retries (a new task per URL, with its backoff as countdown) and politeness re-schedules;
 4. the settle (`CeleryState.settle`): only then do the URLs stop being pending.
 
-The worker metrics of the outcomes are counted after the store write and before the settle,
-as the native worker does.
+The worker metrics of the outcomes are counted after the store write and the links (a cookie
+wall's redirect whose revisit was published counts as a hop, not a page) and before the
+settle, as the native worker does.
 """
 
 from __future__ import annotations
@@ -60,14 +61,15 @@ async def write_outcomes(
     batch = result_batch(o for _, o in outcomes)
     if len(batch):
         await store.write(batch)
+    published = await _enqueue_links(state, settings, outcomes, publish)
     metrics = recorder()  # counted before the settle, as the native worker does
     if metrics is not None:
         for _, o in outcomes:
             if o.kind is Kind.RETRY:
                 metrics.retried(o.reason)
             else:
-                metrics.settled(o)
-    await _enqueue_links(state, settings, outcomes, publish)
+                r = o.revisit()  # a cookie wall's redirect whose revisit was queued: a hop
+                metrics.settled(o, revisited=r is not None and r.fingerprint in published)
     for entry, o in retries:
         retry = Entry(entry.request, entry.attempt + 1, retry=True)
         publish([retry], clamp_priority(entry.request.priority), o.retry_delay_s)
@@ -92,14 +94,18 @@ async def _enqueue_links(
     settings: Settings,
     outcomes: list[tuple[Entry, Outcome]],
     publish: Publish,
-) -> int:
-    """Admit the outcomes' links (shared dedup) and publish the new ones, by host and band."""
+) -> set[bytes]:
+    """Admit the outcomes' links (shared dedup) and publish the new ones, by host and band.
+
+    Returns:
+        The fingerprints published (new to the job).
+    """
     pairs: list[tuple[CrawlRequest, str]] = []
     for entry, o in outcomes:
         owner = entry.request.fingerprint.hex()
         pairs += [(link, owner) for link in o.links]
     if not pairs:
-        return 0
+        return set()
     links = [link for link, _ in pairs]
     flags = await state.admit(pairs, run=False, budget=settings.max_pages_per_host)
     groups: dict[tuple[str, int], list[Entry]] = defaultdict(list)
@@ -112,4 +118,4 @@ async def _enqueue_links(
     for (_, band), group in sorted(groups.items(), key=lambda kv: -kv[0][1]):
         for chunk in chunks(group, settings.celery_batch):
             publish(chunk, band, 0.0)
-    return len(published)
+    return published

@@ -72,6 +72,23 @@ class Outcome:
     reason: str = ""
     skipped: Counter[str] = field(default_factory=Counter)
 
+    def revisit(self) -> CrawlRequest | None:
+        """The link that, once fetched, replaces this outcome's page record, or None.
+
+        A cookie wall's redirect (``302`` + ``Set-Cookie`` back to its own URL) is followed
+        by a revisit of the same URL with the cookie (`crawlq.engine.redirects`): both have
+        the URL's ``record_fingerprint``, so the revisit's record replaces this page's. When
+        that revisit is queued (new to the job), this page is a hop, not a page of its own:
+        the worker metrics count it so (`crawlq.engine.metrics.WorkerMetrics.settled`).
+        """
+        if self.page is None:
+            return None
+        own = self.lease.request.record_fingerprint
+        for link in self.links:
+            if link.revisit and link.record_fingerprint == own:
+                return link
+        return None
+
 
 def result_batch(outcomes: Iterable[Outcome]) -> ResultBatch:
     """The store's records of ``outcomes``: pages, items, dead letters, filtered records."""

@@ -7,11 +7,13 @@ queues), never URLs.
 
 Worker metrics (`WorkerMetrics`), updated by both engines when an outcome is written to the
 store (so that, once a job is settled, the counters of all its workers add up to the store's
-pages, dead letters and filtered records):
+pages, dead letters and filtered records; a cookie wall's redirect whose revisit was queued is
+counted as a hop, not a page, since the revisit's record replaces it: one page per URL):
 
 | metric | type | labels | what |
 |---|---|---|---|
 | ``crawlq_pages_total`` | counter | ``status_class`` (``2xx``…) | pages stored |
+| ``crawlq_cookie_wall_hops_total`` | counter | | cookie-wall redirects fetched again |
 | ``crawlq_items_total`` | counter | | items stored |
 | ``crawlq_response_bytes_total`` | counter | | body bytes of the pages stored |
 | ``crawlq_fetch_duration_seconds`` | histogram | | fetch time of each page stored |
@@ -90,6 +92,11 @@ class WorkerMetrics:
         self.pages = pc.Counter(
             "crawlq_pages", "Pages stored, by HTTP status class.", ["status_class"], registry=reg
         )
+        self.cookie_wall_hops = pc.Counter(
+            "crawlq_cookie_wall_hops",
+            "Redirects back to their own URL with a cookie, fetched again with it.",
+            registry=reg,
+        )
         self.items = pc.Counter("crawlq_items", "Items stored.", registry=reg)
         self.response_bytes = pc.Counter(
             "crawlq_response_bytes", "Body bytes of the pages stored.", registry=reg
@@ -125,10 +132,18 @@ class WorkerMetrics:
             multiprocess_mode="livesum",
         )
 
-    def settled(self, outcome: Outcome) -> None:
-        """Count one outcome that was just written to the store (page, dead or filtered)."""
+    def settled(self, outcome: Outcome, *, revisited: bool = False) -> None:
+        """Count one outcome that was just written to the store (page, dead or filtered).
+
+        Args:
+            outcome: The outcome.
+            revisited: Its `Outcome.revisit` was queued: its page record will be replaced
+                by the revisit's, which is counted then; this one counts as a cookie-wall hop.
+        """
         page = outcome.page
-        if page is not None:
+        if page is not None and revisited:
+            self.cookie_wall_hops.inc()
+        elif page is not None:
             self.pages.labels(status_class(page.status)).inc()
             self.response_bytes.inc(page.size_bytes)
             self.fetch_duration.observe(page.elapsed_s)

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TypeVar
 
 from crawlq.engine.known import KnownFingerprints
@@ -29,6 +29,7 @@ from crawlq.engine.worker.counters import WorkerCounters
 from crawlq.engine.worker.held import HeldLeases
 from crawlq.errors import CrawlqError, FrontierError, StoreUnavailable
 from crawlq.frontier import Frontier
+from crawlq.request import CrawlRequest
 from crawlq.store import ResultBatch, Store
 
 __all__ = ["Flusher"]
@@ -131,11 +132,14 @@ class Flusher:
                 return
             batch, self.pending = self.pending, []
             await self._write_store(result_batch(batch))
-            self._stored(batch)
             links = self.known.unknown([link for o in batch for link in o.links])
+            revisits = {r.fingerprint for o in batch if (r := o.revisit()) is not None}
+            queued = await self._push_revisits([x for x in links if x.fingerprint in revisits])
+            links = [x for x in links if x.fingerprint not in revisits]
             if links:
                 await self.retrying("push", lambda: self.frontier.push(links))
                 self.known.add_all(link.fingerprint for link in links)
+            self._stored(batch, queued)
             # A lease lost to another worker (see HeldLeases) is that worker's to settle.
             held = self.held
             done = [o.lease for o in batch if o.kind is not Kind.DEAD and held.holds(o.lease)]
@@ -168,15 +172,31 @@ class Flusher:
                 self.counters.count(o)
             logger.info("wrote %d results to the store; their leases will expire", len(batch))
 
-    def _stored(self, batch: list[Outcome]) -> None:
+    async def _push_revisits(self, revisits: list[CrawlRequest]) -> set[bytes]:
+        """Push cookie-wall revisits (`Outcome.revisit`) one by one; return those queued.
+
+        Whether a revisit was new decides how its redirect is counted (`_stored`); they are
+        rare (one per cookie wall), so one push each costs little.
+        """
+        queued: set[bytes] = set()
+        for link in revisits:
+            if await self.retrying("push", functools.partial(self.frontier.push, [link])):
+                queued.add(link.fingerprint)
+            self.known.add_all([link.fingerprint])
+        return queued
+
+    def _stored(self, batch: list[Outcome], revisits: Collection[bytes] = ()) -> None:
         """Update the Prometheus metrics of a batch just written to the store.
 
-        Counted here, before the batch's leases are settled, so that once the frontier has
+        Counted here, after its links were pushed (a cookie wall's redirect whose revisit is
+        in ``revisits``, the fingerprints queued, is a hop: the revisit's record replaces its
+        page) and before the batch's leases are settled, so that once the frontier has
         nothing pending the metrics of all workers add up to the store's totals.
         """
         if self.metrics is not None:
             for o in batch:
-                self.metrics.settled(o)
+                r = o.revisit()
+                self.metrics.settled(o, revisited=r is not None and r.fingerprint in revisits)
 
     async def _write_store(self, batch: ResultBatch) -> None:
         failures = 0
