@@ -20,6 +20,7 @@ import redis
 
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.politeness import HostPolicy
+from tests.conftest import run_crawlq
 
 pytestmark = pytest.mark.e2e
 
@@ -104,4 +105,90 @@ def test_drop_lowest_keeps_the_highest_priorities_and_records_every_drop(
     queued = [json.loads(v.split(b"\n", 1)[1]) for v in cast("list[bytes]", client.hvals(k.reqs))]
     assert len(queued) == CAP
     assert {r.get("priority") for r in queued} == {9}  # exactly the 10,000 of priority 9
+    client.close()
+
+
+# -- `crawlq dead replay` into a bounded job: the same bound as seeding -----------------------
+
+
+def _replay(redis_url: str, job: str, *extra: str) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "crawlq", "dead", "replay", "--frontier", redis_url]
+    cmd += ["--job", job, "--json", *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_dead_letter_replay_waits_for_room_under_block(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    store = tmp_path / "s.db"
+    seed = ["seed", "--frontier", redis_url, "--job", job, "--store", str(store)]
+    seed += ["--max-queued", "3", "--delay", "0"]
+    run_crawlq(*seed, *(f"http://127.0.0.1:9/d/{n}" for n in range(3)))
+    client = redis.Redis.from_url(redis_url)
+    k = Keyspace(job)
+
+    async def kill_three() -> None:  # three dead letters (as a worker that failed them)
+        frontier = await RedisFrontier.open(redis_url, job, default_policy=HostPolicy(0.0, 100))
+        try:
+            for lease in await frontier.lease(3, "w", 60.0):
+                await frontier.dead(lease, "connect_error")
+        finally:
+            await frontier.close()
+
+    asyncio.run(kill_three())
+    run_crawlq(*seed, "http://127.0.0.1:9/q/1", "http://127.0.0.1:9/q/2")
+    assert int(client.hget(k.stats, "queued") or 0) == 2
+
+    # nothing makes room: one goes back, two stay dead when the wait runs out (exit 1)
+    out, err = _replay(redis_url, job, "--max-push-wait", "0.3").communicate(timeout=60)
+    report = json.loads(out)
+    assert (report["replayed"], report["left_full"], report["waited_for_room"]) == (1, 2, True)
+    assert "frontier full" in err
+    assert int(client.hget(k.stats, "queued") or 0) == 3
+    assert client.hlen(k.dead) == 2
+
+    # a consumer makes room: the replay waits, then requeues the rest, never past the bound
+    replay = _replay(redis_url, job)
+    most_queued, leased = 0, 0
+
+    async def consume() -> None:
+        nonlocal most_queued, leased
+        frontier = await RedisFrontier.open(redis_url, job, default_policy=HostPolicy(0.0, 100))
+        try:
+            while replay.poll() is None:
+                most_queued = max(most_queued, int(client.hget(k.stats, "queued") or 0))
+                got = await frontier.lease(1, "slow-consumer", 60.0, wait_s=0.1)
+                leased += len(got)
+                await frontier.ack(got)
+                await asyncio.sleep(0.2)
+        finally:
+            await frontier.close()
+
+    asyncio.run(asyncio.wait_for(consume(), 120))
+    out, err = replay.communicate(timeout=60)
+    assert replay.returncode == 0, err
+    report = json.loads(out)
+    assert (report["replayed"], report["left_full"]) == (2, 0)
+    assert most_queued <= 3 and int(client.hget(k.stats, "queued") or 0) <= 3
+    assert client.hlen(k.dead) == 0
+    client.close()
+
+
+def test_a_dead_letter_replay_under_drop_lowest_drops_and_says_so(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    urls = [f"http://127.0.0.1:9/p/{n}" for n in range(5)]
+    run_crawlq(
+        "seed", "--frontier", redis_url, "--job", job, "--store", str(tmp_path / "s.db"),
+        "--max-queued", "3", "--when-full", "drop-lowest", "--delay", "0", *urls,
+    )  # fmt: skip
+    client = redis.Redis.from_url(redis_url)
+    k = Keyspace(job)
+    assert (int(client.hget(k.stats, "queued") or 0), client.hlen(k.dead)) == (3, 2)
+    proc = run_crawlq("dead", "replay", "--frontier", redis_url, "--job", job)
+    assert "replayed 0 dead letters" in proc.stdout
+    assert "2 dead-lettered as frontier_full" in proc.stdout, proc.stdout
+    assert int(client.hget(k.stats, "queued") or 0) == 3  # the bound held
+    dead = cast("dict[bytes, bytes]", client.hgetall(k.dead))
+    assert len(dead) == 2 and all(v.startswith(b"frontier_full\n") for v in dead.values())
     client.close()

@@ -83,6 +83,7 @@ def test_a_host_that_fails_until_a_flag_flips(tmp_path: Path) -> None:
             )
             assert json.loads(replayed.stdout) == {
                 "replayed": 2, "by_reason": {"http_503": 2}, "out_of_scope": 0, "dry_run": False,
+                "waited_for_room": False, "dropped_frontier_full": 0, "left_full": 0,
             }  # fmt: skip
             assert [r["url"] for r in dead_rows(store)] == [gone]  # only the other host's left
             queued = json.loads(

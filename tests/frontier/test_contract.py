@@ -420,7 +420,7 @@ async def test_a_down_host_is_drained_at_once_flagged(make_frontier: MakeFrontie
     (later,) = await f.lease(10, "w", VT)
     assert later.host_down
     await f.dead(later, "host_unreachable")
-    assert await f.replay_dead() == 4  # the operator says the site is back
+    assert (await f.replay_dead()).queued == 4  # the operator says the site is back
     clock.advance(60.0)
     again = await f.lease(10, "w", VT)
     assert len(again) == 1 and not again[0].host_down  # politeness as before
@@ -444,13 +444,13 @@ async def test_replay_dead_requeues_every_dead_letter_afresh(make_frontier: Make
     await f.dead(leases[0], "connect_error")
     await f.dead(leases[1], "http_503")
     await f.ack(leases[2:])
-    assert await f.replay_dead() == 2
+    assert (await f.replay_dead()).queued == 2
     stats = await f.stats()
     assert (stats.dead, stats.queued, stats.done) == (0, 2, 1)
     again = await f.lease(3, "w", VT)
     assert sorted(le.request.url for le in again) == sorted(le.request.url for le in leases[:2])
     assert [le.attempt for le in again] == [1, 1]
-    assert await f.replay_dead() == 0
+    assert (await f.replay_dead()).queued == 0
 
 
 # -- inspect, dead letters and their replay ------------------------------------------------
@@ -562,7 +562,7 @@ async def test_replay_dead_by_filter_and_admission(make_frontier: MakeFrontier) 
     await f.push(reqs("a", "b", "c") + reqs("d", host="b.test"))
     for lease in await f.lease(10, "w", VT):
         await f.dead(lease, "connect_error" if lease.request.url.endswith("/c") else "http_503")
-    assert await f.replay_dead(DeadFilter(reason="http_503", host="b.test")) == 1
+    assert (await f.replay_dead(DeadFilter(reason="http_503", host="b.test"))).queued == 1
     assert await _dead_letters(f, DeadFilter(host="b.test")) == []
     refused: list[str] = []
 
@@ -573,7 +573,7 @@ async def test_replay_dead_by_filter_and_admission(make_frontier: MakeFrontier) 
             return False
         return True
 
-    assert await f.replay_dead(DeadFilter(reason="http_503"), admit) == 1
+    assert (await f.replay_dead(DeadFilter(reason="http_503"), admit)).queued == 1
     assert refused == ["http://a.test/b"]
     assert await _dead_letters(f) == [
         ("http://a.test/b", "http_503"),
@@ -586,7 +586,7 @@ async def test_replay_dead_by_filter_and_admission(make_frontier: MakeFrontier) 
     assert [le.attempt for le in again] == [1, 1]  # attempts counted afresh
     state = await f.inspect(again[0].request.fingerprint)
     assert (state.state, state.reason, state.dead_at_ms) == ("in_flight", None, None)
-    assert await f.replay_dead(DeadFilter(reason="http_503", host="b.test")) == 0
+    assert (await f.replay_dead(DeadFilter(reason="http_503", host="b.test"))).queued == 0
     assert await f.push(reqs("a") + reqs("d", host="b.test")) == 0  # seen: dedup holds
 
 
@@ -713,8 +713,62 @@ async def test_drop_lowest_dead_letters_the_lowest_priority_and_loses_nothing(
     f.bounds = QueueBounds()
     letters = [d async for d in f.dead_letters(DeadFilter(reason="frontier_full"))]
     assert len(letters) == 2 and all(d.dead_at_ms is not None for d in letters)
-    assert await f.replay_dead(DeadFilter(reason="frontier_full")) == 2
+    assert (await f.replay_dead(DeadFilter(reason="frontier_full"))).queued == 2
     assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["low", "lower"]
+
+
+async def test_a_replay_under_a_block_bound_requeues_only_what_fits(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    await f.push(reqs("d1", "d2", "d3", "d4"))
+    for lease in await f.lease(4, "w", VT):
+        await f.dead(lease, "http_503")
+    f.bounds = QueueBounds(max_queued=3)
+    await f.push(reqs("q1", "q2"))
+    done = await f.replay_dead()
+    assert (done.queued, done.refused, done.dropped) == (1, 3, 0)
+    assert done.by_reason == {"http_503": 1}
+    stats = await f.stats()
+    assert (stats.queued, stats.dead) == (3, 3)
+    letters = [d async for d in f.dead_letters()]
+    assert [d.reason for d in letters] == ["http_503"] * 3  # left as they were
+    await drain(f)  # the workers make room
+    done = await f.replay_dead()
+    assert (done.queued, done.refused) == (3, 0)
+    assert ((await f.stats()).queued, (await f.stats()).dead) == (3, 0)
+
+
+async def test_a_per_host_bound_holds_for_a_replay(make_frontier: MakeFrontier) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    await f.push(reqs("d1", "d2", "d3") + reqs("d1", host="b.test"))
+    for lease in await f.lease(4, "w", VT):
+        await f.dead(lease, "connect_error")
+    f.bounds = QueueBounds(max_queued_per_host=2)
+    done = await f.replay_dead()
+    assert (done.queued, done.refused) == (3, 1)
+    hosts = {h.host: h.queued for h in (await f.stats()).hosts}
+    assert hosts == {"a.test": 2, "b.test": 1}
+
+
+async def test_a_replay_under_drop_lowest_dead_letters_the_lowest(
+    make_frontier: MakeFrontier,
+) -> None:
+    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    await f.push(reqs("high", priority=9) + reqs("low", priority=-5))
+    for lease in await f.lease(2, "w", VT):
+        await f.dead(lease, "http_503")
+    f.bounds = QueueBounds(max_queued=2, when_full="drop-lowest")
+    await f.push(reqs("mid1", "mid2"))
+    done = await f.replay_dead()
+    # "high" goes back and evicts a queued "mid"; "low" is the lowest: it stays dead
+    assert (done.queued, done.refused, done.dropped) == (1, 0, 2)
+    assert done.by_reason == {"http_503": 1}
+    stats = await f.stats()
+    assert (stats.queued, stats.dead) == (2, 2)
+    letters = {d.request.url.rsplit("/", 1)[1]: d.reason async for d in f.dead_letters()}
+    assert letters == {"low": "frontier_full", "mid2": "frontier_full"}
+    assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["high", "mid1"]
 
 
 # -- the per-host page budget (max_pages_per_host) --------------------------------------------

@@ -345,7 +345,7 @@ async def test_a_garbled_dead_letter_is_skipped_not_fatal(redis_url: str, job: s
         assert letters == ["http://a.test/2"]
         state = await f.inspect(fp)
         assert (state.state, state.request, state.dead_at_ms) == ("dead", None, None)
-        assert await f.replay_dead() == 1  # the garbled one stays where it is
+        assert (await f.replay_dead()).queued == 1  # the garbled one stays where it is
     finally:
         await f.close()
 

@@ -237,7 +237,7 @@ async def test_version_4_file_gains_the_dead_time_and_keeps_its_dead_letters(
     try:
         assert len([d async for d in f.dead_letters(DeadFilter(reason="http_503"))]) == 2
         assert [d async for d in f.dead_letters(DeadFilter(since_ms=0))] == []  # time unknown
-        assert await f.replay_dead() == 2
+        assert (await f.replay_dead()).queued == 2
     finally:
         await f.close()
     with sqlite3.connect(path) as db:

@@ -20,7 +20,14 @@ import click
 from crawlq.cli.dead_filters import dead_filter, dead_options, parse_since
 from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.output import dead_table, stdout_console
-from crawlq.engine.dead import DeadRow, ReplayReport, job_scope, native_dead_rows, replay_native
+from crawlq.engine.dead import (
+    DeadRow,
+    ReplayReport,
+    job_bounds,
+    job_scope,
+    native_dead_rows,
+    replay_native,
+)
 from crawlq.errors import CrawlqError
 from crawlq.frontier.base import DeadFilter
 
@@ -86,6 +93,14 @@ def _rows(view: JobView, where: DeadFilter) -> Any:
 @dead_options
 @click.option("--dry-run", is_flag=True, help="Say what would be replayed; change nothing.")
 @click.option(
+    "--max-push-wait",
+    "max_push_wait_s",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="S",
+    help="A job bounded with --when-full block: wait at most S seconds for room.",
+)
+@click.option(
     "--broker",
     default=None,
     help="Celery engine: the broker to send the tasks to (CRAWLQ_BROKER_URL).",
@@ -99,28 +114,43 @@ def replay(
     store: str | None,
     as_json: bool,
     dry_run: bool,
+    max_push_wait_s: float | None,
     broker: str | None,
 ) -> None:
     """Put dead letters back in the queue, attempts counted afresh.
 
     Each goes back to its host's queue under its fingerprint: it is fetched once more, under
     its host's politeness, if the job's scope still takes it. Workers (or the next `crawlq
-    crawl` of an embedded store) fetch them.
+    crawl` of an embedded store) fetch them. A job's queue bounds hold as for `crawlq seed`:
+    with --when-full block the replay waits for room (at most --max-push-wait S; exit 1 when
+    it runs out), with drop-lowest the lowest priorities become frontier_full dead letters.
     """
     where = dead_filter(reason, host, since)
 
     async def run() -> tuple[ReplayReport, JobView | None]:
         async with open_view(frontier, job, store, write=not dry_run) as view:
-            scope = job_scope(view.settings, f"{view.name}'s settings")
+            source = f"{view.name}'s settings"
+            scope = job_scope(view.settings, source)
             if view.celery is None:
-                return await replay_native(view.frontier, where, scope, dry_run=dry_run), view
+                bounds = job_bounds(view.settings, source)
+                report = await replay_native(
+                    view.frontier,
+                    where,
+                    scope,
+                    dry_run=dry_run,
+                    bounds=bounds,
+                    max_wait_s=max_push_wait_s,
+                )
+                return report, view
             return await _replay_celery(view, where, scope, dry_run, broker), view
 
     report, view = _run(run, "replay dead letters")
     if as_json:
         click.echo(json.dumps(_report_json(report)))
-        return
-    click.echo(_report_text(report, view))
+    else:
+        click.echo(_report_text(report, view))
+    if report.timeout is not None:
+        sys.exit(1)
 
 
 async def _replay_celery(
@@ -155,6 +185,9 @@ def _report_json(report: ReplayReport) -> dict[str, Any]:
         "by_reason": dict(report.by_reason),
         "out_of_scope": report.out_of_scope,
         "dry_run": report.dry_run,
+        "waited_for_room": report.waited,
+        "dropped_frontier_full": report.dropped,
+        "left_full": report.left_full,
     }
 
 
@@ -169,6 +202,20 @@ def _report_text(report: ReplayReport, view: JobView | None) -> str:
         line = f"replayed {counted}"
     if report.out_of_scope:
         line += f"; {report.out_of_scope} left dead: out of the job's scope now"
+    b = report.bounds
+    bound = f"max_queued {b.max_queued}, per host {b.max_queued_per_host}"
+    if report.waited and report.timeout is None:
+        line += f"; waited for the workers to make room in the job's queue ({bound})"
+    if report.dropped:
+        line += (
+            f"; {report.dropped} dead-lettered as frontier_full: the job's queue is full"
+            f" ({bound}, --when-full drop-lowest)"
+        )
+    if report.timeout is not None:
+        line += (
+            f"; {report.left_full} left dead: {report.timeout}; re-run the same command once"
+            " the workers have made room"
+        )
     if report.replayed and not report.dry_run and view is not None:
         who = (
             "the next `crawlq crawl` on this store fetches them"

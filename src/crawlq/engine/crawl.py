@@ -100,8 +100,18 @@ class Crawl(WorkerHost):
         self.scope = Scope.from_settings(s, s.allowed_domains)
         revived = 0
         if self.retry_dead:  # the replay of every dead letter (crawlq.engine.dead)
-            revived = await frontier.replay_dead()
+            # no wait at a block bound: this crawl's workers, not started yet, make the room
+            replay = await frontier.replay_dead()
+            revived = replay.queued
             logger.warning("requeued %d dead-lettered URLs (--retry-dead)", revived)
+            if replay.refused:
+                logger.warning(
+                    "%d dead letters left dead: the frontier is full (max_queued %s, per host"
+                    " %s); --retry-dead again once it has room",
+                    replay.refused,
+                    frontier.bounds.max_queued,
+                    frontier.bounds.max_queued_per_host,
+                )
         rules = self.scope.url_rules  # seeds too: no session id enters the crawl
         seeded = await frontier.push([r.rewritten(rules) for r in self.start_requests])
         budget = None

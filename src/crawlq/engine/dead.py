@@ -5,8 +5,12 @@ replay puts back) and in the store (`crawlq.store.Store.lookup`: the failure's d
 listing joins the two; a replay goes through the frontier (`Frontier.replay_dead`): each URL
 returns to its host's queue under its fingerprint, so dedup and politeness hold as for any
 request, its attempts are counted afresh, and the job's scope is checked again (`job_scope`):
-a dead letter the scope no longer takes stays dead. ``crawl --retry-dead`` is a replay of
-every dead letter. The Celery engine's counterpart is `crawlq.celery.operate`.
+a dead letter the scope no longer takes stays dead. A replay is a producer under the job's
+queue bounds (``max_queued``, ``max_queued_per_host``, ``when_full``; `job_bounds`), as
+seeding is (`crawlq.engine.seeding.replay_into_room`): at ``block`` it waits for room, at
+``drop-lowest`` the lowest priorities become ``frontier_full`` dead letters.
+``crawl --retry-dead`` is a replay of every dead letter. The Celery engine's counterpart is
+`crawlq.celery.operate`.
 """
 
 from __future__ import annotations
@@ -16,18 +20,30 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawlq.engine.seeding import replay_into_room
+from crawlq.errors import ConfigError, QueueFullTimeout
 from crawlq.export import iso_utc
 from crawlq.frontier import Frontier
-from crawlq.frontier.base import DeadFilter, DeadLetter
+from crawlq.frontier.base import DeadFilter, DeadLetter, QueueBounds
 from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import coerce_settings
 from crawlq.store import Store
 from crawlq.store.base import LOOKUP_MAX
 
-__all__ = ["DeadRow", "ReplayReport", "job_scope", "native_dead_rows", "replay_native"]
+__all__ = [
+    "DeadRow",
+    "ReplayReport",
+    "job_bounds",
+    "job_scope",
+    "native_dead_rows",
+    "replay_native",
+]
 
 SCOPE_FIELDS = ("allowed_domains", "include", "exclude", "max_depth")
 """The job settings that make its scope (`crawlq.scope.Scope`)."""
+
+BOUND_FIELDS = ("max_queued", "max_queued_per_host", "when_full")
+"""The job settings that bound its queue (`crawlq.frontier.base.QueueBounds`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +97,24 @@ class ReplayReport:
         out_of_scope: Matching dead letters left dead because the job's scope does not take
             them any more.
         dry_run: Nothing was changed.
+        bounds: The job's queue bounds the replay went under.
+        waited: The job's queue was full (``block``): the replay waited for room.
+        dropped: Requests dead-lettered as ``frontier_full`` (``drop-lowest``): replayed
+            ones that did not fit, and queued ones they outranked.
+        left_full: Matching dead letters left dead because the queue stayed full for the
+            wait's limit (``timeout``).
+        timeout: Why the wait stopped (``--max-push-wait``), or None.
     """
 
     replayed: int = 0
     by_reason: Counter[str] = field(default_factory=Counter)
     out_of_scope: int = 0
     dry_run: bool = False
+    bounds: QueueBounds = field(default_factory=QueueBounds)
+    waited: bool = False
+    dropped: int = 0
+    left_full: int = 0
+    timeout: QueueFullTimeout | None = None
 
 
 def job_scope(stored: Mapping[str, Any] | None, source: str) -> Scope | None:
@@ -105,6 +133,26 @@ def job_scope(stored: Mapping[str, Any] | None, source: str) -> Scope | None:
         values.get("exclude") or (),
         values.get("max_depth"),
     )
+
+
+def job_bounds(stored: Mapping[str, Any] | None, source: str) -> QueueBounds:
+    """The queue bounds of a job from its stored settings (unbounded when none are stored).
+
+    Raises:
+        ConfigError: A stored bound of the wrong type (shared state is untrusted); the
+            message names the setting and ``source``.
+    """
+    if not stored:
+        return QueueBounds()
+    values = coerce_settings({k: stored[k] for k in BOUND_FIELDS if k in stored}, source)
+    try:
+        return QueueBounds(
+            values.get("max_queued"),
+            values.get("max_queued_per_host"),
+            values.get("when_full") or "block",
+        )
+    except ValueError as exc:
+        raise ConfigError("max_queued", f"{source}: {exc}") from exc
 
 
 async def native_dead_rows(
@@ -162,7 +210,13 @@ async def _rows(letters: list[DeadLetter], store: Store | None) -> list[DeadRow]
 
 
 async def replay_native(
-    frontier: Frontier, where: DeadFilter, scope: Scope | None, *, dry_run: bool = False
+    frontier: Frontier,
+    where: DeadFilter,
+    scope: Scope | None,
+    *,
+    dry_run: bool = False,
+    bounds: QueueBounds | None = None,
+    max_wait_s: float | None = None,
 ) -> ReplayReport:
     """Replay the matching dead letters through the frontier (module docstring).
 
@@ -171,13 +225,18 @@ async def replay_native(
         where: Which dead letters.
         scope: The job's scope (`job_scope`), or None to take every one.
         dry_run: Count what would be replayed; change nothing.
+        bounds: The job's queue bounds (`job_bounds`); None keeps the frontier's own.
+        max_wait_s: At a ``block`` bound, the longest wait for room (None: no limit).
     """
-    report = ReplayReport(dry_run=dry_run)
+    if bounds is not None:
+        frontier.bounds = bounds
+    report = ReplayReport(dry_run=dry_run, bounds=frontier.bounds)
     chosen: Counter[str] = Counter()
+    out_of_scope: set[bytes] = set()  # a wait for room replays again: count each once
 
     def admit(letter: DeadLetter) -> bool:
         if scope is not None and scope.check(letter.request) is not None:
-            report.out_of_scope += 1
+            out_of_scope.add(letter.request.fingerprint)
             return False
         chosen[letter.reason] += 1
         return True
@@ -186,7 +245,13 @@ async def replay_native(
         async for letter in frontier.dead_letters(where):
             admit(letter)
         report.replayed = chosen.total()
+        report.by_reason = chosen
     else:
-        report.replayed = await frontier.replay_dead(where, admit)
-    report.by_reason = chosen
+        done, waited, timeout = await replay_into_room(
+            frontier, where, admit, max_wait_s=max_wait_s
+        )
+        report.replayed, report.by_reason = done.queued, done.by_reason
+        report.dropped, report.left_full, report.timeout = done.dropped, done.refused, timeout
+        report.waited = waited
+    report.out_of_scope = len(out_of_scope)
     return report

@@ -3,7 +3,9 @@
 The job's settings are planned from the seeds (`crawlq.engine.plan.plan_seed`) and stored by
 the first producer. The requests go in chunks of `SEED_CHUNK`; while the frontier is full
 (``max_queued``, ``when_full = "block"``) the producer offers them again every
-`PUSH_RETRY_S` seconds, for at most ``max_push_wait_s``.
+`PUSH_RETRY_S` seconds, for at most ``max_push_wait_s``. A replay of dead letters is a
+producer too (`replay_into_room`: ``seed --retry-dead``, ``crawlq dead replay``): it waits
+for room the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crawlq.engine.backends import open_backends
@@ -22,11 +24,13 @@ from crawlq.errors import (
     QueueFullTimeout,
     SeedInterrupted,
 )
+from crawlq.frontier import Frontier
+from crawlq.frontier.base import EVERY_DEAD, DeadFilter, DeadLetter, QueueBounds, Replay
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
 from crawlq.urls import UrlRules
 
-__all__ = ["PUSH_RETRY_S", "SEED_CHUNK", "SeedResult", "seed"]
+__all__ = ["PUSH_RETRY_S", "SEED_CHUNK", "SeedResult", "replay_into_room", "seed"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,10 +85,18 @@ async def seed(
     async with open_backends(settings, create=True, runs_spider=False) as backends:
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
-        replayed = await backends.frontier.replay_dead() if retry_dead else 0
+        replayed = 0
+        if retry_dead:
+            replay, _, timeout = await replay_into_room(
+                backends.frontier, max_wait_s=backends.settings.max_push_wait_s
+            )
+            if timeout is not None:
+                raise SeedInterrupted(0, len(requests), timeout)
+            replayed = replay.queued
         rules = UrlRules(backends.settings.strip_url_params)  # the job's, as for its links
         requests = [r.rewritten(rules) for r in requests]
         queued = 0
+        s = backends.settings
         try:
             for start in range(0, len(requests), SEED_CHUNK):
                 chunk = list(requests[start : start + SEED_CHUNK])
@@ -94,7 +106,9 @@ async def seed(
                     queued += offer.queued
                     if not offer.refused:
                         break
-                    waited_since = _room_wait(waited_since, backends.settings, queued)
+                    waited_since = _room_wait(
+                        waited_since, backends.frontier.bounds, s.max_push_wait_s, queued
+                    )
                     await asyncio.sleep(PUSH_RETRY_S)
                 if waited_since is not None:
                     logger.warning("frontier has room again: seeding goes on")
@@ -103,25 +117,63 @@ async def seed(
         return SeedResult(len(requests), queued, backends.settings, tuple(private), replayed)
 
 
-def _room_wait(waited_since: float | None, settings: Settings, queued: int) -> float:
+async def replay_into_room(
+    frontier: Frontier,
+    where: DeadFilter = EVERY_DEAD,
+    admit: Callable[[DeadLetter], bool] | None = None,
+    *,
+    max_wait_s: float | None = None,
+) -> tuple[Replay, bool, QueueFullTimeout | None]:
+    """Replay dead letters as a producer pushes: under the frontier's bounds, waiting for room.
+
+    `Frontier.replay_dead` requeues what fits; at a ``block`` bound the dead letters left
+    (refused) are replayed again every `PUSH_RETRY_S` seconds while the workers make room,
+    for at most ``max_wait_s`` seconds of waiting (None: no limit), as `seed` offers its
+    requests again. At ``drop-lowest`` nothing waits: the frontier dead-letters the lowest
+    priorities as ``frontier_full`` (counted in `Replay.dropped`).
+
+    Returns:
+        What was replayed in all (``refused``: those still dead when the wait ran out),
+        whether it waited for room, and the `QueueFullTimeout` when the wait ran out.
+    """
+    total = Replay()
+    waited_since: float | None = None
+    while True:
+        done = await frontier.replay_dead(where, admit)
+        total.add(done)
+        total.refused = done.refused
+        if not done.refused:
+            break
+        try:
+            waited_since = _room_wait(waited_since, frontier.bounds, max_wait_s, total.queued)
+        except QueueFullTimeout as exc:
+            return total, True, exc
+        await asyncio.sleep(PUSH_RETRY_S)
+    if waited_since is not None:
+        logger.warning("frontier has room again: the replay goes on")
+    return total, waited_since is not None, None
+
+
+def _room_wait(
+    waited_since: float | None, bounds: QueueBounds, limit: float | None, queued: int
+) -> float:
     """Note a wait for room in a full frontier (`QueueBounds` ``block``); say so once.
 
     Returns when the wait began (monotonic seconds).
 
     Raises:
-        QueueFullTimeout: The frontier has stayed full for ``max_push_wait_s``.
+        QueueFullTimeout: The frontier has stayed full for ``limit`` seconds (None: never).
     """
     now = time.monotonic()
     if waited_since is None:
         logger.warning(
             "frontier full (max_queued %s, per host %s): waiting for workers to make room;"
             " %d queued so far",
-            settings.max_queued,
-            settings.max_queued_per_host,
+            bounds.max_queued,
+            bounds.max_queued_per_host,
             queued,
         )
         waited_since = now
-    limit = settings.max_push_wait_s
     if limit is not None and now - waited_since >= limit:
-        raise QueueFullTimeout(limit, settings.max_queued)
+        raise QueueFullTimeout(limit, bounds.max_queued)
     return waited_since

@@ -70,6 +70,7 @@ from crawlq.frontier.values import (
     HostStats,
     Offer,
     QueueBounds,
+    Replay,
     StateName,
     UrlState,
     backoff_state,
@@ -91,6 +92,7 @@ __all__ = [
     "HostStats",
     "Offer",
     "QueueBounds",
+    "Replay",
     "RobotsRecord",
     "StateName",
     "UrlState",
@@ -263,13 +265,20 @@ class Frontier(Protocol):
         self,
         where: DeadFilter = EVERY_DEAD,
         admit: Callable[[DeadLetter], bool] | None = None,
-    ) -> int:
+    ) -> Replay:
         """Put the dead letters that ``where`` matches back in the queue, attempts afresh.
 
         For failures whose cause is gone (a site that was down, a flag flipped). Each goes
         back under its fingerprint to its place in its host's queue (its priority and push
         order), so it is fetched once more, under its host's politeness; a host whose
         breaker had declared it down starts afresh. ``--retry-dead`` is this with no filter.
+
+        A replay is a producer's push under the job's `bounds`, checked atomically with
+        each requeue: at a ``block`` bound a dead letter that does not fit stays dead as it
+        was (``refused``; the caller waits for room and replays again, as a seeding
+        producer offers again); at a ``drop-lowest`` bound it goes back and the lowest
+        priority request of its host's queue, maybe itself, is dead-lettered as
+        `FRONTIER_FULL` (``dropped``).
 
         Args:
             where: Which dead letters.
@@ -278,7 +287,7 @@ class Frontier(Protocol):
                 takes is not fetched again). None admits all.
 
         Returns:
-            How many requests were requeued.
+            What was requeued (by reason), refused and dropped.
         """
         ...
 

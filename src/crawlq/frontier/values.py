@@ -7,6 +7,7 @@ callers of `crawlq.frontier.base.Frontier` (which re-exports them). Times are Un
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,6 +23,7 @@ __all__ = [
     "HostStats",
     "Offer",
     "QueueBounds",
+    "Replay",
     "StateName",
     "UrlState",
     "backoff_state",
@@ -159,6 +161,33 @@ class Offer:
     queued: int
     refused: int = 0
     dropped: int = 0
+
+
+@dataclass(slots=True)
+class Replay:
+    """What `Frontier.replay_dead` did with the dead letters it was given.
+
+    Attributes:
+        queued: Dead letters put back in their host queues.
+        by_reason: Of those, how many per dead-letter reason (the one they had).
+        refused: Admitted dead letters left dead as they were for lack of room (a ``block``
+            `QueueBounds`): replaying them again once there is room requeues them.
+        dropped: Requests dead-lettered as `FRONTIER_FULL` at a ``drop-lowest`` bound:
+            admitted dead letters that stayed dead (their reason is now ``frontier_full``)
+            and queued requests that a replayed one outranked.
+    """
+
+    queued: int = 0
+    by_reason: Counter[str] = field(default_factory=Counter)
+    refused: int = 0
+    dropped: int = 0
+
+    def add(self, other: Replay) -> None:
+        """Add the counts of ``other`` (a later chunk or round) to these."""
+        self.queued += other.queued
+        self.by_reason.update(other.by_reason)
+        self.refused += other.refused
+        self.dropped += other.dropped
 
 
 @dataclass(frozen=True, slots=True)

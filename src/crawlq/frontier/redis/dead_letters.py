@@ -15,6 +15,7 @@ from crawlq.frontier.base import (
     EVERY_DEAD,
     DeadFilter,
     DeadLetter,
+    Replay,
 )
 from crawlq.frontier.redis.core import RedisCore
 from crawlq.frontier.redis.replies import reply_int, reply_text
@@ -85,26 +86,42 @@ class DeadLettersMixin(RedisCore):
         self,
         where: DeadFilter = EVERY_DEAD,
         admit: Callable[[DeadLetter], bool] | None = None,
-    ) -> int:
+    ) -> Replay:
         """See `crawlq.frontier.base.Frontier.replay_dead`.
 
         Scans the dead letters in chunks; each chunk's chosen ones are requeued by one script
-        (``revive.lua``), which re-checks that each is still dead.
+        (``revive.lua``), which re-checks that each is still dead and applies `bounds`.
         """
         k = self.keys
-        revived = 0
+        b = self.bounds
+        total = Replay()
         async for chunk in self._dead_chunks(where):
             hosts: dict[str, int] = {}
             body: list[Any] = []
+            chosen: list[DeadLetter] = []
             for fp, letter in chunk:
                 if admit is None or admit(letter):
                     body += [fp, hosts.setdefault(letter.request.host, len(hosts) + 1)]
+                    chosen.append(letter)
             if not body:
                 continue
             keys = [
                 *k.host_keys(), k.dead, k.reqs, k.scores, k.attempts, k.stats, k.strikes,
                 k.dead_at, k.last_error, *(k.queue(h) for h in hosts),
             ]  # fmt: skip
-            args = [self.politeness.default.concurrency, len(hosts), *hosts, *body]
-            revived += int(await self._script("revive", keys, args))
-        return revived
+            args = [
+                self.politeness.default.concurrency, self.clock.wall_ms(),
+                b.max_queued or 0, b.max_queued_per_host or 0,
+                "drop" if b.when_full == "drop-lowest" else "block", len(hosts), *hosts, *body,
+            ]  # fmt: skip
+            revived, refused, dropped, *which = await self._script("revive", keys, args)
+            done = Replay(int(revived), refused=int(refused), dropped=int(dropped))
+            done.by_reason.update(chosen[int(n) - 1].reason for n in which)
+            if done.dropped:
+                logger.warning(
+                    "job %s: frontier full, %d request(s) dead-lettered as frontier_full",
+                    self.job,
+                    done.dropped,
+                )
+            total.add(done)
+        return total

@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crawlq.frontier.base import FRONTIER_FULL, Offer
+from crawlq.frontier.base import FRONTIER_FULL, Offer, QueueBounds
 from crawlq.frontier.sqlite.core import FrontierFile, logger
 from crawlq.frontier.sqlite.tables import DEAD, OVER_BUDGET, QUEUED
 from crawlq.request import CrawlRequest
 
-__all__ = ["BoundedPushMixin"]
+__all__ = ["BoundedPushMixin", "evict_lowest", "host_counts", "queue_full"]
 
 SEEN = "SELECT 1 FROM frontier_requests WHERE fp=?"
 """Whether a fingerprint has a row (pushed before, in any state)."""
@@ -112,7 +112,7 @@ class BoundedPushMixin(FrontierFile):
         if conn.execute(SEEN, (fp,)).fetchone():
             return
         if host not in tally.host_queued:
-            tally.host_queued[host], tally.host_admitted[host] = _host_counts(conn, host)
+            tally.host_queued[host], tally.host_admitted[host] = host_counts(conn, host)
         budget = self.politeness.max_pages_per_host
         if budget is not None and tally.host_admitted[host] >= budget:
             tally.over += 1
@@ -125,7 +125,7 @@ class BoundedPushMixin(FrontierFile):
                     return
             else:
                 tally.dropped += 1
-                if _evict_lowest(conn, host, priority, now_ms):
+                if evict_lowest(conn, host, priority, now_ms):
                     tally.queue(host, -1)
                     tally.evicted += 1
                 else:
@@ -139,10 +139,14 @@ class BoundedPushMixin(FrontierFile):
 
     def _full(self, job_queued: int, host_queued: int) -> bool:
         """Whether the job's queue or the host's is at its bound."""
-        b = self.bounds
-        return (b.max_queued is not None and job_queued >= b.max_queued) or (
-            b.max_queued_per_host is not None and host_queued >= b.max_queued_per_host
-        )
+        return queue_full(self.bounds, job_queued, host_queued)
+
+
+def queue_full(b: QueueBounds, job_queued: int, host_queued: int) -> bool:
+    """Whether the job's queue or the host's is at its bound (a push's, a replay's)."""
+    return (b.max_queued is not None and job_queued >= b.max_queued) or (
+        b.max_queued_per_host is not None and host_queued >= b.max_queued_per_host
+    )
 
 
 @dataclass(slots=True)
@@ -167,14 +171,14 @@ class _Tally:
         self.job_queued += n
 
 
-def _host_counts(conn: sqlite3.Connection, host: str) -> tuple[int, int]:
+def host_counts(conn: sqlite3.Connection, host: str) -> tuple[int, int]:
     """The host's queued and admitted counts (0 and 0 for a host not seen yet)."""
     got = conn.execute("SELECT queued, admitted FROM frontier_hosts WHERE host=?", (host,))
     row = got.fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-def _evict_lowest(conn: sqlite3.Connection, host: str, priority: int, now_ms: int) -> bool:
+def evict_lowest(conn: sqlite3.Connection, host: str, priority: int, now_ms: int) -> bool:
     """Dead-letter the host's lowest-priority queued request when ``priority`` outranks it.
 
     Among equals the newest goes; its reason is ``frontier_full``. Returns whether one went.

@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from crawlq.errors import FrontierError
-from crawlq.frontier.base import EVERY_DEAD, DeadFilter, DeadLetter, UrlState
+from crawlq.frontier.base import EVERY_DEAD, FRONTIER_FULL, DeadFilter, DeadLetter, Replay, UrlState
+from crawlq.frontier.sqlite.bounded import evict_lowest, host_counts, queue_full
 from crawlq.frontier.sqlite.core import FrontierFile, logger
 from crawlq.frontier.sqlite.tables import CHUNK, DEAD, QUEUED, STATE_NAMES
 from crawlq.request import CrawlRequest
@@ -100,23 +101,23 @@ class InspectionMixin(FrontierFile):
         self,
         where: DeadFilter = EVERY_DEAD,
         admit: Callable[[DeadLetter], bool] | None = None,
-    ) -> int:
+    ) -> Replay:
         """See `crawlq.frontier.base.Frontier.replay_dead`.
 
         Dead letters are chosen chunk by chunk and each chunk is requeued in one transaction
-        that requeues only rows still dead.
+        that requeues only rows still dead, under `bounds` as a producer's push.
         """
-        replayed = 0
+        total = Replay()
         async for chunk in self._chunks(self.dead_letters(where)):
-            chosen = [d.request for d in chunk if admit is None or admit(d)]
+            chosen = [d for d in chunk if admit is None or admit(d)]
             if chosen:
-                revived = await self._run(self._tx, functools.partial(self._revive, chosen))
-                self._counts[DEAD] -= revived
-                self._counts[QUEUED] += revived
-                replayed += revived
-        if replayed:
+                done, moved = await self._run(self._tx, functools.partial(self._revive, chosen))
+                self._counts[DEAD] -= moved
+                self._counts[QUEUED] += moved
+                total.add(done)
+        if total.queued:
             self._wake()
-        return replayed
+        return total
 
     @staticmethod
     async def _chunks(letters: AsyncIterator[DeadLetter]) -> AsyncIterator[list[DeadLetter]]:
@@ -129,17 +130,62 @@ class InspectionMixin(FrontierFile):
         if chunk:
             yield chunk
 
-    def _revive(self, requests: Sequence[CrawlRequest], conn: sqlite3.Connection) -> int:
-        hosts: Counter[str] = Counter()
-        for request in requests:
-            cur = conn.execute(
+    def _revive(
+        self, letters: Sequence[DeadLetter], conn: sqlite3.Connection
+    ) -> tuple[Replay, int]:
+        """Requeue ``letters`` that are still dead, each under the queue bounds.
+
+        Returns what was done, and how many requests went from dead to queued in all.
+        """
+        done = Replay()
+        hosts: Counter[str] = Counter()  # queued change per host
+        answered: Counter[str] = Counter()
+        bounds = self.bounds
+        job_queued = self._counts[QUEUED]
+        host_queued: dict[str, int] = {}
+        now_ms = self.clock.wall_ms()
+        evicted = 0
+        for letter in letters:
+            fp = letter.request.fingerprint
+            row = conn.execute(
+                f"SELECT host, priority FROM frontier_requests WHERE fp=? AND state={DEAD}",
+                (fp,),
+            ).fetchone()
+            if row is None:
+                continue
+            host, priority = str(row[0]), int(row[1])
+            if bounds.bounded:
+                if host not in host_queued:
+                    host_queued[host] = host_counts(conn, host)[0]
+                if queue_full(bounds, job_queued, host_queued[host] + hosts[host]):
+                    if bounds.when_full != "drop-lowest":
+                        done.refused += 1
+                        continue
+                    done.dropped += 1
+                    if not evict_lowest(conn, host, priority, now_ms):
+                        conn.execute(
+                            f"UPDATE frontier_requests SET reason=?, dead_at_ms=? WHERE fp=? "
+                            f"AND state={DEAD}",
+                            (FRONTIER_FULL, now_ms, fp),
+                        )
+                        continue
+                    hosts[host] -= 1
+                    job_queued -= 1
+                    evicted += 1
+            conn.execute(
                 f"UPDATE frontier_requests SET state={QUEUED}, attempt=0, reason=NULL, "
-                f"dead_at_ms=NULL "
-                f"WHERE fp=? AND state={DEAD} RETURNING host",
-                (request.fingerprint,),
+                f"dead_at_ms=NULL WHERE fp=?",
+                (fp,),
             )
-            for (host,) in cur:
-                hosts[host] += 1
+            hosts[host] += 1
+            answered[host] += 1
+            job_queued += 1
+            done.queued += 1
+            done.by_reason[letter.reason] += 1
         self._adjust_hosts(conn, hosts, Counter())
-        self._host_answered(conn, hosts)  # replayed hosts start afresh: breaker closed
-        return hosts.total()
+        self._host_answered(conn, answered)  # replayed hosts start afresh: breaker closed
+        if done.dropped:
+            logger.warning(
+                "frontier full: %d request(s) dead-lettered as frontier_full", done.dropped
+            )
+        return done, done.queued - evicted
