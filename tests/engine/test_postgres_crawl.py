@@ -92,6 +92,11 @@ async def test_a_crawl_stores_pages_items_and_dead_letters_in_postgresql(
         pages = [p async for p in store.pages()]
         items = [i async for i in store.items()]
         dead = [d async for d in store.dead()]
+        # Each row counts for the job that wrote it last: the second one, all of them.
+        first, second = request.node.crawlq_jobs
+        assert (await store.counts(job=first)).settled == 0
+        mine = await store.counts(job=second)
+        assert (mine.pages, mine.items, mine.dead) == (7, 7, 1)
     finally:
         await store.close()
     assert sorted(p.url for p in pages) == sorted(expected)
