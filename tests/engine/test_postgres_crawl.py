@@ -86,6 +86,7 @@ async def test_a_crawl_stores_pages_items_and_dead_letters_in_postgresql(
     again = await run(request, store_url, frontier, seeds)
     assert again.counters.pages == 7
     assert (again.store.pages, again.store.items, again.store.dead) == (7, 7, 1)
+    assert report.job_pages == again.job_pages == 7
 
     store = await open_store(store_url)
     try:
