@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable
@@ -69,6 +70,9 @@ def _crawl_manual(
     assert counts["pending"] == 0
     assert counts["seen"] == counts["done"] == total
     assert f"pages stored: {total} this run" in proc.stdout
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:  # they count for the job
+        assert db.execute("SELECT DISTINCT job FROM pages").fetchall() == [(job,)]
+    db.close()
 
 
 def test_redis_broker_crawls_the_manual_once(

@@ -21,12 +21,12 @@ from crawlq.store.sqlite import SqliteStore
 from tests.conftest import run_crawlq
 
 
-async def _store_one_page(path: Path, request: CrawlRequest) -> None:
+async def _store_one_page(path: Path, request: CrawlRequest, job: str | None) -> None:
     store = await SqliteStore.open(path)
     try:
         page = PageRecord(request.fingerprint, request.url, request.url, 200, "text/html", 0,
                           "Home", 1.7e9, 10, 0.1, 1, None, "default")  # fmt: skip
-        await store.write(ResultBatch(pages=[page]))
+        await store.write(ResultBatch(pages=[page], job=job))
     finally:
         await store.close()
 
@@ -48,7 +48,7 @@ async def test_status_of_a_celery_job_reports_its_pending_urls(
     try:
         await bind_job(state.frontier(Politeness(HostPolicy(0, 1))), settings, create=True)
         assert await state.admit([(r, "seed") for r in requests], run=False) == [True] * 5
-        await _store_one_page(store, requests[0])
+        await _store_one_page(store, requests[0], job)
         assert await state.settle([requests[0].fingerprint], [requests[1].fingerprint]) == 2
         await state.add_delayed(1)
 

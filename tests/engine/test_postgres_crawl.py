@@ -86,12 +86,18 @@ async def test_a_crawl_stores_pages_items_and_dead_letters_in_postgresql(
     again = await run(request, store_url, frontier, seeds)
     assert again.counters.pages == 7
     assert (again.store.pages, again.store.items, again.store.dead) == (7, 7, 1)
+    assert report.job_pages == again.job_pages == 7
 
     store = await open_store(store_url)
     try:
         pages = [p async for p in store.pages()]
         items = [i async for i in store.items()]
         dead = [d async for d in store.dead()]
+        # Each row counts for the job that wrote it last: the second one, all of them.
+        first, second = request.node.crawlq_jobs
+        assert (await store.counts(job=first)).settled == 0
+        mine = await store.counts(job=second)
+        assert (mine.pages, mine.items, mine.dead) == (7, 7, 1)
     finally:
         await store.close()
     assert sorted(p.url for p in pages) == sorted(expected)

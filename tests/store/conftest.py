@@ -9,6 +9,7 @@ dropped afterwards.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -59,3 +60,33 @@ async def schema(postgres_url: str) -> AsyncIterator[str]:
     """A PostgreSQL schema name of this test's own, dropped afterwards."""
     async with pg_schema(postgres_url) as name:
         yield name
+
+
+_SQLITE_UNDO: dict[int, tuple[str, ...]] = {
+    6: (
+        "DROP INDEX pages_job",
+        "DROP INDEX dead_letters_job",
+        "DROP INDEX filtered_job",
+        "ALTER TABLE pages DROP COLUMN job",
+        "ALTER TABLE dead_letters DROP COLUMN job",
+        "ALTER TABLE filtered DROP COLUMN job",
+    ),
+    5: ("DROP INDEX pages_spider_errors", "ALTER TABLE pages DROP COLUMN request"),
+    4: ("ALTER TABLE pages DROP COLUMN referrer", "ALTER TABLE dead_letters DROP COLUMN referrer"),
+    3: ("ALTER TABLE pages DROP COLUMN canonical_url",),
+    2: ("ALTER TABLE pages DROP COLUMN warc_file", "ALTER TABLE pages DROP COLUMN warc_offset"),
+}
+"""``_SQLITE_UNDO[v]`` takes a store file from schema version ``v`` back to ``v - 1``."""
+
+
+def sqlite_store_at_version(path: Path, version: int) -> None:
+    """Make the store file at ``path`` (closed, at the latest schema) what a crawlq of schema
+    ``version`` would have left: the later steps' columns and indexes dropped."""
+    from crawlq.store.sqlite import SCHEMA_VERSION
+
+    with sqlite3.connect(path) as db:
+        for step in range(SCHEMA_VERSION, version, -1):
+            for statement in _SQLITE_UNDO[step]:
+                db.execute(statement)
+        db.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    db.close()

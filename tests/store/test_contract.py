@@ -248,6 +248,68 @@ async def test_counts_by_status_and_reason(store: Store) -> None:
     )
 
 
+async def test_two_jobs_in_one_store_are_counted_apart_and_add_up(store: Store) -> None:
+    await store.write(
+        ResultBatch(
+            pages=[page(1), page(2, status=404), page(3, error="spider_error: KeyError: 'x'")],
+            items=[item(1, 0), item(1, 1), item(2, 0)],
+            dead=[dead(10)],
+            filtered=[filtered(20)],
+            job="docs",
+        )
+    )
+    await store.write(
+        ResultBatch(
+            pages=[page(4)],
+            items=[item(4, 0)],
+            dead=[dead(11, reason="timeout"), dead(12)],
+            job="blog",
+        )
+    )
+    await store.write(ResultBatch(pages=[page(5)], filtered=[filtered(21)]))  # no job
+    docs = StoreCounts(
+        pages=3,
+        items=3,
+        dead=1,
+        filtered=1,
+        pages_by_status={200: 2, 404: 1},
+        dead_by_reason={"http_503": 1},
+        filtered_by_reason={"robots_txt": 1},
+        spider_errors_by_type={"KeyError": 1},
+    )
+    blog = StoreCounts(
+        pages=1,
+        items=1,
+        dead=2,
+        filtered=0,
+        pages_by_status={200: 1},
+        dead_by_reason={"http_503": 1, "timeout": 1},
+    )
+    assert await store.counts(job="docs") == docs
+    assert await store.counts(job="blog") == blog
+    assert await store.counts(job="other") == StoreCounts(pages=0, items=0, dead=0, filtered=0)
+    total = await store.counts()
+    # The rows of no job (an embedded crawl, or written before the store knew jobs) count
+    # only in the total: one page and one filtered URL here.
+    assert (total.pages, total.items, total.dead, total.filtered) == (3 + 1 + 1, 4, 3, 1 + 1)
+    assert total.pages_by_status == {200: 4, 404: 1}
+
+
+async def test_a_url_written_again_by_another_job_counts_for_that_job(store: Store) -> None:
+    await store.write(ResultBatch(pages=[page(1), page(2)], items=[item(1, 0)], job="docs"))
+    await store.write(ResultBatch(pages=[page(1)], items=[item(1, 0)], job="blog"))
+    await store.write(ResultBatch(dead=[dead(2)], job="blog"))  # a page becomes a dead letter
+    assert (await store.counts(job="docs")).settled == 0
+    blog = await store.counts(job="blog")
+    assert (blog.pages, blog.items, blog.dead) == (1, 1, 1)
+    assert (await store.counts()).settled == 2
+
+
+def test_a_batch_job_is_a_name_or_none() -> None:
+    with pytest.raises(ValueError, match="job"):
+        ResultBatch(pages=[page(1)], job="")
+
+
 async def test_a_batch_of_5000_pages_in_one_write(store: Store) -> None:
     # Many pages share a fetched_at, so chunk boundaries fall inside ties.
     pages = [page(n, fetched_at=1_800_000_000.0 + n // 7) for n in range(5000)]

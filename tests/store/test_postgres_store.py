@@ -242,6 +242,60 @@ async def test_a_version_2_schema_gains_canonical_url(
     assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == expected
 
 
+async def test_a_version_5_schema_is_migrated_its_rows_counting_for_no_job(
+    postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crawlq.store import postgres
+
+    with monkeypatch.context() as patch:  # a schema made by crawlq at version 5
+        patch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:5])
+        patch.setattr(postgres, "SCHEMA_VERSION", 5)
+        await (await PostgresStore.open(postgres_url, schema=schema)).close()
+    for n in (1, 2):  # what that crawlq wrote: no job column
+        await query(
+            postgres_url,
+            sql.SQL(
+                "INSERT INTO {} (fingerprint, url, final_url, status, content_type, depth,"
+                " fetched_at, size_bytes, elapsed_s, attempt, spider)"
+                " VALUES (%s, %s, %s, 200, '', 0, %s, 1, 0.1, 1, 'd')"
+            ).format(qualified(schema, "pages")),
+            page(n).fingerprint,
+            page(n).url,
+            page(n).url,
+            page(n).fetched_at,
+        )
+    read_only = await PostgresStore.open(postgres_url, schema=schema, read_only=True)
+    try:  # read as it is
+        assert (await read_only.counts()).pages == 2
+        assert (await read_only.counts(job="docs")).pages == 0
+    finally:
+        await read_only.close()
+    store = await PostgresStore.open(postgres_url, schema=schema)
+    try:
+        assert [p.url async for p in store.pages()] == [page(1).url, page(2).url]  # kept
+        await store.write(ResultBatch(pages=[page(3)], dead=[dead(4)], job="docs"))
+        docs = await store.counts(job="docs")
+        assert (docs.pages, docs.dead) == (1, 1)
+        total = await store.counts()
+        assert (total.pages, total.dead) == (3, 1)  # the old rows count in the total only
+    finally:
+        await store.close()
+    meta = qualified(schema, "store_meta")
+    expected = [(str(SCHEMA_VERSION),)]
+    assert await query(postgres_url, sql.SQL("SELECT value FROM {}").format(meta)) == expected
+    jobs = await query(
+        postgres_url,
+        sql.SQL("SELECT job FROM {} ORDER BY fetched_at").format(qualified(schema, "pages")),
+    )
+    assert jobs == [(None,), (None,), ("docs",)]
+    indexes = await query(
+        postgres_url,
+        "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE '%%job'",
+        schema,
+    )
+    assert sorted(name for (name,) in indexes) == ["dead_letters_job", "filtered_job", "pages_job"]
+
+
 async def test_a_failing_migration_step_leaves_the_old_version(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,7 @@ from crawlq.errors import StoreError
 from crawlq.records import spider_error
 from crawlq.store import ParseUpdate, ResultBatch, Store, open_store
 from crawlq.store.sqlite import SqliteStore
+from tests.store.conftest import sqlite_store_at_version
 from tests.store.test_contract import collect, dead, fp, item, page
 
 KEY_ERROR = spider_error("KeyError", "callback 'parse': 'title'")
@@ -169,11 +170,7 @@ async def test_a_version_4_sqlite_store_is_migrated_and_its_errors_found(tmp_pat
     store = await SqliteStore.open(path)
     await store.write(ResultBatch(pages=[page(1, error=KEY_ERROR), page(2)]))
     await store.close()
-    with sqlite3.connect(path) as db:  # what crawlq with store schema 4 left
-        db.execute("DROP INDEX pages_spider_errors")
-        db.execute("ALTER TABLE pages DROP COLUMN request")
-        db.execute("UPDATE store_meta SET value = '4' WHERE key = 'schema_version'")
-    db.close()
+    sqlite_store_at_version(path, 4)  # what crawlq with store schema 4 left
     read_only = await open_store(str(path), read_only=True)  # read as it is
     try:
         assert [p.request for p in await collect(read_only.pages())] == [None, None]

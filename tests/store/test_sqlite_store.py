@@ -20,6 +20,7 @@ from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, PageRecord
 from crawlq.store import ResultBatch, open_store
 from crawlq.store.sqlite import SCHEMA_VERSION, SqliteStore
+from tests.store.conftest import sqlite_store_at_version
 
 
 def page(n: int) -> PageRecord:
@@ -257,14 +258,7 @@ async def test_a_version_2_file_gains_canonical_url(tmp_path: Path) -> None:
     store = await SqliteStore.open(path)
     await store.write(ResultBatch(pages=[page(1)]))
     await store.close()
-    with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 2 looks like
-        db.execute("DROP INDEX pages_spider_errors")
-        db.execute("ALTER TABLE pages DROP COLUMN request")
-        db.execute("ALTER TABLE pages DROP COLUMN canonical_url")
-        db.execute("ALTER TABLE pages DROP COLUMN referrer")
-        db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
-        db.execute("UPDATE store_meta SET value = '2' WHERE key = 'schema_version'")
-    db.close()
+    sqlite_store_at_version(path, 2)  # what a file made by crawlq with schema 2 looks like
 
     read_only = await SqliteStore.open(path, read_only=True)  # read as it is
     try:
@@ -289,13 +283,7 @@ async def test_a_version_3_file_gains_the_referrers(tmp_path: Path) -> None:
     store = await SqliteStore.open(path)
     await store.write(ResultBatch(pages=[page(1)], dead=[dead(2)]))
     await store.close()
-    with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 3 looks like
-        db.execute("DROP INDEX pages_spider_errors")
-        db.execute("ALTER TABLE pages DROP COLUMN request")
-        db.execute("ALTER TABLE pages DROP COLUMN referrer")
-        db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
-        db.execute("UPDATE store_meta SET value = '3' WHERE key = 'schema_version'")
-    db.close()
+    sqlite_store_at_version(path, 3)  # what a file made by crawlq with schema 3 looks like
     read_only = await SqliteStore.open(path, read_only=True)  # read as it is
     try:
         assert [p.referrer async for p in read_only.pages()] == [None]
@@ -317,16 +305,7 @@ async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) ->
     store = await SqliteStore.open(path)
     await store.write(ResultBatch(pages=[page(1), page(2)]))
     await store.close()
-    with sqlite3.connect(path) as db:  # what a file made by crawlq with schema 1 looks like
-        db.execute("DROP INDEX pages_spider_errors")
-        db.execute("ALTER TABLE pages DROP COLUMN request")
-        db.execute("ALTER TABLE pages DROP COLUMN warc_file")
-        db.execute("ALTER TABLE pages DROP COLUMN warc_offset")
-        db.execute("ALTER TABLE pages DROP COLUMN canonical_url")
-        db.execute("ALTER TABLE pages DROP COLUMN referrer")
-        db.execute("ALTER TABLE dead_letters DROP COLUMN referrer")
-        db.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
-    db.close()
+    sqlite_store_at_version(path, 1)  # what a file made by crawlq with schema 1 looks like
 
     store = await SqliteStore.open(path)
     try:
@@ -343,4 +322,37 @@ async def test_a_version_1_file_is_migrated_keeping_its_pages(tmp_path: Path) ->
     with sqlite3.connect(path) as db:
         version = db.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
         assert version.fetchall() == [(str(SCHEMA_VERSION),)]
+    db.close()
+
+
+async def test_a_version_5_file_is_migrated_its_rows_counting_for_no_job(tmp_path: Path) -> None:
+    path = tmp_path / "v5.db"
+    store = await SqliteStore.open(path)
+    await store.write(ResultBatch(pages=[page(1), page(2)], dead=[dead(3)]))
+    await store.close()
+    sqlite_store_at_version(path, 5)  # what a file made by crawlq with schema 5 looks like
+
+    read_only = await SqliteStore.open(path, read_only=True)  # read as it is
+    try:
+        assert (await read_only.counts()).settled == 3
+        assert (await read_only.counts(job="docs")).settled == 0
+    finally:
+        await read_only.close()
+    store = await SqliteStore.open(path)
+    try:
+        assert [p async for p in store.pages()] == [page(1), page(2)]  # kept
+        await store.write(ResultBatch(pages=[page(4)], dead=[dead(5)], job="docs"))
+        docs = await store.counts(job="docs")
+        assert (docs.pages, docs.dead) == (1, 1)
+        total = await store.counts()
+        assert (total.pages, total.dead) == (3, 2)  # the old rows count in the total only
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        version = db.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
+        assert version.fetchall() == [(str(SCHEMA_VERSION),)]
+        jobs = db.execute("SELECT url, job FROM pages ORDER BY fetched_at").fetchall()
+        assert [job for _, job in jobs] == [None, None, "docs"]
+        plan = db.execute("EXPLAIN QUERY PLAN SELECT count(*) FROM pages WHERE job = 'docs'")
+        assert "pages_job" in " ".join(str(row) for row in plan.fetchall())
     db.close()

@@ -60,7 +60,7 @@ class ListStore:
     async def write(self, batch: ResultBatch) -> None:
         raise NotImplementedError
 
-    async def counts(self) -> StoreCounts:
+    async def counts(self, job: str | None = None) -> StoreCounts:
         raise NotImplementedError
 
     async def pages(

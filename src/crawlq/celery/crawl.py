@@ -36,7 +36,7 @@ from crawlq.celery.tasks import make_app
 from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
 from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
-from crawlq.engine.progress import CrawlReport, Progress
+from crawlq.engine.progress import CrawlReport, Progress, job_pages
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.engine.service import counted_since
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
@@ -169,6 +169,7 @@ class CeleryCrawl:
                 if self._worker is not None:
                     await self._worker.shutdown()
             store = await backends.store.counts()
+            mine = await job_pages(backends.store, s)
         return CrawlReport(
             stopped_by="stopped" if stopped else "done",
             counters=counted_since(self._before, store),
@@ -177,6 +178,7 @@ class CeleryCrawl:
             elapsed_s=time.monotonic() - self._started,
             seeded=seeded,
             full_counters=False,
+            job_pages=mine,
         )
 
     async def _seed(self, state: CeleryState, settings: Settings) -> int:

@@ -19,7 +19,7 @@ from crawlq.celery.config import clamp_priority
 from crawlq.celery.state import CeleryState
 from crawlq.celery.wire import Entry, Publish, chunks
 from crawlq.engine.metrics import recorder
-from crawlq.engine.outcome import Kind, Outcome, result_batch
+from crawlq.engine.outcome import Kind, Outcome, result_batch, stored_job
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
 from crawlq.store import Store
@@ -58,7 +58,7 @@ async def write_outcomes(
             dead.append(fp)
         elif o.kind is Kind.RETRY:
             retries.append((entry, o))
-    batch = result_batch(o for _, o in outcomes)
+    batch = result_batch((o for _, o in outcomes), job=stored_job(settings))
     if len(batch):
         await store.write(batch)
     published = await _enqueue_links(state, settings, outcomes, publish)

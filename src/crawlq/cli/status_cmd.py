@@ -64,9 +64,10 @@ def status(
     pages ("engine": "celery" in --json, where queued, in_flight and workers are null).
     Both: links not queued because their host had --max-pages-per-host URLs (over_budget).
 
-    Stored pages are counted in the job's store; a job keeps its store URL without the
-    password, which CRAWLQ_STORE (the same URL with it) supplies. --watch runs until Ctrl-C,
-    which ends it with exit status 0.
+    Stored pages are the pages this job wrote to its store; when other jobs write to the same
+    store, its total follows ("12 (of 40 in the store)"; stored_total in --json). A job keeps
+    its store URL without the password, which CRAWLQ_STORE (the same URL with it) supplies.
+    --watch runs until Ctrl-C, which ends it with exit status 0.
     """
     try:
         check_job_name(job)

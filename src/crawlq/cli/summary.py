@@ -31,11 +31,18 @@ def _reasons(counts: Mapping[str, int]) -> str:
     return f"{sum(counts.values())} ({parts})"
 
 
+def _job_pages(report: CrawlReport) -> str:
+    """``N by this job, `` when other jobs' pages share the store, else nothing."""
+    n = report.job_pages
+    return "" if n is None or n == report.store.pages else f"{n} by this job, "
+
+
 def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> None:
     """Write the end-of-crawl summary as plain ``key: value`` lines.
 
     ``worker``: the report of ``crawlq worker``, for which a stop is the normal end (the job
-    goes on with its other workers), not an interruption.
+    goes on with its other workers), not an interruption. The stored pages are this run's,
+    the job's when other jobs write to the same store (``12 by this job``), and the store's.
     """
     c, s = report.counters, report.store
     rate = c.pages / report.elapsed_s if report.elapsed_s > 0 else 0.0
@@ -58,7 +65,7 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
         }.get(report.stopped_by, report.stopped_by)
     lines = [
         ended,
-        f"pages stored: {c.pages} this run, {s.pages} in store",
+        f"pages stored: {c.pages} this run, {_job_pages(report)}{s.pages} in store",
         f"items: {c.items} this run, {s.items} in store"
         if report.full_counters
         else f"items: {s.items} in store",

@@ -73,6 +73,15 @@ def _spider_cell(counts: Mapping[str, int]) -> str:
     return f"{sum(counts.values())} ({top} {n}{more})"
 
 
+def _stored_cell(stored: int | None, total: int | None) -> str:
+    """The job's stored pages, and the whole store's when other jobs wrote there too."""
+    if stored is None:
+        return "?"
+    if total is None or total == stored:
+        return str(stored)
+    return f"{stored} (of {total} in the store)"
+
+
 def status_table(report: Mapping[str, Any]) -> Table:
     """The ``crawlq status`` report as a table (see `crawlq.cli.status_cmd`)."""
     from rich.table import Table
@@ -97,7 +106,7 @@ def status_table(report: Mapping[str, Any]) -> Table:
         ("seen", report["seen"]),
         ("done", report["done"]),
         ("over max_pages_per_host", report.get("over_budget", 0)),
-        ("stored pages", "?" if stored is None else stored),
+        ("stored pages", _stored_cell(stored, report.get("stored_total"))),
         ("pages/s (last minute)", "?" if rate is None else f"{rate:.1f}"),
         ("live workers", "? (celery inspect ping)" if celery else len(report.get("workers", []))),
     ):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.plan import CrawlPlan, plan_crawl
-from crawlq.engine.progress import CrawlReport, Progress, WorkerHost
+from crawlq.engine.progress import CrawlReport, Progress, WorkerHost, job_pages
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.scope import Scope
 from crawlq.settings import Settings
@@ -131,4 +131,5 @@ class Crawl(WorkerHost):
             elapsed_s=time.monotonic() - self._started,
             seeded=seeded,
             replayed=revived,
+            job_pages=await job_pages(store, s),
         )

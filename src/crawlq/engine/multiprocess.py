@@ -10,6 +10,7 @@ the store gained (`counted_since`: each child counts its own links, retries and 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import Counter
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from crawlq.engine.backends import open_backends
 from crawlq.engine.outage import read_through_outage
 from crawlq.engine.processes import WorkerProcesses
-from crawlq.engine.progress import CrawlReport, Progress
+from crawlq.engine.progress import CrawlReport, Progress, job_pages
 from crawlq.engine.seeding import seed
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import (
@@ -144,6 +145,9 @@ class MultiProcessCrawl(_Supervisor):
             finally:
                 self._frontier = self._store = None
             store = await read_through_outage(backends.store.counts)
+            mine = await read_through_outage(
+                functools.partial(job_pages, backends.store, backends.settings)
+            )
             frontier = await read_through_outage(backends.frontier.stats)
             budget_left_work = limit is not None and frontier.pending > 0  # shares spent
             failed = [c for c in codes if c not in (0, 1, -15)]
@@ -165,6 +169,7 @@ class MultiProcessCrawl(_Supervisor):
                 seeded=seeded.queued,
                 full_counters=False,
                 replayed=seeded.replayed,
+                job_pages=mine,
             )
         if failed and stopped_by == "stopped":
             raise CrawlqError(
@@ -225,6 +230,9 @@ class MultiProcessWorker(_Supervisor):
             finally:
                 self._frontier = self._store = None
             store = await read_through_outage(backends.store.counts)
+            mine = await read_through_outage(
+                functools.partial(job_pages, backends.store, backends.settings)
+            )
             frontier = await read_through_outage(backends.frontier.stats)
         failed = [c for c in codes if c not in (0, -15)]
         if failed and not self._stopped:
@@ -238,6 +246,7 @@ class MultiProcessWorker(_Supervisor):
             elapsed_s=time.monotonic() - self._started,
             seeded=0,
             full_counters=False,
+            job_pages=mine,
         )
 
 

@@ -3,7 +3,8 @@
 Both engines settle what `crawlq.engine.step.process` returns: the native worker
 (`crawlq.engine.worker`) and the Celery runtime (`crawlq.celery.runtime`). What they share
 about outcomes lives here: the kinds (`Kind`), the store's records of a batch
-(`result_batch`: pages, items, dead letters, filtered records), and the dead letter of a URL
+(`result_batch`: pages, items, dead letters, filtered records, and the job they count for,
+`stored_job`), and the dead letter of a URL
 (`dead_outcome`), including the ``internal_error`` one of a URL whose processing raised an
 exception that is a bug, not the URL's failure (`internal_error`).
 """
@@ -24,9 +25,10 @@ from crawlq.records import (
     PageRecord,
 )
 from crawlq.request import CrawlRequest, Lease
+from crawlq.settings import Settings
 from crawlq.store import ResultBatch
 
-__all__ = ["Kind", "Outcome", "dead_outcome", "internal_error", "result_batch"]
+__all__ = ["Kind", "Outcome", "dead_outcome", "internal_error", "result_batch", "stored_job"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,15 +92,28 @@ class Outcome:
         return None
 
 
-def result_batch(outcomes: Iterable[Outcome]) -> ResultBatch:
-    """The store's records of ``outcomes``: pages, items, dead letters, filtered records."""
+def result_batch(outcomes: Iterable[Outcome], *, job: str | None = None) -> ResultBatch:
+    """The store's records of ``outcomes``: pages, items, dead letters, filtered records.
+
+    ``job``: the job they count for in the store (`stored_job`), or None.
+    """
     outcomes = list(outcomes)
     return ResultBatch(
         pages=[o.page for o in outcomes if o.page is not None],
         items=[item for o in outcomes for item in o.items],
         dead=[o.dead for o in outcomes if o.dead is not None],
         filtered=[o.filtered for o in outcomes if o.filtered is not None],
+        job=job,
     )
+
+
+def stored_job(settings: Settings) -> str | None:
+    """The job a crawl's results count for in its store (``Store.counts(job=...)``).
+
+    The shared job's name (a Redis frontier, either engine); None for an embedded crawl,
+    whose store holds one crawl: its results count only in the store's total.
+    """
+    return settings.job if settings.frontier is not None else None
 
 
 def dead_outcome(lease: Lease, reason: str, detail: str) -> Outcome:

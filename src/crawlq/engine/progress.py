@@ -11,11 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from crawlq.engine.outcome import stored_job
 from crawlq.engine.worker import Worker, WorkerCounters
 from crawlq.frontier import Frontier, FrontierStats
-from crawlq.store import StoreCounts
+from crawlq.settings import Settings
+from crawlq.store import Store, StoreCounts
 
-__all__ = ["CrawlReport", "Progress", "WorkerHost"]
+__all__ = ["CrawlReport", "Progress", "WorkerHost", "job_pages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,8 @@ class CrawlReport:
             done by other processes: each worker reports its own links, retries and round
             trips).
         replayed: Dead letters of earlier runs put back in the queue first (``retry_dead``).
+        job_pages: Pages in the store that the shared job wrote (`job_pages`), fewer than
+            ``store.pages`` when other jobs write to the store too; None for an embedded crawl.
     """
 
     stopped_by: str
@@ -65,6 +69,19 @@ class CrawlReport:
     seeded: int
     full_counters: bool = True
     replayed: int = 0
+    job_pages: int | None = None
+
+
+async def job_pages(store: Store, settings: Settings) -> int | None:
+    """Pages the crawl's shared job wrote to ``store`` (`CrawlReport.job_pages`).
+
+    None for an embedded crawl (`crawlq.engine.outcome.stored_job`).
+
+    Raises:
+        StoreUnavailable, StoreError: As `crawlq.store.Store.counts`.
+    """
+    job = stored_job(settings)
+    return None if job is None else (await store.counts(job=job)).pages
 
 
 class WorkerHost:

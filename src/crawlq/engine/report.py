@@ -9,6 +9,9 @@ yet (the ``pending`` hash, see `crawlq.celery.state`). For such a job the report
 ``"engine": "celery"`` and gives ``pending``; ``queued``, ``in_flight``, ``pages_per_s`` and
 ``workers`` are null (not known to Redis: ask ``celery inspect``); seen, done, dead, delayed
 (retries) and stored pages are the same counters as for a native job.
+
+``stored`` counts the pages this job wrote to its store; a store several jobs write into
+holds more, which ``stored_total`` gives (see `crawlq.store.Store.counts`).
 """
 
 from __future__ import annotations
@@ -32,12 +35,14 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
     """What ``crawlq status --json`` prints for ``job`` on the frontier at ``url``.
 
     Keys, in this order: ``job``, ``queued``, ``in_flight``, ``delayed``, ``dead``, ``seen``,
-    ``done``, ``stored`` (pages in the job's store, None when it
-    cannot be read), ``pages_per_s`` (acks over the last minute), ``workers`` (``id``,
-    ``last_seen_s``), ``hosts`` (the busiest: ``host``, ``queued``, ``in_flight``),
-    ``backoff`` (``host``, ``state``, ``pushbacks``, ``failures``, ``until`` ISO 8601 UTC),
-    ``engine`` (``native`` or ``celery``), ``pending`` (Celery engine; module docstring) and
-    ``retries`` (scheduled so far).
+    ``done``, ``stored`` (pages this job wrote to its store, `crawlq.store.Store.counts`
+    with the job; None when the store cannot be read), ``pages_per_s`` (acks over the last
+    minute), ``workers`` (``id``, ``last_seen_s``), ``hosts`` (the busiest: ``host``,
+    ``queued``, ``in_flight``), ``backoff`` (``host``, ``state``, ``pushbacks``,
+    ``failures``, ``until`` ISO 8601 UTC), ``engine`` (``native`` or ``celery``), ``pending``
+    (Celery engine; module docstring), ``retries`` (scheduled so far), ``paused`` and
+    ``stored_total`` (pages in the whole store, every job's and those of none: more than
+    ``stored`` when other jobs, or an older crawlq, wrote there; None as ``stored``).
 
     Raises:
         FrontierError: The frontier cannot be read, or the job does not exist.
@@ -79,6 +84,7 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             "retries": status.retries,  # last: scripts index the rest
         }
         report["paused"] = status.paused
+        report["stored_total"] = None
         if status.engine == "celery":
             report.update(
                 engine="celery",
@@ -95,7 +101,8 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
         with contextlib.suppress(CrawlqError):
             store = await open_store(store_url, read_only=True)
             try:
-                report["stored"] = (await store.counts()).pages
+                report["stored"] = (await store.counts(job=job)).pages
+                report["stored_total"] = (await store.counts()).pages
             finally:
                 await store.close()
     return report

@@ -15,6 +15,10 @@ the spider failed on. Stores count them per kind (`StoreCounts.spider_errors_by_
 them (``pages(spider_errors_only=True)``), and let ``crawlq reparse`` replace a page's parse
 results (error and items) without touching the rest of its row (`Store.replace_parse`).
 
+Jobs: a batch names the shared job that wrote it (`ResultBatch.job`), and the store keeps
+that name with each page, dead letter and filtered record, so ``counts(job=...)`` counts one
+job's results in a store several jobs write into (``crawlq status``).
+
 Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, ``at``,
 ``since``).
 
@@ -102,8 +106,22 @@ class Store(Protocol):
         """
         ...
 
-    async def counts(self) -> StoreCounts:
+    async def counts(self, job: str | None = None) -> StoreCounts:
         """Return how many records of each kind the store holds, as of one moment.
+
+        Several shared jobs may write into one store; each row remembers the job of the
+        batch that wrote it last (`ResultBatch.job`), so a URL two jobs both fetched counts
+        for the one that wrote it last. Rows written by an embedded crawl, or before the
+        store knew jobs (schema 6), belong to no job: they count only in the whole store's
+        numbers.
+
+        Args:
+            job: Count only that job's pages, dead letters and filtered records, and the
+                items of its pages; its spider errors and per-status and per-reason counts
+                likewise. None: the whole store (every job's rows and those of none).
+
+        Returns:
+            The counts; all 0 for a job that wrote nothing here.
 
         Raises:
             StoreUnavailable: See the class docstring.

@@ -36,18 +36,25 @@ class ResultBatch:
             page's items are exactly the items written with it.
         dead: URLs given up on.
         filtered: URLs deliberately not fetched.
+        job: Name of the shared job whose worker produced the batch, written with its pages,
+            dead letters and filtered records (``Store.counts(job=...)`` counts them); None
+            for an embedded crawl, whose records count for no job, only in the store's total.
 
     Raises:
-        ValueError: A fingerprint is not 20 bytes, an item index is negative, or an item's
-            fingerprint has no page in ``pages``; the message names the URL.
+        ValueError: A fingerprint is not 20 bytes, an item index is negative, an item's
+            fingerprint has no page in ``pages`` (the message names the URL), or ``job`` is
+            an empty string.
     """
 
     pages: Sequence[PageRecord] = ()
     items: Sequence[ItemRecord] = ()
     dead: Sequence[DeadRecord] = ()
     filtered: Sequence[FilteredRecord] = ()
+    job: str | None = None
 
     def __post_init__(self) -> None:
+        if self.job is not None and (not isinstance(self.job, str) or not self.job):
+            raise ValueError(f"job must be a non-empty name or None, got {self.job!r}")
         for name in ("pages", "items", "dead", "filtered"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         records: tuple[PageRecord | ItemRecord | DeadRecord | FilteredRecord, ...] = (
@@ -98,7 +105,7 @@ class ResultBatch:
             if r.fingerprint not in taken
         ]
         items = _last_wins(self.items, lambda r: (r.fingerprint, r.index))
-        return ResultBatch(pages=pages, items=items, dead=dead, filtered=filtered)
+        return ResultBatch(pages=pages, items=items, dead=dead, filtered=filtered, job=self.job)
 
 
 def _last_wins(records: Sequence[_R], key: Callable[[_R], _K]) -> list[_R]:

@@ -46,15 +46,12 @@ from crawlq.store.postgres_pool import DEFAULT_SCHEMA, Conn, Pool, parse_target
 from crawlq.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration
 from crawlq.store.postgres_writes import BatchRows, Reparsed
 from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, POSTGRES, SPIDER_ERROR_SQL, store_counts
+from crawlq.store.sql import POSTGRES, CountQueries, store_counts
 
 __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStore"]
 
-_SPIDER_ERRORS_BY_TYPE = f"""
-SELECT split_part(substr(error, 15), ':', 1), count(*) FROM pages
-WHERE {SPIDER_ERROR_SQL} GROUP BY 1
-"""
-"""Spider-error pages by the text between the prefix and the next ':' (their kind)."""
+_SPIDER_ERROR_KIND = "split_part(substr(error, 15), ':', 1)"
+"""A spider-error page's kind text: between the prefix and the next ':'."""
 
 
 class PostgresStore(SqlReader):
@@ -145,14 +142,14 @@ class PostgresStore(SqlReader):
             return
         await self._pool.run(BatchRows.of(batch.resolved()).write)
 
-    async def counts(self) -> StoreCounts:
+    async def counts(self, job: str | None = None) -> StoreCounts:
         """Count records in one snapshot; see `crawlq.store.Store.counts`.
 
         Raises:
             StoreUnavailable: The server cannot be reached.
             StoreError: Any other PostgreSQL failure, or the store is closed.
         """
-        return await self._pool.run(_counts)
+        return await self._pool.run(_Counts(self._queries.counts(_SPIDER_ERROR_KIND, job)))
 
     async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
         """Replace pages' error and items in one transaction; see `crawlq.store.Store`.
@@ -218,15 +215,19 @@ class _Fetch:
             return await cur.fetchall()
 
 
-async def _counts(conn: Conn) -> StoreCounts:
-    async with conn.transaction():
-        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        cur = await conn.execute(COUNT_TOTALS)
-        [totals] = await cur.fetchall()  # a SELECT without FROM: one row
-        groups = []
-        for query in COUNT_GROUPS:
-            cur = await conn.execute(query)
-            groups.append(await cur.fetchall())
-        cur = await conn.execute(_SPIDER_ERRORS_BY_TYPE)
-        spider_errors = await cur.fetchall()
-    return store_counts(totals, groups, spider_errors)
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    queries: CountQueries
+
+    async def __call__(self, conn: Conn) -> StoreCounts:
+        async with conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cur = await conn.execute(*self.queries.totals)
+            [totals] = await cur.fetchall()  # a SELECT without FROM: one row
+            groups = []
+            for query in self.queries.groups:
+                cur = await conn.execute(*query)
+                groups.append(await cur.fetchall())
+            cur = await conn.execute(*self.queries.spider_errors)
+            spider_errors = await cur.fetchall()
+        return store_counts(totals, groups, spider_errors)

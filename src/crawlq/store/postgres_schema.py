@@ -33,6 +33,7 @@ __all__ = [
     "V3",
     "V4",
     "V5",
+    "V6",
     "Migration",
     "check_schema",
     "ensure_schema",
@@ -137,7 +138,21 @@ V5 = (
 )
 """Version 5: ``pages.request`` and the partial index ``pages_spider_errors``."""
 
-STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4, V5)
+V6 = (
+    # The shared job that wrote each record (Store.counts(job=...)); NULL in older rows.
+    "ALTER TABLE pages ADD COLUMN job text",
+    "ALTER TABLE dead_letters ADD COLUMN job text",
+    "ALTER TABLE filtered ADD COLUMN job text",
+    "CREATE INDEX pages_job ON pages (job, status)",
+    "CREATE INDEX dead_letters_job ON dead_letters (job, reason)",
+    "CREATE INDEX filtered_job ON filtered (job, reason)",
+    "COMMENT ON COLUMN pages.job IS 'the shared job that wrote the page, or NULL'",
+    "COMMENT ON COLUMN dead_letters.job IS 'the shared job that wrote it, or NULL'",
+    "COMMENT ON COLUMN filtered.job IS 'the shared job that wrote it, or NULL'",
+)
+"""Version 6: ``job`` on pages, dead letters and filtered records, indexed for counting."""
+
+STEPS: tuple[tuple[str, ...], ...] = (V1, V2, V3, V4, V5, V6)
 """The migration steps in order; the schema version is ``len(STEPS)``."""
 
 

@@ -91,6 +91,7 @@ class BatchRows:
     @classmethod
     def of(cls, batch: ResultBatch) -> BatchRows:
         """Convert and check ``batch``; raises ValueError for unserialisable item data."""
+        job = _opt_text(batch.job)
         items = [
             (i.fingerprint, i.index, _text(i.url), _text(i.spider), _item_json(i), i.created_at)
             for i in batch.items
@@ -116,6 +117,7 @@ class BatchRows:
                 _opt_text(p.canonical_url),
                 _opt_text(p.referrer),
                 _opt_text(p.request),
+                job,
             )
             for p in batch.pages
         )
@@ -129,11 +131,13 @@ class BatchRows:
                 d.depth,
                 d.at,
                 _opt_text(d.referrer),
+                job,
             )
             for d in batch.dead
         )
         filtered = sorted(
-            (f.fingerprint, _text(f.url), _text(f.reason), f.depth, f.at) for f in batch.filtered
+            (f.fingerprint, _text(f.url), _text(f.reason), f.depth, f.at, job)
+            for f in batch.filtered
         )
         claims = sorted(
             [(r[0], "page") for r in pages]

@@ -28,7 +28,7 @@ from crawlq.store.rows import (
     outcomes_from_rows,
     page_from_row,
 )
-from crawlq.store.sql import PAGE_COLUMNS, SPIDER_ERROR_SQL, Dialect
+from crawlq.store.sql import PAGE_COLUMNS, SPIDER_ERROR_SQL, CountQueries, Dialect
 
 __all__ = ["Queries", "SqlReader"]
 
@@ -56,6 +56,13 @@ class Queries:
         referrer = "referrer" if v >= 4 else null("text")
         request = "request" if v >= 5 else null("text")
         return f"{PAGE_COLUMNS}, {body}, {warc}, {canonical}, {referrer}, {request}"
+
+    def counts(self, kind_sql: str, job: str | None) -> CountQueries:
+        """The reads of `crawlq.store.base.Store.counts`, for the whole store or ``job``.
+
+        Before version 6 no row has a job, so a job's counts are all 0.
+        """
+        return CountQueries.of(self.dialect, kind_sql, job, has_job=self.version >= 6)
 
     def dead_columns(self) -> str:
         """Every dead-letter column in `crawlq.store.rows.dead_from_row` order."""

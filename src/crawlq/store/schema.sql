@@ -1,4 +1,4 @@
--- crawlq result store, schema version 4 (see SCHEMA_VERSION in crawlq/store/sqlite.py;
+-- crawlq result store, schema version 6 (see SCHEMA_VERSION in crawlq/store/sqlite_schema.py;
 -- older files are migrated by the steps in _MIGRATIONS there).
 --
 -- These tables share one SQLite file with the frontier, whose tables are all prefixed
@@ -35,12 +35,14 @@ CREATE TABLE IF NOT EXISTS pages (
     canonical_url TEXT,             -- <link rel="canonical"> resolved (or NULL)
     referrer     TEXT,              -- URL of the page that linked here or NULL (a seed)
     -- the fetched request as JSON (its callback and meta) or NULL (older pages)
-    request      TEXT
+    request      TEXT,
+    job          TEXT               -- the shared job that wrote it or NULL (embedded; older rows)
 );
 -- Export order and the `since` filter (keyset pagination on fetched_at, fingerprint).
 CREATE INDEX IF NOT EXISTS pages_fetched_at ON pages (fetched_at, fingerprint);
--- counts(): pages by status.
+-- counts(): pages by status; a job's pages by status (counts(job=...)).
 CREATE INDEX IF NOT EXISTS pages_status ON pages (status);
+CREATE INDEX IF NOT EXISTS pages_job ON pages (job, status);
 -- Pages the spider failed on (crawlq.store.base.SPIDER_ERROR_SQL): counted by kind, exported
 -- with --what errors and reparsed with --errors-only without reading the other pages.
 CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)
@@ -67,10 +69,12 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     attempts    INTEGER NOT NULL,
     depth       INTEGER NOT NULL,
     at          REAL NOT NULL,      -- Unix seconds
-    referrer    TEXT                -- URL of the page that linked here, or NULL (a seed)
+    referrer    TEXT,               -- URL of the page that linked here or NULL (a seed)
+    job         TEXT                -- the shared job that wrote it or NULL
 );
 CREATE INDEX IF NOT EXISTS dead_letters_at ON dead_letters (at, fingerprint);
 CREATE INDEX IF NOT EXISTS dead_letters_reason ON dead_letters (reason);
+CREATE INDEX IF NOT EXISTS dead_letters_job ON dead_letters (job, reason);
 
 -- URLs deliberately not fetched (robots.txt …).
 CREATE TABLE IF NOT EXISTS filtered (
@@ -78,7 +82,9 @@ CREATE TABLE IF NOT EXISTS filtered (
     url         TEXT NOT NULL,
     reason      TEXT NOT NULL,
     depth       INTEGER NOT NULL,
-    at          REAL NOT NULL       -- Unix seconds
+    at          REAL NOT NULL,      -- Unix seconds
+    job         TEXT                -- the shared job that wrote it or NULL
 );
 CREATE INDEX IF NOT EXISTS filtered_at ON filtered (at, fingerprint);
 CREATE INDEX IF NOT EXISTS filtered_reason ON filtered (reason);
+CREATE INDEX IF NOT EXISTS filtered_job ON filtered (job, reason);

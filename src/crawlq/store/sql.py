@@ -24,13 +24,13 @@ from crawlq.records import (
 from crawlq.store.outcomes import StoreCounts, spider_error_counts
 
 __all__ = [
-    "COUNT_GROUPS",
-    "COUNT_TOTALS",
     "PAGE_COLUMNS",
     "POSTGRES",
     "SPIDER_ERROR_SQL",
     "SQLITE",
+    "CountQueries",
     "Dialect",
+    "Statement",
     "Writes",
     "item_json",
     "store_counts",
@@ -72,7 +72,13 @@ POSTGRES = Dialect("%s", "%s::jsonb", typed_nulls=True)
 
 @dataclass(frozen=True, slots=True)
 class Writes:
-    """The upserts of one dialect; each takes its record's columns in table order."""
+    """The upserts of one dialect; each takes its record's columns in table order.
+
+    Pages, dead letters and filtered records take the batch's ``job``
+    (`crawlq.store.batch.ResultBatch.job`)
+    last; an upsert replaces it with the rest of the row, so a row counts for the job that
+    wrote it last.
+    """
 
     upsert_page: str
     insert_item: str
@@ -86,8 +92,8 @@ class Writes:
         return cls(
             upsert_page=f"""
 INSERT INTO pages ({PAGE_COLUMNS}, body, warc_file, warc_offset, canonical_url, referrer,
-    request)
-VALUES ({d.marks(19)})
+    request, job)
+VALUES ({d.marks(20)})
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, final_url = excluded.final_url, status = excluded.status,
     content_type = excluded.content_type, depth = excluded.depth, title = excluded.title,
@@ -95,24 +101,25 @@ ON CONFLICT (fingerprint) DO UPDATE SET
     elapsed_s = excluded.elapsed_s, attempt = excluded.attempt, error = excluded.error,
     spider = excluded.spider, body = excluded.body, warc_file = excluded.warc_file,
     warc_offset = excluded.warc_offset, canonical_url = excluded.canonical_url,
-    referrer = excluded.referrer, request = excluded.request
+    referrer = excluded.referrer, request = excluded.request, job = excluded.job
 """,
             insert_item=f"""
 INSERT INTO items (fingerprint, idx, url, spider, data, created_at)
 VALUES ({m}, {m}, {m}, {m}, {d.json_mark}, {m})
 """,
             upsert_dead=f"""
-INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at, referrer)
-VALUES ({d.marks(8)})
+INSERT INTO dead_letters (fingerprint, url, reason, detail, attempts, depth, at, referrer, job)
+VALUES ({d.marks(9)})
 ON CONFLICT (fingerprint) DO UPDATE SET
     url = excluded.url, reason = excluded.reason, detail = excluded.detail,
     attempts = excluded.attempts, depth = excluded.depth, at = excluded.at,
-    referrer = excluded.referrer
+    referrer = excluded.referrer, job = excluded.job
 """,
             upsert_filtered=f"""
-INSERT INTO filtered (fingerprint, url, reason, depth, at) VALUES ({d.marks(5)})
+INSERT INTO filtered (fingerprint, url, reason, depth, at, job) VALUES ({d.marks(6)})
 ON CONFLICT (fingerprint) DO UPDATE SET
-    url = excluded.url, reason = excluded.reason, depth = excluded.depth, at = excluded.at
+    url = excluded.url, reason = excluded.reason, depth = excluded.depth, at = excluded.at,
+    job = excluded.job
 """,
         )
 
@@ -134,18 +141,68 @@ def item_json(item: ItemRecord) -> str:
         ) from exc
 
 
-COUNT_TOTALS = (
-    "SELECT (SELECT count(*) FROM pages), (SELECT count(*) FROM items),"
-    " (SELECT count(*) FROM dead_letters), (SELECT count(*) FROM filtered)"
-)
-"""One row: pages, items, dead letters, filtered URLs."""
+Statement = tuple[str, tuple[Any, ...]]
+"""One SQL statement and its parameters."""
 
-COUNT_GROUPS = (
-    "SELECT status, count(*) FROM pages GROUP BY status",
-    "SELECT reason, count(*) FROM dead_letters GROUP BY reason",
-    "SELECT reason, count(*) FROM filtered GROUP BY reason",
-)
-"""Pages per status, dead letters per reason, filtered URLs per reason."""
+
+@dataclass(frozen=True, slots=True)
+class CountQueries:
+    """The reads of ``Store.counts``, for the whole store or one job, run in one snapshot.
+
+    Build with `CountQueries.of`; `store_counts` turns their rows into a `StoreCounts`.
+
+    Attributes:
+        totals: One row: pages, items, dead letters, filtered URLs.
+        groups: Pages per status, dead letters per reason, filtered URLs per reason.
+        spider_errors: Spider-error pages per kind text (the text between the prefix and the
+            next ``:``), the rows `crawlq.store.outcomes.spider_error_counts` takes.
+    """
+
+    totals: Statement
+    groups: tuple[Statement, Statement, Statement]
+    spider_errors: Statement
+
+    @classmethod
+    def of(
+        cls, d: Dialect, kind_sql: str, job: str | None, *, has_job: bool = True
+    ) -> CountQueries:
+        """The count reads spelled for ``d``.
+
+        Args:
+            d: The backend's spelling.
+            kind_sql: The backend's SQL expression of a spider-error page's kind text.
+            job: Count only what this job wrote: its pages, dead letters and filtered
+                records (the ``job`` column), and the items of its pages. None: the whole
+                store, rows of every job and of none.
+            has_job: Whether the tables have the ``job`` column (store schema 6 on). Without
+                it no row belongs to a job, so a job's counts are all 0.
+        """
+        params: tuple[Any, ...] = ()
+        if job is None:
+            cond = ""
+        elif has_job:
+            cond, params = f"job = {d.mark}", (job,)
+        else:
+            cond = "1 = 0"
+        where = f" WHERE {cond}" if cond else ""
+        items = f" WHERE fingerprint IN (SELECT fingerprint FROM pages{where})" if cond else ""
+        totals = (
+            f"SELECT (SELECT count(*) FROM pages{where}), (SELECT count(*) FROM items{items}),"
+            f" (SELECT count(*) FROM dead_letters{where}), (SELECT count(*) FROM filtered{where})"
+        )
+        errors = f"{SPIDER_ERROR_SQL} AND {cond}" if cond else SPIDER_ERROR_SQL
+        return cls(
+            totals=(totals, params * 4),
+            groups=(
+                (f"SELECT status, count(*) FROM pages{where} GROUP BY status", params),
+                (f"SELECT reason, count(*) FROM dead_letters{where} GROUP BY reason", params),
+                (f"SELECT reason, count(*) FROM filtered{where} GROUP BY reason", params),
+            ),
+            spider_errors=(
+                f"SELECT {kind_sql}, count(*) FROM pages WHERE {errors} GROUP BY 1",
+                params,
+            ),
+        )
 
 
 def store_counts(
@@ -155,9 +212,8 @@ def store_counts(
 ) -> StoreCounts:
     """`crawlq.store.base.StoreCounts` from the rows of the count queries.
 
-    ``totals`` is the row of `COUNT_TOTALS`, ``groups`` the rows of each of `COUNT_GROUPS`,
-    ``spider_errors`` the backend's spider errors by type
-    (`crawlq.store.outcomes.spider_error_counts`).
+    ``totals`` is the row of `CountQueries.totals`, ``groups`` the rows of each of
+    `CountQueries.groups`, ``spider_errors`` the rows of `CountQueries.spider_errors`.
     """
     by_status, by_dead, by_filtered = ({row[0]: int(row[1]) for row in rows} for rows in groups)
     return StoreCounts(

@@ -35,18 +35,15 @@ from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.keyset import Row
 from crawlq.store.outcomes import StoreCounts
 from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import COUNT_GROUPS, COUNT_TOTALS, SPIDER_ERROR_SQL, SQLITE, store_counts
+from crawlq.store.sql import SQLITE, CountQueries, store_counts
 from crawlq.store.sqlite_schema import SCHEMA_VERSION, connect, translate
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 _T = TypeVar("_T")
 
-_SPIDER_ERRORS_BY_TYPE = f"""
-SELECT substr(error, 15, instr(substr(error, 15) || ':', ':') - 1), count(*)
-FROM pages WHERE {SPIDER_ERROR_SQL} GROUP BY 1
-"""
-"""Spider-error pages by the text between the prefix and the next ':' (their kind)."""
+_SPIDER_ERROR_KIND = "substr(error, 15, instr(substr(error, 15) || ':', ':') - 1)"
+"""A spider-error page's kind text: between the prefix and the next ':'."""
 
 
 class SqliteStore(SqlReader):
@@ -135,14 +132,16 @@ class SqliteStore(SqlReader):
             return
         await self._run(functools.partial(sqlite_writes.write, batch.resolved()))
 
-    async def counts(self) -> StoreCounts:
+    async def counts(self, job: str | None = None) -> StoreCounts:
         """Count records of each kind in one read transaction; see `crawlq.store.Store.counts`.
 
         Raises:
             StoreUnavailable: The file stayed locked for ``busy_timeout_s``.
             StoreError: Any other SQLite failure, or the store is closed.
         """
-        return await self._run(_counts)
+        return await self._run(
+            functools.partial(_counts, self._queries.counts(_SPIDER_ERROR_KIND, job))
+        )
 
     async def replace_parse(self, updates: Sequence[ParseUpdate]) -> frozenset[bytes]:
         """Replace pages' error and items in one transaction; see `crawlq.store.Store`.
@@ -200,12 +199,12 @@ class SqliteStore(SqlReader):
 # Everything below runs on the store thread.
 
 
-def _counts(conn: sqlite3.Connection) -> StoreCounts:
+def _counts(queries: CountQueries, conn: sqlite3.Connection) -> StoreCounts:
     conn.execute("BEGIN")  # one snapshot for every count
     try:
-        totals = conn.execute(COUNT_TOTALS).fetchone()
-        groups = [conn.execute(query).fetchall() for query in COUNT_GROUPS]
-        spider_errors = conn.execute(_SPIDER_ERRORS_BY_TYPE).fetchall()
+        totals = conn.execute(*queries.totals).fetchone()
+        groups = [conn.execute(*query).fetchall() for query in queries.groups]
+        spider_errors = conn.execute(*queries.spider_errors).fetchall()
     finally:
         conn.execute("COMMIT")
     return store_counts(totals, groups, spider_errors)

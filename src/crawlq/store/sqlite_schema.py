@@ -3,7 +3,9 @@
 The DDL is ``schema.sql`` beside this module (``CREATE ... IF NOT EXISTS``: the frontier may
 share the file); ``store_meta`` records its version, `SCHEMA_VERSION`. Versions: 2 added
 ``pages.warc_file`` and ``warc_offset``, 3 ``pages.canonical_url``, 4 the referrers of pages
-and dead letters, 5 ``pages.request`` and the partial index ``pages_spider_errors``. An older
+and dead letters, 5 ``pages.request`` and the partial index ``pages_spider_errors``, 6 the
+``job`` of pages, dead letters and filtered records (NULL in rows written before), with an
+index each for counting by job (`crawlq.store.sql.CountQueries`). An older
 file is migrated in one ``BEGIN IMMEDIATE`` transaction when a writable store opens it; a
 read-only store reads it as it is (`crawlq.store.sql.Reads`). A newer file is refused.
 
@@ -28,8 +30,15 @@ __all__ = ["SCHEMA_VERSION", "connect", "translate"]
 
 logger = logging.getLogger("crawlq.store.sqlite")  # one logger for the whole backend
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of ``schema.sql`` this code reads and writes (stored in ``store_meta``)."""
+
+_JOB_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS pages_job ON pages (job, status)",
+    "CREATE INDEX IF NOT EXISTS dead_letters_job ON dead_letters (job, reason)",
+    "CREATE INDEX IF NOT EXISTS filtered_job ON filtered (job, reason)",
+)
+"""The indexes of version 6 (also in ``schema.sql``): a job's counts, per status or reason."""
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -45,6 +54,12 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE pages ADD COLUMN request TEXT",
         "CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)"
         f" WHERE {SPIDER_ERROR_SQL}",
+    ),
+    5: (  # the job that wrote each record (Store.counts(job=...)); NULL before this step
+        "ALTER TABLE pages ADD COLUMN job TEXT",
+        "ALTER TABLE dead_letters ADD COLUMN job TEXT",
+        "ALTER TABLE filtered ADD COLUMN job TEXT",
+        *_JOB_INDEXES,
     ),
 }
 """``_MIGRATIONS[v]`` brings a file at schema version ``v`` to ``v + 1``."""

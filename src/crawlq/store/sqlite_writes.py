@@ -26,6 +26,7 @@ _REPARSED_PAGE = "UPDATE pages SET error = ?, spider = ? WHERE fingerprint = ? A
 def write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
     """Write a resolved batch in one IMMEDIATE transaction."""
     item_rows = [_item_row(item) for item in batch.items]  # fail before taking the lock
+    job = batch.job
     page_rows = [
         (
             p.fingerprint,
@@ -47,14 +48,15 @@ def write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
             p.canonical_url,
             p.referrer,
             p.request,
+            job,
         )
         for p in batch.pages
     ]
     dead_rows = [
-        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at, d.referrer)
+        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at, d.referrer, job)
         for d in batch.dead
     ]
-    filtered_rows = [(f.fingerprint, f.url, f.reason, f.depth, f.at) for f in batch.filtered]
+    filtered_rows = [(f.fingerprint, f.url, f.reason, f.depth, f.at, job) for f in batch.filtered]
     conn.execute("BEGIN IMMEDIATE")
     try:
         if page_rows:

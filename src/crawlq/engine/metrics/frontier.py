@@ -70,7 +70,7 @@ class FrontierCollector:
             ("done", "URLs acknowledged."),
             ("pending", "Celery engine: URLs queued in the broker or running."),
             ("pages_per_s", "Pages acknowledged per second over the last minute."),
-            ("stored", "Pages in the job's store."),
+            ("stored", "Pages this job wrote to its store."),
             ("retries", "Retries scheduled so far."),
         ):
             value = report.get(key)

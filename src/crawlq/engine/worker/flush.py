@@ -54,6 +54,7 @@ class Flusher:
         fail: Records an error that retrying does not fix, and stops the worker.
         forced: True once a forced stop gives up waiting for the frontier.
         metrics: The worker's Prometheus metrics, or None.
+        job: The job the results count for in the store (`crawlq.engine.outcome.stored_job`).
     """
 
     def __init__(
@@ -70,7 +71,9 @@ class Flusher:
         fail: Callable[[CrawlqError], None],
         forced: Callable[[], bool],
         metrics: WorkerMetrics | None,
+        job: str | None,
     ) -> None:
+        self.job = job
         self.frontier = frontier
         self.store = store
         self.held = held
@@ -131,7 +134,7 @@ class Flusher:
             if not self.pending:
                 return
             batch, self.pending = self.pending, []
-            await self._write_store(result_batch(batch))
+            await self._write_store(result_batch(batch, job=self.job))
             links = self.known.unknown([link for o in batch for link in o.links])
             revisits = {r.fingerprint for o in batch if (r := o.revisit()) is not None}
             queued = await self._push_revisits([x for x in links if x.fingerprint in revisits])
@@ -163,7 +166,7 @@ class Flusher:
             if not batch:
                 return
             try:
-                await self._write_store(result_batch(batch))
+                await self._write_store(result_batch(batch, job=self.job))
             except CrawlqError as exc:
                 logger.error("cannot write %d results either: %s", len(batch), exc)
                 return

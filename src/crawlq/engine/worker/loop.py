@@ -33,7 +33,7 @@ from crawlq.engine.deps import Deps
 from crawlq.engine.known import KnownFingerprints
 from crawlq.engine.metrics import recorder
 from crawlq.engine.outage import outage_wait_s
-from crawlq.engine.outcome import Kind, Outcome, internal_error
+from crawlq.engine.outcome import Kind, Outcome, internal_error, stored_job
 from crawlq.engine.step import process
 from crawlq.engine.worker.counters import WorkerCounters
 from crawlq.engine.worker.flush import Flusher
@@ -119,6 +119,7 @@ class Worker:
             fail=self._fail,
             forced=lambda: self._forced,
             metrics=self.metrics,
+            job=stored_job(self.settings),
         )
 
     # -- control --------------------------------------------------------------------------
