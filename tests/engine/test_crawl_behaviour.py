@@ -362,6 +362,10 @@ async def test_host_concurrency_one_is_serial(
     assert log.max_concurrency(host) == 1
 
 
+LATE_SEND_S = 0.1
+"""How late a request may reach the server after its lease on a loaded shared machine."""
+
+
 async def test_politeness_is_per_host(
     db: Path, two_hosts: tuple[str, str], log: RequestLog
 ) -> None:
@@ -377,8 +381,10 @@ async def test_politeness_is_per_host(
     )
     assert len(r.pages) == 5
     for base in (base1, base2):
-        gap = log.min_gap_s(host_key(base))
-        assert gap is not None and gap >= 0.29
+        assert len(log.requests(host=host_key(base))) >= 2
+        # the pace holds over every run of requests; one late send (a loaded machine's
+        # lease-to-send latency) may shorten a single gap by up to LATE_SEND_S
+        assert log.pace_violations(host_key(base), 0.3, LATE_SEND_S) == []
     # the hosts do not wait for each other: some request to one host falls inside a delay
     # window of the other
     one = [q.start_s for q in log.requests(host=host_key(base1))]

@@ -190,3 +190,21 @@ def test_unpack_corpus_without_index(tmp_path: Path) -> None:
     tarball = _tarball(tmp_path / "empty.tar.gz", {"readme.txt": b"x"})
     with pytest.raises(FileNotFoundError):
         unpack_corpus(tarball, tmp_path / "out")
+
+
+def test_pace_violations_allow_one_late_send_but_not_a_faster_pace() -> None:
+    from crawlq.testing.log import _Entry
+
+    def log_of(starts: list[float]) -> RequestLog:
+        log = RequestLog()
+        log._entries = [
+            _Entry(s, s + 0.01, "GET", f"/{i}", "h:1", None) for i, s in enumerate(starts)
+        ]
+        return log
+
+    # delay 0.2: the second request was sent 0.08 s late, so one gap is 0.12 s
+    assert log_of([0.0, 0.28, 0.4, 0.6, 0.8]).pace_violations("h:1", 0.2, 0.1) == []
+    # a delay kept at 0.15 s: every gap is within the room for one late send, the pace is not
+    fast = log_of([0.0, 0.15, 0.3, 0.45, 0.6]).pace_violations("h:1", 0.2, 0.1)
+    assert (0, 4, 0.6) in [(i, j, round(s, 3)) for i, j, s in fast]
+    assert log_of([0.0]).pace_violations("h:1", 0.2, 0.1) == []

@@ -108,6 +108,35 @@ class RequestLog:
             return None
         return min(b - a for a, b in itertools.pairwise(starts))
 
+    def pace_violations(
+        self, host: str, delay_s: float, jitter_s: float
+    ) -> list[tuple[int, int, float]]:
+        """Return the pairs of requests to ``host`` that came faster than ``delay_s`` allows.
+
+        A crawler spaces the *lease* of each request to a host ``delay_s`` after the one before;
+        the server sees a request when it is sent, which on a loaded machine can be late by a
+        little (the lease-to-send latency). So the server's log satisfies, for the i-th and
+        j-th request starts (i < j, in start order), ``start_j - start_i >= (j - i) * delay_s -
+        jitter_s``: one late send may shorten a gap, but never the pace over a run of requests.
+        That checks the rate over the whole crawl, which a per-gap check with room for the
+        latency would not (a delay kept at half its value passes it).
+
+        Args:
+            host: The ``host:port`` key (`RequestLog.requests`).
+            delay_s: The politeness delay, seconds.
+            jitter_s: Room for one late send, seconds.
+
+        Returns:
+            ``(i, j, seconds between them)`` of each violating pair; empty when the log keeps
+            the pace.
+        """
+        starts = sorted(e.start_s for e in self.requests(host=host))
+        return [
+            (i, j, starts[j] - starts[i])
+            for i, j in itertools.combinations(range(len(starts)), 2)
+            if starts[j] - starts[i] < (j - i) * delay_s - jitter_s
+        ]
+
     def middleware(self) -> Middleware:
         """Return an aiohttp middleware that records each request into this log."""
 
