@@ -419,3 +419,30 @@ def test_claims_pattern_matches_the_claim_lists_of_its_job_only() -> None:
     assert not fnmatchcase(Keyspace("j2").claim("w1"), pattern)
     assert not fnmatchcase(k.inbox, pattern)
     assert k.claim_worker(k.claim("w1").encode()) == "w1"
+
+
+async def test_a_young_jobs_rate_is_over_its_own_seconds_and_a_closed_worker_leaves(
+    redis_url: str, job: str
+) -> None:
+    from crawlq.clock import ManualClock
+    from crawlq.frontier import job_status
+
+    clock = ManualClock(1_700_000_000_000)
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True, clock=clock)
+    watcher = await RedisFrontier.open(redis_url, job, clock=clock)
+    try:
+        await f.push([CrawlRequest(f"http://a.test/{i}") for i in range(3)])
+        leases = await f.lease(3, "w1", 30.0)
+        await f.renew(leases, 30.0)  # w1's heartbeat
+        await f.ack(leases)
+        clock.advance(4.0)  # 3 pages in the job's first 5 seconds: 0.6/s, not 3/60
+        status = await job_status(watcher)
+        assert status.pages_per_s == pytest.approx(0.6)
+        assert [w.worker_id for w in status.workers] == ["w1"]
+        await f.close()  # a worker that stops leaves the live workers at once (its beat is fresh)
+        assert (await job_status(watcher)).workers == ()
+        clock.advance(100.0)  # nothing acked within the last minute
+        assert (await job_status(watcher)).pages_per_s == 0.0
+    finally:
+        await f.close()
+        await watcher.close()

@@ -322,6 +322,8 @@ class RedisFrontier(
             fp = lease.request.fingerprint
             args += [fp + lease.request.host.encode(), fp, lease.lease_id]
         flags = await self._script("renew", [k.leases, k.owner, k.workers], args)
+        if who != "-":
+            self._heartbeats.add(who)
         if time.monotonic() - self._last_recover > _RECOVER_EVERY_S:
             self._last_recover = time.monotonic()
             await self._recover_claims(now)

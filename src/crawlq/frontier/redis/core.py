@@ -70,6 +70,7 @@ class RedisCore:
         self.bloom = bloom
         self._claim_pending: set[str] = set()
         self._last_recover = 0.0
+        self._heartbeats: set[str] = set()  # worker ids that beat through this frontier
         self._robots_warned: set[str] = set()
         self.inbox_filter: InboxFilter | None = None
         """Checks each inbox request before it is queued (method, scope): set by the engine,
@@ -101,6 +102,16 @@ class RedisCore:
         return round(self.politeness.default.delay_s * 1000), self.politeness.default.concurrency
 
     async def close(self) -> None:
-        """Close the connection pool; leases still held expire normally."""
+        """Close the connection pool; leases still held expire normally.
+
+        The workers that beat through this frontier (`renew`) leave the job's live workers
+        first, so that ``crawlq status`` stops counting a worker that has stopped at once,
+        not when its heartbeat goes stale (30 s); their inbox claims, if any, go back to the
+        inbox as a dead worker's would. A worker killed without closing stays until stale.
+        """
+        with contextlib.suppress(RedisError, OSError, asyncio.CancelledError):
+            if self._heartbeats:
+                await self.client.zrem(self.keys.workers, *sorted(self._heartbeats))
+                self._heartbeats.clear()
         with contextlib.suppress(RedisError, OSError, asyncio.CancelledError):
             await self.client.aclose()

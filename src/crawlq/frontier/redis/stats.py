@@ -155,15 +155,22 @@ class StatsMixin(RedisCore):
         return tuple(out[:limit])
 
     async def pages_per_s(self, window_s: int = 60) -> float:
-        """Acks per second over the last ``window_s`` seconds (at most 119), all workers."""
+        """Acks per second over the last ``window_s`` seconds (at most 119), all workers.
+
+        Over the seconds since the first ack in the window when that is shorter: a job that
+        began acking 5 s ago shows its rate over those 5 s, not a twelfth of it.
+        """
         now_s = self.clock.wall_ms() // 1000
         slots = await self._call(lambda: self.client.hgetall(self.keys.rate))
         total = 0
+        first = now_s
         for value in slots.values():
             sec, count = (int(x) for x in value.split())
             if now_s - window_s < sec <= now_s:
                 total += count
-        return total / window_s
+                first = min(first, sec)
+        span = min(window_s, now_s - first + 1)
+        return total / span
 
     async def retries_total(self) -> int:
         """Retries scheduled in the job so far, by every worker (both engines)."""
