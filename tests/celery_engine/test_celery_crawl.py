@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -268,3 +270,31 @@ def test_a_pending_url_whose_task_was_lost_is_sent_again(
         assert "crawl finished" in proc.stdout, worker.log_tail()
     assert stored_urls(store) == {seed: 1, orphan.url: 1}
     assert job_counts(redis_url, job)["pending"] == 0
+
+
+@pytest.mark.timeout(300)
+def test_the_one_command_crawl_without_store_uses_the_default_store(
+    celery_redis_url: str,
+    redis_url: str,
+    job: str,
+    queue: str,
+    tmp_path: Path,
+    broker_cleanup: Callable[[str, str], None],
+) -> None:
+    """README: ``crawl --engine celery --processes P`` starts its own worker (QA: without
+    ``--store`` that worker refused the store the crawl had planned, and the crawl hung)."""
+    broker_cleanup(celery_redis_url, queue)
+    root = generate_site(tmp_path / "site", n_pages=12)
+    with ServerThread(make_static_app(root)) as server:
+        expected, missing = reachable(root, server.base_url + "/")
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "crawlq", "crawl", server.base_url + "/index.html",
+                "--engine", "celery", "--broker", celery_redis_url, "--frontier", redis_url,
+                "--job", job, "--processes", "1", "--delay", "0", "-q",
+            ],
+            env={**os.environ, "CRAWLQ_CELERY_QUEUE": queue},
+            cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert set(stored_urls(tmp_path / "crawlq.db")) == expected | missing

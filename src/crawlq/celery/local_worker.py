@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 
-from crawlq.secrecy import has_password
 from crawlq.settings import Settings
 
 __all__ = ["KILL_AFTER_S", "STOP_GRACE_S", "LocalWorker"]
@@ -79,10 +78,10 @@ class LocalWorker:
             "CRAWLQ_FRONTIER": settings.frontier or "",
             "CRAWLQ_CELERY_QUEUE": settings.celery_queue,
         }
-        # The job keeps no store password, and code and local paths are never taken from
-        # it: the worker gets this command's own values.
-        if has_password(settings.store) or "store" in settings.explicit:
-            env["CRAWLQ_STORE"] = settings.store
+        # The job keeps no store password, and a worker takes no local path from it: the
+        # worker gets the store this command crawls into (its own option, or the default it
+        # planned, made absolute), as `crawl --processes` gives its native children.
+        env["CRAWLQ_STORE"] = settings.store
         if settings.spider is not None and "spider" in settings.explicit:
             env["CRAWLQ_SPIDER"] = settings.spider
         if settings.trust_job_code:
