@@ -446,3 +446,31 @@ async def test_a_young_jobs_rate_is_over_its_own_seconds_and_a_closed_worker_lea
     finally:
         await f.close()
         await watcher.close()
+
+
+async def test_a_corrupt_request_record_is_dead_lettered_not_fatal(
+    redis_url: str, job: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    f = await RedisFrontier.open(redis_url, job, default_policy=HostPolicy(0.0, 1), create=True)
+    try:
+        reqs = [CrawlRequest(f"http://a.test/{i}") for i in range(5)]
+        await f.push(reqs[:4])
+        k = Keyspace(job)
+        other = CrawlRequest("http://a.test/elsewhere").to_json().encode()
+        await f.client.hset(k.reqs, reqs[0].fingerprint, b'a.test\n{"url": 5}')
+        await f.client.hset(k.reqs, reqs[1].fingerprint, b"\xff\xfe garbage")
+        await f.client.hset(k.reqs, reqs[2].fingerprint, b"a.test\n" + other)
+        got = []
+        for _ in range(4):  # host concurrency 1: a corrupt record must not hold the slot
+            got += await f.lease(1, "w1", 30.0)
+            await f.ack(got[-1:])
+        await f.push(reqs[4:])
+        got += await f.lease(1, "w1", 30.0)
+        assert [lease.request.url for lease in got] == ["http://a.test/3", "http://a.test/4"]
+        stats = await f.stats()
+        assert (stats.dead, stats.in_flight, stats.queued) == (3, 1, 0)
+    finally:
+        await f.close()
+    corrupt = [r.getMessage() for r in caplog.records if "corrupt_request" in r.getMessage()]
+    assert len(corrupt) == 3, corrupt
+    assert any("a request of another URL (http://a.test/elsewhere)" in m for m in corrupt)

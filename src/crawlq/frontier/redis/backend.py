@@ -277,19 +277,32 @@ class RedisFrontier(
         if paused:
             return []
         leases = []
-        for i in range(0, len(flat), 5):
-            _, lease_id, attempt, value, down = flat[i : i + 5]
-            _, _, text = value.partition(b"\n")
+        corrupt: list[tuple[bytes, str, str, str]] = []
+        for i in range(0, len(flat), 6):
+            fp, lease_id, attempt, value, down, host = flat[i : i + 6]
+            request, problem = _leased_request(fp, host.decode(), value)
+            if request is None:  # shared state anyone with Redis access can write
+                logger.error(
+                    "the job's record of request %s is corrupt (%s): dead-lettered as"
+                    " corrupt_request",
+                    fp.hex(),
+                    problem,
+                )
+                corrupt.append(
+                    (fp, lease_id.decode(), host.decode(), f"corrupt_request: {problem}")
+                )
+                continue
             leases.append(
                 Lease(
                     lease_id=lease_id.decode(),
-                    request=CrawlRequest.from_json(text),
+                    request=request,
                     attempt=int(attempt),
                     worker_id=worker_id,
                     deadline_ms=now + vt_ms,
                     host_down=down == b"1",
                 )
             )
+        await self._settle_rows("dead", corrupt)
         return leases
 
     async def _requeue(self, mode: str, source: str, members: list[bytes], now: int) -> int:
@@ -343,3 +356,22 @@ class RedisFrontier(
             return deleted
 
         return await self._call(drop_all)
+
+
+def _leased_request(fp: bytes, host: str, value: bytes | None) -> tuple[CrawlRequest | None, str]:
+    """The request a lease holds, or None and why its record cannot be one.
+
+    The record (the host, a newline, the JSON request, in the job's ``reqs`` hash) must decode to a
+    request of the fingerprint and host it was queued under: a record rewritten to another
+    URL would be fetched, then settled under the wrong host (its own lease never ending).
+    """
+    if value is None:
+        return None, "no record"
+    _, _, text = value.partition(b"\n")
+    try:
+        request = CrawlRequest.from_json(text)
+    except ValueError as exc:  # includes json.JSONDecodeError and UnicodeDecodeError
+        return None, str(exc)[:200]
+    if request.fingerprint != fp or request.host != host:
+        return None, f"a request of another URL ({request.url[:200]})"
+    return request, ""

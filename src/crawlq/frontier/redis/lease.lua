@@ -16,8 +16,8 @@
 -- leased at once, whatever its politeness, flagged so that the worker dead-letters them.
 -- A paused job (field "paused" of the job hash, `crawlq job pause`) gives back done slots and
 -- leases nothing: the reply is {"paused"}.
--- Returns: flat array fp, lease_id, attempt, value, down ("1" | "0"), ... (empty: nothing
--- ready now).
+-- Returns: flat array fp, lease_id, attempt, value, down ("1" | "0"), host (the queue it
+-- came from), ... (empty: nothing ready now).
 local job_key = check_job()
 local hk = host_keys()
 local reqs, attempts, leases, owner, stats = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
@@ -87,6 +87,7 @@ for c = 1, math.min(n, #cands) do
   out[#out + 1] = attempt
   out[#out + 1] = redis.call("HGET", reqs, fp)
   out[#out + 1] = info[h].down
+  out[#out + 1] = host
   info[h].taken = info[h].taken + 1
   total = total + 1
 end

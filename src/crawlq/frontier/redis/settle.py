@@ -38,15 +38,21 @@ class SettleMixin(RedisCore):
         return await self._settle("release", [(lease, "") for lease in leases])
 
     async def _settle(self, mode: str, items: Sequence[tuple[Lease, str]]) -> int:
-        if not items:
+        rows = [
+            (lease.request.fingerprint, lease.lease_id, lease.request.host, extra)
+            for lease, extra in items
+        ]
+        return await self._settle_rows(mode, rows)
+
+    async def _settle_rows(self, mode: str, rows: Sequence[tuple[bytes, str, str, str]]) -> int:
+        """Settle leases given as (fingerprint, lease id, host, extra) rows (`settle.lua`)."""
+        if not rows:
             return 0
         k = self.keys
         hosts: dict[str, int] = {}
         body: list[Any] = []
-        for lease, extra in items:
-            req = lease.request
-            body += [req.fingerprint, lease.lease_id, hosts.setdefault(req.host, len(hosts) + 1)]
-            body.append(extra)
+        for fp, lease_id, host, extra in rows:
+            body += [fp, lease_id, hosts.setdefault(host, len(hosts) + 1), extra]
         keys = [
             *k.host_keys(), k.leases, k.owner, k.stats, k.reqs, k.scores, k.attempts,
             k.delayed, k.dead, k.rate, k.strikes, k.last_error, k.dead_at,
