@@ -314,6 +314,18 @@ def test_seed_longer_than_the_url_limit_exits_2(tmp_path: Path) -> None:
     assert "longer than 2083" in proc.stderr
 
 
+def test_bad_lines_of_seed_stdin_are_named_by_their_line_number(tmp_path: Path) -> None:
+    given = "\n\n\nhttp://127.0.0.1:9/ok\n# comment\n\nbad one\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawlq", "seed", "-", "--store", str(tmp_path / "s.db")],
+        input=given, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "line 5: invalid URL '# comment'" in proc.stderr, proc.stderr
+    assert "line 7: invalid URL 'bad one'" in proc.stderr
+    assert not (tmp_path / "s.db").exists()  # nothing queued, nothing written
+
+
 def test_export_to_an_unwritable_place_is_one_line(tmp_path: Path, fault: str) -> None:
     store = tmp_path / "s.db"
     run_crawlq("crawl", f"{fault}/page/1", "--store", str(store), "--max-depth", "0", "-q")

@@ -51,15 +51,16 @@ def seed(
     before anything is queued: an invalid one stops the command (exit 2) and names it.
     JSON requests look like {"url": "...", "priority": 5, "meta": {...}}.
     """
-    lines = list(urls)
-    if lines == ["-"]:
-        lines = [line.strip() for line in sys.stdin if line.strip()]
+    numbered = [(f"input {n}", url) for n, url in enumerate(urls, 1)]
+    if list(urls) == ["-"]:  # numbered by line of stdin, blank lines included, to find them
+        numbered = [(f"line {n}", t.strip()) for n, t in enumerate(sys.stdin, 1) if t.strip()]
+    lines = [line for _, line in numbered]
     sitemaps = sitemap_urls(sitemap)
     if not lines and not sitemaps and not options.get("frontier"):
         raise click.UsageError("no URLs to seed: give URL... or - for stdin")
     requests: list[CrawlRequest] = []
     bad: list[str] = []
-    for n, line in enumerate(lines, 1):
+    for where, line in numbered:
         try:
             if not line.startswith("{"):
                 check_url_length(line)
@@ -68,7 +69,7 @@ def seed(
             else:
                 requests.append(CrawlRequest(line, priority=priority))
         except (InvalidURL, ValueError) as exc:
-            bad.append(f"input {n}: {exc}")
+            bad.append(f"{where}: {exc}")
     requests += [sitemap_request(url, priority=priority) for url in sitemaps]
     if bad:
         more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
