@@ -93,3 +93,22 @@ local function host_answered(strikes_key, policy_key, host)
     if d and flags ~= "" then set_policy(policy_key, host, d, c, "") end
   end
 end
+
+-- A full queue under the drop-lowest policy (crawlq.frontier QueueBounds): the queue's lowest
+-- request (its last: lowest priority, newest) or the newcomer itself, whichever ranks lower,
+-- becomes a dead letter "frontier_full" in `dead_key` (reason "\n" record) with its time in
+-- `dead_at_key`. `value` is the newcomer's record. Returns (newcomer may be queued, evicted 0|1).
+local function drop_lowest(queue, reqs, dead_key, dead_at_key, fp, score, value, now)
+  local last = redis.call("ZRANGE", queue, -1, -1, "WITHSCORES")
+  if #last == 2 and tonumber(last[2]) > tonumber(score) then
+    local old = redis.call("HGET", reqs, last[1])
+    redis.call("ZREM", queue, last[1])
+    redis.call("HDEL", reqs, last[1])
+    redis.call("HSET", dead_key, last[1], "frontier_full\n" .. (old or ""))
+    redis.call("HSET", dead_at_key, last[1], now)
+    return true, 1
+  end
+  redis.call("HSET", dead_key, fp, "frontier_full\n" .. value)
+  redis.call("HSET", dead_at_key, fp, now)
+  return false, 0
+end

@@ -104,20 +104,10 @@ while i <= #ARGV do
     redis.call("HSET", scores, fp, score)
     local keep = true
     if full and drop_mode then
-      local last = redis.call("ZRANGE", queue, -1, -1, "WITHSCORES")
-      if #last == 2 and tonumber(last[2]) > tonumber(score) then
-        local old = redis.call("HGET", reqs, last[1])
-        redis.call("ZREM", queue, last[1])
-        redis.call("HDEL", reqs, last[1])
-        redis.call("HSET", dead_key, last[1], "frontier_full\n" .. (old or ""))
-        redis.call("HSET", dead_at_key, last[1], now)
-        evicted = evicted + 1
-      else
-        keep = false
-        redis.call("HSET", dead_key, fp, "frontier_full\n" .. value)
-        redis.call("HSET", dead_at_key, fp, now)
-        redis.call("HINCRBY", stats, "seen", 1)
-      end
+      local out
+      keep, out = drop_lowest(queue, reqs, dead_key, dead_at_key, fp, score, value, now)
+      evicted = evicted + out
+      if not keep then redis.call("HINCRBY", stats, "seen", 1) end
       dropped = dropped + 1
     end
     if keep then

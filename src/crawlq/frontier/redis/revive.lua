@@ -47,19 +47,9 @@ while i <= #ARGV do
       keep = false
     elseif full then
       dropped = dropped + 1
-      local last = redis.call("ZRANGE", queue, -1, -1, "WITHSCORES")
-      if #last == 2 and tonumber(last[2]) > tonumber(score) then
-        local old = redis.call("HGET", reqs, last[1])
-        redis.call("ZREM", queue, last[1])
-        redis.call("HDEL", reqs, last[1])
-        redis.call("HSET", dead, last[1], "frontier_full\n" .. (old or ""))
-        redis.call("HSET", dead_at, last[1], now)
-        evicted = evicted + 1
-      else
-        keep = false
-        redis.call("HSET", dead, fp, "frontier_full\n" .. rest)
-        redis.call("HSET", dead_at, fp, now)
-      end
+      local out
+      keep, out = drop_lowest(queue, reqs, dead, dead_at, fp, score, rest, now)
+      evicted = evicted + out
     end
     if keep then
       redis.call("HDEL", dead, fp)
