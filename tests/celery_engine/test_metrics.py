@@ -20,6 +20,29 @@ from tests.services import free_port
 pytestmark = pytest.mark.e2e
 
 
+def metered_worker(
+    workers: Callable[..., CeleryWorker],
+    broker: str,
+    frontier: str,
+    queue: str,
+    *,
+    concurrency: int,
+) -> tuple[CeleryWorker, int]:
+    """A Celery worker serving metrics, once its endpoint answers; and the endpoint's port."""
+    port = free_port()
+    worker = workers(
+        broker, frontier, queue, "--concurrency", str(concurrency), CRAWLQ_METRICS_PORT=str(port)
+    )
+    deadline = time.monotonic() + 60
+    while True:  # the main process serves once it has started (worker_init)
+        try:
+            scrape(port)
+            return worker, port
+        except OSError:
+            assert time.monotonic() < deadline, worker.log_tail()
+            time.sleep(0.1)
+
+
 def test_celery_worker_metrics_add_up_to_the_store(
     site_root: Path,
     celery_redis_url: str,
@@ -31,19 +54,8 @@ def test_celery_worker_metrics_add_up_to_the_store(
     broker_cleanup: Callable[[str, str], None],
 ) -> None:
     broker_cleanup(celery_redis_url, queue)
-    port = free_port()
     store = tmp_path / "store.db"
-    worker = workers(
-        celery_redis_url, redis_url, queue, "--concurrency", "2", CRAWLQ_METRICS_PORT=str(port)
-    )
-    deadline = time.monotonic() + 60
-    while True:  # the main process serves once it has started (worker_init)
-        try:
-            scrape(port)
-            break
-        except OSError:
-            assert time.monotonic() < deadline, worker.log_tail()
-            time.sleep(0.1)
+    worker, port = metered_worker(workers, celery_redis_url, redis_url, queue, concurrency=2)
     with ServerThread(make_faulty_app(site_root)) as server:
         proc = crawl_celery(
             server.base_url + "/index.html", celery_redis_url, redis_url, job, queue, store,
@@ -79,19 +91,8 @@ def test_celery_cookie_wall_revisits_are_counted_once(
 ) -> None:
     """A cookie wall's redirect whose revisit was published is a hop, not a second page."""
     broker_cleanup(celery_redis_url, queue)
-    port = free_port()
     store = tmp_path / "store.db"
-    worker = workers(
-        celery_redis_url, redis_url, queue, "--concurrency", "1", CRAWLQ_METRICS_PORT=str(port)
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            scrape(port)
-            break
-        except OSError:
-            assert time.monotonic() < deadline, worker.log_tail()
-            time.sleep(0.1)
+    worker, port = metered_worker(workers, celery_redis_url, redis_url, queue, concurrency=1)
     walls = ["/cookie-wall/a", "/cookie-wall/again?never=1", "/cookie-wall/count?count=1"]
     with ServerThread(make_fault_app()) as server:
         seed = server.base_url + "/set-cookie/s/1?" + urlencode([("link", w) for w in walls])
