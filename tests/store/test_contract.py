@@ -305,6 +305,32 @@ async def test_a_url_written_again_by_another_job_counts_for_that_job(store: Sto
     assert (await store.counts()).settled == 2
 
 
+async def test_pages_of_one_job_are_streamed_apart(store: Store) -> None:
+    # More than one chunk of each job, interleaved in time: the later chunks keep the job.
+    n = 2500
+    docs = [page(k, elapsed_s=0.001 * (k % 7)) for k in range(0, n, 2)]
+    blog = [page(k) for k in range(1, n, 2)]
+    docs_errors = [page(n + 1, error="spider_error: KeyError: 'x'")]
+    await store.write(ResultBatch(pages=docs + docs_errors, job="docs"))
+    await store.write(ResultBatch(pages=blog, job="blog"))
+    await store.write(ResultBatch(pages=[page(n + 2)]))  # no job (an embedded crawl)
+    assert await collect(store.pages(job="docs")) == docs + docs_errors
+    assert await collect(store.pages(job="blog")) == blog
+    assert await collect(store.pages(job="other")) == []
+    assert len(await collect(store.pages())) == n + 2
+    cut = docs[400].fetched_at
+    assert await collect(store.pages(job="docs", since=cut)) == docs[400:] + docs_errors
+    assert await collect(store.pages(job="docs", spider_errors_only=True)) == docs_errors
+    assert await collect(store.pages(job="blog", spider_errors_only=True)) == []
+    assert [p.body for p in await collect(store.pages(job="blog", with_body=True))][:3] == [
+        None
+    ] * 3
+    # A page written again by another job is that job's now.
+    await store.write(ResultBatch(pages=[docs[0]], job="blog"))
+    assert docs[0] not in await collect(store.pages(job="docs"))
+    assert (await collect(store.pages(job="blog")))[0] == docs[0]
+
+
 def test_a_batch_job_is_a_name_or_none() -> None:
     with pytest.raises(ValueError, match="job"):
         ResultBatch(pages=[page(1)], job="")

@@ -190,6 +190,7 @@ async def test_a_read_only_sqlite_store_reads_version_1_without_migrating(tmp_pa
     try:
         [read] = [p async for p in read_only.pages()]
         assert (read.url, read.warc_file) == (page(1).url, None)
+        assert [p async for p in read_only.pages(job="docs")] == []  # no job before 6
         with pytest.raises(StoreError, match="read-only"):
             await read_only.write(ResultBatch(pages=[page(2)]))
     finally:

@@ -17,7 +17,8 @@ results (error and items) without touching the rest of its row (`Store.replace_p
 
 Jobs: a batch names the shared job that wrote it (`ResultBatch.job`), and the store keeps
 that name with each page, dead letter and filtered record, so ``counts(job=...)`` counts one
-job's results in a store several jobs write into (``crawlq status``).
+job's results in a store several jobs write into (``crawlq status``), and
+``pages(job=...)`` streams one job's pages (``crawlq dashboard``'s slowest hosts).
 
 Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, ``at``,
 ``since``).
@@ -158,6 +159,7 @@ class Store(Protocol):
         since: float | None = None,
         with_body: bool = False,
         spider_errors_only: bool = False,
+        job: str | None = None,
     ) -> AsyncIterator[PageRecord]:
         """Stream stored pages in ``(fetched_at, fingerprint)`` order.
 
@@ -172,6 +174,9 @@ class Store(Protocol):
                 every ``body`` is None, which keeps exports cheap.
             spider_errors_only: Only pages with a spider error (``error`` starting with
                 `crawlq.records.SPIDER_ERROR_PREFIX`).
+            job: Only the pages that job wrote last (as `counts` counts them: a page
+                written by an embedded crawl, or before schema 6, belongs to no job). None:
+                every page.
 
         Raises:
             StoreUnavailable: See the class docstring.

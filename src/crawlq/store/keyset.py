@@ -3,7 +3,8 @@
 A `Keyset` is a read written once per kind of record (`crawlq.store.sql.Reads`): the query
 of the first chunk, the query of every later chunk (the rows after the key of the last row
 read: ``WHERE (k1, k2) > (?, ?)``), which columns of a row make its key, and the chunk size.
-Both queries end with ``ORDER BY <key> LIMIT <mark>``; `stream` binds the chunk size last.
+Both queries end with ``ORDER BY <key> LIMIT <mark>``; `stream` binds the chunk size last
+(after the key and any `Keyset.fixed` parameters).
 
 `stream` runs them through the backend's ``fetch(query, params) -> rows``, which holds a
 connection (SQLite: the store thread; PostgreSQL: a pooled connection) only while one chunk is
@@ -40,6 +41,8 @@ class Keyset:
             chunk size.
         key: Positions in a row of the key columns, in ``later``'s order.
         chunk_rows: Rows per query.
+        fixed: Parameters of ``later`` after the key and before the chunk size (a job name
+            the read is narrowed to, or none); ``params`` ends with them too.
     """
 
     first: str
@@ -47,6 +50,7 @@ class Keyset:
     later: str
     key: tuple[int, ...]
     chunk_rows: int = CHUNK_ROWS
+    fixed: tuple[Any, ...] = ()
 
 
 async def stream(fetch: Fetch, keyset: Keyset) -> AsyncIterator[Row]:
@@ -59,4 +63,4 @@ async def stream(fetch: Fetch, keyset: Keyset) -> AsyncIterator[Row]:
         if len(rows) < keyset.chunk_rows:
             return
         last = rows[-1]
-        query, params = keyset.later, tuple(last[i] for i in keyset.key)
+        query, params = keyset.later, (*(last[i] for i in keyset.key), *keyset.fixed)

@@ -69,22 +69,37 @@ class Queries:
         referrer = "referrer" if self.version >= 4 else self.dialect.null("text")
         return f"at, fingerprint, url, reason, detail, attempts, depth, {referrer}"
 
-    def pages(self, *, since: float | None, with_body: bool, spider_errors_only: bool) -> Keyset:
-        """Pages by ``(fetched_at, fingerprint)`` (`crawlq.store.base.Store.pages`)."""
+    def pages(
+        self,
+        *,
+        since: float | None,
+        with_body: bool,
+        spider_errors_only: bool,
+        job: str | None = None,
+    ) -> Keyset:
+        """Pages by ``(fetched_at, fingerprint)`` (`crawlq.store.base.Store.pages`).
+
+        With ``job``, only the pages that job wrote; before version 6 no page has a job, so
+        none.
+        """
         m = self.dialect.mark
         select = f"SELECT {self.page_columns(with_body=with_body)} FROM pages"
-        errors = [SPIDER_ERROR_SQL] if spider_errors_only else []
-        first = ([f"fetched_at >= {m}"] if since is not None else []) + errors
+        narrow = [SPIDER_ERROR_SQL] if spider_errors_only else []
+        if job is not None:
+            narrow.append(f"job = {m}" if self.version >= 6 else "1 = 0")
+        fixed: tuple[Any, ...] = (job,) if job is not None and self.version >= 6 else ()
+        first = ([f"fetched_at >= {m}"] if since is not None else []) + narrow
         return Keyset(
             first=_where(select, first, f"ORDER BY fetched_at, fingerprint LIMIT {m}"),
-            params=() if since is None else (float(since),),
+            params=(() if since is None else (float(since),)) + fixed,
             later=_where(
                 select,
-                [f"(fetched_at, fingerprint) > ({m}, {m})", *errors],
+                [f"(fetched_at, fingerprint) > ({m}, {m})", *narrow],
                 f"ORDER BY fetched_at, fingerprint LIMIT {m}",
             ),
             key=(7, 0),
             chunk_rows=BODY_CHUNK_ROWS if with_body else CHUNK_ROWS,
+            fixed=fixed,
         )
 
     def items(self, *, since: float | None) -> Keyset:
@@ -147,10 +162,11 @@ class SqlReader:
         since: float | None = None,
         with_body: bool = False,
         spider_errors_only: bool = False,
+        job: str | None = None,
     ) -> AsyncIterator[PageRecord]:
         """Stream pages by ``(fetched_at, fingerprint)``; see `crawlq.store.Store.pages`."""
         read = self._queries.pages(
-            since=since, with_body=with_body, spider_errors_only=spider_errors_only
+            since=since, with_body=with_body, spider_errors_only=spider_errors_only, job=job
         )
         async for row in keyset.stream(self._fetch, read):
             yield page_from_row(row)
