@@ -1,5 +1,10 @@
 """The dashboard's web server (aiohttp.web): the jobs it watches, its pages, the search box.
 
+Routes: ``/`` the page (with ``?q=URL&job=J``, the search box's answer in it, so a search
+works without the script and can be linked to), ``/panel`` the job sections the script
+swaps in, ``/inspect?q=URL&job=J`` the search box's answer alone, ``/api/jobs`` each job's
+report as JSON (``crawlq status --json``'s, ``paused`` included).
+
 Who may see it (loopback, the token check, the security headers) is `crawlq.dashboard.access`;
 `TOKEN_COOKIE` and `is_loopback` are re-exported here.
 """
@@ -18,7 +23,7 @@ from crawlq.dashboard import render
 from crawlq.dashboard.access import TOKEN_COOKIE, headers_middleware, is_loopback, token_middleware
 from crawlq.dashboard.assets import CSS, JS
 from crawlq.dashboard.history import JobWatch
-from crawlq.dashboard.lookup import lookup
+from crawlq.dashboard.lookup import Lookup, lookup
 from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
 
@@ -103,20 +108,22 @@ def make_app(dashboard: Dashboard, *, token: str | None = None) -> web.Applicati
 
     async def index(request: web.Request) -> web.Response:
         watches = await dashboard.fresh()
-        html = render.page(watches, dashboard.jobs, dashboard.interval_s)
+        found = await search(request) if "q" in request.query else None
+        html = render.page(watches, dashboard.jobs, dashboard.interval_s, found)
         return web.Response(text=html, content_type="text/html")
 
     async def panel(request: web.Request) -> web.Response:
         return web.Response(text=render.panel(await dashboard.fresh()), content_type="text/html")
 
-    async def inspect(request: web.Request) -> web.Response:
+    async def search(request: web.Request) -> Lookup:
+        query = request.query.get("q", "")
         job = request.query.get("job") or (dashboard.jobs[0] if dashboard.jobs else "")
-        watch = dashboard.watches.get(job)
-        store = None
-        if watch is not None:
-            with contextlib.suppress(CrawlqError):
-                store = await watch.open_store()
-        result = await lookup(request.query.get("q", ""), store)
+        if job not in dashboard.watches:
+            return Lookup(query.strip(), job, error=f"job {job!r} is not on this dashboard")
+        return await lookup(query, dashboard.frontier_url, job, dashboard.store_url)
+
+    async def inspect(request: web.Request) -> web.Response:
+        result = await search(request)
         return web.Response(text=render.search_result(result), content_type="text/html")
 
     async def jobs(request: web.Request) -> web.Response:

@@ -11,7 +11,10 @@ __all__ = ["CSS", "JS"]
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1em 2em; color: #222; }
-header { display: flex; gap: 2em; align-items: center; }
+header { display: flex; flex-wrap: wrap; gap: 0.5em 2em; align-items: center; }
+#inspect { flex-basis: 100%; }
+.notice.paused { background: #fff4d6; border: 1px solid #e0b84c; padding: 4px 8px; }
+.state.paused { background: #e0b84c; color: #222; font-size: 14px; padding: 1px 6px; }
 section.job { border-top: 2px solid #ccc; margin-top: 1em; }
 dl.now { display: grid; grid-template-columns: repeat(9, auto); gap: 0 1em; }
 dl.now dt { grid-row: 1; color: #666; font-size: 12px; }

@@ -2,8 +2,10 @@
 
 A `JobWatch` samples its job every ``interval_s`` seconds: the job report that
 ``crawlq status --json`` prints (`crawlq.engine.report.job_report`), plus, from the job's
-store, the dead letters by reason and the fetch time of the pages stored since the last
-sample (for the slowest hosts). It keeps the last `HISTORY` samples in memory.
+store, the job's own dead letters by reason (``Store.counts(job=...)``) and the fetch time
+(``PageRecord.elapsed_s``, stored with every page) of the pages the job stored since the last
+sample (``Store.pages(job=...)``), for the slowest hosts. A store several jobs share thus
+shows each job only its own. It keeps the last `HISTORY` samples in memory.
 """
 
 from __future__ import annotations
@@ -67,6 +69,15 @@ class HostLatency:
         """Mean fetch time in seconds."""
         return self.total_s / self.pages if self.pages else 0.0
 
+    @property
+    def mean_ms(self) -> float:
+        """Mean fetch time in milliseconds.
+
+        What the page shows: loopback and LAN fetches take a few ms, which hundredths of a
+        second round to 0.
+        """
+        return self.mean_s * 1000.0
+
 
 @dataclass
 class JobWatch:
@@ -100,7 +111,7 @@ class JobWatch:
         self.error = None
         self.observe(report)
         with contextlib.suppress(CrawlqError):
-            await self._read_store()
+            await self.read_store()
 
     def observe(self, report: dict[str, Any]) -> None:
         """Take a fresh report (the latest shown) and append its sample."""
@@ -135,14 +146,19 @@ class JobWatch:
             self._store = await open_store(url, read_only=True)
         return self._store
 
-    async def _read_store(self) -> None:
+    async def read_store(self) -> None:
+        """Read the job's dead letters by reason and its pages stored since the last read.
+
+        Raises:
+            CrawlqError: The frontier or the store cannot be read.
+        """
         store = await self.open_store()
         if store is None:
             return
-        counts = await store.counts()
+        counts = await store.counts(job=self.job)
         self.dead_by_reason = dict(counts.dead_by_reason)
         since = self._since
-        async for page in store.pages(since=since):
+        async for page in store.pages(since=since, job=self.job):
             if page.fetched_at > since:  # `since` is inclusive: skip the boundary page
                 lat = self.latency.setdefault(host_key(page.url), HostLatency(host_key(page.url)))
                 lat.pages += 1

@@ -103,8 +103,8 @@ def _job(w: JobWatch) -> str:
             ),
             _table(
                 "slowest hosts (mean fetch time)",
-                ("host", "seconds", "pages"),
-                ((h.host, h.mean_s, h.pages) for h in w.slowest()),
+                ("host", "ms", "pages"),
+                ((h.host, f"{h.mean_ms:.1f}", h.pages) for h in w.slowest()),
                 "slowest",
             ),
             _table(
@@ -126,41 +126,72 @@ def _job(w: JobWatch) -> str:
     )
     stale = f'<p class="error">{escape(w.error)}</p>' if w.error else ""
     engine = " (Celery engine)" if celery else ""
+    paused = (
+        f' <span class="state paused" data-job="{job}">paused</span>' if r.get("paused") else ""
+    )
     return (
-        f'<section class="job" data-job="{job}"><h2>job {job}{engine}</h2>{stale}'
+        f'<section class="job" data-job="{job}"><h2>job {job}{engine}{paused}</h2>{stale}'
         f'<dl class="now">{now}</dl><div class="charts">{charts}</div>'
         f'<div class="tables">{tables}</div></section>'
     )
 
 
+def _notices(watches: Sequence[JobWatch]) -> str:
+    """One line per paused job, shown above every job's section."""
+    lines = []
+    for w in watches:
+        if w.report is not None and w.report.get("paused"):
+            job = escape(w.job)
+            lines.append(
+                f'<p class="notice paused" data-job="{job}">job {job} is paused: its workers'
+                f" lease nothing until <code>crawlq job resume {job}</code></p>"
+            )
+    return "".join(lines)
+
+
 def panel(watches: Sequence[JobWatch]) -> str:
-    """The jobs' sections: what the page's script swaps in at each refresh."""
+    """The paused jobs' notices, then the jobs' sections.
+
+    What the page's script swaps in at each refresh.
+    """
     if not watches:
         return "<p>no jobs on this frontier</p>"
-    return "".join(_job(w) for w in watches)
+    return _notices(watches) + "".join(_job(w) for w in watches)
 
 
 def search_result(result: Lookup) -> str:
     """The search box's answer as an HTML fragment."""
     if result.error is not None:
         return f'<p class="error">{escape(result.error)}</p>'
-    return _table(f"inspect {result.query}", ("", ""), result.fields, "inspect")
+    title = f"inspect {result.query}" + (f" in job {result.job}" if result.job else "")
+    return _table(title, ("", ""), result.fields, "inspect")
 
 
-def page(watches: Sequence[JobWatch], jobs: Sequence[str], refresh_s: float) -> str:
-    """The whole page."""
-    options = "".join(f'<option value="{escape(j)}">{escape(j)}</option>' for j in jobs)
+def page(
+    watches: Sequence[JobWatch],
+    jobs: Sequence[str],
+    refresh_s: float,
+    found: Lookup | None = None,
+) -> str:
+    """The whole page; ``found``: the answer to a search given in its URL (``?q=…&job=…``)."""
+    chosen = found is not None and found.job
+    options = "".join(
+        f'<option value="{escape(j)}"{" selected" if j == chosen else ""}>{escape(j)}</option>'
+        for j in jobs
+    )
+    answer = "" if found is None else search_result(found)
+    typed = "" if found is None else escape(found.query)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>crawlq dashboard</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="static/dashboard.css"></head>
 <body data-refresh-s="{refresh_s:g}">
 <header><h1>crawlq</h1>
-<form id="search" action="inspect" method="get">
-<input name="q" type="search" placeholder="a URL: canonical form, fingerprint, stored page"
- size="60" required>
-<select name="job">{options}</select><button type="submit">inspect</button></form></header>
-<div id="inspect"></div>
+<form id="search" action="" method="get">
+<input name="q" type="search" placeholder="a URL: where it is in the job, what came of it"
+ size="60" value="{typed}" required>
+<select name="job">{options}</select><button type="submit">inspect</button></form>
+<div id="inspect">{answer}</div></header>
 <main id="jobs">{panel(watches)}</main>
 <script src="static/dashboard.js"></script>
 </body></html>
