@@ -15,17 +15,22 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from parsel import Selector
 
+from crawlq.testing import RequestLog, make_fault_app
 from crawlq.testing.static import make_static_app
 from crawlq.testing.thread import ServerThread
+from crawlq.urls import host_key
 from tests.conftest import REPO, run_crawlq
 from tests.services import free_port, need_service
 
@@ -185,3 +190,165 @@ def test_binding_beyond_loopback_needs_a_token(redis_url: str, job: str) -> None
     )  # fmt: skip
     assert proc.returncode == 2
     assert "needs --token" in proc.stderr
+
+
+# -- every panel is the job's own: two jobs sharing one store ------------------------------
+
+
+@dataclass
+class SharedStore:
+    """Two finished jobs that wrote into one SQLite store, and their servers' base URLs.
+
+    ``docs`` crawled ``docs_base`` (5 pages) and dead-lettered one URL of ``broken_base``
+    (``http_503``), then was paused; ``blog`` crawled ``blog_base`` (5 pages), dead-lettered
+    nothing, and has one more URL queued that nobody works on (``queued_url``, seeded with a
+    tracking parameter the job's URL rules strip).
+    """
+
+    store: Path
+    docs: str
+    blog: str
+    docs_base: str
+    blog_base: str
+    broken_base: str
+    queued_url: str
+
+
+def pages_by_host(store: Path) -> dict[str, list[dict]]:
+    """The exported pages of ``store`` by host, in the order the store streams them."""
+    out = run_crawlq("export", "--store", str(store), "--what", "pages").stdout
+    hosts: dict[str, list[dict]] = {}
+    for line in out.splitlines():
+        record = json.loads(line)
+        hosts.setdefault(host_key(record["url"]), []).append(record)
+    return hosts
+
+
+@pytest.fixture
+def other_job(redis_url: str) -> Iterator[str]:
+    """A second job name of its own (the `job` fixture's twin), deleted afterwards."""
+    import redis
+
+    from crawlq.frontier.redis import Keyspace
+
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(match=Keyspace(name).pattern()):
+        client.unlink(key)
+    client.close()
+
+
+@pytest.fixture
+def shared_store(redis_url: str, job: str, other_job: str, tmp_path: Path) -> Iterator[SharedStore]:
+    store = tmp_path / "shared.db"
+    common = ("--frontier", redis_url, "--store", str(store), "--processes", "1",
+              "--delay", "0", "--max-depth", "2", "--max-retries", "0", "-q")  # fmt: skip
+    docs_app, blog_app, broken_app = (make_fault_app(RequestLog()) for _ in range(3))
+    with (
+        ServerThread(docs_app) as docs,
+        ServerThread(blog_app) as blog,
+        ServerThread(broken_app) as broken,
+    ):
+        run_crawlq(
+            "crawl", docs.base_url + "/page/1", broken.base_url + "/status/503",
+            "--job", job, *common,
+        )  # fmt: skip
+        run_crawlq("crawl", blog.base_url + "/page/1", "--job", other_job, *common)
+        queued = blog.base_url + "/page/99?utm_source=dashboard"
+        run_crawlq(
+            "seed", queued, "--frontier", redis_url, "--job", other_job, "--store", str(store)
+        )
+        run_crawlq("job", "pause", job, "--frontier", redis_url)
+        yield SharedStore(
+            store, job, other_job, docs.base_url, blog.base_url, broken.base_url, queued
+        )
+
+
+def wait_for_panels(board: Board, jobs: tuple[str, ...]) -> None:
+    """Until the sampler has read the store for every job (each shows its slowest host)."""
+    deadline = time.monotonic() + 60
+    while True:
+        page = Selector(text=get(board.url + "panel")[1])
+        if all(
+            page.css(f'section[data-job="{j}"] table.slowest tbody td').getall()[1:] for j in jobs
+        ):
+            return
+        assert time.monotonic() < deadline, page.get()[:3000]
+        time.sleep(0.5)
+
+
+def section_rows(section: Selector, table: str) -> list[list[str]]:
+    return [tr.css("td::text").getall() for tr in section.css(f"table.{table} tbody tr")]
+
+
+def test_each_job_shows_only_its_own_dead_letters_and_hosts(
+    shared_store: SharedStore, redis_url: str
+) -> None:
+    s = shared_store
+    board = Board("--frontier", redis_url, "--job", s.docs, "--job", s.blog,
+                  "--interval", "0.5")  # fmt: skip
+    try:
+        wait_for_panels(board, (s.docs, s.blog))
+        dom = Selector(text=browse(board.url, "--dump-dom"))
+        jobs = json.loads(get(board.url + "api/jobs")[1])
+        browse(board.url, f"--screenshot={artifacts() / 'dashboard-two-jobs.png'}",
+               "--window-size=1400,1400")  # fmt: skip
+    finally:
+        board.stop()
+    stored = pages_by_host(s.store)
+    docs_host, blog_host = host_key(s.docs_base), host_key(s.blog_base)
+    assert sorted(stored) == sorted([docs_host, blog_host]) and len(stored[docs_host]) == 5
+
+    def slowest(host: str) -> list[str]:
+        times = [p["elapsed_s"] for p in stored[host]]
+        total = 0.0
+        for t in times:  # summed in the store's order, as the dashboard sums them
+            total += t
+        return [host, f"{total / len(times) * 1000:.1f}", str(len(times))]
+
+    docs = dom.css(f'section.job[data-job="{s.docs}"]')
+    blog = dom.css(f'section.job[data-job="{s.blog}"]')
+    assert section_rows(docs, "dead-reasons") == [["http_503", "1"]]
+    assert section_rows(blog, "dead-reasons") == [["none"]]
+    assert section_rows(docs, "slowest") == [slowest(docs_host)]
+    assert section_rows(blog, "slowest") == [slowest(blog_host)]
+    assert int(docs.css("dd.stored::text").get("")) == 5 == int(blog.css("dd.stored::text").get(""))
+    # the paused job says so at the top of the page, and so does the JSON
+    assert [p.attrib["data-job"] for p in dom.css("main#jobs > p.notice.paused")] == [s.docs]
+    assert dom.css("main#jobs > *")[0].attrib["class"] == "notice paused"
+    assert docs.css("h2 .paused::text").get() == "paused" and not blog.css("h2 .paused")
+    assert jobs[s.docs]["paused"] is True and jobs[s.blog]["paused"] is False
+
+
+def search(board: Board, query: str, job: str) -> dict[str, list[str]]:
+    """The search box's answer on the page, as Chromium renders ``/?q=QUERY&job=JOB``."""
+    url = board.url + "?" + urllib.parse.urlencode({"q": query, "job": job})
+    cells = Selector(text=browse(url, "--dump-dom")).css("#inspect table.inspect tbody tr")
+    fields: dict[str, list[str]] = {}
+    for row in cells:
+        label, value = row.css("td::text").getall()
+        fields.setdefault(label, []).append(value)
+    return fields
+
+
+def test_search_box_finds_queued_dead_and_stored_urls_of_the_job(
+    shared_store: SharedStore, redis_url: str
+) -> None:
+    s = shared_store
+    board = Board("--frontier", redis_url, "--job", s.docs, "--job", s.blog)
+    try:
+        queued = search(board, s.queued_url, s.blog)
+        elsewhere = search(board, s.queued_url, s.docs)
+        dead = search(board, s.broken_base + "/status/503", s.docs)
+        stored = search(board, s.docs_base + "/page/2#top", s.docs)
+    finally:
+        board.stop()
+    canonical = s.blog_base + "/page/99"  # the job's URL rules strip utm_*
+    assert queued["state"] == ["queued"], queued
+    assert queued["canonical URL"] == [canonical] and queued["depth"] == ["0"]
+    assert queued["stored page"] == ["none"]
+    assert elsewhere["state"] == ["never_seen"], elsewhere
+    assert dead["state"] == ["dead"] and dead["reason"] == ["http_503"], dead
+    assert dead["stored page"] == ["none (dead record: http_503)"]
+    assert stored["state"] == ["stored"] and stored["stored page"] == ["HTTP 200"], stored
