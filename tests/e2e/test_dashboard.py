@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from parsel import Selector
+from parsel import Selector, SelectorList
 
 from crawlq.testing import RequestLog, make_fault_app
 from crawlq.testing.static import make_static_app
@@ -278,7 +278,7 @@ def wait_for_panels(board: Board, jobs: tuple[str, ...]) -> None:
         time.sleep(0.5)
 
 
-def section_rows(section: Selector, table: str) -> list[list[str]]:
+def section_rows(section: Selector | SelectorList[Selector], table: str) -> list[list[str]]:
     return [tr.css("td::text").getall() for tr in section.css(f"table.{table} tbody tr")]
 
 

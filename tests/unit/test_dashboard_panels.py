@@ -116,7 +116,7 @@ async def test_a_paused_job_says_so_above_the_sections_and_on_its_own() -> None:
     html = Selector(text=panel(watches))
     notices = html.css("p.notice.paused")
     assert [n.attrib["data-job"] for n in notices] == ["docs"]
-    assert "crawlq job resume docs" in notices[0].xpath("string()").get()
+    assert "crawlq job resume docs" in notices[0].xpath("string()").get("")
     assert html.css('section[data-job="docs"] h2 .paused::text').get() == "paused"
     assert html.css('section[data-job="blog"] h2 .paused') == []
     # the notices come before every section

@@ -52,8 +52,10 @@ def dashboard(
 ) -> None:
     """Serve a live web page of the jobs on --frontier.
 
-    Per job: queue length over time, pages/s, error and retry rates, dead letters by reason,
-    the busiest and slowest hosts, hosts in backoff, live workers; and a search box for a URL.
+    Per job (each panel the job's own, also in a store jobs share): queue length over time,
+    pages/s, error and retry rates, dead letters by reason, the busiest and slowest hosts,
+    hosts in backoff, live workers, whether it is paused; and a search box that tells a URL's
+    story in the job, as `crawlq inspect` does.
 
     Bound to 127.0.0.1 unless --host says otherwise, which then needs --token.
     """
