@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from crawlq.frontier.base import Frontier
+from crawlq.frontier.redis.refusals import Refusal
 from crawlq.frontier.values import FrontierStats
 
 __all__ = ["JobStatus", "ReportsJobStatus", "WorkerBeat", "job_status"]
@@ -47,6 +48,8 @@ class JobStatus:
         retries: Retries scheduled in the job so far; None when the backend does not count
             them.
         paused: The job is paused (`crawlq job pause`).
+        refusals: Celery engine: the workers' last refusals of the job (a store, spider or
+            setting mismatch), newest first; empty for a native job.
     """
 
     stats: FrontierStats
@@ -56,6 +59,7 @@ class JobStatus:
     workers: tuple[WorkerBeat, ...] = ()
     retries: int | None = None
     paused: bool = False
+    refusals: tuple[Refusal, ...] = ()
 
 
 @runtime_checkable
