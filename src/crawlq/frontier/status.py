@@ -11,11 +11,13 @@ know stay at their "not known" values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from crawlq.frontier.base import Frontier
-from crawlq.frontier.redis.refusals import Refusal
 from crawlq.frontier.values import FrontierStats
+
+if TYPE_CHECKING:  # the Redis frontier's package imports this module
+    from crawlq.frontier.redis.refusals import Refusal
 
 __all__ = ["JobStatus", "ReportsJobStatus", "WorkerBeat", "job_status"]
 
