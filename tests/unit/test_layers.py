@@ -22,6 +22,8 @@ LAYERS: dict[str, int] = {
     "celery.wire": 4,
     "celery.host_slots": 4,
     "celery.results": 4,
+    "celery.task_results": 4,
+    "celery.refused": 4,
     "celery.state": 4,
     "celery.config": 4,
     "engine": 4,

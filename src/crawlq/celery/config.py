@@ -14,8 +14,10 @@ which is breadth-first). What goes on the wire differs:
 
 **Delivery.** Messages are JSON (pickle is refused); tasks are acknowledged after they
 finish (``acks_late``) and rejected back to the queue when their worker process dies, with a
-broker visibility timeout that fits a task's fetches and its longest countdown; results are
-never stored in a result backend (``ignore_result``): they go to crawlq's store.
+broker visibility timeout that fits a task's fetches and its longest countdown. Pages, items
+and dead letters go to crawlq's store; a ``scrape`` task's result is a small dict of its
+outcome (`crawlq.celery.task_results`) in the job's Redis for ``celery_result_expires_s``
+(`result_config`); every other task ignores its result.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "dedup_redis_url",
     "is_redis_broker",
     "patch_kombu_redis_restore",
+    "result_config",
     "task_queue",
     "visibility_timeout_s",
 ]
@@ -131,6 +134,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         }
     queue = task_queue(settings)
     return {
+        **result_config(settings),
         "broker_url": settings.broker_url,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
@@ -154,6 +158,26 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_default_priority": broker_priority(0, settings.broker_url),
         "task_queues": (queue,),
     }
+
+
+def result_config(settings: Settings) -> dict[str, Any]:
+    """Where ``scrape`` results go: the job's Redis, for ``celery_result_expires_s`` seconds.
+
+    The Redis that holds the job's state (`dedup_redis_url`) is the result backend: nothing
+    new to run, and results expire (``result_expires``; Celery's Redis backend sets a TTL on
+    each). ``celery_result_expires_s = 0`` turns results off (no backend); so does a broker
+    with no Redis for the state, whose workers refuse every task anyway.
+    """
+    expires = settings.celery_result_expires_s
+    if expires <= 0:
+        return {}
+    try:
+        url = dedup_redis_url(settings)
+    except ConfigError:
+        return {}
+    if not url.startswith(("redis://", "rediss://")):
+        return {}  # a unix:// socket: Celery's backend spells it otherwise; no results
+    return {"result_backend": url, "result_expires": expires}
 
 
 def patch_kombu_redis_restore() -> None:

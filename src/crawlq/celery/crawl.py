@@ -7,8 +7,10 @@ dead-letter record in the store). By default it starts no worker: run ``celery -
 worker`` where you like. With ``processes`` it also starts one local Celery worker with that
 many pool processes, and stops it at the end.
 
-Stopping the local worker is bounded (`crawlq.celery.local_worker`); the broker checks are
-`crawlq.celery.broker`.
+A worker that refuses the job (its store, spider or a setting differs) is reported within
+about a second, and the URLs it refused too often are stored as ``worker_refused`` dead
+letters (`crawlq.celery.refused`). Stopping the local worker is bounded
+(`crawlq.celery.local_worker`); the broker checks are `crawlq.celery.broker`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from crawlq.celery.broker import (
 )
 from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
 from crawlq.celery.local_worker import LocalWorker
+from crawlq.celery.refused import RefusalWatch
 from crawlq.celery.runtime import unsupported
 from crawlq.celery.state import CeleryState, Counts
 from crawlq.celery.tasks import make_app
@@ -109,6 +112,7 @@ class CeleryCrawl:
         self._stop = asyncio.Event()
         self._worker = None if processes is None else LocalWorker(processes, loglevel)
         self._app: Any = None
+        self._refusals: RefusalWatch | None = None
         self._started = time.monotonic()
 
     def stop(self, *, force: bool = False) -> None:
@@ -158,7 +162,9 @@ class CeleryCrawl:
                 seeded = await self._seed(state, s)
                 if self._worker is not None:
                     self._worker.start(s)
+                self._refusals = RefusalWatch(state, backends.store, s)
                 stopped = await self._wait(state)
+                await self._refusals.look(now=True)  # the last worker_refused dead letters
                 counts = await self._final_counts(state)
             finally:
                 self._state = self._store = None
@@ -228,6 +234,8 @@ class CeleryCrawl:
                 if counts.pending == 0:
                     return False
                 await idle.look(self.settings, self._app, state, counts)
+                if self._refusals is not None:
+                    await self._refusals.look()
                 if time.monotonic() >= next_orphans:
                     next_orphans = time.monotonic() + orphans_every_s
                     unsent += await state.orphans(self.settings.worker_stale_s)

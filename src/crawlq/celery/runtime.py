@@ -32,6 +32,7 @@ from crawlq.celery.config import dedup_redis_url
 from crawlq.celery.host_slots import HostSlots
 from crawlq.celery.results import write_outcomes
 from crawlq.celery.state import CeleryState, Heartbeat, process_id
+from crawlq.celery.task_results import TaskResult, deferred, duplicate, outcome_result
 from crawlq.celery.wire import MAX_ATTEMPT, MAX_ENTRY_CHARS, Entry, Publish, parse_entries
 from crawlq.engine.deps import Deps
 from crawlq.engine.job import bind_job
@@ -40,6 +41,7 @@ from crawlq.engine.plan import spider_scope
 from crawlq.engine.step import process
 from crawlq.errors import ConfigError, FrontierError
 from crawlq.fetch import Fetcher
+from crawlq.frontier.redis.refusals import Refusal
 from crawlq.politeness import Politeness
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots import RobotsCache
@@ -131,8 +133,11 @@ class JobRuntime:
             deps = self._page_host_deps[request.host] = dataclasses.replace(self.deps, scope=scope)
         return deps
 
-    async def run(self, entries: Sequence[Entry], publish: Publish) -> None:
+    async def run(self, entries: Sequence[Entry], publish: Publish) -> list[TaskResult]:
         """Run one task's URLs to their outcomes and write them (module docstring).
+
+        Returns:
+            One result per entry, in order (`crawlq.celery.task_results`).
 
         Raises:
             FrontierUnavailable, StoreUnavailable: Redis or the store is down; nothing of this
@@ -149,8 +154,10 @@ class JobRuntime:
         retried = sum(1 for e in entries if e.retry)
         if retried:
             await self.state.add_delayed(-retried)
+        job = self.state.job
+        results = {e.request.fingerprint: duplicate(e, job) for e in entries}
         if not todo:
-            return
+            return list(results.values())
         # if this process dies now, its heartbeat goes stale and these URLs are sent again
         await self.state.start_task(self.worker_id, [e.request.fingerprint for e in todo])
         try:
@@ -167,6 +174,12 @@ class JobRuntime:
         finally:
             with contextlib.suppress(FrontierError):
                 await self.state.end_task(self.worker_id)
+        for entry, outcome in outcomes:
+            if outcome.kind is not Kind.RELEASE:  # robots.txt's sitemaps: the page comes later
+                results[entry.request.fingerprint] = outcome_result(entry, outcome, job)
+        for entry, wait in later:
+            results[entry.request.fingerprint] = deferred(entry, job, wait)
+        return [results[e.request.fingerprint] for e in entries]
 
     async def _process(self, entry: Entry, token: str) -> Outcome:
         req = entry.request
@@ -206,8 +219,10 @@ class Runtimes:
                 self._all.append(state)
         return state
 
-    def run(self, job: str, entries: Sequence[Entry], publish: Publish) -> None:
+    def run(self, job: str, entries: Sequence[Entry], publish: Publish) -> list[TaskResult]:
         """Run one task's entries on this thread's loop (blocking until written).
+
+        Returns one result per entry (`JobRuntime.run`).
 
         A job once joined by this process is never created again: after it is lost (a Redis
         restart without persistence, deleted keys), its tasks raise `crawlq.errors.JobGone`.
@@ -227,12 +242,41 @@ class Runtimes:
                 with self._lock:
                     self._joined.setdefault(job, runtime.state.job_id)
         try:
-            loop.run_until_complete(runtime.run(entries, publish))
+            return loop.run_until_complete(runtime.run(entries, publish))
         except FrontierError:
             # the connection may be broken: open a fresh one for the next task
             jobs.pop(job, None)
             loop.run_until_complete(runtime.close())
             raise
+
+    def refuse(self, job: str, entries: Sequence[Entry], reason: str) -> list[int] | None:
+        """Record in the job's Redis that this worker refuses ``job``, and why.
+
+        `run` raised `ConfigError`; one refusal of each entry is counted too
+        (`CeleryState.refuse`).
+
+        Returns:
+            One verdict per entry (`crawlq.celery.state.REFUSED_RESEND`, ``REFUSED_DEAD``,
+            ``REFUSED_SETTLED``), or None when the refusal cannot be recorded: this worker
+            has no Redis for the job's state, or it does not answer (logged).
+        """
+        loop, _ = self._thread_state()
+        try:
+            return loop.run_until_complete(self._refuse(job, entries, reason))
+        except (ConfigError, FrontierError) as exc:
+            logger.warning("job %s: cannot record this worker's refusal: %s", job, exc)
+            return None
+
+    async def _refuse(self, job: str, entries: Sequence[Entry], reason: str) -> list[int]:
+        with self._lock:
+            expect = self._joined.get(job)
+        state = await CeleryState.open(dedup_redis_url(self.settings), job, expect_id=expect)
+        try:
+            refusal = Refusal(process_id(), reason, state.clock.wall_ms())
+            requests = [e.request for e in entries]
+            return await state.refuse(refusal, requests, self.settings.celery_max_refusals)
+        finally:
+            await state.close()
 
     def close(self) -> None:
         """Close every thread's runtimes and loops (at worker shutdown, from any thread)."""

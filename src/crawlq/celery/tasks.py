@@ -9,8 +9,11 @@ Tasks (JSON arguments only):
   links, retries and politeness re-schedules; see `crawlq.celery.wire.Entry`).
 
 Both run `crawlq.celery.runtime.JobRuntime.run` through `crawlq.celery.delivery.deliver` (which
-sends a task again when a backend is down); results go to the job's store, never to a Celery
-result backend. A worker's metrics: `crawlq.celery.worker_metrics`.
+sends a task again when a backend is down); pages, items and dead letters go to the job's
+store. ``scrape`` returns a small dict of what happened to its URL
+(`crawlq.celery.task_results`), kept in the app's result backend (`make_app`: the job's Redis,
+for ``celery_result_expires_s``); ``scrape_many`` returns nothing. A worker's metrics:
+`crawlq.celery.worker_metrics`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from crawlq.celery.config import (
 )
 from crawlq.celery.delivery import deliver
 from crawlq.celery.runtime import Runtimes
+from crawlq.celery.task_results import TaskResult, dropped
 from crawlq.celery.wire import MAX_ENTRY_CHARS, Entry, parse_entries
 from crawlq.celery.worker_metrics import serve_worker_metrics
 from crawlq.errors import ConfigError
@@ -132,6 +136,9 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
         "reject_on_worker_lost": True,
         "serializer": "json",
     }
+    # scrape's result (a small dict) goes to the app's result backend; scrape_many's never:
+    # the engine sends those by the thousand and nobody waits for them
+    results = settings.celery_result_expires_s > 0
 
     def send(job: str, group: Sequence[Entry], priority: int, countdown_s: float) -> None:
         scrape_many.apply_async(
@@ -140,14 +147,19 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
             countdown=countdown_s if countdown_s > 0 else None,
         )
 
-    def run(job: object, entries: list[Entry]) -> None:
-        deliver(runtimes, settings.job, job, entries, send)
+    def run(job: object, entries: list[Entry]) -> list[TaskResult]:
+        return deliver(runtimes, settings.job, job, entries, send)
 
-    @app.task(name=SCRAPE, **options)  # type: ignore[untyped-decorator]
+    @app.task(name=SCRAPE, **(options | {"ignore_result": not results}))  # type: ignore[untyped-decorator]
     def scrape(
         self: Any, url: str, job: str | None = None, priority: int = 0, depth: int = 0
-    ) -> None:
-        """Crawl ``url`` (a seed of ``job``) and the links it leads to."""
+    ) -> TaskResult:
+        """Crawl ``url`` (a seed of ``job``) and the links it leads to; say what happened.
+
+        Returns:
+            The URL's result (`crawlq.celery.task_results`), kept in the app's result
+            backend for ``celery_result_expires_s``.
+        """
         try:
             if not isinstance(url, str) or len(url) > MAX_ENTRY_CHARS:
                 raise ValueError(f"not a URL: {url!r:.200}")
@@ -155,8 +167,9 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
             request = CrawlRequest(url, priority=clamp_priority(priority), depth=depth)
         except Exception as exc:  # the arguments are untrusted: refuse, never fail the worker
             logger.error("scrape: dropped a task that cannot be crawled: %.500s", exc)
-            return
-        run(job, [Entry(request)])
+            return dropped(url, job, f"cannot be crawled: {exc}")
+        found = run(job, [Entry(request)])
+        return found[0] if found else dropped(url, job, "no result")
 
     @app.task(name=SCRAPE_MANY, **options)  # type: ignore[untyped-decorator]
     def scrape_many(self: Any, job: str, entries: list[Any]) -> None:

@@ -1,4 +1,4 @@
-"""``crawlq jobs`` and ``crawlq job pause|resume|delete|expire``: the lifecycle of shared jobs.
+"""``crawlq jobs`` and ``crawlq job pause|resume|delete|expire|settings``: shared jobs' lifecycle.
 
 The rules live in `crawlq.frontier.redis.jobs`; these commands parse, call and print. Jobs
 are those of a Redis frontier (either engine): an embedded crawl's SQLite file is one job,
@@ -18,7 +18,7 @@ import click
 
 from crawlq.cli.output import stdout_console
 from crawlq.errors import ConfigError, CrawlqError
-from crawlq.secrecy import redact
+from crawlq.secrecy import redact, without_password
 from crawlq.settings import check_job_name
 
 __all__ = ["job", "jobs"]
@@ -104,7 +104,7 @@ def jobs(frontier: str, as_json: bool) -> None:
 
 @click.group()
 def job() -> None:
-    """Pause, resume, delete or expire one shared job (see `crawlq jobs`)."""
+    """Pause, resume, delete, expire one shared job or show its settings (see `crawlq jobs`)."""
 
 
 @job.command()
@@ -150,6 +150,43 @@ def expire(name: str, frontier: str, ttl_s: float, force: bool) -> None:
     """Let Redis remove a finished job's keys after --ttl seconds."""
     count = _run(frontier, lambda admin: admin.expire(name, ttl_s, force=force))
     click.echo(f"job {name!r}: {count} keys expire in {ttl_s:g}s")
+
+
+@job.command()
+@click.argument("name", callback=_job_name)
+@_frontier
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+def settings(name: str, frontier: str, as_json: bool) -> None:
+    """Show the settings NAME stored when it was created, which its workers adopt.
+
+    They are frozen: the first producer or task of a job stores them (for a job nobody
+    seeded, such as `celery` of scrape.delay(url), the first worker's CRAWLQ_* settings),
+    and a worker given another value refuses the job. To change them, stop the job's
+    workers and `crawlq job delete NAME`: the next crawl, seed or task stores new ones.
+    """
+    found = _run(frontier, lambda admin: admin.settings(name))
+    if found is not None and isinstance(found.get("store"), str):  # an older crawlq kept it
+        found["store"] = without_password(found["store"])
+    if as_json:
+        click.echo(json.dumps({"job": name, "settings": found}, indent=2, sort_keys=True))
+        return
+    if found is None:
+        click.echo(f"job {name!r} has no stored settings yet (its first crawl or task stores them)")
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table("setting", "value", title=f"job {name}: settings its workers adopt")
+    for key in sorted(found):
+        table.add_row(Text(str(key)), Text(json.dumps(found[key])))
+    console = stdout_console()
+    console.print(table)
+    console.print(
+        Text(
+            f"frozen when the job was created; to change them stop its workers and run "
+            f"`crawlq job delete {name}`: the next crawl, seed or task stores new ones"
+        )
+    )
 
 
 def _when(at: float | None) -> str:

@@ -82,6 +82,16 @@ def _stored_cell(stored: int | None, total: int | None) -> str:
     return f"{stored} (of {total} in the store)"
 
 
+def _iso_ms(at_ms: Any) -> str:
+    """A Unix-ms time as ISO 8601 UTC (``?`` when it is not a number)."""
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(int(at_ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "?"
+
+
 def status_table(report: Mapping[str, Any]) -> Table:
     """The ``crawlq status`` report as a table (see `crawlq.cli.status_cmd`)."""
     from rich.table import Table
@@ -111,6 +121,10 @@ def status_table(report: Mapping[str, Any]) -> Table:
         ("live workers", "? (celery inspect ping)" if celery else len(report.get("workers", []))),
     ):
         table.add_row(name, str(value))
+    for r in (report.get("refusals") or [])[:10]:
+        table.add_row(
+            _cell(f"refused by {r['worker']}"), _cell(f"{_iso_ms(r['at_ms'])}: {r['reason']}")
+        )
     for host in (report.get("hosts") or [])[:10]:
         table.add_row(host["host"], f"{host['queued']} queued, {host['in_flight']} in flight")
     for b in (report.get("backoff") or [])[:10]:

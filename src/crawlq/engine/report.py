@@ -40,7 +40,9 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
     minute), ``workers`` (``id``, ``last_seen_s``), ``hosts`` (the busiest: ``host``,
     ``queued``, ``in_flight``), ``backoff`` (``host``, ``state``, ``pushbacks``,
     ``failures``, ``until`` ISO 8601 UTC), ``engine`` (``native`` or ``celery``), ``pending``
-    (Celery engine; module docstring), ``retries`` (scheduled so far), ``paused`` and
+    (Celery engine; module docstring), ``retries`` (scheduled so far), ``refusals``
+    (Celery engine: each worker's last refusal of the job, ``worker``, ``reason``,
+    ``at_ms``, newest first; empty otherwise), ``paused`` and
     ``stored_total`` (pages in the whole store, every job's and those of none: more than
     ``stored`` when other jobs, or an older crawlq, wrote there; None as ``stored``).
 
@@ -83,6 +85,7 @@ async def job_report(url: str, job: str) -> dict[str, Any]:
             "pending": None,
             "retries": status.retries,  # last: scripts index the rest
         }
+        report["refusals"] = [r.to_json() for r in status.refusals]
         report["paused"] = status.paused
         report["stored_total"] = None
         if status.engine == "celery":

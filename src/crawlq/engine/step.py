@@ -220,10 +220,32 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     )
 
 
+PRIVATE_WARNED_MAX = 1024
+"""Most hosts whose private-address refusal this process remembers having warned about."""
+
+_private_warned: set[str] = set()
+
+
 def _private_address(lease: Lease, exc: FetchError) -> Outcome:
-    """The FILTERED outcome of a request the private-address guard refused (never retried)."""
+    """The FILTERED outcome of a request the private-address guard refused (never retried).
+
+    The first refusal of each host in this process is a WARNING naming the flag that allows
+    it (both engines); the others are INFO lines.
+    """
     req = lease.request
-    logger.info("filtered %s: %s", req.url, exc.detail)
+    if req.host not in _private_warned:
+        if len(_private_warned) >= PRIVATE_WARNED_MAX:
+            _private_warned.clear()
+        _private_warned.add(req.host)
+        logger.warning(
+            "filtered %s as private_address: %s; its host is not a seed host of the job, and "
+            "private addresses are refused unless the job allows them: --allow-private "
+            "(CRAWLQ_ALLOW_PRIVATE=1) when the job is seeded (one line per host)",
+            req.url,
+            exc.detail,
+        )
+    else:
+        logger.info("filtered %s: %s", req.url, exc.detail)
     reason = FilterReason.PRIVATE_ADDRESS
     record = FilteredRecord(req.record_fingerprint, req.url, reason, req.depth, time.time())
     return Outcome(lease, Kind.FILTERED, filtered=record, reason=reason)

@@ -11,10 +11,13 @@ know stay at their "not known" values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from crawlq.frontier.base import Frontier
 from crawlq.frontier.values import FrontierStats
+
+if TYPE_CHECKING:  # the Redis frontier's package imports this module
+    from crawlq.frontier.redis.refusals import Refusal
 
 __all__ = ["JobStatus", "ReportsJobStatus", "WorkerBeat", "job_status"]
 
@@ -47,6 +50,8 @@ class JobStatus:
         retries: Retries scheduled in the job so far; None when the backend does not count
             them.
         paused: The job is paused (`crawlq job pause`).
+        refusals: Celery engine: the workers' last refusals of the job (a store, spider or
+            setting mismatch), newest first; empty for a native job.
     """
 
     stats: FrontierStats
@@ -56,6 +61,7 @@ class JobStatus:
     workers: tuple[WorkerBeat, ...] = ()
     retries: int | None = None
     paused: bool = False
+    refusals: tuple[Refusal, ...] = ()
 
 
 @runtime_checkable

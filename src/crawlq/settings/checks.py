@@ -56,6 +56,7 @@ def _numbers(settings: Settings) -> None:
         "lease_batch",
         "max_redirects",
         "celery_batch",
+        "celery_max_refusals",
         "flush_max_items",
         "breaker_failures",
         "breaker_parks",
@@ -78,7 +79,13 @@ def _warc_dir(settings: Settings) -> None:
 
 def _signs(settings: Settings) -> None:
     """Delays not negative; timeouts, caps and sizes positive."""
-    delays = ("delay_s", "retry_delay_s", "visibility_timeout_s", "flush_interval_s")
+    delays = (
+        "delay_s",
+        "retry_delay_s",
+        "visibility_timeout_s",
+        "flush_interval_s",
+        "celery_result_expires_s",
+    )
     for name in (*delays, "max_retries"):
         if getattr(settings, name) < 0:
             raise ConfigError(name, f"must not be negative, got {getattr(settings, name)}")

@@ -298,6 +298,15 @@ class Settings:
     """Celery engine: most URLs one task carries (discovered links are grouped by host and
     priority into tasks of up to this many; 1 gives one task per URL)."""
 
+    celery_max_refusals: int = 5
+    """Celery engine, per worker: a URL whose task workers refused this many times (their
+    store, spider or a setting differs from the job's) is dead-lettered ``worker_refused``
+    instead of being sent again (see `crawlq.celery.delivery`)."""
+
+    celery_result_expires_s: float = 3600.0
+    """Celery engine: seconds a ``scrape`` task's result (a small dict of its outcome) is kept
+    in the result backend, the job's Redis; 0: no result backend, results are not stored."""
+
     log_interval_s: float = 30.0
     """Seconds between two progress lines (pages, pages/s, queued, in flight, errors) that
     ``crawl`` and ``worker`` log when stderr is not a terminal (a terminal gets the live

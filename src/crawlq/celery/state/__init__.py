@@ -38,7 +38,8 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
 Layout: `CeleryState` is assembled here from one mixin per concern over
 `crawlq.celery.state.core.StateCore` (connection, job id, error translation):
 `crawlq.celery.state.admission` (dedup, pending, replay, stale), `.runners` (tasks' runners,
-orphans), `.slots` (politeness), `.reads` (counts, live workers, inspect); the values it
+orphans), `.slots` (politeness), `.reads` (counts, live workers, inspect), `.refusals`
+(workers that refuse the job, and URLs refused too often: ``refuse.lua``); the values it
 answers with are in `.values`, entry decoding in `.entries`, and the process heartbeat in
 `.heartbeat`.
 
@@ -50,22 +51,33 @@ from __future__ import annotations
 from crawlq.celery.state.admission import AdmissionMixin
 from crawlq.celery.state.heartbeat import Heartbeat, process_id
 from crawlq.celery.state.reads import ReadsMixin
+from crawlq.celery.state.refusals import (
+    REFUSED_DEAD,
+    REFUSED_RESEND,
+    REFUSED_SETTLED,
+    RefusalsMixin,
+    RefusedDead,
+)
 from crawlq.celery.state.runners import RunnersMixin
 from crawlq.celery.state.slots import SlotsMixin
 from crawlq.celery.state.values import ENGINE_FIELD, Counts, Grant, TaskState
 
 __all__ = [
     "ENGINE_FIELD",
+    "REFUSED_DEAD",
+    "REFUSED_RESEND",
+    "REFUSED_SETTLED",
     "CeleryState",
     "Counts",
     "Grant",
     "Heartbeat",
+    "RefusedDead",
     "TaskState",
     "process_id",
 ]
 
 
-class CeleryState(AdmissionMixin, RunnersMixin, SlotsMixin, ReadsMixin):
+class CeleryState(AdmissionMixin, RunnersMixin, SlotsMixin, ReadsMixin, RefusalsMixin):
     """One job's Celery-engine state on one Redis connection (used from one event loop).
 
     Args:

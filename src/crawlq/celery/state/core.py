@@ -31,7 +31,7 @@ __all__ = ["SCRIPTS", "StateCore"]
 _T = TypeVar("_T")
 SCRIPTS = {
     name: Script(name, "crawlq.celery")
-    for name in ("admit", "settle", "acquire", "orphans", "inspect", "replay")
+    for name in ("admit", "settle", "acquire", "orphans", "inspect", "replay", "refuse")
 }
 """The Celery engine's scripts (``*.lua`` in `crawlq.celery`), by name."""
 

@@ -21,6 +21,7 @@ with those fields unknown (None), never an exception.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
@@ -200,6 +201,26 @@ class JobAdmin:
             last_activity=max(last) if last else None,
             ttl_s=ttl_ms / 1000 if ttl_ms and ttl_ms > 0 else None,
         )
+
+    async def settings(self, job: str) -> dict[str, Any] | None:
+        """The settings ``job`` stored when it was created (None: it has none yet).
+
+        Raises:
+            NoSuchJob: The job does not exist.
+            CrawlqError: Its settings are not a JSON object (shared state: untrusted).
+        """
+        await self._require(job)
+        k = Keyspace(job)
+        raw = await self._call(job, lambda: self.client.hget(k.job_info, "settings"))
+        if raw is None:
+            return None
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise CrawlqError(f"job {job!r}'s settings in Redis are unreadable: {exc}") from None
+        if not isinstance(value, dict):
+            raise CrawlqError(f"job {job!r}'s settings in Redis are not a JSON object")
+        return value
 
     async def _require(self, job: str) -> JobInfo:
         info = await self.info(job)

@@ -49,6 +49,12 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 | ``slots:{host}`` | sorted set | Celery engine: politeness slot token -> hold deadline Unix ms |
 | ``running`` | hash | Celery engine: ``host:pid:thread`` of a worker -> the 20-byte fingerprints
   its task runs now (its heartbeat is ``workers`` -> ``host:pid``) |
+| ``refusals`` | hash | Celery engine: worker name -> JSON ``{"worker", "reason", "at_ms",
+  "count"}`` of its last refusal of the job (a store, spider or setting mismatch; at most 32) |
+| ``refused`` | hash | Celery engine: pending fingerprint -> refusals of its task so far |
+| ``refused_dead`` | hash | Celery engine: fingerprint dead-lettered ``worker_refused`` -> JSON
+  ``{"request", "reason", "worker", "at_ms", "refusals"}``, until a ``crawl`` writes it to the
+  store |
 """
 
 from __future__ import annotations
@@ -102,6 +108,9 @@ class Keyspace:
         self.pending_at = p + "pending_at"
         self.dead_requests = p + "dead_requests"
         self.running = p + "running"
+        self.refusals = p + "refusals"
+        self.refused = p + "refused"
+        self.refused_dead = p + "refused_dead"
 
     def host_keys(self) -> tuple[str, str, str, str, str, str]:
         """The host bookkeeping keys, in the order every script takes them first.

@@ -22,6 +22,7 @@ from crawlq.frontier.base import (
     backoff_state,
 )
 from crawlq.frontier.redis.core import RedisCore
+from crawlq.frontier.redis.refusals import read_refusals
 from crawlq.frontier.redis.replies import reply_text
 from crawlq.frontier.status import JobStatus, WorkerBeat
 
@@ -52,9 +53,10 @@ class StatsMixin(RedisCore):
                 pipe.hexists(k.job_info, "paused")
                 pipe.hget(k.job_info, "engine")
                 pipe.hlen(k.pending)
+                pipe.hgetall(k.refusals)
                 return await pipe.execute()
 
-        paused, engine, pending = await self._call(read)
+        paused, engine, pending, refusals = await self._call(read)
         celery = engine == b"celery" or bool(pending)
         return JobStatus(
             stats,
@@ -64,6 +66,7 @@ class StatsMixin(RedisCore):
             workers=workers,
             retries=retries,
             paused=bool(paused),
+            refusals=tuple(read_refusals(refusals)) if celery else (),
         )
 
     async def stats(self) -> FrontierStats:
