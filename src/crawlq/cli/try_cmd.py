@@ -27,7 +27,7 @@ from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider
 
-__all__ = ["fetch", "parse", "response_json", "try_options", "try_settings", "tried_or_exit"]
+__all__ = ["fetch", "parse", "response_json", "tried_or_exit", "try_options", "try_settings"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

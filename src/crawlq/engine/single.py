@@ -203,7 +203,7 @@ def _failure(outcome: Outcome) -> str | None:
     if outcome.kind is not Kind.PAGE or outcome.page is None:
         return f"{outcome.reason or outcome.kind}: {url}"
     error = outcome.page.error or ""
-    if error.startswith("redirect_not_followed") or error.startswith("redirect_invalid"):
+    if error.startswith(("redirect_not_followed", "redirect_invalid")):
         why = ", ".join(sorted(outcome.skipped)) or "out of scope"
         return f"{error} ({why})"
     return None
