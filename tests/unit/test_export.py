@@ -242,8 +242,8 @@ async def test_empty_exports() -> None:
 async def test_unknown_kind_or_format() -> None:
     with pytest.raises(ValueError, match="unknown export kind 'page'"):
         await export(make_store(), "page", "jsonl", io.StringIO())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="unknown export format 'json'"):
-        await export(make_store(), "pages", "json", io.StringIO())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown export format 'xml'"):
+        await export(make_store(), "pages", "xml", io.StringIO())  # type: ignore[arg-type]
 
 
 async def test_export_from_a_sqlite_store(tmp_path: Path) -> None:

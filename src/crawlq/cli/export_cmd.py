@@ -13,13 +13,14 @@ from crawlq.cli.export_options import check_readable, format_for, since_s
 from crawlq.cli.output import exit_on_broken_pipe
 from crawlq.errors import CrawlqError
 from crawlq.export import export as export_records
+from crawlq.export.filters import RecordFilter
 from crawlq.secrecy import redact
 from crawlq.store import open_store
 
 __all__ = ["export"]
 
 What = Literal["pages", "items", "dead", "filtered", "errors"]
-Format = Literal["jsonl", "csv"]
+Format = Literal["jsonl", "json", "csv"]
 _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 
 
@@ -35,9 +36,10 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "csv", "parquet"]),
+    type=click.Choice(["jsonl", "json", "csv", "parquet"]),
     default=None,
-    help="[default: from the -o FILE extension (.jsonl, .ndjson, .csv, .parquet), else jsonl]",
+    help="[default: from the -o FILE extension (.jsonl, .ndjson, .json, .csv, .parquet), "
+    "else jsonl]; json: one JSON array",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--since", default=None, help="Only records at or after this ISO 8601 time.")
@@ -50,6 +52,11 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
     is_flag=True,
     help="CSV: write cells starting with = + - @ tab or CR as they are (no ' prefix).",
 )
+@click.option(
+    "--status", default=None, help="Pages, errors: only these statuses (200, 4xx, 301,302)."
+)
+@click.option("--host", default=None, help="Only records of URLs on HOST (or HOST:PORT).")
+@click.option("--spider", default=None, help="Pages, items, errors: only this spider's (its name).")
 def export(
     store: str,
     what: str,
@@ -59,6 +66,9 @@ def export(
     body: bool,
     errors_only: bool,
     csv_raw: bool,
+    status: str | None,
+    host: str | None,
+    spider: str | None,
 ) -> None:
     """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE), or Parquet.
 
@@ -75,6 +85,11 @@ def export(
     title such as =cmd|'/C calc'!A0 stays text (OWASP CSV injection); --csv-raw turns this
     off. JSON Lines and Parquet are written as they are.
 
+    --format json (or -o FILE.json) writes one JSON array, streamed, one record per line
+    ([] when there is none). --status (200, 4xx, 301,302: pages and errors), --host (HOST
+    on any port, or HOST:PORT) and --spider (the spider's name: pages, items, errors) keep
+    only the matching records; dead and filtered records have a host only.
+
     Exit status: 0 when every record was written; 1 when the store cannot be read or the
     output written (one line says why); 2 for bad options; 141 when the reader of standard
     output closed it early (as `| head` does): the export stops there, silently, with the
@@ -87,20 +102,21 @@ def export(
         raise click.UsageError("--errors-only applies to --what pages only (or use --what errors)")
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs -o FILE")
+    where = _record_filter(what, status, host, spider)
     since_at = since_s(since)
     check_readable(store)
     try:
         if fmt == "parquet":
             assert output is not None
             parquet_args = (cast(What, what), output, since_at, body, errors_only)
-            rows = asyncio.run(_export_parquet(store, *parquet_args))
+            rows = asyncio.run(_export_parquet(store, *parquet_args, where))
         else:
             with contextlib.ExitStack() as stack:
                 out: TextIO = sys.stdout
                 if output is not None:
                     out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
                 export_args = (cast(What, what), cast(Format, fmt), out, since_at, body, csv_raw)
-                rows = asyncio.run(_export(store, *export_args, errors_only))
+                rows = asyncio.run(_export(store, *export_args, errors_only, where))
                 out.flush()  # a closed pipe shows here, not in the interpreter's final flush
     except CrawlqError as exc:
         click.echo(redact(f"crawlq: cannot export: {exc}"), err=True)
@@ -108,8 +124,8 @@ def export(
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and output is None:
             exit_on_broken_pipe()  # the reader has what it wanted (`| head`): no message
-        where = output or "standard output"
-        click.echo(f"crawlq: cannot write {where}: {exc.strerror or exc}", err=True)
+        target = output or "standard output"
+        click.echo(f"crawlq: cannot write {target}: {exc.strerror or exc}", err=True)
         sys.exit(1)
     if output is not None:
         click.echo(f"wrote {rows} {what} rows to {output}", err=True)
@@ -124,6 +140,7 @@ async def _export(
     body: bool,
     csv_raw: bool,
     errors_only: bool,
+    where: RecordFilter | None = None,
 ) -> int:
     store = await open_store(store_url, read_only=True)
     try:
@@ -136,13 +153,36 @@ async def _export(
             with_body=body,
             escape_formulas=not csv_raw,
             spider_errors_only=errors_only,
+            where=where,
         )
     finally:
         await store.close()
 
 
+def _record_filter(
+    what: str, status: str | None, host: str | None, spider: str | None
+) -> RecordFilter | None:
+    """``--status``, ``--host`` and ``--spider`` as a filter (None when none is given).
+
+    Raises:
+        click.UsageError: A bad value, or a filter that ``--what``'s records have no column for.
+    """
+    try:
+        where = RecordFilter(status=status, host=host, spider=spider)
+        where.check(what)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    return None if where.empty else where
+
+
 async def _export_parquet(
-    store_url: str, what: What, path: str, since: float | None, body: bool, errors_only: bool
+    store_url: str,
+    what: What,
+    path: str,
+    since: float | None,
+    body: bool,
+    errors_only: bool,
+    where: RecordFilter | None = None,
 ) -> int:
     try:
         from crawlq.export_parquet import export_parquet
@@ -151,7 +191,13 @@ async def _export_parquet(
     store = await open_store(store_url, read_only=True)
     try:
         return await export_parquet(
-            store, what, path, since=since, with_body=body, spider_errors_only=errors_only
+            store,
+            what,
+            path,
+            since=since,
+            with_body=body,
+            spider_errors_only=errors_only,
+            where=where,
         )
     finally:
         await store.close()

@@ -46,7 +46,13 @@ def check_readable(store: str) -> None:
         raise click.BadParameter(f"no such store file: {store}", param_hint="--store")
 
 
-_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+_EXTENSIONS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
 """File extensions that name an export format (``-o pages.csv`` means ``--format csv``)."""
 
 
@@ -69,7 +75,7 @@ def format_for(fmt: str | None, output: str | None) -> str:
             known = ", ".join(_EXTENSIONS)
             raise click.UsageError(
                 f"cannot tell the format of {output!r} from its extension: give --format "
-                f"jsonl|csv|parquet, or name the file with one of {known}"
+                f"jsonl|json|csv|parquet, or name the file with one of {known}"
             )
         return implied
     if implied is not None and implied != fmt:

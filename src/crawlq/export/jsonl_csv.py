@@ -1,4 +1,8 @@
-"""Export what a `Store` holds as JSON Lines or CSV, streaming (Parquet: `crawlq.export.parquet`).
+"""Export what a `Store` holds as JSON Lines, a JSON array or CSV, streaming (Parquet elsewhere).
+
+Parquet is `crawlq.export.parquet`. A JSON array (``json``) holds the same objects as JSON
+Lines, one per line between ``[`` and ``]``, written as they come: valid JSON even when it
+is empty (``[]``).
 
 Rows come from `crawlq.export.rows`; CSV cells are written by `crawlq.export.cells` (formula
 injection guard included).
@@ -13,10 +17,11 @@ later item's keys that have no column (empty when there are none).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, TextIO
 
 from crawlq.export.cells import CsvWriter, cell_texts, json_text
+from crawlq.export.filters import RecordFilter, kept
 from crawlq.export.rows import (
     BODY_COLUMN,
     DEAD_COLUMNS,
@@ -45,13 +50,15 @@ _EXTRA = "_extra"
 async def export(
     store: Store,
     what: Literal["pages", "items", "dead", "filtered", "errors"],
-    fmt: Literal["jsonl", "csv"],
+    fmt: Literal["jsonl", "json", "csv"],
     out: TextIO,
     *,
     since: float | None = None,
     with_body: bool = False,
     escape_formulas: bool = True,
     spider_errors_only: bool = False,
+    where: RecordFilter | None = None,
+    csv_header: Sequence[str] | None = None,
 ) -> int:
     """Write every record of one kind from ``store`` to ``out``, streaming.
 
@@ -63,7 +70,7 @@ async def export(
         store: The store to read.
         what: Which records: ``pages``, ``items``, ``dead``, ``filtered`` or ``errors``
             (pages with a spider error, as `error_row`).
-        fmt: ``jsonl`` (JSON Lines) or ``csv``.
+        fmt: ``jsonl`` (JSON Lines), ``json`` (one JSON array) or ``csv``.
         out: A text stream open for writing (UTF-8; for CSV files, ``newline=""``).
         since: Only records from this Unix time on, in seconds (``fetched_at`` of pages,
             ``created_at`` of items, ``at`` of dead and filtered records); None: all.
@@ -71,6 +78,10 @@ async def export(
         escape_formulas: CSV only: prefix with ``'`` the text cells a spreadsheet would
             evaluate as a formula (see the module docstring); False writes them raw.
         spider_errors_only: Pages only: just those with a spider error.
+        where: Only the records it keeps (`crawlq.export.filters.RecordFilter`).
+        csv_header: CSV only: the header of the file these rows are appended to. It is not
+            written again, and item rows follow its columns (the keys it has no column for
+            go to ``_extra``); pages and other records must have the same columns.
 
     Returns:
         The number of records written (the CSV header not counted).
@@ -80,52 +91,89 @@ async def export(
         StoreError: Reading the store failed (see `crawlq.store.Store`); rows already written
             stay in ``out``.
     """
-    if fmt not in ("jsonl", "csv"):
-        raise ValueError(f"unknown export format {fmt!r}: use jsonl or csv")
+    if fmt not in ("jsonl", "json", "csv"):
+        raise ValueError(f"unknown export format {fmt!r}: use jsonl, json or csv")
+    if where is not None:
+        where.check(what)
     if what == "items":
-        return await _export_items(store.items(since=since), fmt, out, escape_formulas)
-    columns: tuple[str, ...]
-    rows: AsyncIterator[dict[str, Any]]
-    if what == "pages":
-        columns = (*PAGE_COLUMNS, BODY_COLUMN) if with_body else PAGE_COLUMNS
-        to_row = page_row_with_body if with_body else page_row
-        pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
-        rows = mapped(pages, to_row)
-    elif what == "errors":
-        columns = ERROR_COLUMNS
-        failed = store.pages(since=since, with_body=True, spider_errors_only=True)
-        rows = mapped(failed, error_row)
-    elif what == "dead":
-        columns, rows = DEAD_COLUMNS, mapped(at_since(store.dead(), since), dead_row)
-    elif what == "filtered":
-        rows = mapped(at_since(store.filtered(), since), filtered_row)
-        columns = FILTERED_COLUMNS
-    else:
-        raise ValueError(
-            f"unknown export kind {what!r}: use pages, items, dead, filtered or errors"
-        )
-
-    written = 0
+        items = kept(store.items(since=since), where)
+        if fmt == "json":
+            return await _write_array(out, mapped(items, _item_row))
+        return await _export_items(items, fmt, out, escape_formulas, csv_header)
+    columns, rows = _record_rows(store, what, since, with_body, spider_errors_only, where)
+    if fmt == "json":
+        return await _write_array(out, rows)
     if fmt == "jsonl":
+        written = 0
         async for row in rows:
             _write_json(out, row)
             written += 1
         return written
+    return await _write_csv(out, columns, rows, escape_formulas, csv_header, what)
+
+
+def _record_rows(
+    store: Store,
+    what: str,
+    since: float | None,
+    with_body: bool,
+    spider_errors_only: bool,
+    where: RecordFilter | None,
+) -> tuple[tuple[str, ...], AsyncIterator[dict[str, Any]]]:
+    """The columns and the rows of the pages, errors, dead or filtered records to export."""
+    if what == "pages":
+        columns = (*PAGE_COLUMNS, BODY_COLUMN) if with_body else PAGE_COLUMNS
+        to_row = page_row_with_body if with_body else page_row
+        pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
+        return columns, mapped(kept(pages, where), to_row)
+    if what == "errors":
+        failed = store.pages(since=since, with_body=True, spider_errors_only=True)
+        return ERROR_COLUMNS, mapped(kept(failed, where), error_row)
+    if what == "dead":
+        return DEAD_COLUMNS, mapped(kept(at_since(store.dead(), since), where), dead_row)
+    if what == "filtered":
+        filtered = kept(at_since(store.filtered(), since), where)
+        return FILTERED_COLUMNS, mapped(filtered, filtered_row)
+    raise ValueError(f"unknown export kind {what!r}: use pages, items, dead, filtered or errors")
+
+
+async def _write_csv(
+    out: TextIO,
+    columns: tuple[str, ...],
+    rows: AsyncIterator[dict[str, Any]],
+    escape_formulas: bool,
+    csv_header: Sequence[str] | None,
+    what: str,
+) -> int:
+    """Write ``rows`` as CSV: the header (unless appending after ``csv_header``), then rows."""
     writer = CsvWriter(out, escape_formulas)
-    writer.writerow(columns)
+    if csv_header is None:
+        writer.writerow(columns)
+    elif list(csv_header) != list(columns):
+        raise ValueError(f"the CSV file has other columns than {what} records: cannot append")
+    written = 0
     async for row in rows:
         writer.writerow(cell_texts(row[c] for c in columns))
         written += 1
     return written
 
 
+def _item_row(item: ItemRecord) -> dict[str, Any]:
+    """An item as an exported JSON object: its fields, then ``_url`` and ``_spider``."""
+    return {**item.data, "_url": item.url, "_spider": item.spider}
+
+
 async def _export_items(
-    items: AsyncIterator[ItemRecord], fmt: str, out: TextIO, escape_formulas: bool = True
+    items: AsyncIterator[ItemRecord],
+    fmt: str,
+    out: TextIO,
+    escape_formulas: bool = True,
+    csv_header: Sequence[str] | None = None,
 ) -> int:
     written = 0
     if fmt == "jsonl":
         async for item in items:
-            _write_json(out, {**item.data, "_url": item.url, "_spider": item.spider})
+            _write_json(out, _item_row(item))
             written += 1
         return written
 
@@ -135,10 +183,14 @@ async def _export_items(
         if len(sample) == _ITEM_SAMPLE:
             break
     reserved = {*_ITEM_META, _EXTRA}
-    keys = dict.fromkeys(k for item in sample for k in item.data if k not in reserved)
+    if csv_header is not None:
+        keys = dict.fromkeys(k for k in csv_header if k not in reserved)
+    else:
+        keys = dict.fromkeys(k for item in sample for k in item.data if k not in reserved)
     columns = list(keys)
     writer = CsvWriter(out, escape_formulas)
-    writer.writerow([*columns, *_ITEM_META, _EXTRA])
+    if csv_header is None:
+        writer.writerow([*columns, *_ITEM_META, _EXTRA])
 
     def row(item: ItemRecord) -> list[str]:
         extra = {k: v for k, v in item.data.items() if k not in keys}
@@ -152,6 +204,18 @@ async def _export_items(
         async for item in items:
             writer.writerow(row(item))
             written += 1
+    return written
+
+
+async def _write_array(out: TextIO, rows: AsyncIterator[dict[str, Any]]) -> int:
+    """Write ``rows`` as one JSON array, one object per line, streaming; return the count."""
+    written = 0
+    out.write("[")
+    async for row in rows:
+        out.write(",\n" if written else "\n")
+        out.write(json_text(row))
+        written += 1
+    out.write("\n]\n" if written else "]\n")
     return written
 
 

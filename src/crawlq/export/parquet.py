@@ -30,6 +30,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from crawlq.export.filters import RecordFilter, kept
 from crawlq.export.rows import at_since, dead_row, error_row, filtered_row, mapped, page_row
 from crawlq.records import ItemRecord, PageRecord
 from crawlq.store.base import Store
@@ -139,6 +140,7 @@ async def export_parquet(
     since: float | None = None,
     with_body: bool = False,
     spider_errors_only: bool = False,
+    where: RecordFilter | None = None,
 ) -> int:
     """Write every record of one kind from ``store`` to the Parquet file ``path``, streaming.
 
@@ -149,6 +151,7 @@ async def export_parquet(
         since: Only records from this Unix time on, in seconds (as `crawlq.export.export`).
         with_body: Pages only: add each page's stored body as the ``body`` column.
         spider_errors_only: Pages only: just those with a spider error.
+        where: Only the records it keeps (`crawlq.export.filters.RecordFilter`).
 
     Returns:
         The number of records written.
@@ -159,20 +162,24 @@ async def export_parquet(
         OSError: The file cannot be written.
     """
     schema = schema_of(what, with_body=with_body)
+    if where is not None:
+        where.check(what)
     rows: AsyncIterator[dict[str, Any]]
     if what == "pages":
         body = with_body
         pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
-        rows = mapped(pages, lambda p: _page(p, body))
+        rows = mapped(kept(pages, where), lambda p: _page(p, body))
     elif what == "errors":
         failed = store.pages(since=since, with_body=True, spider_errors_only=True)
-        rows = mapped(failed, lambda p: error_row(p, time=_time))
+        rows = mapped(kept(failed, where), lambda p: error_row(p, time=_time))
     elif what == "items":
-        rows = mapped(store.items(since=since), _item)
+        rows = mapped(kept(store.items(since=since), where), _item)
     elif what == "dead":
-        rows = mapped(at_since(store.dead(), since), lambda d: dead_row(d, time=_time))
+        dead = kept(at_since(store.dead(), since), where)
+        rows = mapped(dead, lambda d: dead_row(d, time=_time))
     else:
-        rows = mapped(at_since(store.filtered(), since), lambda f: filtered_row(f, time=_time))
+        filtered = kept(at_since(store.filtered(), since), where)
+        rows = mapped(filtered, lambda f: filtered_row(f, time=_time))
     batch_rows = BATCH_ROWS
     if (with_body and what == "pages") or what == "errors":
         batch_rows = _BODY_BATCH_ROWS
