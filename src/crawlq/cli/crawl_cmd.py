@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from crawlq.cli.crawl_output import CrawlOutput, crawl_output_options
 from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
 from crawlq.cli.options import (
     build_settings,
@@ -68,6 +69,7 @@ __all__ = ["crawl"]
     help=f"Exit {EXIT_SPIDER_ERRORS} when the store holds pages whose spider callback failed "
     "(default: exit 0 with a warning line).",
 )
+@crawl_output_options
 @output_options
 @observe_options
 def crawl(
@@ -78,6 +80,9 @@ def crawl(
     engine: str,
     broker: str | None,
     fail_on_spider_errors: bool,
+    append_to: str | None,
+    overwrite: str | None,
+    output_what: str,
     **options: Any,
 ) -> None:
     """Crawl SEED_URL... (and the URLs of each --sitemap) and store every page once.
@@ -99,7 +104,14 @@ def crawl(
     error and counted by exception type; they leave the exit status 0 with a warning line
     (`crawlq export --what errors` lists them, `crawlq reparse` reruns a fixed spider over
     their kept bodies), or make it 3 with --fail-on-spider-errors.
+
+    -o FILE appends the items this run stored to FILE when the crawl ends (-O FILE replaces
+    it; --output-what pages writes the pages instead), in the format of its extension:
+    .jsonl, .json (one JSON array), .csv (appended rows follow its header), .parquet. A
+    .json or .parquet file that holds data takes -O only; a file that cannot take the rows
+    is refused before the crawl starts.
     """
+    output = CrawlOutput.of(append_to, overwrite, output_what)
     console = terminal_console()
     configure_logging(-1 if quiet else verbose, console)
     processes = options["processes"]
@@ -140,9 +152,12 @@ def crawl(
     except ConfigError as exc:  # the metrics port cannot be bound
         raise click.UsageError(str(exc)) from None
     print_summary(report, sys.stdout)
+    final: Settings = getattr(runner, "settings", settings)  # a shared job's, once bound
+    if output is not None:
+        rows = output.write(final.store)
+        click.echo(f"wrote {rows} {output.what} to {output.path}", err=True)
     if report.stopped_by == "stopped":
         sys.exit(1)
-    final: Settings = getattr(runner, "settings", settings)  # a shared job's, once bound
     replayable = final.store_body or final.warc_dir is not None
     warning = spider_errors_warning(report, replayable=replayable)
     if warning is not None:
