@@ -7,7 +7,14 @@ requests were sent.
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -280,3 +287,130 @@ def test_parse_bad_options_exit_2_naming_them(
     assert proc.returncode == 2
     assert says in proc.stderr
     assert log.requests() == []
+
+
+# -- crawlq shell ----------------------------------------------------------------------------
+
+
+def test_shell_runs_piped_code_against_the_fetched_page(
+    fault: str, fault_log: RequestLog, tmp_path: Path
+) -> None:
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(
+        f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n", encoding="utf-8"
+    )
+    code = "\n".join(
+        [
+            "print(response.css('title::text').get())",
+            "print(request.url, spider.name)",
+            f"fetch({fault + '/page/2'!r})",
+            "print(response.status, response.url)",
+            "print('viewed', view(response))",
+        ]
+    )
+    fault_log.clear()
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawlq", "shell", f"{fault}/page/1"],
+        input=code,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "BROWSER": f"{sys.executable} {browser} %s"},
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == ["Page 1", f"{fault}/page/1 default", f"200 {fault}/page/2"]
+    viewed = Path(lines[-1].removeprefix("viewed "))
+    try:
+        assert lines[3] == str(viewed)  # view() prints the path of the body's file
+        assert "<title>Page 2</title>" in viewed.read_text(encoding="utf-8")
+        assert opened.read_text(encoding="utf-8") == f"file://{viewed}"
+    finally:
+        viewed.unlink()
+    assert _paths(fault_log) == ["/robots.txt", "/page/1", "/robots.txt", "/page/2"]
+
+
+def test_shell_piped_code_that_raises_exits_1_with_its_traceback(fault: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawlq", "shell", f"{fault}/page/1"],
+        input="print(response.status)\nresponse.no_such_thing\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == "200\n"
+    assert "Traceback" in proc.stderr and "no_such_thing" in proc.stderr
+
+
+def test_shell_on_a_forbidden_url_says_why_and_exits_1(fault: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawlq", "shell", f"{fault}/private/x"],
+        input="print('ran')\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "robots_txt: robots.txt forbids" in proc.stderr
+
+
+PROMPT = b"In [" if importlib.util.find_spec("IPython") else b">>> "
+"""The shell's prompt: IPython's when it is installed (not in the test extras), else Python's."""
+
+
+def _read_until(
+    fd: int, wanted: bytes, seen: bytearray, *, after: int = 0, deadline_s: float = 60.0
+) -> None:
+    """Read the terminal's output into ``seen`` until it holds ``wanted`` past ``after``."""
+    end = time.monotonic() + deadline_s
+    while wanted not in seen[after:]:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no {wanted!r} on the terminal; it showed:\n{seen.decode()}")
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the shell closed the terminal
+                chunk = b""
+            if not chunk:
+                raise AssertionError(f"terminal closed before {wanted!r}:\n{seen.decode()}")
+            seen += chunk
+
+
+def test_shell_on_a_terminal_evaluates_a_selector(fault: str) -> None:
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawlq", "shell", f"{fault}/page/3"],
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        close_fds=True,
+        env={**os.environ, "TERM": "dumb"},
+    )
+    os.close(child)
+    seen = bytearray()
+    try:
+        # Each line is written once the shell prompts for it.
+        _read_until(main, b"crawlq shell: response, request", seen)
+        _read_until(main, PROMPT, seen)
+        os.write(main, b"response.css('title::text').get()\n")
+        _read_until(main, b"'Page 3'", seen)
+        _read_until(main, PROMPT, seen, after=seen.index(b"'Page 3'"))
+        os.write(main, b"fetch(" + repr(f"{fault}/page/4").encode() + b").status\n")
+        _read_until(main, b"\n200\r\n", seen)
+        _read_until(main, PROMPT, seen, after=seen.index(b"\n200\r\n"))
+        os.write(main, b"\x04")  # Ctrl-D: end of input
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)
+        os.close(main)

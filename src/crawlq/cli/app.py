@@ -28,6 +28,7 @@ _COMMANDS = {
     "seed": "crawlq.cli.seed_cmd:seed",
     "serve": "crawlq.cli.serve_cmd:serve",
     "settings": "crawlq.cli.settings_cmd:settings",
+    "shell": "crawlq.cli.shell_cmd:shell",
     "status": "crawlq.cli.status_cmd:status",
     "worker": "crawlq.cli.worker_cmd:worker",
 }
