@@ -6,6 +6,7 @@ what was sent with which request; 127.0.0.2 is a second host (its own server and
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,11 @@ import pytest
 from aiohttp.test_utils import TestServer
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlq.engine.job import inbox_filter
+from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.request import CrawlRequest
+from crawlq.scope import Scope
+from crawlq.settings import Settings
 from crawlq.spider import Failure, Response, Spider
 from crawlq.testing import RequestLog, make_fault_app
 
@@ -253,3 +258,49 @@ async def test_dont_filter_fetches_a_seen_url_again_once_per_yield(
         assert_nothing_lost(r, [seed])
         assert log.count("/page/1") == fetches
         assert r.report.frontier.pending == 0
+
+
+class RedirectAgain(Spider):
+    """The page a redirect ends on asks for the redirect again, with dont_filter."""
+
+    def parse(self, response: Response) -> Any:
+        if not response.meta.get("again"):
+            yield CrawlRequest(
+                response.url.replace("/redirect/0", "/redirect/1"),
+                dont_filter=True,
+                meta={"again": True},
+            )
+
+
+async def test_the_redirect_hop_of_a_dont_filter_request_bypasses_dedup_too(
+    db: Path, base: str, log: RequestLog
+) -> None:
+    seed = f"{base}/redirect/1"
+    r = await crawl(db, [seed], RedirectAgain)
+    assert_nothing_lost(r, [seed, f"{base}/redirect/0"])
+    assert (log.count("/redirect/1"), log.count("/redirect/0")) == (2, 2)
+
+
+async def test_inbox_entries_with_bad_headers_are_rejected_naming_the_header(
+    redis_url: str, job: str
+) -> None:
+    frontier = await RedisFrontier.open(redis_url, job, create=True)
+    try:
+        good = json.dumps({"url": "http://a.test/1", "headers": {"X-A": "1"}})
+        bad = json.dumps({"url": "http://a.test/2", "headers": {"Host": "b.test"}})
+        worse = json.dumps({"url": "http://a.test/3", "headers": {"X-A": "1\r\nX-B: 2"}})
+        await frontier.client.lpush(Keyspace(job).inbox, good, bad, worse)
+        frontier.inbox_filter = inbox_filter(Settings(), Scope(("a.test",)))
+        assert await frontier.drain_inbox("w1") == 1
+        rejected = [
+            json.loads(x) for x in await frontier.client.lrange(Keyspace(job).rejected, 0, -1)
+        ]
+        leases = await frontier.lease(1, "w1", 30.0)
+    finally:
+        await frontier.close()
+    assert [dict(lease.request.headers) for lease in leases] == [{"X-A": "1"}]
+    assert sorted(x["reason"] for x in rejected) == [
+        "headers: header Host may not be set: the HTTP client sets it from the URL",
+        "headers: the value of header X-A holds a character a header value may not hold "
+        "(CR, LF, NUL or another control character; RFC 9110 §5.5)",
+    ]
