@@ -392,8 +392,22 @@ async def test_concurrent_writes_all_land(store: Store) -> None:
 
 
 def test_items_must_come_with_their_page() -> None:
-    with pytest.raises(ValueError, match="no page in the batch"):
+    with pytest.raises(ValueError, match="no page or dead letter in the batch"):
         ResultBatch(items=[item(1, 0)])
+
+
+async def test_a_dead_letter_keeps_the_items_written_with_it(store: Store) -> None:
+    # an errback's items (crawlq.spider.Failure): owned by the dead letter, as a page's are
+    await store.write(ResultBatch(pages=[page(1)], items=[item(1, 0), item(1, 1)]))
+    await store.write(ResultBatch(dead=[dead(1)], items=[item(1, 0)]))
+    assert [(i.url, i.index) for i in [x async for x in store.items()]] == [
+        ("https://example.com/1", 0)
+    ]
+    await store.write(ResultBatch(dead=[dead(1)]))  # written again without: none
+    assert [x async for x in store.items()] == []
+    await store.write(ResultBatch(dead=[dead(2)], items=[item(2, 0)]))
+    counts = await store.counts()
+    assert (counts.pages, counts.items, counts.dead) == (0, 1, 2)
 
 
 def test_fingerprints_are_20_bytes() -> None:

@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "decode": 0,
     "codings": 0,
     "cookies": 0,
+    "headers": 0,
     "export": 3,
     "export_parquet": 3,
     "fetch": 2,

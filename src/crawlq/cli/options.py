@@ -13,6 +13,7 @@ import click
 
 from crawlq.cli.option_settings import build_settings, setting_of_option
 from crawlq.errors import InvalidURL
+from crawlq.headers import REFERRER_POLICIES
 from crawlq.settings import DEFAULT_USER_AGENT
 from crawlq.sitemap import sitemap_request
 
@@ -70,6 +71,20 @@ def job_options(f: F) -> F:
             click.option("--retry-delay", type=float, default=None, help="Backoff base, s [1.0]."),
             click.option(
                 "--user-agent", default=None, help=f"User-Agent header [{DEFAULT_USER_AGENT}]."
+            ),
+            click.option(
+                "--header",
+                multiple=True,
+                metavar="'NAME: VALUE'",
+                help="Send this request header with every request of the job (repeatable; "
+                "replaces default_headers; no Host, Cookie, Authorization...).",
+            ),
+            click.option(
+                "--referer-policy",
+                type=click.Choice(REFERRER_POLICIES),
+                default=None,
+                help="Referer sent with followed links (W3C Referrer Policy) "
+                "[strict-origin-when-cross-origin].",
             ),
             click.option(
                 "--ignore-robots",

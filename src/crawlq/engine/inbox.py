@@ -29,13 +29,14 @@ def inbox_filter(
     max depth, traps), as a discovered link must. Its URL gets the job's URL rules
     (``strip_url_params``) either way, as links and seeds do. A callback it names must be a
     callback of the worker's ``spider`` (`crawlq.spider.is_callback`: a public method) or
-    the sitemap marker: an entry naming another is rejected before anything is fetched,
-    rather than fetched and then recorded as a spider error.
+    the sitemap marker, and so must an ``errback`` it names: an entry naming another is
+    rejected before anything is fetched, rather than fetched and then recorded as a spider
+    error.
 
     Returns:
         A function of a request: the request to queue (rewritten by the URL rules), else the
         reason it is rejected (``method_not_allowed: POST``, ``out_of_scope: offsite``,
-        ``revisit_not_allowed``, ``unknown_callback: 'x'``...).
+        ``revisit_not_allowed``, ``unknown_callback: 'x'``, ``unknown_errback: 'x'``...).
     """
     methods = frozenset(settings.inbox_methods)
     bypass = settings.inbox_bypass_scope
@@ -46,20 +47,23 @@ def inbox_filter(
         if request.method not in methods:
             allowed = ", ".join(sorted(methods)) or "none"
             return f"method_not_allowed: {request.method} (the job allows {allowed})"
-        callback = request.callback
-        if (
-            spider is not None
-            and callback is not None
-            and callback != SITEMAP_CALLBACK
-            and not is_callback(spider, callback)
-        ):
-            return (
-                f"unknown_callback: {callback[:100]!r} is not a callback of the worker's spider"
-                f" {type(spider).__name__}"
-            )
+        for kind, name in (("callback", request.callback), ("errback", request.errback)):
+            if spider is not None and _unknown(spider, name, kind):
+                assert name is not None
+                return (
+                    f"unknown_{kind}: {name[:100]!r} is not a callback of the worker's spider"
+                    f" {type(spider).__name__}"
+                )
         request, reason = scope.admit(request)
         if reason is not None and not bypass:
             return f"out_of_scope: {reason}"
         return request
 
     return check
+
+
+def _unknown(spider: Spider, name: str | None, kind: str) -> bool:
+    """Whether ``name`` (a callback or errback an inbox entry names) is not the spider's."""
+    if name is None or (kind == "callback" and name == SITEMAP_CALLBACK):
+        return False
+    return not is_callback(spider, name)

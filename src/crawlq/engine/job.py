@@ -56,6 +56,8 @@ JOB_FIELDS = (
     "retry_delay_s",
     "retry_max_delay_s",
     "user_agent",
+    "default_headers",
+    "referer_policy",
     "cookies_enabled",
     "obey_robots",
     "robots_ttl_s",

@@ -18,6 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawlq.engine.deps import Deps
+from crawlq.engine.outcome import Outcome
 from crawlq.engine.pagework import PageTimeout, PageWork
 from crawlq.links import (
     DEPTH_CHECK_MIN_TAGS,
@@ -39,13 +41,15 @@ from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import (
     CallbackRun,
+    Failure,
     Response,
     Spider,
     SpiderError,
     start_callback,
+    start_errback,
 )
 
-__all__ = ["INLINE_MAX_TAGS", "ParsedPage", "parse_response"]
+__all__ = ["INLINE_MAX_TAGS", "ParsedPage", "dead_errback", "parse_response"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,22 +94,21 @@ async def parse_response(
         the callback has not run: the caller follows the refresh instead.
     """
     error: str | None = None
-    parse = 200 <= result.status < 300 or spider.wants_status(result.status)
+    mode = _mode(req, result, spider)
     if 300 <= result.status < 400:
         error = f"redirect_not_followed: {result.headers.get('location', '')}"
-        parse = False
     elif not 200 <= result.status < 300:
         error = f"http_{result.status}"
     elif result.binary is not None:  # labelled HTML, but not: no title, no links from it
         error = f"binary_body: {result.binary}"
     page = ParsedPage(error)
-    if parse or result.is_html:
+    if mode or result.is_html:
         page.tags = result.text.count("<")
         work = functools.partial(
-            _parse_page, req, result, spider, scope, settings, page, parse, link_rules
+            _parse_page, req, result, spider, scope, settings, page, mode, link_rules
         )
         try:
-            if page.tags <= INLINE_MAX_TAGS and _builtin_callback(spider, req, parse):
+            if page.tags <= INLINE_MAX_TAGS and _builtin_callback(spider, req, mode):
                 page = work()
             else:
                 page = await pages.run(work, settings.parse_timeout_s)
@@ -178,9 +181,11 @@ class ParsedPage:
         if self.link_skips:
             self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
-        for yielded in found_requests[:cap]:
+        for place, yielded in enumerate(found_requests[:cap]):
             if yielded.referrer != req.url:  # the page that yielded it, whatever it claimed
                 yielded = dataclasses.replace(yielded, referrer=req.url)
+            if yielded.dont_filter:  # one fingerprint per yield, the same if parsed again
+                yielded = dataclasses.replace(yielded, visit=f"{req.fingerprint.hex()}:{place}")
             child, reason = scope.admit(yielded)  # session ids stripped, traps refused
             if reason is None:
                 self.links.append(child)
@@ -192,10 +197,24 @@ class ParsedPage:
             logger.warning("%s: %d links, only the first %d taken", req.url, found, cap)
 
 
-def _builtin_callback(spider: Spider, req: CrawlRequest, parse: bool) -> bool:
+def _mode(req: CrawlRequest, result: FetchResult, spider: Spider) -> str:
+    """What a response goes to: ``"callback"``, ``"errback"`` or nothing (``""``).
+
+    The callback gets a 2xx or a status the spider handles (not a 3xx); the errback, when
+    the request names one, any other status outside 3xx.
+    """
+    status = result.status
+    if 200 <= status < 300 or (not 300 <= status < 400 and spider.wants_status(status)):
+        return "callback"
+    if req.errback and not 300 <= status < 400:
+        return "errback"
+    return ""
+
+
+def _builtin_callback(spider: Spider, req: CrawlRequest, mode: str) -> bool:
     """True when the page goes to no callback, or to the base `Spider.parse` (follow_all)."""
-    if not parse:
-        return True
+    if mode != "callback":
+        return not mode
     return req.callback in (None, "parse") and getattr(type(spider), "parse", None) is Spider.parse
 
 
@@ -206,7 +225,7 @@ def _parse_page(
     scope: Scope,
     settings: Settings,
     page: ParsedPage,
-    parse: bool,
+    mode: str,
     rules: LinkRules,
 ) -> ParsedPage:
     """Screen, parse, scan, and the callback's synchronous part: the page thread's work."""
@@ -228,12 +247,16 @@ def _parse_page(
         if scan.refresh is not None and _follows_refresh(scan.refresh, result, settings):
             page.refresh_url = scan.refresh.url
             return page
-    if not parse:
+    if not mode:
         return page
     response = Response(req, result, tree=tree, markup=markup, scan=scan, rules=rules)
     page.link_skips = response.skipped_links
     try:
-        run = start_callback(spider, response)
+        if mode == "errback":
+            failure = Failure(req, f"http_{result.status}", response=response)
+            run = start_errback(spider, failure)
+        else:
+            run = start_callback(spider, response)
     except SpiderError as exc:
         page.spider_failed(exc)
         return page
@@ -266,3 +289,41 @@ def _first_unserialisable(items: list[dict[str, Any]]) -> str | None:
         except (TypeError, ValueError) as exc:
             return str(exc)
     return None
+
+
+async def dead_errback(outcome: Outcome, deps: Deps) -> None:
+    """Call the errback of a dead-lettered request; add what it yielded to ``outcome``.
+
+    The errback gets a `crawlq.spider.Failure` with the dead letter's reason and detail and
+    no response; it runs as a callback does (its synchronous part on the page thread, within
+    ``parse_timeout_s``). Its items are stored with the dead letter, its requests pushed
+    through scope as a callback's. An errback that fails (or is not a public method of the
+    spider) is logged as a spider error; the dead letter is stored as it is.
+    """
+    req = outcome.lease.request
+    detail = outcome.dead.detail if outcome.dead is not None else ""
+    failure = Failure(req, outcome.reason, detail)
+    page = ParsedPage(None)
+    spider, scope, settings = deps.spider, deps.scope, deps.settings
+
+    def work() -> CallbackRun | None:
+        run = start_errback(spider, failure)
+        if run.pending is not None:
+            return run
+        page.take(run.items, run.requests, req, spider, scope, settings)
+        return None
+
+    try:
+        run = await deps.pages.run(work, settings.parse_timeout_s)
+        if run is not None:
+            found_items, found_requests = await run.finish()
+            page.take(found_items, found_requests, req, spider, scope, settings)
+    except SpiderError as exc:
+        logger.error("spider error in the errback of %s: %s", req.url, exc, exc_info=exc)
+        return
+    except PageTimeout:
+        logger.warning("%s: its errback ran past parse_timeout_s", req.url)
+        return
+    outcome.items = page.items
+    outcome.links = page.links
+    outcome.skipped.update(page.skipped)

@@ -21,6 +21,11 @@ with the cookie instead of being dropped as already seen (Scrapy's issue #1225),
 that brings no new cookie is deduplicated as before and a redirect loop still ends. Its
 record replaces the redirect's (both have the URL's ``record_fingerprint``): one record per
 URL, the last response.
+
+A hop keeps its request's ``headers`` (they hold no credentials or cookies:
+`crawlq.headers`), ``errback`` and ``dont_filter``; the hop of a ``dont_filter`` request gets
+the fingerprint of its redirect as its ``visit`` key, so it too bypasses dedup, once per
+redirect (a loop still ends at ``max_redirects``).
 """
 
 from __future__ import annotations
@@ -83,6 +88,10 @@ async def hop(
             cookies=cookies,
             revisit=bool(cookies) and _revisits(location, [*chain, req.url]),
             referrer=req.url,
+            headers=req.headers,
+            errback=req.errback,
+            dont_filter=req.dont_filter,
+            visit=req.fingerprint.hex() if req.dont_filter else "",
         )
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"

@@ -34,14 +34,16 @@ from crawlq.engine.host_feedback import apply_crawl_delay, failed_fetch, throttl
 from crawlq.engine.outcome import Kind, Outcome, dead_outcome, result_batch
 from crawlq.engine.page_record import page_record
 from crawlq.engine.pagework import PageTimeout
-from crawlq.engine.parse import parse_response
+from crawlq.engine.parse import dead_errback, parse_response
 from crawlq.engine.redirects import hop, redirected
 from crawlq.errors import FetchError, RobotsUnreachable
+from crawlq.headers import referer
 from crawlq.politeness import HOST_UNREACHABLE
 from crawlq.records import FilteredRecord
-from crawlq.request import FetchResult, Lease
+from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.robots import RobotsVerdict
 from crawlq.scope import FilterReason
+from crawlq.settings import Settings
 from crawlq.sitemap import MAX_BYTES, is_sitemap, read_sitemap, robots_sitemaps
 
 __all__ = ["Deps", "Kind", "Outcome", "parse_response", "process", "result_batch"]
@@ -61,7 +63,31 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
     the frontier's errors (`crawlq.errors.FrontierUnavailable`) and cancellation propagate.
     When robots.txt had to be fetched first, the page is not fetched under the same lease: the
     outcome is RELEASE, and the caller gives the lease back without counting an attempt.
+    A DEAD outcome of a request with an ``errback`` carries what the errback yielded
+    (`crawlq.engine.parse.dead_errback`).
     """
+    outcome = await _process(lease, deps)
+    if outcome.kind is Kind.DEAD and lease.request.errback:
+        await dead_errback(outcome, deps)
+    return outcome
+
+
+def request_headers(req: CrawlRequest, settings: Settings) -> dict[str, str]:
+    """The headers a fetch of ``req`` adds to the fetcher's (the job's ``default_headers``).
+
+    The request's own, and a ``Referer`` made from its ``referrer`` under the job's
+    ``referer_policy`` (`crawlq.headers.referer`), unless the request sets one itself.
+    """
+    headers = dict(req.headers)
+    if req.referrer is not None and not any(k.lower() == "referer" for k in headers):
+        value = referer(req.referrer, req.url, settings.referer_policy)
+        if value is not None:
+            headers["Referer"] = value
+    return headers
+
+
+async def _process(lease: Lease, deps: Deps) -> Outcome:
+    """`process` without the errback of a dead letter."""
     req = lease.request
     settings = deps.settings
     if lease.host_down:
@@ -104,6 +130,7 @@ async def process(lease: Lease, deps: Deps) -> Outcome:
             req.url,
             method=req.method,
             body=req.body,
+            headers=request_headers(req, settings),
             cookies=req.cookies,
             follow_redirects=False,
             truncate_body_bytes=MAX_BYTES + 1 if sitemap else None,

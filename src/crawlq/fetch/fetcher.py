@@ -42,6 +42,7 @@ from crawlq.fetch.redirects import (
 )
 from crawlq.fetch.resolver import AddressRefused, GuardedResolver
 from crawlq.fetch.response import Hop, joined_headers, raw_exchange
+from crawlq.headers import check_headers, merge_headers, parse_header_line
 from crawlq.request import FetchResult
 from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
@@ -55,6 +56,7 @@ _NO_BODY_STATUSES = frozenset({204, 304})
 _DNS_CACHE_TTL_S = 60
 _DEFAULT_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    "Accept-Language": "en",  # Scrapy's DEFAULT_REQUEST_HEADERS
     "Accept-Encoding": ACCEPT_ENCODING,
 }
 
@@ -83,6 +85,9 @@ class Fetcher:
         resolver: The DNS resolver that `GuardedResolver` wraps (default: aiohttp's).
         cookies: Keep a cookie jar and send the cookies a fetch is given (module docstring);
             False: no cookie is stored or sent, and ``location_cookies`` is always empty.
+        default_headers: Headers sent with every request (the job's ``default_headers``,
+            checked by `crawlq.headers`), over the built-in ``Accept``, ``Accept-Language``
+            and ``Accept-Encoding``; a fetch's own ``headers`` win over them.
 
     Raises:
         ValueError: A limit is not positive (``max_redirects`` may be 0).
@@ -101,6 +106,7 @@ class Fetcher:
         address_guard: AddressGuard | None = None,
         resolver: AbstractResolver | None = None,
         cookies: bool = True,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
         if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
             raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
@@ -116,6 +122,7 @@ class Fetcher:
         self.address_guard = AddressGuard() if address_guard is None else address_guard
         self._resolver = resolver
         self.cookies = cookies
+        self._default_headers = check_headers(default_headers or {})
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
 
@@ -128,7 +135,7 @@ class Fetcher:
 
         Args:
             settings: User agent, timeouts, body and redirect limits, ``warc_dir``,
-                ``allow_private``, ``seed_hosts``, ``cookies_enabled``.
+                ``allow_private``, ``seed_hosts``, ``cookies_enabled``, ``default_headers``.
             max_connections: Connections at once (default: ``settings.concurrency``).
         """
         s = settings
@@ -142,6 +149,7 @@ class Fetcher:
             record_exchanges=s.warc_dir is not None,
             address_guard=AddressGuard.of(allow_private=s.allow_private, hosts=s.seed_hosts),
             cookies=s.cookies_enabled,
+            default_headers=dict(parse_header_line(line) for line in s.default_headers),
         )
 
     async def __aenter__(self) -> Fetcher:
@@ -267,7 +275,9 @@ class Fetcher:
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                headers={"User-Agent": self.user_agent, **_DEFAULT_HEADERS},
+                headers=merge_headers(
+                    {"User-Agent": self.user_agent}, _DEFAULT_HEADERS, self._default_headers
+                ),
                 timeout=self._timeout,
                 raise_for_status=False,
                 auto_decompress=False,  # crawlq.codings decodes: layered codings, bounded

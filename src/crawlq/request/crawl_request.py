@@ -8,18 +8,21 @@ form is in `crawlq.request.wire`, its bounds in `crawlq.request.limits`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from crawlq.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
 from crawlq.errors import InvalidURL
+from crawlq.headers import NO_HEADERS, check_headers
 from crawlq.request.limits import MAX_DEPTH, PRIORITY_LIMIT
 from crawlq.request.wire import request_fields, request_json
 from crawlq.urls import UrlRules, request_fingerprint, url_keys
 
-__all__ = ["CrawlRequest", "no_cookies"]
+__all__ = ["CrawlRequest", "no_cookies", "no_headers"]
 
 _HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP method is a token (RFC 9110 §9.1, §5.6.2)."""
@@ -28,6 +31,19 @@ _HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 def no_cookies() -> Mapping[str, str]:
     """The default of a ``cookies`` field: `crawlq.cookies.NO_COOKIES`, shared and read-only."""
     return NO_COOKIES  # no allocation per request
+
+
+def no_headers() -> Mapping[str, str]:
+    """The default of a ``headers`` field: `crawlq.headers.NO_HEADERS`, shared and read-only."""
+    return NO_HEADERS
+
+
+def dont_filter_fingerprint(fingerprint: bytes, visit: str) -> bytes:
+    """The fingerprint of a ``dont_filter`` request: SHA-1 of its own and its ``visit`` key."""
+    digest = hashlib.sha1(b"dont_filter\0", usedforsecurity=False)
+    digest.update(fingerprint)
+    digest.update(visit.encode("utf-8"))
+    return digest.digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +71,30 @@ class CrawlRequest:
             (`crawlq.fetch`; these win over the jar's of the same name). Checked by
             `crawlq.cookies.check_cookies`; a read-only mapping. Not in ``repr`` (values are
             secrets) and, except for a ``revisit``, not in the fingerprint.
+        headers: Request headers, name to value, sent with this request over the job's
+            ``default_headers`` (any case; these win over those of the same name). Checked by
+            `crawlq.headers.check_headers` (no ``Host``, ``Cookie``, ``Authorization``...); a
+            read-only mapping. Not part of the fingerprint (as in Scrapy) or of equality.
+        errback: Name of the spider method called with a `crawlq.spider.Failure` when this
+            request ends as a dead letter, or with a non-2xx response the spider does not
+            handle (`crawlq.spider.Spider.wants_status`); None: no errback. The same rule
+            as ``callback``: a public method of the spider, not one of the base class.
+        dont_filter: Fetch this request even when its URL was seen already (no dedup for
+            it; politeness, robots.txt, the private-address guard and scope still apply). It
+            then gets a fingerprint of its own (``visit``), pushed once per yield.
+        visit: The key that makes a ``dont_filter`` request's fingerprint its own: random
+            when the request is made, set by the engine (`crawlq.engine.parse`) to the
+            yielding page's fingerprint and the yield's place, so a page parsed again (a
+            re-delivered lease) yields the same fingerprints and they are not queued twice.
+            Empty without ``dont_filter``.
         revisit: Set by the engine only (`crawlq.engine.step`): this request is a redirect hop
             back to a URL of its own redirect chain. Its ``fingerprint`` then covers its
             ``cookies`` too (`crawlq.cookies.revisit_fingerprint`), so that the hop of a cookie
             wall (``302 Set-Cookie`` to the same URL) is not deduplicated against the request
             that got the redirect.
         fingerprint: The dedup key (`crawlq.urls.request_fingerprint` of method, canonical URL
-            and body; for a ``revisit``, with its cookies).
+            and body; for a ``revisit``, with its cookies; for ``dont_filter``, with its
+            ``visit``).
         record_fingerprint: The key of the request's record in the store: the fingerprint
             without the revisit part, so the record of a revisit replaces the redirect's
             record of the same URL (one record per URL).
@@ -71,8 +104,10 @@ class CrawlRequest:
         ValueError: ``method`` is not an HTTP token, ``priority`` is not an int, ``depth``
             is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, ``meta`` or
             ``cb_kwargs`` is not a mapping (a JSON object), ``referrer`` is neither None nor
-            a string, or ``cookies`` breaks a rule of `crawlq.cookies.check_cookies` (the
-            message starts with ``cookies:``).
+            a string, ``cookies`` breaks a rule of `crawlq.cookies.check_cookies` (the
+            message starts with ``cookies:``), ``headers`` one of
+            `crawlq.headers.check_headers` (``headers:``), ``errback`` is not a string or
+            ``dont_filter`` not a boolean.
     """
 
     url: str
@@ -86,6 +121,10 @@ class CrawlRequest:
     cookies: Mapping[str, str] = field(default_factory=no_cookies, repr=False)
     revisit: bool = False
     referrer: str | None = field(default=None, repr=False, compare=False)
+    headers: Mapping[str, str] = field(default_factory=no_headers, repr=False, compare=False)
+    errback: str | None = None
+    dont_filter: bool = False
+    visit: str = field(default="", repr=False, compare=False)
     fingerprint: bytes = field(init=False, repr=False, compare=False)
     host: str = field(init=False, repr=False, compare=False)
     record_fingerprint: bytes = field(init=False, repr=False, compare=False)
@@ -113,6 +152,7 @@ class CrawlRequest:
             object.__setattr__(self, "cookies", check_cookies(self.cookies))
         if type(self.revisit) is not bool:
             raise ValueError(f"revisit must be true or false, got {self.revisit!r:.40}")
+        self._check_extras()
         keys = url_keys(self.url)
         method = self.method
         if method == "GET" and not self.body:
@@ -125,8 +165,25 @@ class CrawlRequest:
         object.__setattr__(self, "record_fingerprint", fingerprint)
         if self.revisit:
             fingerprint = revisit_fingerprint(fingerprint, self.cookies)
+        if self.dont_filter:
+            fingerprint = dont_filter_fingerprint(fingerprint, self.visit)
         object.__setattr__(self, "fingerprint", fingerprint)
         object.__setattr__(self, "host", keys.host)
+
+    def _check_extras(self) -> None:
+        """Check ``headers``, ``errback``, ``dont_filter`` and ``visit`` (a new one if needed)."""
+        if self.headers is not NO_HEADERS:
+            object.__setattr__(self, "headers", check_headers(self.headers))
+        if self.errback is not None and not isinstance(self.errback, str):
+            raise ValueError(f"errback must be a method name, got {self.errback!r:.40}")
+        if type(self.dont_filter) is not bool:
+            raise ValueError(f"dont_filter must be true or false, got {self.dont_filter!r:.40}")
+        if not isinstance(self.visit, str) or len(self.visit) > 100:
+            raise ValueError("visit must be a string of at most 100 characters")
+        if not self.dont_filter:
+            object.__setattr__(self, "visit", "")
+        elif not self.visit:
+            object.__setattr__(self, "visit", secrets.token_hex(8))
 
     def rewritten(self, rules: UrlRules) -> CrawlRequest:
         """This request with the crawl's URL rules applied (`crawlq.urls.UrlRules`).
@@ -149,7 +206,8 @@ class CrawlRequest:
 
         Keys: ``url`` (required); ``method``, ``body_b64``, ``priority``, ``depth``,
         ``callback``, ``cb_kwargs``, ``meta``, ``cookies`` (an object of name: value),
-        ``revisit``, ``referrer`` when they differ from the defaults. Cookie values are in the
+        ``revisit``, ``referrer``, ``headers`` (an object of name: value), ``errback``,
+        ``dont_filter`` and ``visit`` when they differ from the defaults. Cookie values are in the
         text: it holds secrets wherever it is kept (frontier, broker, dead letters).
         """
         return request_json(self)
@@ -176,7 +234,9 @@ class CrawlRequest:
                 ``priority`` or ``depth`` not an integer within its bounds, ``cookies`` not
                 an object of strings that `crawlq.cookies.check_cookies` accepts,
                 ``revisit`` not a boolean, ``referrer`` not a URL string of at most
-                `MAX_REFERRER_CHARS`). No message quotes a cookie value.
+                `MAX_REFERRER_CHARS`, ``headers`` not an object of strings that
+                `crawlq.headers.check_headers` accepts, ``errback`` not a string,
+                ``dont_filter`` not a boolean). No message quotes a cookie value.
             InvalidURL: the URL (or the referrer) cannot be crawled.
         """
         return cls(**request_fields(text))

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from crawlq.cookies import NO_COOKIES
+from crawlq.headers import NO_HEADERS, check_headers
 from crawlq.request.limits import MAX_DEPTH, MAX_JSON_NESTING, MAX_REFERRER_CHARS, PRIORITY_LIMIT
 from crawlq.urls import url_keys
 
@@ -49,13 +50,25 @@ def request_json(request: CrawlRequest) -> str:
         data["cb_kwargs"] = dict(request.cb_kwargs)
     if request.meta:
         data["meta"] = dict(request.meta)
+    _handling_json(request, data)
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _handling_json(request: CrawlRequest, data: dict[str, Any]) -> None:
+    """Add the fields of ``request`` that say how to send and settle it (beyond the URL's)."""
     if request.referrer:
         data["referrer"] = request.referrer
     if request.cookies:
         data["cookies"] = dict(request.cookies)
     if request.revisit:
         data["revisit"] = True
-    return json.dumps(data, separators=(",", ":"))
+    if request.headers:
+        data["headers"] = dict(request.headers)
+    if request.errback:
+        data["errback"] = request.errback
+    if request.dont_filter:
+        data["dont_filter"] = True
+        data["visit"] = request.visit
 
 
 def request_fields(text: str | bytes) -> dict[str, Any]:
@@ -96,8 +109,21 @@ def request_fields(text: str | bytes) -> dict[str, Any]:
         "cookies": data.get("cookies") or NO_COOKIES,
         "revisit": data.get("revisit", False),
         "referrer": _referrer(data.get("referrer")),
+        "headers": _headers(data.get("headers")),
+        "errback": data.get("errback"),
+        "dont_filter": data.get("dont_filter", False),
+        "visit": data.get("visit", ""),
     }
     return fields
+
+
+def _headers(value: Any) -> Mapping[str, str]:
+    """A JSON request's ``headers``: an object of strings (`CrawlRequest` checks each)."""
+    if value is None:
+        return NO_HEADERS
+    if not isinstance(value, dict):
+        raise ValueError(f"headers must be an object of name: value, got {value!r:.40}")
+    return check_headers(value)
 
 
 def _referrer(value: Any) -> str | None:

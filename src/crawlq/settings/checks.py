@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from crawlq.errors import ConfigError
+from crawlq.headers import REFERRER_POLICIES, parse_header_line
 from crawlq.settings.job_name import check_job_name
 from crawlq.settings.store_url import check_store
 
@@ -40,6 +41,7 @@ def check(settings: Settings) -> None:
     _ranges(settings)
     _bounds(settings)
     _spellings(settings)
+    _headers(settings)
 
 
 def _numbers(settings: Settings) -> None:
@@ -178,6 +180,32 @@ def _spellings(settings: Settings) -> None:
                 re.compile(pattern)
             except re.error as exc:
                 raise ConfigError(name, f"bad regex {pattern!r}: {exc}") from exc
+
+
+def _headers(settings: Settings) -> None:
+    """``default_headers`` checked and written ``Name: value``; a known ``referer_policy``."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for line in settings.default_headers:
+        try:
+            name, value = parse_header_line(line)
+        except ValueError as exc:
+            raise ConfigError("default_headers", str(exc)) from None
+        if name.lower() == "user-agent":
+            raise ConfigError(
+                "default_headers", "header User-Agent: set user_agent (--user-agent) instead"
+            )
+        if name.lower() in seen:
+            raise ConfigError("default_headers", f"header {name} is given twice")
+        seen.add(name.lower())
+        lines.append(f"{name}: {value}")
+    object.__setattr__(settings, "default_headers", tuple(lines))
+    if settings.referer_policy not in REFERRER_POLICIES:
+        raise ConfigError(
+            "referer_policy",
+            f"unknown policy {settings.referer_policy!r:.60}; "
+            f"one of {', '.join(REFERRER_POLICIES)}",
+        )
 
 
 def _extensions(values: tuple[str, ...]) -> tuple[str, ...]:

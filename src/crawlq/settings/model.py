@@ -77,6 +77,25 @@ class Settings:
     user_agent: str = DEFAULT_USER_AGENT
     """User-Agent header, also the product token matched against robots.txt groups."""
 
+    default_headers: tuple[str, ...] = ()
+    """Request headers sent with every request of the job, as ``Name: value`` lines
+    (``--header``, repeatable; ``CRAWLQ_DEFAULT_HEADERS``: one header per line; a settings
+    file: a list of lines). They override the built-in ``Accept``, ``Accept-Language: en``
+    and ``Accept-Encoding``; a request's own ``headers`` override them. Checked by
+    `crawlq.headers`: a name is an RFC 9110 token, a value holds no CR, LF or NUL, and
+    ``Host``, ``Content-Length``, ``Transfer-Encoding``, ``Connection`` (the client's own),
+    ``Cookie`` (the jar's; a request's ``cookies``), ``Authorization`` and
+    ``Proxy-Authorization`` (credentials are never stored with a job) and ``User-Agent``
+    (``user_agent``) are refused."""
+
+    referer_policy: str = "strict-origin-when-cross-origin"
+    """Which ``Referer`` a followed link, a redirect hop or a sitemap's URL is sent with: the
+    policies of the W3C Referrer Policy spec (https://www.w3.org/TR/referrer-policy/),
+    applied to the URL of the page it was found on (credentials and fragment removed).
+    The default, the spec's and browsers': the full URL to the same origin, only the origin
+    (``https://host/``) to another, nothing from https to http. ``no-referrer``: never sent.
+    Seeds have none."""
+
     cookies_enabled: bool = True
     """Keep cookies (``--no-cookies`` turns it off): each worker process keeps a cookie jar
     per job (never shared across jobs, workers or machines) and sends its cookies back as a

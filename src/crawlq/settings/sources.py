@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 from crawlq.errors import ConfigError
 from crawlq.settings.model import Settings
-from crawlq.settings.values import coerce_hosts, coerce_value
+from crawlq.settings.values import coerce_hosts, coerce_value, header_lines
 
 __all__ = ["coerce_settings", "merge", "suggest"]
 
@@ -117,6 +117,9 @@ def _coerce_all(
         try:
             if name == "hosts":
                 out[name] = coerce_hosts(value)
+                continue
+            if name == "default_headers":
+                out[name] = header_lines(value)
                 continue
             out[name] = coerce_value(_HINTS[name], value, name)
         except (TypeError, ValueError) as exc:

@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Union, get_args, get_origin
 
-__all__ = ["coerce_hosts", "coerce_value", "parse_bytes"]
+__all__ = ["coerce_hosts", "coerce_value", "header_lines", "parse_bytes"]
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {
@@ -66,6 +66,23 @@ def coerce_hosts(value: Any) -> tuple[tuple[str, float | None, int | None], ...]
     if not isinstance(value, Mapping):
         raise TypeError(f"expected a table of host -> {{delay_s, concurrency}}, got {value!r:.80}")
     return tuple(sorted(_host_entry(host, table) for host, table in value.items()))
+
+
+def header_lines(value: Any) -> tuple[str, ...]:
+    """``default_headers`` lines from text, a list of ``Name: value`` or a name -> value table.
+
+    Text holds one header per line (header values hold commas, so not a comma list).
+
+    Raises:
+        TypeError: None of these.
+    """
+    if isinstance(value, str):
+        return tuple(line for line in value.splitlines() if line.strip())
+    if isinstance(value, Mapping):
+        return tuple(f"{k}: {v}" for k, v in value.items())
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise TypeError(f"expected 'Name: value' lines, got {value!r:.80}")
 
 
 def coerce_value(hint: Any, value: Any, name: str = "") -> Any:

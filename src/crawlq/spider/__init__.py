@@ -24,7 +24,9 @@ Where each part is written (import them from here):
 * `crawlq.spider.base`: `Spider`, the base class.
 * `crawlq.spider.response`: `Response`, the page a callback gets, and its ``follow``.
 * `crawlq.spider.callbacks`: which method a request's callback may name (`is_callback`).
-* `crawlq.spider.run`: calling a callback and collecting its output (`run_callback`).
+* `crawlq.spider.run`: calling a callback and collecting its output (`run_callback`), and an
+  errback (`start_errback`).
+* `crawlq.spider.failure`: `Failure`, what an errback gets.
 * `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path.
 * `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
 * `crawlq.errors.spider`: `SpiderError`, re-exported here.
@@ -33,13 +35,15 @@ Where each part is written (import them from here):
 from crawlq.errors import SpiderError
 from crawlq.spider.base import Spider
 from crawlq.spider.callbacks import is_callback
+from crawlq.spider.failure import Failure
 from crawlq.spider.loading import load_spider
 from crawlq.spider.response import Response
-from crawlq.spider.run import CallbackRun, run_callback, start_callback
+from crawlq.spider.run import CallbackRun, run_callback, start_callback, start_errback
 from crawlq.spider.sitemap_rules import sitemap_rules_of
 
 __all__ = [
     "CallbackRun",
+    "Failure",
     "Response",
     "Spider",
     "SpiderError",
@@ -48,4 +52,5 @@ __all__ = [
     "run_callback",
     "sitemap_rules_of",
     "start_callback",
+    "start_errback",
 ]

@@ -20,6 +20,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawlq.cookies import NO_COOKIES, check_cookies
 from crawlq.errors import InvalidURL
+from crawlq.headers import NO_HEADERS, check_headers
 from crawlq.links import (
     LinkRules,
     PageLinks,
@@ -285,6 +286,9 @@ class Response:
         method: str = "GET",
         body: bytes = b"",
         cookies: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        errback: Callable[..., Any] | str | None = None,
+        dont_filter: bool = False,
     ) -> CrawlRequest | None:
         """Return a request for a link on this page, one level deeper, or None.
 
@@ -312,16 +316,24 @@ class Response:
             cookies: Cookies to send with this request, name to value, besides the worker's
                 jar (README "Cookies"); not inherited from this response's request: pass
                 ``response.request.cookies`` to keep a session on whichever worker fetches.
+            headers: Request headers, name to value, over the job's ``default_headers``
+                (`crawlq.headers.check_headers`: no ``Host``, ``Cookie``, ``Authorization``…);
+                not inherited from this response's request.
+            errback: The spider method called with a `crawlq.spider.Failure` if the request
+                ends as a dead letter or gets a non-2xx status the spider does not handle, as
+                a bound method or its name (the same rule as ``callback``).
+            dont_filter: Fetch the link even if its URL was seen already (once per yield).
 
         Returns:
             The request (yield or return it from the callback to crawl it), or None when the
             link is not an http(s) URL with a host.
 
         Raises:
-            ValueError: ``href`` is a selector without an ``href``, or ``cookies`` breaks a
+            ValueError: ``href`` is a selector without an ``href``, ``cookies`` breaks a
                 rule of `crawlq.cookies.check_cookies` (the message starts with
-                ``cookies:``).
-            TypeError: ``callback`` is neither a spider method nor a string.
+                ``cookies:``), or ``headers`` one of `crawlq.headers.check_headers`
+                (``headers:``).
+            TypeError: ``callback`` or ``errback`` is neither a spider method nor a string.
         """
         if not isinstance(href, str):
             href = _href_of(href)
@@ -339,6 +351,9 @@ class Response:
                 meta=dict(meta) if meta else {},
                 cookies=cookies or NO_COOKIES,
                 referrer=self.request.url,
+                headers=headers or NO_HEADERS,
+                errback=callback_name(errback),
+                dont_filter=dont_filter,
             )
         except InvalidURL as exc:
             logger.debug("not following %r from %s: %s", href, self.url, exc.reason)
@@ -355,6 +370,9 @@ class Response:
         method: str = "GET",
         body: bytes = b"",
         cookies: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        errback: Callable[..., Any] | str | None = None,
+        dont_filter: bool = False,
     ) -> list[CrawlRequest]:
         """Return a `follow` request for each of ``hrefs``, skipping invalid ones silently.
 
@@ -371,17 +389,24 @@ class Response:
             method: As in `follow`.
             body: As in `follow`.
             cookies: As in `follow`.
+            headers: As in `follow`.
+            errback: As in `follow`.
+            dont_filter: As in `follow`.
 
         Returns:
             The requests, in the order of ``hrefs``.
 
         Raises:
-            TypeError: ``callback`` is neither a spider method nor a string.
-            ValueError: ``cookies`` breaks a rule of `crawlq.cookies.check_cookies`.
+            TypeError: ``callback`` or ``errback`` is neither a spider method nor a string.
+            ValueError: ``cookies`` breaks a rule of `crawlq.cookies.check_cookies`, or
+                ``headers`` one of `crawlq.headers.check_headers`.
         """
         name = callback_name(callback)  # raise on a bad callback even with no links
+        errback_name = callback_name(errback)
         cookies = check_cookies(cookies) if cookies else None  # and on bad cookies
-        no_extras = not (body or meta or cb_kwargs or cookies)
+        headers = check_headers(headers) if headers else None
+        no_extras = not (body or meta or cb_kwargs or cookies or headers or errback_name)
+        no_extras = no_extras and not dont_filter
         if hrefs is None and method == "GET" and no_extras:
             # The page's own links are absolute, normalised and valid already (`links`):
             # the same requests as `follow` makes, without resolving each link again.
@@ -406,6 +431,9 @@ class Response:
                     method=method,
                     body=body,
                     cookies=cookies,
+                    headers=headers,
+                    errback=errback_name,
+                    dont_filter=dont_filter,
                 )
             except ValueError:  # a selector without an href
                 continue

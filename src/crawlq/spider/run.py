@@ -16,9 +16,10 @@ from crawlq.errors import SpiderError
 from crawlq.request import CrawlRequest
 from crawlq.spider.base import Spider
 from crawlq.spider.callbacks import callback_method
+from crawlq.spider.failure import Failure
 from crawlq.spider.response import Response
 
-__all__ = ["CallbackRun", "run_callback", "start_callback"]
+__all__ = ["CallbackRun", "run_callback", "start_callback", "start_errback"]
 
 
 async def run_callback(
@@ -138,4 +139,26 @@ def start_callback(spider: Spider, response: Response) -> CallbackRun:
         run.collect_output(method(response, **response.request.cb_kwargs))
     except Exception as exc:
         raise SpiderError.raised(response.url, name, exc) from exc
+    return run
+
+
+def start_errback(spider: Spider, failure: Failure) -> CallbackRun:
+    """Call the request's errback with ``failure`` and run its synchronous part.
+
+    As `start_callback`, for ``spider.<failure.request.errback>(failure)``; the name must be
+    a public method of the spider, as a callback's (`crawlq.spider.callbacks`).
+
+    Raises:
+        SpiderError: As `run_callback` (``MissingCallback`` for a name that is not allowed).
+        ValueError: The request names no errback.
+    """
+    name = failure.request.errback
+    if not name:
+        raise ValueError(f"{failure.url}: the request names no errback")
+    method = callback_method(spider, name, failure.url)
+    run = CallbackRun(failure.url, name)
+    try:
+        run.collect_output(method(failure))
+    except Exception as exc:
+        raise SpiderError.raised(failure.url, name, exc) from exc
     return run

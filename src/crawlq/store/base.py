@@ -8,7 +8,9 @@ Keys and outcomes (docs/architecture.md invariant 1): every record is keyed by i
 fingerprint (20 bytes). A fingerprint is stored as exactly one of a page, a dead letter or a
 filtered record; the latest write wins, and a write replaces whatever that fingerprint had
 before, in any of the three. A page owns its items: they are replaced as a whole whenever the
-page is written, and removed when the fingerprint becomes dead or filtered.
+page is written, and removed when the fingerprint becomes dead or filtered. A dead letter may
+own items too (those its request's errback yielded, `crawlq.spider.Failure`): written with it,
+replaced as a page's are.
 
 Spider errors: a page whose ``error`` starts with `crawlq.records.SPIDER_ERROR_PREFIX` is one
 the spider failed on. Stores count them per kind (`StoreCounts.spider_errors_by_type`), select
@@ -91,7 +93,8 @@ class Store(Protocol):
         Per fingerprint, the record written last replaces whatever the store had: writing a
         page removes a dead or filtered record for it and replaces all the page's items with
         the batch's items for it (possibly none); writing a dead or filtered record removes a
-        page (and its items) or the other kind of record. An empty batch is a no-op.
+        page (and its items) or the other kind of record, and a dead letter gets the batch's
+        items for it (an errback's; possibly none). An empty batch is a no-op.
 
         If the awaiting task is cancelled, the write may or may not have been committed;
         repeating it is safe.

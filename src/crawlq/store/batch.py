@@ -32,7 +32,8 @@ class ResultBatch:
 
     Attributes:
         pages: Fetched pages.
-        items: Items of those pages. Every item must belong to a page of the same batch: a
+        items: Items of those pages (and of those dead letters: what a request's errback
+            yielded). Every item must belong to a page or dead letter of the same batch: a
             page's items are exactly the items written with it.
         dead: URLs given up on.
         filtered: URLs deliberately not fetched.
@@ -42,7 +43,8 @@ class ResultBatch:
 
     Raises:
         ValueError: A fingerprint is not 20 bytes, an item index is negative, an item's
-            fingerprint has no page in ``pages`` (the message names the URL), or ``job`` is
+            fingerprint has no page or dead letter in the batch (the message names the URL),
+            or ``job`` is
             an empty string.
     """
 
@@ -70,11 +72,12 @@ class ResultBatch:
                     f"fingerprint of {record.url!r} must be {FINGERPRINT_BYTES} bytes, got {fp!r}"
                 )
         page_fps = {page.fingerprint for page in self.pages}
+        page_fps.update(dead.fingerprint for dead in self.dead)
         for item in self.items:
             if item.fingerprint not in page_fps:
                 raise ValueError(
-                    f"item {item.index} of {item.url!r} has no page in the batch; "
-                    "write items together with their page"
+                    f"item {item.index} of {item.url!r} has no page or dead letter in the "
+                    "batch; write items together with their page"
                 )
             if item.index < 0:
                 raise ValueError(f"item index of {item.url!r} must be >= 0, got {item.index}")

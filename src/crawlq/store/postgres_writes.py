@@ -153,10 +153,11 @@ class BatchRows:
             if self.pages:
                 await _delete(cur, ("dead_letters", "filtered", "items"), self.pages)
                 await cur.executemany(_SQL.upsert_page, self.pages)
-                await cur.executemany(_SQL.insert_item, self.items)
             if self.dead:
                 await _delete(cur, ("pages", "items", "filtered"), self.dead)
                 await cur.executemany(_SQL.upsert_dead, self.dead)
+            if self.items:  # after both deletes: a page's or a dead letter's (errback) items
+                await cur.executemany(_SQL.insert_item, self.items)
             if self.filtered:
                 await _delete(cur, ("pages", "items", "dead_letters"), self.filtered)
                 await cur.executemany(_SQL.upsert_filtered, self.filtered)

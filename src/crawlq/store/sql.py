@@ -172,7 +172,8 @@ class CountQueries:
             d: The backend's spelling.
             kind_sql: The backend's SQL expression of a spider-error page's kind text.
             job: Count only what this job wrote: its pages, dead letters and filtered
-                records (the ``job`` column), and the items of its pages. None: the whole
+                records (the ``job`` column), and the items of its pages and dead letters.
+                None: the whole
                 store, rows of every job and of none.
             has_job: Whether the tables have the ``job`` column (store schema 6 on). Without
                 it no row belongs to a job, so a job's counts are all 0.
@@ -185,14 +186,19 @@ class CountQueries:
         else:
             cond = "1 = 0"
         where = f" WHERE {cond}" if cond else ""
-        items = f" WHERE fingerprint IN (SELECT fingerprint FROM pages{where})" if cond else ""
+        items = (
+            f" WHERE fingerprint IN (SELECT fingerprint FROM pages{where}"
+            f" UNION SELECT fingerprint FROM dead_letters{where})"
+            if cond
+            else ""
+        )
         totals = (
             f"SELECT (SELECT count(*) FROM pages{where}), (SELECT count(*) FROM items{items}),"
             f" (SELECT count(*) FROM dead_letters{where}), (SELECT count(*) FROM filtered{where})"
         )
         errors = f"{SPIDER_ERROR_SQL} AND {cond}" if cond else SPIDER_ERROR_SQL
         return cls(
-            totals=(totals, params * 4),
+            totals=(totals, params * 5),
             groups=(
                 (f"SELECT status, count(*) FROM pages{where} GROUP BY status", params),
                 (f"SELECT reason, count(*) FROM dead_letters{where} GROUP BY reason", params),

@@ -62,10 +62,11 @@ def write(batch: ResultBatch, conn: sqlite3.Connection) -> None:
         if page_rows:
             _delete(conn, ("dead_letters", "filtered", "items"), batch.pages)
             conn.executemany(_SQL.upsert_page, page_rows)
-            conn.executemany(_SQL.insert_item, item_rows)
         if dead_rows:
             _delete(conn, ("pages", "items", "filtered"), batch.dead)
             conn.executemany(_SQL.upsert_dead, dead_rows)
+        if item_rows:  # after both deletes: a page's or a dead letter's (errback) items
+            conn.executemany(_SQL.insert_item, item_rows)
         if filtered_rows:
             _delete(conn, ("pages", "items", "dead_letters"), batch.filtered)
             conn.executemany(_SQL.upsert_filtered, filtered_rows)

@@ -27,6 +27,7 @@ class LoggedRequest:
             `crawlq.urls.host_key`).
         cookie: The ``Cookie`` header as received (repeated headers joined with ``; ``),
             or None when there was none.
+        headers: Every request header as received, ``(name, value)`` in order.
     """
 
     start_s: float
@@ -35,6 +36,11 @@ class LoggedRequest:
     path: str
     host: str
     cookie: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def header(self, name: str) -> str | None:
+        """The first request header ``name`` (any case), or None."""
+        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
 
 
 class RequestLog:
@@ -58,7 +64,7 @@ class RequestLog:
         """
         with self._lock:
             entries = [
-                LoggedRequest(e.start_s, e.end_s, e.method, e.path, e.host, e.cookie)
+                LoggedRequest(e.start_s, e.end_s, e.method, e.path, e.host, e.cookie, e.headers)
                 for e in self._entries
             ]
         return [
@@ -70,6 +76,12 @@ class RequestLog:
     def cookies(self, path: str | None = None, *, host: str | None = None) -> list[str | None]:
         """Return the ``Cookie`` header of each matching request, in start order (None: none)."""
         return [e.cookie for e in self.requests(host=host, path=path)]
+
+    def headers(
+        self, name: str, path: str | None = None, *, host: str | None = None
+    ) -> list[str | None]:
+        """Return request header ``name`` of each matching request, in start order (None: none)."""
+        return [e.header(name) for e in self.requests(host=host, path=path)]
 
     def count(self, path: str | None = None, *, host: str | None = None) -> int:
         """Return how many requests matched ``path`` and ``host`` (None matches any)."""
@@ -150,6 +162,7 @@ class RequestLog:
                 request.path,
                 request.host.lower(),
                 "; ".join(sent) if sent else None,
+                tuple(request.headers.items()),
             )
             with self._lock:
                 self._entries.append(entry)
@@ -172,3 +185,4 @@ class _Entry:
     path: str
     host: str
     cookie: str | None
+    headers: tuple[tuple[str, str], ...] = ()
