@@ -102,7 +102,12 @@ class HeldLeases:
         """
         hold_s = settings.lease_hold_s
         interval = min(settings.heartbeat_s, hold_s / 3)
+        this = asyncio.current_task()
         while await self._beat(frontier, worker_id, hold_s, fail):
+            if this is not None and this.cancelling():
+                # The worker stopped during this beat and the Redis client below swallowed
+                # the cancellation: end here, or the worker would wait for this loop forever.
+                raise asyncio.CancelledError
             await asyncio.sleep(interval)
 
     async def _beat(
