@@ -37,12 +37,43 @@ def _job_pages(report: CrawlReport) -> str:
     return "" if n is None or n == report.store.pages else f"{n} by this job, "
 
 
+def _settled_lines(report: CrawlReport) -> list[str]:
+    """The dead-letter and filtered lines.
+
+    An embedded crawl's store is the crawl: its totals, by reason. A shared job's run gives
+    this run's count (when every worker process reported it) and the job's totals by reason,
+    labelled as the job's: ``dead-lettered: 1 this run, 3 by this job (timeout 3)``.
+    """
+    c, job = report.counters, report.job_store
+    if job is None:
+        dead = _reasons(report.store.dead_by_reason)
+        filtered = _reasons(report.store.filtered_by_reason)
+    else:
+        run = report.full_counters
+        dead = _run_and_job(sum(c.dead.values()) if run else None, job.dead_by_reason)
+        filtered = _run_and_job(sum(c.filtered.values()) if run else None, job.filtered_by_reason)
+    held = report.store.dead if job is None else job.dead
+    return [
+        f"dead-lettered: {dead}" + ("; --retry-dead requeues them" if held else ""),
+        f"filtered: {filtered}",
+    ]
+
+
+def _run_and_job(this_run: int | None, by_reason: Mapping[str, int]) -> str:
+    """``2 this run, 5 by this job (timeout 3, http_404 2)``; without ``this_run`` when None."""
+    run = "" if this_run is None else f"{this_run} this run, "
+    parts = ", ".join(f"{r} {n}" for r, n in sorted(by_reason.items(), key=lambda x: -x[1]))
+    return f"{run}{sum(by_reason.values())} by this job" + (f" ({parts})" if parts else "")
+
+
 def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> None:
     """Write the end-of-crawl summary as plain ``key: value`` lines.
 
     ``worker``: the report of ``crawlq worker``, for which a stop is the normal end (the job
     goes on with its other workers), not an interruption. The stored pages are this run's,
-    the job's when other jobs write to the same store (``12 by this job``), and the store's.
+    the job's when other jobs write to the same store (``12 by this job``), and the store's;
+    on a shared job, dead letters and filtered URLs are this run's and the job's
+    (`_settled_lines`), and the links not followed, retries and round trips this run's.
     """
     c, s = report.counters, report.store
     rate = c.pages / report.elapsed_s if report.elapsed_s > 0 else 0.0
@@ -69,9 +100,7 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
         f"items: {c.items} this run, {s.items} in store"
         if report.full_counters
         else f"items: {s.items} in store",
-        f"dead-lettered: {_reasons(s.dead_by_reason)}"
-        + ("; --retry-dead requeues them" if s.dead else ""),
-        f"filtered: {_reasons(s.filtered_by_reason)}",
+        *_settled_lines(report),
     ]
     if report.replayed:
         lines.append(f"dead letters replayed first (--retry-dead): {report.replayed}")
@@ -81,11 +110,13 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
             f"spider errors: {this_run}{s.spider_errors} in store"
             + (f" ({kinds(s.spider_errors_by_type)})" if s.spider_errors else "")
         )
-    if report.full_counters:  # else each worker process printed its own
+    if report.full_counters:  # else a worker process ended without its counts
+        run = "" if report.job_store is None else " this run"  # the job's are elsewhere
+        skipped = _reasons(c.skipped).replace(" (", f"{run} (", 1) if c.skipped else f"0{run}"
         lines += [
-            f"links not followed: {_reasons(c.skipped)}",
-            f"retries: {c.retries}",
-            f"frontier round trips: {c.round_trips}"
+            f"links not followed: {skipped}",
+            f"retries: {c.retries}{run}",
+            f"frontier round trips: {c.round_trips}{run}"
             + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
         ]
     if report.frontier.over_budget:
@@ -93,9 +124,10 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
             f"over max_pages_per_host: {report.frontier.over_budget} links not queued "
             "(their host had its budget of URLs)"
         )
+    f = report.frontier
     lines += [
-        f"queued: {report.frontier.queued}, delayed: {report.frontier.delayed}, "
-        f"in flight: {report.frontier.in_flight}",
+        f"queued: {f.queued}, delayed: {f.delayed}, in flight: {f.in_flight}"
+        + ("" if report.job_store is None else " (the job's, all its workers)"),
         f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",
     ]
     out.write("\n".join(lines) + "\n")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -47,6 +50,12 @@ __all__ = ["worker"]
     hidden=True,  # set by `crawl`/`worker --processes P` for their children: stop when it dies
     help="Stop gracefully once process PID is no longer this process's parent.",
 )
+@click.option(
+    "--counters-file",
+    default=None,
+    hidden=True,  # set by `crawl`/`worker --processes P` for their children: their counts
+    help="Write what this worker did, as JSON, to PATH when it ends.",
+)
 @output_options
 @observe_options
 def worker(
@@ -55,6 +64,7 @@ def worker(
     exit_when_done: bool,
     max_pages_share: int | None,
     parent_pid: int | None,
+    counters_file: str | None,
     **options: Any,
 ) -> None:
     """Work on a job: lease URLs, fetch, parse, store, push discovered links, ack.
@@ -112,6 +122,9 @@ def worker(
             )
     except ConfigError as exc:  # the metrics port cannot be bound
         raise click.UsageError(str(exc)) from None
+    if counters_file is not None:  # for the parent's summary (crawlq.engine.processes)
+        with contextlib.suppress(OSError):  # the parent is gone, or gave up waiting
+            Path(counters_file).write_text(json.dumps(report.counters.as_json()), "utf-8")
     if not quiet and not child:
         print_summary(report, sys.stdout, worker=True)
 
@@ -119,7 +132,7 @@ def worker(
 _PASSED_IN_ENV = ("--frontier", "--store")
 """Options whose value may hold a password: children get them in their environment, not on
 their command lines (which every local user can read)."""
-_SUPERVISOR_ONLY = ("--processes", "--metrics-port", "--metrics-host")
+_SUPERVISOR_ONLY = ("--processes", "--metrics-port", "--metrics-host", "--counters-file")
 """Options the supervisor keeps: its children serve no metrics of their own."""
 
 

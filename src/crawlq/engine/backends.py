@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from crawlq.engine.deps import Deps
 from crawlq.engine.inbox import inbox_filter
 from crawlq.engine.job import bind_job
+from crawlq.engine.plan import absolute_store
 from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
@@ -61,6 +62,7 @@ async def open_backends(
             job's, or ``bloom_capacity`` without a shared frontier.
         FrontierLocked, FrontierUnavailable, StoreError: A backend cannot be opened.
     """
+    settings = absolute_store(settings)  # the file this process means, wherever its job's run
     rules = Politeness.from_settings(settings)
     given = settings.explicit
     if "://" not in settings.store:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.plan import CrawlPlan, plan_crawl
-from crawlq.engine.progress import CrawlReport, Progress, WorkerHost, job_pages
+from crawlq.engine.progress import CrawlReport, Progress, WorkerHost, job_counts
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.scope import Scope
 from crawlq.settings import Settings
@@ -123,6 +123,7 @@ class Crawl(WorkerHost):
             if on_start is not None:
                 on_start()
             await worker.run()
+        mine = await job_counts(store, s)
         return CrawlReport(
             stopped_by=worker.stopped_by or "done",
             counters=worker.counters,
@@ -131,5 +132,6 @@ class Crawl(WorkerHost):
             elapsed_s=time.monotonic() - self._started,
             seeded=seeded,
             replayed=revived,
-            job_pages=await job_pages(store, s),
+            job_pages=mine.pages if mine is not None else None,
+            job_store=mine,
         )

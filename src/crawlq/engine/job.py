@@ -11,8 +11,12 @@ Code and local paths stay with the processes too (docs/architecture.md invariant
 write the job's Redis keys may change its politeness, scope and limits, but not the spider a
 worker imports, the directory it writes WARC files to or the SQLite file it writes results
 to (`LOCAL_FIELDS`). A process gets those from its own configuration (``--spider``,
-``--warc``, ``--store`` or their ``CRAWLQ_*`` variables), equal to the job's, or takes the
-job's only when its operator says so with ``--trust-job-code``.
+``--warc``, ``--store`` or their ``CRAWLQ_*`` variables, or its own default store), naming the
+same file as the job's, or takes the job's only when its operator says so with
+``--trust-job-code``. A job stores these paths absolute, and two paths are the same when they
+name the same file from this process (`_same`: relative to its working directory, ``~`` and
+symlinks resolved), so ``--store crawlq.db`` in the seeder's directory is the job's
+``/abs/crawlq.db``.
 
 Secrets stay with the processes: the job stores its ``store`` URL without its password
 (`crawlq.secrecy.without_password`; anyone who can read the job's Redis keys could read it
@@ -27,10 +31,11 @@ by the first: `crawlq.engine.seed_hosts`. A job's default name: `crawlq.engine.p
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from typing import Any
 
 from crawlq.engine.inbox import inbox_filter
-from crawlq.engine.plan import default_job_name
+from crawlq.engine.plan import absolute_local, default_job_name, local_path, same_local_file
 from crawlq.engine.seed_hosts import new_private_seed_hosts, with_seed_hosts
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
@@ -140,8 +145,7 @@ async def bind_job(
             job-level setting differs from the job's; the
             message names the setting, the job's value and the given one.
     """
-    proposed = {name: _jsonable(getattr(settings, name)) for name in JOB_FIELDS}
-    proposed["store"] = without_password(settings.store)  # never kept in shared state
+    proposed = _proposed(settings)
     stored = await frontier.job_settings(proposed if create else None)
     if stored is None:
         raise ConfigError(
@@ -149,29 +153,63 @@ async def bind_job(
             f"job {settings.job!r} has not been seeded: start it with `crawlq seed` or "
             "`crawlq crawl --frontier …` first",
         )
-    conflicts = [
-        f"{name}={stored[name]!r} (given {proposed[name]!r})"
-        for name in JOB_FIELDS
-        if name in settings.explicit and name in stored and not _same(name, stored, proposed)
-    ]
-    if conflicts:
-        raise ConfigError(
-            conflicts[0].split("=", 1)[0],
-            "the job was started with "
-            + ", ".join(conflicts)
-            + "; leave these out to use the job's values, or use another --job",
-        )
+    _refuse_conflicts(stored, proposed, settings)
     if not settings.trust_job_code:
         _refuse_job_code(stored, proposed, settings, runs_spider=runs_spider)
     source = f"job {settings.job!r}'s settings in its frontier"
     adopted = coerce_settings({n: stored[n] for n in JOB_FIELDS if n in stored}, source)
-    if "store" in settings.explicit:  # the same store: keep the password this worker gave
-        adopted.pop("store", None)
+    for name in LOCAL_FIELDS:  # this process's own file, or the job's only when trusted
+        if name in settings.explicit or (name in stored and _same(name, stored, proposed)):
+            adopted.pop(name, None)  # the same store keeps the password this process gave
     try:
         return dataclasses.replace(settings, **adopted)
     except ConfigError as exc:  # shared state is untrusted: say where the bad value came from
         detail = str(exc).removeprefix(exc.name + ": ")
         raise ConfigError(exc.name, f"{detail} ({source})") from None
+
+
+def _proposed(settings: Settings) -> dict[str, Any]:
+    """The job-level settings of this process, as a job stores them.
+
+    Local paths are absolute (`crawlq.engine.plan.absolute_local`): the job's other
+    processes may run in other directories. The store URL has no password.
+    """
+    proposed = {name: _jsonable(getattr(settings, name)) for name in JOB_FIELDS}
+    for name in LOCAL_FIELDS:
+        if proposed[name] is not None:
+            proposed[name] = absolute_local(name, proposed[name])
+    proposed["store"] = without_password(proposed["store"])  # never kept in shared state
+    return proposed
+
+
+def _refuse_conflicts(stored: dict[str, Any], proposed: dict[str, Any], settings: Settings) -> None:
+    """Raise if a setting this process gave explicitly differs from the job's.
+
+    Raises:
+        ConfigError: Named after the first setting that differs. A local path the job names
+            (`_local_value`) is refused alone, with the flag that gives the job's value (the
+            advice of `_refuse_job_code`); other settings are listed together.
+    """
+    differ = [
+        name
+        for name in JOB_FIELDS
+        if name in settings.explicit and name in stored and not _same(name, stored, proposed)
+    ]
+    for name in differ:
+        if _local_value(name, stored[name]):
+            raise ConfigError(
+                name,
+                f"job {settings.job!r} uses {_WHAT[name]} {stored[name]!r}, and this process "
+                f"was given {proposed[name]!r}, another {_KIND[name]}: "
+                f"{_advice(name, stored[name])} to use the job's, or use another --job",
+            )
+    if differ:
+        raise ConfigError(
+            differ[0],
+            "the job was started with "
+            + ", ".join(f"{n}={stored[n]!r} (given {proposed[n]!r})" for n in differ)
+            + "; leave these out to use the job's values, or use another --job",
+        )
 
 
 LOCAL_FIELDS = ("spider", "warc_dir", "store")
@@ -180,10 +218,27 @@ LOCAL_FIELDS = ("spider", "warc_dir", "store")
 _FLAGS = {"spider": "--spider", "warc_dir": "--warc", "store": "--store"}
 
 
+_WHAT = {"spider": "spider", "warc_dir": "WARC directory", "store": "store"}
+_KIND = {"spider": "spider", "warc_dir": "directory", "store": "file"}
+
+
+def _local_value(name: str, value: Any) -> bool:
+    """Whether the job's ``value`` of ``name`` names a file or directory on a machine."""
+    return name in LOCAL_FIELDS and isinstance(value, str) and local_path(name, value) is not None
+
+
+def _advice(name: str, value: str) -> str:
+    """The one thing to do to use the job's local ``value`` of ``name``: name it."""
+    return f"give {_FLAGS[name]} {shlex.quote(value)} (or CRAWLQ_{name.upper()})"
+
+
 def _refuse_job_code(
     stored: dict[str, Any], proposed: dict[str, Any], settings: Settings, *, runs_spider: bool
 ) -> None:
     """Raise if this process would take code or a local path from the job's settings.
+
+    A process that gave none of its own still uses the job's file when its own default is
+    that file (`_same`: both resolved here); it never opens a path because the job names it.
 
     Raises:
         ConfigError: The job names a spider (when ``runs_spider``), a WARC directory or a
@@ -191,29 +246,35 @@ def _refuse_job_code(
     """
     for name in LOCAL_FIELDS:
         value = stored.get(name)
-        if value is None or name in settings.explicit or value == proposed[name]:
+        if value is None or name in settings.explicit or _same(name, stored, proposed):
             continue
         if name == "spider" and not runs_spider:
             continue
-        if name == "store" and "://" in str(value) and not str(value).startswith("sqlite:"):
+        if name == "store" and not _local_value(name, value):
             continue  # a database server, not a file here (its password is the worker's)
-        env = f"CRAWLQ_{name.upper()}"
+        own = proposed[name]
+        flag = _FLAGS[name]
+        has = f"no {flag}" if own is None else f"no {flag} (its own default, {own!r}, differs)"
         raise ConfigError(
             name,
-            f"job {settings.job!r} names {name} {value!r}, and this process was given none: "
-            "code and local paths are never taken from the job's settings in Redis (anyone "
-            f"who can write them would choose them). Give {_FLAGS[name]} {value} (or {env}) "
-            "if that is what this machine should use, or --trust-job-code "
-            "(CRAWLQ_TRUST_JOB_CODE=1) to take the job's",
+            f"job {settings.job!r} uses {_WHAT[name]} {value!r}, and this process was given "
+            f"{has}: {_advice(name, str(value))} to use the job's on this machine (code and "
+            "local paths are never taken from the job's settings in Redis, which anyone who "
+            "can write them would choose; --trust-job-code takes them all)",
         )
 
 
 def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:
     """Whether the job's value of ``name`` and this process's agree.
 
-    A store's password, or the lack of one, does not count: jobs store none (and jobs
-    seeded by an older crawlq may hold one).
+    Local paths (spider file, WARC directory, SQLite store) agree when they name the same
+    file, both resolved against this process (`crawlq.engine.plan.same_local_file`:
+    working directory, ``~``, symlinks). A store's password, or the lack of one, does not
+    count: jobs store none (and jobs seeded by an older crawlq may hold one).
     """
+    mine = proposed[name]
+    if _local_value(name, stored[name]) and same_local_file(name, stored[name], mine):
+        return True
     if name == "store" and isinstance(stored[name], str):
         return without_password(stored[name]) == without_password(proposed[name])
     return bool(stored[name] == proposed[name])

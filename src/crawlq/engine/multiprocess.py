@@ -4,8 +4,9 @@
 (`MultiProcessCrawl`); ``crawlq worker --processes P`` starts P workers of a job
 (`MultiProcessWorker`). Each child is a ``crawlq worker --processes 1`` of the job
 (`crawlq.engine.processes.WorkerProcesses`); this process shows progress from the frontier
-and the store, forwards a stop to every child, and reports the job once, with the counters
-the store gained (`counted_since`: each child counts its own links, retries and round trips).
+and the store, forwards a stop to every child, and reports the job once, with the counters of
+every child summed (each writes its own when it ends, `WorkerProcesses.reports`), or the
+counters the store gained (`counted_since`) when a child ended without writing them.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from crawlq.engine.backends import open_backends
 from crawlq.engine.outage import read_through_outage
 from crawlq.engine.processes import WorkerProcesses
-from crawlq.engine.progress import CrawlReport, Progress, job_pages
+from crawlq.engine.progress import CrawlReport, Progress, job_counts
 from crawlq.engine.seeding import seed
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import (
@@ -49,11 +51,26 @@ class _Supervisor:
         self._before = StoreCounts(pages=0, items=0, dead=0, filtered=0)
         self._stopped = False
         self._started = time.monotonic()
+        self._reports: list[dict[str, Any]] | None = None  # the children's, once they exited
 
     def stop(self, *, force: bool = False) -> None:
         """Forward the stop to every child (SIGTERM, or SIGKILL with ``force``)."""
         self._stopped = True
         self.pool.stop(force=force)
+
+    def _counters(self, store: StoreCounts) -> tuple[WorkerCounters, bool]:
+        """This run's counters once the children have exited, and whether they are full.
+
+        The children's own counts summed (`WorkerProcesses.reports`: links not followed,
+        retries, round trips...) when every child reported; else what the store gained
+        since the start (`counted_since`), and False.
+        """
+        if self._reports is not None:
+            try:
+                return WorkerCounters.summed(self._reports, self._started), True
+            except (KeyError, TypeError, ValueError) as exc:
+                logger.warning("a worker process's counts could not be read: %s", exc)
+        return counted_since(self._before, store), False
 
     async def progress(self) -> Progress | None:
         """Frontier counts and pages stored since the start, for all children together."""
@@ -144,9 +161,10 @@ class MultiProcessCrawl(_Supervisor):
                 codes = await self.pool.wait(spent if limit is not None else None)
             finally:
                 self._frontier = self._store = None
+                self._reports = self.pool.reports()
             store = await read_through_outage(backends.store.counts)
             mine = await read_through_outage(
-                functools.partial(job_pages, backends.store, backends.settings)
+                functools.partial(job_counts, backends.store, backends.settings)
             )
             frontier = await read_through_outage(backends.frontier.stats)
             budget_left_work = limit is not None and frontier.pending > 0  # shares spent
@@ -160,16 +178,18 @@ class MultiProcessCrawl(_Supervisor):
                 stopped_by = "max_pages" if budget_left_work else "done"
             else:
                 stopped_by = "stopped"
+            counters, full = self._counters(store)
             report = CrawlReport(
                 stopped_by=stopped_by,
-                counters=counted_since(self._before, store),
+                counters=counters,
                 store=store,
                 frontier=frontier,
                 elapsed_s=time.monotonic() - self._started,
                 seeded=seeded.queued,
-                full_counters=False,
+                full_counters=full,
                 replayed=seeded.replayed,
-                job_pages=mine,
+                job_pages=None if mine is None else mine.pages,
+                job_store=mine,
             )
         if failed and stopped_by == "stopped":
             raise CrawlqError(
@@ -229,24 +249,27 @@ class MultiProcessWorker(_Supervisor):
                 codes = await self.pool.wait()
             finally:
                 self._frontier = self._store = None
+                self._reports = self.pool.reports()
             store = await read_through_outage(backends.store.counts)
             mine = await read_through_outage(
-                functools.partial(job_pages, backends.store, backends.settings)
+                functools.partial(job_counts, backends.store, backends.settings)
             )
             frontier = await read_through_outage(backends.frontier.stats)
         failed = [c for c in codes if c not in (0, -15)]
         if failed and not self._stopped:
             raise CrawlqError(f"worker processes exited with {codes}")
         done = self.exit_when_done and not self._stopped and frontier.pending == 0
+        counters, full = self._counters(store)
         return CrawlReport(
             stopped_by="done" if done else "stopped",
-            counters=counted_since(self._before, store),
+            counters=counters,
             store=store,
             frontier=frontier,
             elapsed_s=time.monotonic() - self._started,
             seeded=0,
-            full_counters=False,
-            job_pages=mine,
+            full_counters=full,
+            job_pages=None if mine is None else mine.pages,
+            job_store=mine,
         )
 
 

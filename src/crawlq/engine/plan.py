@@ -8,7 +8,8 @@ store (`crawlq.engine.job.bind_job`):
 * the allowed domains (`crawlq.scope.crawl_domains`: settings, else spider, else seed hosts);
 * the seed hosts, exempt from the private-address guard
   (`crawlq.engine.seed_hosts.with_seed_hosts`);
-* an absolute store path (`absolute_store`: a job's workers may run in another directory);
+* an absolute store path (`absolute_store`: a job's workers may run in another directory;
+  `absolute_local` and `same_local_file` for every setting that names a local file);
 * on a shared frontier, the job's name when none was given (`default_job_name`).
 
 ``crawlq crawl`` (both engines) calls `plan_crawl`, ``crawlq seed`` `plan_seed`; a process
@@ -30,16 +31,19 @@ from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope, check_url_length, crawl_domains
 from crawlq.settings import Settings, check_job_name
-from crawlq.spider import Spider, sitemap_rules_of
+from crawlq.spider import Spider, sitemap_rules_of, spider_file
 from crawlq.urls import host_key
 
 __all__ = [
     "CrawlPlan",
+    "absolute_local",
     "absolute_store",
     "default_job_name",
+    "local_path",
     "plan_crawl",
     "plan_seed",
     "reparse_scope",
+    "same_local_file",
     "spider_scope",
 ]
 
@@ -63,13 +67,71 @@ class CrawlPlan:
 
 
 def absolute_store(settings: Settings) -> Settings:
-    """``settings`` with a store file path made absolute (a URL, ``…://…``, is left as it is).
+    """``settings`` with a store file path made absolute (`absolute_local`).
 
+    A database URL (``…://…`` other than ``sqlite:///``) is left as it is.
     A job's workers may run in another directory: the job never stores a cwd-relative path.
     """
-    if "://" in settings.store:
-        return settings
-    return dataclasses.replace(settings, store=os.path.abspath(settings.store))
+    store = absolute_local("store", settings.store)
+    return settings if store == settings.store else dataclasses.replace(settings, store=store)
+
+
+def local_path(name: str, value: str | None) -> str | None:
+    """The local file or directory that the setting ``name`` = ``value`` names, as written.
+
+    ``store``: a SQLite file path or ``sqlite:///PATH`` (None for a database URL);
+    ``warc_dir``: the directory; ``spider``: the file of ``file.py:Class``
+    (`crawlq.spider.spider_file`; None for ``module:Class``). None for other settings.
+    """
+    if value is None:
+        return None
+    if name == "spider":
+        return spider_file(value)
+    if name == "warc_dir":
+        return value
+    if name == "store":
+        if value.startswith("sqlite:///"):
+            return value.removeprefix("sqlite:///")
+        return None if "://" in value else value
+    return None
+
+
+def absolute_local(name: str, value: str) -> str:
+    """``value`` with the local path it names (`local_path`) made absolute.
+
+    Absolute against this process's working directory, ``~`` expanded; symlinks are kept as
+    written. Other values are returned unchanged.
+
+    ``crawlq.db`` -> ``/home/me/crawl/crawlq.db``; ``sqlite:///crawlq.db`` ->
+    ``sqlite:////home/me/crawl/crawlq.db``; ``spiders/s.py:S`` ->
+    ``/home/me/crawl/spiders/s.py:S``.
+    """
+    path = local_path(name, value)
+    if path is None:
+        return value
+    full = os.path.abspath(os.path.expanduser(path))
+    if name == "spider":
+        return full + value[len(path) :]
+    return "sqlite:///" + full if value.startswith("sqlite:///") else full
+
+
+def same_local_file(name: str, a: str | None, b: str | None) -> bool:
+    """Whether ``a`` and ``b``, two values of the setting ``name``, name the same local file.
+
+    Both paths are resolved here (absolute against this process's working directory, ``~``
+    expanded, symlinks followed: nothing is opened); a spider's class names must be equal
+    too. False when either names no local file (`local_path`).
+    """
+    path_a, path_b = local_path(name, a), local_path(name, b)
+    if path_a is None or path_b is None or a is None or b is None:
+        return False
+    if name == "spider" and a.rpartition(":")[2] != b.rpartition(":")[2]:  # the class
+        return False
+    return _resolved(path_a) == _resolved(path_b)
+
+
+def _resolved(path: str) -> str:
+    return os.path.realpath(os.path.expanduser(path))
 
 
 def plan_crawl(

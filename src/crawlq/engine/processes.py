@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 __all__ = ["WorkerProcesses"]
 
@@ -27,6 +31,10 @@ class WorkerProcesses:
     user of the machine): a frontier or store URL travels in ``env`` (``CRAWLQ_FRONTIER``,
     ``CRAWLQ_STORE``), which only the child's owner can read.
 
+    Each child writes what it did (`crawlq.engine.worker.WorkerCounters.as_json`) to a file
+    of its own in a private temporary directory when it ends (the hidden
+    ``--counters-file``), which `reports` reads once they have all exited.
+
     Args:
         args: Arguments after ``crawlq worker`` (``--job``, ...): no secrets.
         count: Number of processes, at least 1.
@@ -44,12 +52,39 @@ class WorkerProcesses:
         self.count = count
         self.env = dict(env or {})
         self.procs: list[subprocess.Popen[bytes]] = []
+        self._reports: tempfile.TemporaryDirectory[str] | None = None
 
     def start(self) -> None:
         """Start the processes (their output goes to this process's stderr)."""
         env = {**os.environ, **self.env}
-        self.procs = [subprocess.Popen(self.args, env=env) for _ in range(self.count)]
+        self._reports = tempfile.TemporaryDirectory(prefix="crawlq-workers-")
+        files = [os.path.join(self._reports.name, f"{i}.json") for i in range(self.count)]
+        self.procs = [
+            subprocess.Popen([*self.args, "--counters-file", file], env=env) for file in files
+        ]
         logger.info("started %d worker processes: %s", self.count, [p.pid for p in self.procs])
+
+    def reports(self) -> list[dict[str, Any]] | None:
+        """What each child wrote when it ended (after `wait`), then forget the files.
+
+        None when a child wrote nothing readable (killed, or ended by an error): the
+        children's counts are then incomplete.
+        """
+        if self._reports is None:
+            return None
+        try:
+            found = []
+            for file in sorted(Path(self._reports.name).iterdir()):
+                report = json.loads(file.read_text("utf-8"))
+                if not isinstance(report, dict):
+                    return None
+                found.append(report)
+            return found if len(found) == len(self.procs) else None
+        except (OSError, ValueError):
+            return None
+        finally:
+            self._reports.cleanup()
+            self._reports = None
 
     def stop(self, *, force: bool = False) -> None:
         """Ask every running child to stop: SIGTERM (graceful), or SIGKILL with ``force``."""

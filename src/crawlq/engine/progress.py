@@ -17,7 +17,7 @@ from crawlq.frontier import Frontier, FrontierStats
 from crawlq.settings import Settings
 from crawlq.store import Store, StoreCounts
 
-__all__ = ["CrawlReport", "Progress", "WorkerHost", "job_pages"]
+__all__ = ["CrawlReport", "Progress", "WorkerHost", "job_counts", "job_pages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +59,9 @@ class CrawlReport:
         replayed: Dead letters of earlier runs put back in the queue first (``retry_dead``).
         job_pages: Pages in the store that the shared job wrote (`job_pages`), fewer than
             ``store.pages`` when other jobs write to the store too; None for an embedded crawl.
+        job_store: What the store holds of the shared job (`job_counts`: its pages, dead
+            letters and filtered URLs, every run and worker of the job together); None for
+            an embedded crawl, whose store is the crawl (``store``).
     """
 
     stopped_by: str
@@ -70,6 +73,7 @@ class CrawlReport:
     full_counters: bool = True
     replayed: int = 0
     job_pages: int | None = None
+    job_store: StoreCounts | None = None
 
 
 async def job_pages(store: Store, settings: Settings) -> int | None:
@@ -80,8 +84,20 @@ async def job_pages(store: Store, settings: Settings) -> int | None:
     Raises:
         StoreUnavailable, StoreError: As `crawlq.store.Store.counts`.
     """
+    counts = await job_counts(store, settings)
+    return None if counts is None else counts.pages
+
+
+async def job_counts(store: Store, settings: Settings) -> StoreCounts | None:
+    """What the crawl's shared job wrote to ``store`` (`CrawlReport.job_store`).
+
+    None for an embedded crawl (`crawlq.engine.outcome.stored_job`).
+
+    Raises:
+        StoreUnavailable, StoreError: As `crawlq.store.Store.counts`.
+    """
     job = stored_job(settings)
-    return None if job is None else (await store.counts(job=job)).pages
+    return None if job is None else await store.counts(job=job)
 
 
 class WorkerHost:

@@ -20,7 +20,7 @@ from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.multiprocess import MultiProcessCrawl, MultiProcessWorker, counted_since
 from crawlq.engine.outage import outage_wait_s
 from crawlq.engine.plan import spider_scope
-from crawlq.engine.progress import CrawlReport, WorkerHost, job_pages
+from crawlq.engine.progress import CrawlReport, WorkerHost, job_counts
 from crawlq.engine.seeding import SeedResult, seed
 from crawlq.errors import (
     ConfigError,
@@ -184,6 +184,7 @@ class WorkerService(WorkerHost):
                 await worker.run()
             finally:
                 self._frontier = None
+        mine = await job_counts(backends.store, s)
         return CrawlReport(
             stopped_by=worker.stopped_by or "done",
             counters=worker.counters,
@@ -191,5 +192,6 @@ class WorkerService(WorkerHost):
             frontier=await backends.frontier.stats(),
             elapsed_s=time.monotonic() - self._started,
             seeded=0,
-            job_pages=await job_pages(backends.store, s),
+            job_pages=mine.pages if mine is not None else None,
+            job_store=mine,
         )

@@ -76,7 +76,8 @@ def _warc_dir(settings: Settings) -> None:
     if settings.warc_dir is not None:
         if not settings.warc_dir.strip():
             raise ConfigError("warc_dir", "must not be empty")
-        object.__setattr__(settings, "warc_dir", os.path.abspath(settings.warc_dir))
+        path = os.path.abspath(os.path.expanduser(settings.warc_dir))
+        object.__setattr__(settings, "warc_dir", path)
 
 
 def _signs(settings: Settings) -> None:

@@ -27,7 +27,8 @@ Where each part is written (import them from here):
 * `crawlq.spider.run`: calling a callback and collecting its output (`run_callback`), and an
   errback (`start_errback`).
 * `crawlq.spider.failure`: `Failure`, what an errback gets.
-* `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path.
+* `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path
+  (`spider_file`: the file such a path names).
 * `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
 * `crawlq.errors.spider`: `SpiderError`, re-exported here.
 """
@@ -36,7 +37,7 @@ from crawlq.errors import SpiderError
 from crawlq.spider.base import Spider
 from crawlq.spider.callbacks import is_callback
 from crawlq.spider.failure import Failure
-from crawlq.spider.loading import load_spider
+from crawlq.spider.loading import load_spider, spider_file
 from crawlq.spider.response import Response
 from crawlq.spider.run import CallbackRun, run_callback, start_callback, start_errback
 from crawlq.spider.sitemap_rules import sitemap_rules_of
@@ -51,6 +52,7 @@ __all__ = [
     "load_spider",
     "run_callback",
     "sitemap_rules_of",
+    "spider_file",
     "start_callback",
     "start_errback",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 from crawlq.errors import ConfigError
 from crawlq.spider.base import Spider
 
-__all__ = ["load_spider"]
+__all__ = ["load_spider", "spider_file"]
 
 _NON_WORD = re.compile(r"\W")
 
@@ -52,7 +52,7 @@ def load_spider(path: str | None) -> type[Spider]:
         )
     if not target or not qualname:
         raise ConfigError("spider", f"{path!r}: both the module and the class name are needed")
-    if target.endswith(".py") or "/" in target or "\\" in target:
+    if spider_file(path) is not None:
         module = _load_file(target, path)
     else:
         module = _import_module(target, path)
@@ -69,6 +69,19 @@ def load_spider(path: str | None) -> type[Spider]:
             "spider", f"{path!r}: {qualname!r} is not a subclass of crawlq.spider.Spider"
         )
     return found
+
+
+def spider_file(path: str) -> str | None:
+    """The file a ``"path/to/file.py:ClassName"`` spider path loads, as written.
+
+    None when ``path`` names a module (``"package.module:ClassName"``) or has no ``:``.
+    `load_spider` loads such a file relative to the working directory (``~`` expanded);
+    `crawlq.engine.job` compares two spider paths by the file they name.
+    """
+    target, colon, _ = path.rpartition(":")
+    if colon and (target.endswith(".py") or "/" in target or "\\" in target):
+        return target
+    return None
 
 
 def _load_file(file: str, path: str) -> Any:

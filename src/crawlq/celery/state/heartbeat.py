@@ -4,6 +4,8 @@
 each of its jobs' ``workers`` sorted set every ``interval_s`` seconds, with its own
 synchronous Redis connections (it beats while the event loop is busy with downloads).
 `crawlq.celery.state.CeleryState.orphans` takes the URLs of processes whose beat is stale.
+A beat is written only while the job exists (``heartbeat.lua``, one atomic step): a process
+still beating after ``crawlq job delete`` never re-creates the deleted job's keys.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ import redis as sync_redis
 
 from crawlq.clock import SystemClock
 from crawlq.frontier.redis import Keyspace
+from crawlq.frontier.redis.scripts import Script
 
 __all__ = ["Heartbeat", "process_id"]
 
 logger = logging.getLogger(__name__)
+
+_BEAT = Script("heartbeat", "crawlq.celery").source
+"""``heartbeat.lua``: ZADD into the job's ``workers`` only while its job hash exists."""
 
 
 def process_id() -> str:
@@ -94,6 +100,8 @@ class Heartbeat:
         for (_url, job), client in jobs.items():
             try:
                 now = SystemClock().wall_ms()
-                client.zadd(Keyspace(job).workers, {member: now})
+                keys = Keyspace(job)
+                beat = client.register_script(_BEAT)  # EVALSHA, loaded again after NOSCRIPT
+                beat(keys=[keys.job_info, keys.workers], args=[member, now])
             except (sync_redis.RedisError, OSError) as exc:
                 logger.debug("heartbeat of %s for job %s failed: %s", member, job, exc)

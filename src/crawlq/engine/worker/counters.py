@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from crawlq.engine.outcome import Kind, Outcome
 from crawlq.records import spider_error_type
 
 __all__ = ["WorkerCounters"]
+
+_NUMBERS = ("pages", "items", "retries", "links", "round_trips")
+_BY_REASON = ("dead", "filtered", "skipped", "spider_errors")
 
 
 @dataclass(slots=True)
@@ -55,3 +60,33 @@ class WorkerCounters:
             self.dead[o.reason] += 1
         elif o.kind is Kind.FILTERED:
             self.filtered[o.reason] += 1
+
+    def as_json(self) -> dict[str, Any]:
+        """The counts as JSON values (`summed` reads them back; ``started_s`` is left out)."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _NUMBERS}
+        out.update({name: dict(getattr(self, name)) for name in _BY_REASON})
+        return out
+
+    @classmethod
+    def summed(cls, reports: Iterable[Mapping[str, Any]], started_s: float) -> WorkerCounters:
+        """The counters of several workers' `as_json` reports together.
+
+        Raises:
+            ValueError: A report is not one of `as_json`'s shape (a count not an integer).
+        """
+        total = cls(started_s=started_s)
+        for report in reports:
+            for name in _NUMBERS:
+                setattr(total, name, getattr(total, name) + _count(report[name]))
+            for name in _BY_REASON:
+                counts = report[name]
+                if not isinstance(counts, Mapping):
+                    raise ValueError(f"{name}: expected an object, got {counts!r}")
+                getattr(total, name).update({str(k): _count(n) for k, n in counts.items()})
+        return total
+
+
+def _count(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"expected a count, got {value!r}")
+    return value

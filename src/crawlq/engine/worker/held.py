@@ -90,6 +90,9 @@ class HeldLeases:
     ) -> None:
         """Renew every held lease each heartbeat until cancelled (module docstring).
 
+        The first heartbeat is at once (the worker starts leasing beside it), so that
+        ``crawlq status`` counts a worker as live from its start, not one heartbeat later.
+
         Args:
             frontier: Where the leases live.
             worker_id: The worker's id (renewing none still records its heartbeat).
@@ -99,22 +102,37 @@ class HeldLeases:
         """
         hold_s = settings.lease_hold_s
         interval = min(settings.heartbeat_s, hold_s / 3)
-        while True:
+        this = asyncio.current_task()
+        while await self._beat(frontier, worker_id, hold_s, fail):
+            if this is not None and this.cancelling():
+                # The worker stopped during this beat and the Redis client below swallowed
+                # the cancellation: end here, or the worker would wait for this loop forever.
+                raise asyncio.CancelledError
             await asyncio.sleep(interval)
-            held = self.leases()  # renewing none still records the heartbeat
-            try:
-                renewed = await frontier.renew(held, hold_s, worker_id=worker_id)
-            except FrontierUnavailable as exc:
-                logger.warning("could not renew %d leases: %s", len(held), exc)
-                continue
-            except FrontierError as exc:  # the job is gone, Redis refuses: stop the worker
-                fail(exc)
-                return
-            kept = {lease.lease_id for lease in renewed}
-            for lease in held:
-                if lease.lease_id not in kept and lease.lease_id in self._held:
-                    # Another worker has it now: stop renewing, settling and releasing it (its
-                    # fetch may still finish here; the store's upsert absorbs the repeat).
-                    logger.warning("lost lease on %s (expired)", lease.request.url)
-                    del self._held[lease.lease_id]
-                    self._lost.add(lease.lease_id)
+
+    async def _beat(
+        self,
+        frontier: Frontier,
+        worker_id: str,
+        hold_s: float,
+        fail: Callable[[CrawlqError], None],
+    ) -> bool:
+        """One heartbeat: renew the held leases; False when the loop must end (`renew_loop`)."""
+        held = self.leases()  # renewing none still records the heartbeat
+        try:
+            renewed = await frontier.renew(held, hold_s, worker_id=worker_id)
+        except FrontierUnavailable as exc:
+            logger.warning("could not renew %d leases: %s", len(held), exc)
+            return True
+        except FrontierError as exc:  # the job is gone, Redis refuses: stop the worker
+            fail(exc)
+            return False
+        kept = {lease.lease_id for lease in renewed}
+        for lease in held:
+            if lease.lease_id not in kept and lease.lease_id in self._held:
+                # Another worker has it now: stop renewing, settling and releasing it (its
+                # fetch may still finish here; the store's upsert absorbs the repeat).
+                logger.warning("lost lease on %s (expired)", lease.request.url)
+                del self._held[lease.lease_id]
+                self._lost.add(lease.lease_id)
+        return True

@@ -35,7 +35,8 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 | ``inbox`` | list | URLs or JSON requests from any producer (``LPUSH``); "" is a wake-up token |
 | ``claim:{worker}`` | list | inbox entries a worker took and has not pushed yet |
 | ``rejected`` | list | inbox entries that were not valid requests, with the reason |
-| ``workers`` | sorted set | worker id -> last heartbeat Unix ms |
+| ``workers`` | sorted set | worker id -> last heartbeat Unix ms (written only while the job
+  exists: ``renew.lua``, the Celery engine's ``heartbeat.lua``) |
 | ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
 | ``job`` | hash | ``id`` (random, set when the job is created; every write checks it),
   ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job),
