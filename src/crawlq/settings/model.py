@@ -234,6 +234,13 @@ class Settings:
     default); in a settings file ``[hosts."example.com"]`` with ``delay_s`` and
     ``concurrency``. A host's override applies to its subdomains too."""
 
+    host_auth: tuple[tuple[str, str | None, str | None, str | None], ...] = ()
+    """Per-host credentials by reference, as ``(host, auth_user, auth_password_env,
+    auth_token_env)``: the ``auth_*`` keys of a ``[hosts."example.com"]`` table in the
+    settings file or ``CRAWLQ_HOSTS`` (README "Authentication"), never set by name. The
+    ``_env`` values name environment variables of this process that hold the password or
+    bearer token. Per process, never a job setting: the job's ``hosts`` never carry it."""
+
     visibility_timeout_s: float = 0.0
     """Seconds before an unacked task or lease returns to the queue when nothing says its
     worker is alive; 0: 4 x ``timeout_s``. On the Redis frontier a worker's leases return
@@ -260,6 +267,10 @@ class Settings:
     """Directory where each worker process archives the request and response of every fetched
     page to gzip-compressed WARC 1.1 files (None: no archive). Created when missing; a
     relative path is made absolute when the settings are built."""
+
+    warc_keep_auth: bool = False
+    """Keep the ``Authorization`` header a request was sent with (README "Authentication")
+    in its WARC request record; by default its value is written ``[redacted]``. Per process."""
 
     warc_max_size_bytes: int = 1_000_000_000
     """A WARC file is closed, and the next one started, once it reaches this many bytes."""
