@@ -128,7 +128,7 @@ def _coerce_all(
         _HINTS.update(get_type_hints(Settings))
     out: dict[str, Any] = {}
     for name, value in values.items():
-        if name not in _HINTS or name in ("explicit", "host_auth"):
+        if name not in Settings.field_names():
             close = suggest(name)
             hint = f"; did you mean {' or '.join(spell(n) for n in close)}?" if close else ""
             raise ConfigError(
