@@ -311,3 +311,18 @@ def test_credentials_are_refused_from_the_command_line_environment_name(
     proc = run_crawlq(*cmd, check=False, env=env)
     assert proc.returncode == 2, proc.stderr
     assert "CRAWLQ_HOST_AUTH: unknown setting" in proc.stderr, proc.stderr
+
+
+def test_the_worker_processes_of_crawl_get_the_credentials_and_keep_auth(
+    tmp_path: Path, sites: Sites, redis_url: str, job: str
+) -> None:
+    store, warc = tmp_path / "s.db", tmp_path / "warc"
+    config = _config(tmp_path, BASIC_TABLE)
+    cmd = ["crawl", f"{sites.base}/private", "--frontier", redis_url, "--job", job]
+    cmd += ["--store", str(store), "--config", str(config), "--processes", "2"]
+    cmd += ["--warc", str(warc), "--warc-keep-auth", "--max-depth", "1", *FAST, "-q"]
+    run_crawlq(*cmd, env={"SITE_PW": PASSWORD})
+    assert _pages(store)[f"{sites.base}/private/2"] == 200  # fetched by a child
+    assert sites.log.headers("Authorization", "/private/2") == [BASIC]
+    heads = _warc_requests(warc)
+    assert BASIC in [v for head in heads for k, v in head if k.lower() == "authorization"]
