@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from crawlq.settings import Settings
+from crawlq.settings import Settings, host_auth_tables
 
 __all__ = ["KILL_AFTER_S", "STOP_GRACE_S", "LocalWorker"]
 
@@ -86,6 +86,10 @@ class LocalWorker:
             env["CRAWLQ_SPIDER"] = settings.spider
         if settings.trust_job_code:
             env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+        if settings.host_auth:  # names of variables the worker reads too, never a secret
+            env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
+        if settings.warc_keep_auth:
+            env["CRAWLQ_WARC_KEEP_AUTH"] = "1"
         if settings.metrics_port is not None:  # the worker does the work: it serves metrics
             env["CRAWLQ_METRICS_PORT"] = str(settings.metrics_port)
             env["CRAWLQ_METRICS_HOST"] = settings.metrics_host

@@ -214,6 +214,7 @@ def _native_runner(
         args = ["--concurrency", str(settings.concurrency)]
         args += ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
         args += ["--log-format", settings.log_format]
+        args += ["--warc-keep-auth"] if settings.warc_keep_auth else []
         return MultiProcessCrawl(
             plan.settings, plan.start_requests, processes, args, retry_dead=retry_dead
         )

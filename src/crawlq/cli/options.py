@@ -300,6 +300,12 @@ def process_options(f: F) -> F:
                 default=None,
                 help="Worker processes on this machine (shared frontier only).",
             ),
+            click.option(
+                "--warc-keep-auth",
+                is_flag=True,
+                default=None,
+                help="Keep the Authorization header in WARC request records [redacted].",
+            ),
         ],
     )
 

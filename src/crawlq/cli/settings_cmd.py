@@ -72,7 +72,7 @@ def settings_table() -> list[dict[str, Any]]:
     docs = _descriptions()
     rows = []
     for f in dataclasses.fields(Settings):
-        if f.name == "explicit":
+        if f.name not in Settings.field_names():  # explicit; host_auth (from hosts tables)
             continue
         default = f.default if f.default is not dataclasses.MISSING else None
         if f.default_factory is not dataclasses.MISSING:  # pragma: no cover - none today

@@ -30,7 +30,7 @@ from crawlq.errors import (
 )
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
-from crawlq.settings import Settings
+from crawlq.settings import Settings, host_auth_tables
 from crawlq.store import Store, StoreCounts
 
 __all__ = ["MultiProcessCrawl", "MultiProcessWorker", "counted_since"]
@@ -113,11 +113,14 @@ class MultiProcessCrawl(_Supervisor):
         self.settings = settings
         self.requests = list(requests)
         self.retry_dead = retry_dead
+        env = {"CRAWLQ_FRONTIER": settings.frontier}  # not argv: it may hold a password
+        if settings.host_auth:  # the children read the same variables (README "Authentication")
+            env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
         super().__init__(
             WorkerProcesses(
                 ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],
                 processes,
-                {"CRAWLQ_FRONTIER": settings.frontier},  # not argv: it may hold a password
+                env,
             )
         )
 

@@ -4,8 +4,8 @@ r"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, cla
 already classified for the retry policy (`crawlq.retry`): no aiohttp exception escapes.
 This is the only package that imports aiohttp (besides `crawlq.testing`). Its modules:
 `fetcher` (`Fetcher`), `redirects`, `jar` (cookies), `body` (reading and the cap),
-`resolver` (the guarded resolver), `response` (one exchange, headers) and `failures`
-(classification).
+`resolver` (the guarded resolver), `response` (one exchange, headers), `auth` (per-host
+credentials) and `failures` (classification).
 
 Rules and their sources:
 

@@ -29,6 +29,7 @@ from crawlq.errors import (
     TooManyRedirects,
     TransientFetchError,
 )
+from crawlq.fetch.auth import HostCredentials
 from crawlq.fetch.body import read_body
 from crawlq.fetch.failures import classify
 from crawlq.fetch.jar import CookieJar, redirect_cookies
@@ -88,6 +89,10 @@ class Fetcher:
         default_headers: Headers sent with every request (the job's ``default_headers``,
             checked by `crawlq.headers`), over the built-in ``Accept``, ``Accept-Language``
             and ``Accept-Encoding``; a fetch's own ``headers`` win over them.
+        credentials: The ``Authorization`` each host's requests carry (`crawlq.fetch.auth`),
+            decided hop by hop by the host of the request; it wins over ``headers``.
+        keep_auth: Keep the ``Authorization`` value in ``FetchResult.exchange`` (for WARC
+            ``--warc-keep-auth``); by default it is recorded as ``[redacted]``.
 
     Raises:
         ValueError: A limit is not positive (``max_redirects`` may be 0).
@@ -107,6 +112,8 @@ class Fetcher:
         resolver: AbstractResolver | None = None,
         cookies: bool = True,
         default_headers: Mapping[str, str] | None = None,
+        credentials: HostCredentials | None = None,
+        keep_auth: bool = False,
     ) -> None:
         if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
             raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
@@ -123,6 +130,8 @@ class Fetcher:
         self._resolver = resolver
         self.cookies = cookies
         self._default_headers = check_headers(default_headers or {})
+        self._credentials = credentials or HostCredentials({})
+        self._keep_auth = keep_auth
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
 
@@ -135,8 +144,13 @@ class Fetcher:
 
         Args:
             settings: User agent, timeouts, body and redirect limits, ``warc_dir``,
-                ``allow_private``, ``seed_hosts``, ``cookies_enabled``, ``default_headers``.
+                ``allow_private``, ``seed_hosts``, ``cookies_enabled``, ``default_headers``,
+                ``host_auth`` (its secrets read from ``os.environ``), ``warc_keep_auth``.
             max_connections: Connections at once (default: ``settings.concurrency``).
+
+        Raises:
+            ConfigError: A credential's environment variable is not set
+                (`HostCredentials.from_settings`).
         """
         s = settings
         return cls(
@@ -150,6 +164,8 @@ class Fetcher:
             address_guard=AddressGuard.of(allow_private=s.allow_private, hosts=s.seed_hosts),
             cookies=s.cookies_enabled,
             default_headers=dict(parse_header_line(line) for line in s.default_headers),
+            credentials=HostCredentials.from_settings(s),
+            keep_auth=s.warc_keep_auth,
         )
 
     async def __aenter__(self) -> Fetcher:
@@ -303,12 +319,17 @@ class Fetcher:
         refused = self.address_guard.check_literal(host)  # names: GuardedResolver
         if refused is not None:
             raise PrivateAddressError(url, host, refused)
+        headers = attempt.headers
+        credential = self._credentials.for_url(current)  # this hop's host decides
+        if credential is not None:
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["Authorization"] = credential
         try:
             async with session.request(
                 method,
                 URL(current, encoded=True),
                 data=attempt.body or None,
-                headers=attempt.headers,
+                headers=headers,
                 cookies=dict(attempt.cookies) if attempt.cookies else None,
                 allow_redirects=False,
                 timeout=timeout,
@@ -335,7 +356,11 @@ class Fetcher:
                 has_body = method != "HEAD" and status not in _NO_BODY_STATUSES
                 limit = attempt.truncate_body_bytes
                 data = await read_body(resp, url, self._max_body_bytes, limit) if has_body else b""
-                exchange = raw_exchange(attempt, resp) if self._record_exchanges else None
+                exchange = (
+                    raw_exchange(attempt, resp, redact=not self._keep_auth)
+                    if self._record_exchanges
+                    else None
+                )
                 return Hop(status, resp_headers, data, None, exchange, target, carried)
         except AddressRefused as exc:
             raise PrivateAddressError(url, exc.host, exc.range_name) from None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from crawlq.cookies import NO_COOKIES
+from crawlq.fetch.auth import CREDENTIAL_HEADERS, REDACTED
 from crawlq.fetch.redirects import Attempt
 from crawlq.request import RawExchange
 
@@ -53,12 +54,22 @@ def joined_headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
     return out
 
 
-def raw_exchange(attempt: Attempt, resp: aiohttp.ClientResponse) -> RawExchange:
-    """The request sent and the response head received, as `RawExchange` records them."""
+def raw_exchange(
+    attempt: Attempt, resp: aiohttp.ClientResponse, *, redact: bool = True
+) -> RawExchange:
+    """The request sent and the response head received, as `RawExchange` records them.
+
+    With ``redact``, the values of credential headers (`CREDENTIAL_HEADERS`) are recorded
+    as `REDACTED` (``--warc-keep-auth`` turns it off).
+    """
     version = resp.version
+    sent = resp.request_info.headers.items()
     return RawExchange(
         method=attempt.method,
-        request_headers=tuple(resp.request_info.headers.items()),
+        request_headers=tuple(
+            (name, REDACTED if redact and name.lower() in CREDENTIAL_HEADERS else value)
+            for name, value in sent
+        ),
         request_body=attempt.body,
         http_version=f"{version.major}.{version.minor}" if version else "1.1",
         reason=resp.reason or "",

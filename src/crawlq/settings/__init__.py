@@ -25,7 +25,7 @@ from crawlq.settings.job_name import JOB_NAME_RULE, check_job_name
 from crawlq.settings.model import Settings
 from crawlq.settings.sources import coerce_settings, suggest
 from crawlq.settings.store_url import check_store
-from crawlq.settings.values import parse_bytes
+from crawlq.settings.values import host_auth_tables, parse_bytes
 
 __all__ = [
     "DEFAULT_SKIP_EXTENSIONS",
@@ -35,6 +35,7 @@ __all__ = [
     "check_job_name",
     "check_store",
     "coerce_settings",
+    "host_auth_tables",
     "parse_bytes",
     "suggest",
 ]

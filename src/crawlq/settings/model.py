@@ -19,6 +19,10 @@ from crawlq.settings.defaults import DEFAULT_SKIP_EXTENSIONS, DEFAULT_USER_AGENT
 __all__ = ["Settings"]
 
 
+_NOT_NAMED = frozenset({"explicit", "host_auth"})
+"""Fields no source sets by name: ``host_auth`` comes from ``hosts`` tables."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Everything that shapes a crawl. Build with `Settings.build`; fields are read-only."""
@@ -232,7 +236,16 @@ class Settings:
     hosts: tuple[tuple[str, float | None, int | None], ...] = ()
     """Per-host politeness overrides as ``(host, delay_s, concurrency)`` (None keeps the
     default); in a settings file ``[hosts."example.com"]`` with ``delay_s`` and
-    ``concurrency``. A host's override applies to its subdomains too."""
+    ``concurrency``. A host's override applies to its subdomains too. The same table's
+    ``auth_*`` keys are credentials (``host_auth``), read only from the settings file and
+    ``CRAWLQ_HOSTS``, never part of this setting or of the job's."""
+
+    host_auth: tuple[tuple[str, str | None, str | None, str | None], ...] = ()
+    """Per-host credentials by reference, as ``(host, auth_user, auth_password_env,
+    auth_token_env)``: the ``auth_*`` keys of a ``[hosts."example.com"]`` table in the
+    settings file or ``CRAWLQ_HOSTS`` (README "Authentication"), never set by name. The
+    ``_env`` values name environment variables of this process that hold the password or
+    bearer token. Per process, never a job setting: the job's ``hosts`` never carry it."""
 
     visibility_timeout_s: float = 0.0
     """Seconds before an unacked task or lease returns to the queue when nothing says its
@@ -260,6 +273,10 @@ class Settings:
     """Directory where each worker process archives the request and response of every fetched
     page to gzip-compressed WARC 1.1 files (None: no archive). Created when missing; a
     relative path is made absolute when the settings are built."""
+
+    warc_keep_auth: bool = False
+    """Keep the ``Authorization`` header a request was sent with (README "Authentication")
+    in its WARC request record; by default its value is written ``[redacted]``. Per process."""
 
     warc_max_size_bytes: int = 1_000_000_000
     """A WARC file is closed, and the next one started, once it reaches this many bytes."""
@@ -380,7 +397,7 @@ class Settings:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """Every setting name, in declaration order."""
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "explicit")
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _NOT_NAMED)
 
     @classmethod
     def build(

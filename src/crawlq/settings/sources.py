@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 from crawlq.errors import ConfigError
 from crawlq.settings.model import Settings
-from crawlq.settings.values import coerce_hosts, coerce_value, header_lines
+from crawlq.settings.values import HostAuth, coerce_value, header_lines, split_hosts
 
 __all__ = ["coerce_settings", "merge", "suggest"]
 
@@ -65,7 +65,7 @@ def merge(
                 data = tomllib.load(fh)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(str(file), f"cannot read settings file: {exc}") from exc
-        merged.update(_coerce_all(data, f"settings file {file}"))
+        merged.update(_coerce_all(data, f"settings file {file}", credentials=True))
     if spider_settings:
         merged.update(_coerce_all(spider_settings, "spider custom_settings"))
     environ = os.environ if env is None else env
@@ -74,10 +74,28 @@ def merge(
         for key, value in environ.items()
         if key.startswith(_ENV_PREFIX) and not key.startswith(_ENV_PREFIX + "TEST_")
     }
-    merged.update(_coerce_all(env_values, "environment CRAWLQ_*", _env_name))
+    merged.update(_coerce_all(env_values, "environment CRAWLQ_*", _env_name, credentials=True))
     if cli:
         merged.update(_coerce_all({k: v for k, v in cli.items() if v is not None}, "command line"))
+    _check_credentials_set(merged.get("host_auth", ()), environ)
     return merged
+
+
+def _check_credentials_set(entries: tuple[HostAuth, ...], environ: Mapping[str, str]) -> None:
+    """Raise unless every environment variable that ``entries`` name is set (at start).
+
+    Raises:
+        ConfigError: Named ``hosts``; the message names the host and the variable, never a
+            value.
+    """
+    for host, _user, password_env, token_env in entries:
+        for key, variable in (("auth_password_env", password_env), ("auth_token_env", token_env)):
+            if variable is not None and not environ.get(variable):
+                raise ConfigError(
+                    "hosts",
+                    f"hosts.{host}.{key} names environment variable {variable}, which is not "
+                    f"set (or empty): set it to the {key.split('_')[1]} for {host}",
+                )
 
 
 def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -93,18 +111,24 @@ def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
 
 
 def _coerce_all(
-    values: Mapping[str, Any], source: str, spell: Callable[[str], str] = str
+    values: Mapping[str, Any],
+    source: str,
+    spell: Callable[[str], str] = str,
+    *,
+    credentials: bool = False,
 ) -> dict[str, Any]:
     """Coerce ``values`` from ``source`` to the settings' types.
 
     ``spell`` writes a setting name as that source does (``CRAWLQ_DELAY_S`` in the
-    environment), for the suggestions of an unknown one.
+    environment), for the suggestions of an unknown one. ``credentials``: the ``auth_*``
+    keys of ``hosts`` tables are read (into ``host_auth``); from any other source (a
+    spider, the command line, a job's settings in shared state) they are an error.
     """
     if not _HINTS:
         _HINTS.update(get_type_hints(Settings))
     out: dict[str, Any] = {}
     for name, value in values.items():
-        if name not in _HINTS or name == "explicit":
+        if name not in Settings.field_names():
             close = suggest(name)
             hint = f"; did you mean {' or '.join(spell(n) for n in close)}?" if close else ""
             raise ConfigError(
@@ -116,7 +140,7 @@ def _coerce_all(
             continue
         try:
             if name == "hosts":
-                out[name] = coerce_hosts(value)
+                out.update(_hosts(value, source, credentials=credentials))
                 continue
             if name == "default_headers":
                 out[name] = header_lines(value)
@@ -124,4 +148,24 @@ def _coerce_all(
             out[name] = coerce_value(_HINTS[name], value, name)
         except (TypeError, ValueError) as exc:
             raise ConfigError(name, f"{exc} (from {source})") from exc
+    return out
+
+
+def _hosts(value: Any, source: str, *, credentials: bool) -> dict[str, Any]:
+    """``hosts`` and ``host_auth`` from a ``hosts`` table (`_coerce_all`).
+
+    A table of credentials only gives no ``hosts`` value, so it is not an explicit ``hosts``.
+
+    Raises:
+        TypeError: As `split_hosts`, or credentials from a source they may not come from.
+    """
+    politeness, auth = split_hosts(value)
+    if auth and not credentials:
+        raise TypeError(
+            f"hosts.{auth[0][0]}: credentials (auth_*) are read only from this process's "
+            f"settings file or CRAWLQ_HOSTS, never from {source}"
+        )
+    out: dict[str, Any] = {"host_auth": auth} if auth else {}
+    if politeness or not auth:
+        out["hosts"] = politeness
     return out

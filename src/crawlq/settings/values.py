@@ -14,7 +14,25 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Union, get_args, get_origin
 
-__all__ = ["coerce_hosts", "coerce_value", "header_lines", "parse_bytes"]
+__all__ = [
+    "AUTH_KEYS",
+    "HostAuth",
+    "coerce_value",
+    "header_lines",
+    "host_auth_tables",
+    "parse_bytes",
+    "split_hosts",
+]
+
+HostAuth = tuple[str, str | None, str | None, str | None]
+"""One host's credentials by reference: ``(host, auth_user, auth_password_env,
+auth_token_env)``; the two ``_env`` values are names of environment variables, never secrets."""
+
+AUTH_KEYS = ("auth_user", "auth_password_env", "auth_token_env")
+"""The keys of a ``[hosts."x"]`` table that name credentials (README "Authentication")."""
+
+_POLITENESS_KEYS = ("delay_s", "concurrency")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {
@@ -45,11 +63,17 @@ def parse_bytes(value: str | int) -> int:
     return int(float(number) * _SIZE_UNITS[(unit or "b").lower()])
 
 
-def coerce_hosts(value: Any) -> tuple[tuple[str, float | None, int | None], ...]:
-    """Per-host overrides from a TOML table, its JSON text, or the tuple form itself.
+def split_hosts(
+    value: Any,
+) -> tuple[tuple[tuple[str, float | None, int | None], ...], tuple[HostAuth, ...]]:
+    """A ``hosts`` table's politeness overrides and its credentials (by reference), apart.
+
+    A table with only credential keys (`AUTH_KEYS`) gives no politeness override, so a
+    worker's credentials never make its ``hosts`` differ from its job's.
 
     Raises:
-        TypeError: Not a table of host -> {delay_s, concurrency}, or a value out of range.
+        TypeError: Not a table of host -> table, an unknown key, a value out of range, or
+            credential keys that do not go together (`_auth_entry`).
     """
     if isinstance(value, str):
         try:
@@ -65,7 +89,70 @@ def coerce_hosts(value: Any) -> tuple[tuple[str, float | None, int | None], ...]
             raise TypeError(f"expected [host, delay_s, concurrency] triples: {exc}") from exc
     if not isinstance(value, Mapping):
         raise TypeError(f"expected a table of host -> {{delay_s, concurrency}}, got {value!r:.80}")
-    return tuple(sorted(_host_entry(host, table) for host, table in value.items()))
+    politeness = []
+    auth = []
+    for host, table in value.items():
+        entry = _host_entry(host, table)
+        if not any(key in table for key in AUTH_KEYS):
+            politeness.append(entry)
+            continue
+        auth.append(_auth_entry(entry[0], table))
+        if any(key in table for key in _POLITENESS_KEYS):
+            politeness.append(entry)
+    return tuple(sorted(politeness)), tuple(sorted(auth, key=lambda a: a[0]))
+
+
+def host_auth_tables(entries: tuple[HostAuth, ...]) -> str:
+    """``entries`` as the JSON text of ``CRAWLQ_HOSTS``: names of variables, no secret.
+
+    For the worker processes a command starts: they read the same variables.
+    """
+    tables = {
+        host: {
+            key: value
+            for key, value in zip(AUTH_KEYS, (user, password_env, token_env), strict=True)
+            if value is not None
+        }
+        for host, user, password_env, token_env in entries
+    }
+    return json.dumps(tables, sort_keys=True)
+
+
+def _auth_entry(host: str, table: Mapping[str, Any]) -> HostAuth:
+    """One host's credential keys: basic (user and password variable) or bearer (token).
+
+    ``auth_user`` goes with ``auth_password_env``; ``auth_token_env`` goes alone.
+
+    Raises:
+        TypeError: Any other combination, a value that is not a string, a user name with a
+            colon (RFC 7617 §2), or an ``_env`` value that is not an environment variable's
+            name (or is a ``CRAWLQ_*`` one: those are settings).
+    """
+    user, password_env, token_env = (table.get(key) for key in AUTH_KEYS)
+    for key in AUTH_KEYS:
+        if key in table and (not isinstance(table[key], str) or not table[key]):
+            raise TypeError(f"hosts.{host}.{key} must be a non-empty string")
+    if token_env is not None and (user is not None or password_env is not None):
+        raise TypeError(
+            f"hosts.{host}: auth_token_env (bearer) goes alone, without auth_user and "
+            "auth_password_env (basic)"
+        )
+    if token_env is None and (user is None or password_env is None):
+        missing = "auth_password_env" if password_env is None else "auth_user"
+        raise TypeError(
+            f"hosts.{host}: basic auth needs auth_user and auth_password_env; {missing} is missing"
+        )
+    if user is not None and ":" in user:
+        raise TypeError(f"hosts.{host}.auth_user may not hold a colon (RFC 7617)")
+    for key, name in (("auth_password_env", password_env), ("auth_token_env", token_env)):
+        if name is None:
+            continue
+        if not _ENV_NAME.fullmatch(name) or name.upper().startswith("CRAWLQ_"):
+            raise TypeError(
+                f"hosts.{host}.{key} must name an environment variable (letters, digits, _; "
+                f"not CRAWLQ_*, which are settings), got {name!r:.60}"
+            )
+    return (host, user, password_env, token_env)
 
 
 def header_lines(value: Any) -> tuple[str, ...]:
@@ -169,7 +256,7 @@ def _host_entry(host: Any, table: Any) -> tuple[str, float | None, int | None]:
     """
     if not isinstance(host, str) or not host.strip() or not isinstance(table, Mapping):
         raise TypeError(f"hosts.{host}: expected a table with delay_s and/or concurrency")
-    unknown = set(table) - {"delay_s", "concurrency"}
+    unknown = set(table) - {*_POLITENESS_KEYS, *AUTH_KEYS}
     if unknown:
         raise TypeError(f"hosts.{host}: unknown key {sorted(unknown)[0]!r}")
     delay = table.get("delay_s")
