@@ -90,6 +90,33 @@ def test_export_with_a_format_and_an_unknown_extension_is_fine(
     assert [json.loads(line)["status"] for line in out.read_text().splitlines()] == [200] * 3
 
 
+# -- --since: the same forms on every command ------------------------------------------------
+
+
+@pytest.mark.parametrize("since", ["2h", "1d", "90m", "2000-01-01", "2000-01-01T00:00:00Z"])
+def test_export_since_takes_an_age_or_a_time_as_dead_list_does(crawled: Path, since: str) -> None:
+    out = run_crawlq("export", "--store", str(crawled), "--since", since).stdout
+    assert len(out.splitlines()) == 3  # crawled just now: all three pages are younger
+    dead = run_crawlq("dead", "list", "--store", str(crawled), "--since", since, "--json")
+    assert dead.returncode == 0  # none dead, but the value is accepted
+
+
+@pytest.mark.parametrize("command", [["export"], ["dead", "list"], ["dead", "replay"]])
+def test_a_bad_since_gets_one_message_naming_the_option(crawled: Path, command: list[str]) -> None:
+    proc = run_crawlq(*command, "--store", str(crawled), "--since", "2 hours", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        "Invalid value for --since: '2 hours': not a time (2026-12-01T10:00:00Z) nor an age "
+        "(30m, 2h, 7d)"
+    ) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_export_since_a_future_time_or_an_age_of_0s_selects_nothing(crawled: Path) -> None:
+    assert run_crawlq("export", "--store", str(crawled), "--since", "2999-01-01").stdout == ""
+    assert run_crawlq("export", "--store", str(crawled), "--since", "0s").stdout == ""
+
+
 # -- --bloom needs a shared frontier ---------------------------------------------------------
 
 

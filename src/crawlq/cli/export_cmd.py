@@ -11,6 +11,7 @@ import click
 
 from crawlq.cli.export_options import check_readable, format_for, since_s
 from crawlq.cli.output import exit_on_broken_pipe
+from crawlq.cli.since import since_option
 from crawlq.errors import CrawlqError
 from crawlq.export import export as export_records
 from crawlq.secrecy import redact
@@ -40,7 +41,7 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
     help="[default: from the -o FILE extension (.jsonl, .ndjson, .csv, .parquet), else jsonl]",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
-@click.option("--since", default=None, help="Only records at or after this ISO 8601 time.")
+@since_option("records")
 @click.option(
     "--body", is_flag=True, help="Pages: include the stored bodies (crawled with --store-body)."
 )
