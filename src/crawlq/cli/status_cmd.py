@@ -14,7 +14,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import signal
 import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +26,9 @@ from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact
 from crawlq.settings import check_job_name
+
+if TYPE_CHECKING:
+    from crawlq.engine.metrics import FrontierCollector
 
 __all__ = ["status"]
 
@@ -115,28 +121,74 @@ async def _export(url: str, job: str, interval: float, port: int, host: str) -> 
     server = serve(port, host, registry)
     where = f"http://{host}:{server.port}/metrics"
     click.echo(f"serving job {job}'s frontier gauges on {where}", err=True)
-    log = logging.getLogger(__name__)
     try:
-        while True:
-            try:
-                collector.update(await job_report(url, job))
-            except CrawlqError as exc:
-                collector.update(None)
-                log.warning("cannot read job %r: %s", job, exc)
-            await asyncio.sleep(interval)
+        await _until_interrupted(lambda stop: _refresh(collector, url, job, interval, stop))
     finally:
         server.close()
 
 
+async def _refresh(
+    collector: FrontierCollector, url: str, job: str, interval: float, stop: asyncio.Event
+) -> None:
+    """Read the job's report into ``collector`` every ``interval`` seconds until ``stop``."""
+    log = logging.getLogger(__name__)
+    while not stop.is_set():
+        try:
+            collector.update(await job_report(url, job))
+        except CrawlqError as exc:
+            collector.update(None)
+            log.warning("cannot read job %r: %s", job, exc)
+        if not stop.is_set():
+            await asyncio.sleep(interval)
+
+
 async def _watch(url: str, job: str, interval: float) -> None:
+    await _until_interrupted(lambda stop: _watch_tables(url, job, interval, stop))
+
+
+async def _watch_tables(url: str, job: str, interval: float, stop: asyncio.Event) -> None:
     from rich.live import Live
 
     console = stdout_console()
     if not console.is_terminal:  # a file or a pipe: one table per interval, not a live one
         while True:
-            console.print(status_table(await job_report(url, job)))
+            report = await job_report(url, job)
+            if stop.is_set():
+                return
+            console.print(status_table(report))
             await asyncio.sleep(interval)
     with Live(console=console, auto_refresh=False) as live:
         while True:
-            live.update(status_table(await job_report(url, job)), refresh=True)
+            report = await job_report(url, job)
+            if stop.is_set():
+                return
+            live.update(status_table(report), refresh=True)
             await asyncio.sleep(interval)
+
+
+async def _until_interrupted(body: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``body(stop)`` until SIGINT (Ctrl-C), then return: how ``--watch`` ends, exit 0.
+
+    SIGINT sets ``stop`` and cancels the task. The flag is what makes the end certain: on
+    Python 3.11, ``asyncio.wait_for`` (which redis-py runs every command under) drops a
+    cancellation that arrives as the command completes (CPython gh-86296), so under load a
+    Ctrl-C that only cancelled could be lost and the watch went on; ``body`` checks ``stop``
+    after each report instead.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    task = asyncio.current_task()
+
+    def interrupted() -> None:
+        stop.set()
+        if task is not None:
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, interrupted)
+    try:
+        await body(stop)
+    except asyncio.CancelledError:
+        if not stop.is_set():
+            raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
