@@ -39,7 +39,7 @@ def dead_options(f: F) -> F:
             click.option(
                 "--frontier",
                 default=None,
-                help="redis://… of a shared job, or a SQLite frontier file "
+                help="redis://… (or rediss://, unix://) of a shared job, or a SQLite frontier file "
                 "(default: embedded in --store).",
             ),
             click.option("--job", default=None, help="The job name (with a Redis frontier)."),

@@ -61,7 +61,7 @@ def export(
     errors_only: bool,
     csv_raw: bool,
 ) -> None:
-    """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE), or Parquet.
+    """Write a crawl's results as JSON Lines, CSV or Parquet (to stdout, or to -o FILE).
 
     Without --format, -o FILE's extension says which (.jsonl, .ndjson, .csv, .parquet);
     standard output gets JSON Lines. Parquet needs -o FILE and the parquet extra (pip

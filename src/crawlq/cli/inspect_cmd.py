@@ -31,7 +31,8 @@ __all__ = ["inspect"]
 @click.option(
     "--frontier",
     default=None,
-    help="redis://[:password@]host:port/db of a shared job, or a SQLite frontier file "
+    help="redis://[:password@]host:port/db (or rediss://, unix://) of a shared job, or a "
+    "SQLite frontier file "
     "(default: embedded in --store).",
 )
 @click.option("--job", default=None, help="The job name (with a Redis frontier).")

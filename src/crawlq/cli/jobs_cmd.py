@@ -29,7 +29,7 @@ _frontier = click.option(
     "--frontier",
     required=True,
     envvar="CRAWLQ_FRONTIER",
-    help="redis://host:port/db of the jobs (or $CRAWLQ_FRONTIER).",
+    help="redis://host:port/db (or rediss://, unix://) of the jobs (or $CRAWLQ_FRONTIER).",
 )
 
 

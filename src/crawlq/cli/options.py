@@ -262,8 +262,9 @@ def frontier_options(*, required: bool) -> Callable[[F], F]:
                     "--frontier",
                     required=required,
                     default=None,
-                    help="Shared frontier: redis://[:password@]host:port/db "
-                    + ("" if required else "(default: embedded in --store)"),
+                    help="Shared frontier: redis://[:password@]host:port/db, rediss://…, "
+                    "unix://… or a SQLite file (*.db)"
+                    + ("." if required else " (default: embedded in --store)."),
                 ),
                 click.option("--job", required=required, default=None, help="Job name."),
             ],

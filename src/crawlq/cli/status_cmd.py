@@ -34,7 +34,9 @@ __all__ = ["status"]
 
 
 @click.command()
-@click.option("--frontier", required=True, help="redis://host:port/db of the job.")
+@click.option(
+    "--frontier", required=True, help="redis://host:port/db (or rediss://, unix://) of the job."
+)
 @click.option("--job", required=True, help="The job name.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
 @click.option("--watch", is_flag=True, help="Refresh every --interval seconds until Ctrl-C.")
