@@ -184,6 +184,35 @@ def test_settings_lists_every_setting_with_option_environment_default_and_unit()
     ]  # fmt: skip
 
 
+def test_settings_fits_200_columns_on_a_pipe_and_wide_prints_every_default_whole() -> None:
+    """Issue 21: ``crawlq settings`` printed 614-column lines (the default extension list)."""
+    rows = {r["setting"]: r for r in json.loads(run_crawlq("settings", "--json").stdout)}
+    full = ",".join(rows["skip_extensions"]["default"])
+    assert len(full) > 200  # the cell that made the table too wide
+    for env in ({}, {"COLUMNS": "120"}):  # a narrower COLUMNS does not narrow a pipe's table
+        table = run_crawlq("settings", env=env).stdout.splitlines()
+        assert max(len(line) for line in table) <= 200
+        assert len(table) == 1 + len(rows)  # a row per line still (grep-able)
+        [line] = [x for x in table if x.startswith("skip_extensions ")]
+        cut = line.split()[3]
+        assert cut.endswith("…") and full.startswith(cut[:-1])
+    wide = run_crawlq("settings", "--wide").stdout.splitlines()
+    [line] = [x for x in wide if x.startswith("skip_extensions ")]
+    assert line.split()[3] == full
+    assert len(wide) == 1 + len(rows)
+
+
+def test_every_table_command_takes_wide(crawled: Path) -> None:
+    for command in (["dead", "list"], ["inspect", "http://127.0.0.1:1/x"]):
+        proc = run_crawlq(*command, "--store", str(crawled), "--wide")
+        assert "Usage" not in proc.stderr
+    for command in ("status", "jobs", "dead", "inspect", "settings"):
+        helps = [run_crawlq(command, "--help").stdout]
+        if command == "dead":
+            helps = [run_crawlq("dead", "list", "--help").stdout]
+        assert all("--wide" in h for h in helps), command
+
+
 def test_settings_of_one_name_shows_its_description_or_suggests() -> None:
     out = run_crawlq("settings", "delay").stdout.splitlines()
     assert out[1].split() == ["delay_s", "--delay", "CRAWLQ_DELAY_S", "1.0", "seconds"]

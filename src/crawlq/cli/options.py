@@ -27,6 +27,7 @@ __all__ = [
     "setting_of_option",
     "sitemap_option",
     "sitemap_urls",
+    "wide_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -248,6 +249,16 @@ def guard_options(f: F) -> F:
         default=None,
         help="Allow requests to loopback, private and link-local addresses on any host "
         "(default: only on the seeds' hosts; CRAWLQ_ALLOW_PRIVATE).",
+    )(f)
+
+
+def wide_option(f: F) -> F:
+    """``--wide``: a table command's cells whole on one line, not fitted to the terminal."""
+    return click.option(
+        "--wide",
+        is_flag=True,
+        help="Print the table at full width (default: fit the terminal, or 200 columns off "
+        "one, wrapping or cutting long cells; --json for scripts).",
     )(f)
 
 

@@ -15,6 +15,7 @@ from crawlq.cli.consoles import (
     exit_on_broken_pipe,
     stderr_console,
     stdout_console,
+    table_width,
     terminal_console,
 )
 from crawlq.cli.logs import PROGRESS_LOGGER, JsonFormatter, RedactingFormatter, configure_logging
@@ -47,5 +48,6 @@ __all__ = [
     "stderr_console",
     "stdout_console",
     "story_table",
+    "table_width",
     "terminal_console",
 ]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from crawlq.cli.options import wide_option
 from crawlq.cli.output import status_table, stdout_console
 from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
@@ -39,6 +40,7 @@ __all__ = ["status"]
 )
 @click.option("--job", required=True, help="The job name.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+@wide_option
 @click.option("--watch", is_flag=True, help="Refresh every --interval seconds until Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(min=0.2), default=2.0, show_default=True)
 @click.option(
@@ -59,6 +61,7 @@ def status(
     frontier: str,
     job: str,
     as_json: bool,
+    wide: bool,
     watch: bool,
     interval: float,
     prometheus_port: int | None,
@@ -94,7 +97,7 @@ def status(
             return
         if watch and not as_json:
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how --watch ends: exit 0
-                asyncio.run(_watch(frontier, job, interval))
+                asyncio.run(_watch(frontier, job, interval, wide))
             return
         report = asyncio.run(job_report(frontier, job))
     except CrawlqError as exc:
@@ -103,7 +106,7 @@ def status(
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
-        stdout_console().print(status_table(report))
+        stdout_console(wide=wide).print(status_table(report))
 
 
 async def _export(url: str, job: str, interval: float, port: int, host: str) -> None:
@@ -144,14 +147,16 @@ async def _refresh(
             await asyncio.sleep(interval)
 
 
-async def _watch(url: str, job: str, interval: float) -> None:
-    await _until_interrupted(lambda stop: _watch_tables(url, job, interval, stop))
+async def _watch(url: str, job: str, interval: float, wide: bool) -> None:
+    await _until_interrupted(lambda stop: _watch_tables(url, job, interval, wide, stop))
 
 
-async def _watch_tables(url: str, job: str, interval: float, stop: asyncio.Event) -> None:
+async def _watch_tables(
+    url: str, job: str, interval: float, wide: bool, stop: asyncio.Event
+) -> None:
     from rich.live import Live
 
-    console = stdout_console()
+    console = stdout_console(wide=wide)
     if not console.is_terminal:  # a file or a pipe: one table per interval, not a live one
         while True:
             report = await job_report(url, job)
