@@ -362,20 +362,70 @@ def test_retry_dead_requeues_what_failed_before(tmp_path: Path) -> None:
     (root / "a.html").write_text("<title>A</title>")
     down = run_crawlq(
         "crawl", "http://127.0.0.1:9/index.html", "--store", str(store), "--max-retries", "0",
-        "--ignore-robots", "-q",
+        "--ignore-robots", "-q", check=False,
     )  # fmt: skip
+    assert down.returncode == 4, down.stderr  # no page stored: the only seed is dead
     assert "dead-lettered: 1 (connect_error 1); --retry-dead requeues them" in down.stdout
     # The "site" comes up at another address; a fresh crawl of the same seed changes nothing,
     # --retry-dead requeues the dead letter (which still points at the dead address).
     again = run_crawlq(
         "crawl", "http://127.0.0.1:9/index.html", "--store", str(store), "--max-retries", "0",
-        "--ignore-robots", "-q", "--retry-dead",
+        "--ignore-robots", "-q", "--retry-dead", check=False,
     )  # fmt: skip
+    assert again.returncode == 4, again.stderr
     assert "retries: 0" in again.stdout
     assert "dead letters replayed first (--retry-dead): 1" in again.stdout
     assert "dead-lettered: 1 (connect_error 1)" in again.stdout
     rows = [json.loads(x) for x in export(store, "--what", "dead").splitlines() if x]
     assert len(rows) == 1 and rows[0]["attempts"] == 1  # tried afresh, not a 2nd retry
+
+
+@pytest.mark.parametrize(
+    ("seed", "reason"),
+    [("http://127.0.0.1:9/index.html", "connect_error 1"), ("/status/500", "http_500 1")],
+)
+def test_a_crawl_whose_every_seed_failed_says_so_and_exits_4(
+    tmp_path: Path, fault: str, seed: str, reason: str
+) -> None:
+    """Issue 21: a dead seed printed "crawl finished" and exited 0 with nothing stored."""
+    url = seed if seed.startswith("http") else fault + seed
+    proc = run_crawlq(
+        "crawl", url, "--store", str(tmp_path / "s.db"), "--max-retries", "0",
+        "--ignore-robots", *FAST, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("crawlq: error:")]
+    assert errors == [
+        f"crawlq: error: no page stored, every seed failed: dead-lettered 1 ({reason}); "
+        "`crawlq dead list` shows why each failed"
+    ]
+    assert proc.stdout.splitlines()[0] == "crawl failed: no page stored"
+    assert "crawl finished" not in proc.stdout
+
+
+def test_a_shared_job_whose_every_seed_failed_exits_4_too(
+    tmp_path: Path, fault: str, redis_url: str, job: str
+) -> None:
+    proc = run_crawlq(
+        "crawl", f"{fault}/status/503", "--frontier", redis_url, "--job", job,
+        "--store", str(tmp_path / "s.db"), "--max-retries", "0", "--processes", "2",
+        "--ignore-robots", *FAST, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stderr
+    assert "crawlq: error: no page stored, every seed failed: dead-lettered 1 (http_503 1)" in (
+        proc.stderr
+    )
+
+
+def test_a_crawl_that_stored_a_page_is_not_failed_by_its_dead_links(
+    tmp_path: Path, fault: str
+) -> None:
+    store = tmp_path / "s.db"
+    seeds = [f"{fault}/page/1", f"{fault}/status/500"]
+    args = ["--store", str(store), "--max-depth", "0", "--max-retries", "0", *FAST]
+    first = run_crawlq("crawl", *seeds, *args)  # one page stored, one seed dead: exit 0
+    assert "dead-lettered: 1 (http_500 1)" in first.stdout
+    run_crawlq("crawl", *seeds, *args)  # a re-run with nothing left to do: still 0
 
 
 def test_a_job_name_without_a_shared_frontier_is_a_usage_error(tmp_path: Path) -> None:

@@ -90,6 +90,33 @@ def test_export_with_a_format_and_an_unknown_extension_is_fine(
     assert [json.loads(line)["status"] for line in out.read_text().splitlines()] == [200] * 3
 
 
+# -- --since: the same forms on every command ------------------------------------------------
+
+
+@pytest.mark.parametrize("since", ["2h", "1d", "90m", "2000-01-01", "2000-01-01T00:00:00Z"])
+def test_export_since_takes_an_age_or_a_time_as_dead_list_does(crawled: Path, since: str) -> None:
+    out = run_crawlq("export", "--store", str(crawled), "--since", since).stdout
+    assert len(out.splitlines()) == 3  # crawled just now: all three pages are younger
+    dead = run_crawlq("dead", "list", "--store", str(crawled), "--since", since, "--json")
+    assert dead.returncode == 0  # none dead, but the value is accepted
+
+
+@pytest.mark.parametrize("command", [["export"], ["dead", "list"], ["dead", "replay"]])
+def test_a_bad_since_gets_one_message_naming_the_option(crawled: Path, command: list[str]) -> None:
+    proc = run_crawlq(*command, "--store", str(crawled), "--since", "2 hours", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        "Invalid value for --since: '2 hours': not a time (2026-12-01T10:00:00Z) nor an age "
+        "(30m, 2h, 7d)"
+    ) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_export_since_a_future_time_or_an_age_of_0s_selects_nothing(crawled: Path) -> None:
+    assert run_crawlq("export", "--store", str(crawled), "--since", "2999-01-01").stdout == ""
+    assert run_crawlq("export", "--store", str(crawled), "--since", "0s").stdout == ""
+
+
 # -- --bloom needs a shared frontier ---------------------------------------------------------
 
 
@@ -155,6 +182,32 @@ def test_settings_lists_every_setting_with_option_environment_default_and_unit()
     assert table[[line.split()[0] for line in table].index("delay_s")].split() == [
         "delay_s", "--delay", "CRAWLQ_DELAY_S", "1.0", "seconds",
     ]  # fmt: skip
+
+
+def test_settings_fits_200_columns_on_a_pipe_and_wide_prints_every_default_whole() -> None:
+    """Issue 21: ``crawlq settings`` printed 614-column lines (the default extension list)."""
+    rows = {r["setting"]: r for r in json.loads(run_crawlq("settings", "--json").stdout)}
+    full = ",".join(rows["skip_extensions"]["default"])
+    assert len(full) > 200  # the cell that made the table too wide
+    for env in ({}, {"COLUMNS": "120"}):  # a narrower COLUMNS does not narrow a pipe's table
+        table = run_crawlq("settings", env=env).stdout.splitlines()
+        assert max(len(line) for line in table) <= 200
+        assert len(table) == 1 + len(rows)  # a row per line still (grep-able)
+        [line] = [x for x in table if x.startswith("skip_extensions ")]
+        cut = line.split()[3]
+        assert cut.endswith("…") and full.startswith(cut[:-1])
+    wide = run_crawlq("settings", "--wide").stdout.splitlines()
+    [line] = [x for x in wide if x.startswith("skip_extensions ")]
+    assert line.split()[3] == full
+    assert len(wide) == 1 + len(rows)
+
+
+def test_every_table_command_takes_wide(crawled: Path) -> None:
+    for args in (["dead", "list"], ["inspect", "http://127.0.0.1:1/x"]):
+        proc = run_crawlq(*args, "--store", str(crawled), "--wide")
+        assert "Usage" not in proc.stderr
+    for command in (["status"], ["jobs"], ["dead", "list"], ["inspect"], ["settings"]):
+        assert "--wide" in run_crawlq(*command, "--help").stdout, command
 
 
 def test_settings_of_one_name_shows_its_description_or_suggests() -> None:
@@ -232,19 +285,21 @@ def test_worker_processes_report_once_and_a_drained_job_is_not_interrupted(
 
 def test_status_watch_ends_quietly_on_ctrl_c(tmp_path: Path, redis_url: str, job: str) -> None:
     _seeded_drained_job(redis_url, job, tmp_path / "s.db")
-    proc = subprocess.Popen(
+    # under load a SIGINT could land while the watch closed its Redis connection, which
+    # swallowed the cancellation: the watch went on (tests/frontier: ..._still_raises_...)
+    with subprocess.Popen(
         crawlq_cmd("status", "--frontier", redis_url, "--job", job, "--watch", "--interval", "0.2"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()  # a table is out: the watch loop runs
-        assert first.strip(), proc.communicate()
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0
+    ) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()  # a table is out: the watch loop runs
+            assert first.strip(), proc.communicate()
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:  # never leave a running watch, nor its pipes, to the next test
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 0, stderr
     assert "Aborted" not in stderr and "Traceback" not in stderr

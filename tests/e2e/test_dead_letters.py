@@ -115,10 +115,11 @@ def test_a_cookie_wall_that_never_lets_the_crawler_through_says_so(tmp_path: Pat
     with ServerThread(make_fault_app(log)) as site:
         url = f"{site.base_url}/cookie-wall/count?count=1"
         store = tmp_path / "crawl.db"
-        run_crawlq(
+        proc = run_crawlq(
             "crawl", url, "--store", str(store), "--delay", "0",
-            "--ignore-robots", "--allow-private", "-q",
+            "--ignore-robots", "--allow-private", "-q", check=False,
         )  # fmt: skip
+        assert proc.returncode == 4, proc.stderr  # its only seed is dead: no page stored
         assert log.count("/cookie-wall/count") == 11  # the first and max_redirects (10) more
         [row] = dead_rows(store)
         assert (row["url"], row["reason"]) == (url, "too_many_redirects")

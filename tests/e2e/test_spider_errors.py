@@ -269,3 +269,18 @@ def test_errors_export_as_csv_and_parquet(tmp_path: Path, site: str) -> None:
     table = pq.read_table(parquet)
     assert table.column("error_type").to_pylist() == ["KeyError", "TypeError"]
     assert table.column("replayable").to_pylist() == [True, True]
+
+
+def test_each_spider_error_logs_one_traceback(tmp_path: Path, site: str) -> None:
+    """At the default log level: the callback's traceback once, not chained under a second
+    one for the SpiderError that wraps it (issue 21)."""
+    broken = spider_file(tmp_path, "broken", BROKEN)
+    proc = run_crawlq(
+        "crawl", f"{site}/page/1", "--store", str(tmp_path / "crawl.db"), "--spider", broken,
+        *FAST,
+    )  # fmt: skip
+    errors = [line for line in lines(proc.stderr) if "spider error on" in line]
+    assert len(errors) == 2, proc.stderr  # page 2's KeyError, page 4's TypeError
+    assert proc.stderr.count("Traceback (most recent call last)") == 2, proc.stderr
+    assert "direct cause" not in proc.stderr
+    assert 'raise KeyError("price")' in proc.stderr  # the spider's own line is shown

@@ -474,3 +474,24 @@ async def test_a_corrupt_request_record_is_dead_lettered_not_fatal(
     corrupt = [r.getMessage() for r in caplog.records if "corrupt_request" in r.getMessage()]
     assert len(corrupt) == 3, corrupt
     assert any("a request of another URL (http://a.test/elsewhere)" in m for m in corrupt)
+
+
+async def test_a_close_cancelled_midway_still_raises_the_cancellation(
+    redis_url: str, job: str
+) -> None:
+    """Ctrl-C of ``status --watch`` landing in ``close`` must end the command (issue 21).
+
+    The close used to swallow ``CancelledError``, so the cancelled task went on as if nothing
+    had been asked: ``status --watch`` kept printing tables after SIGINT.
+    """
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    await f.stats()  # a connection in the pool: closing it waits on the socket
+    closing = asyncio.create_task(f.close())
+    await asyncio.sleep(0)
+    assert not closing.done()  # suspended inside close
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    # the pool was closed all the same: no socket is left open (a ResourceWarning would fail
+    # this test under filterwarnings=error)
+    assert all(c._writer is None for c in f.client.connection_pool._available_connections)

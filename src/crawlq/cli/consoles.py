@@ -8,6 +8,7 @@ by its reader (``| head``).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
@@ -20,6 +21,7 @@ __all__ = [
     "exit_on_broken_pipe",
     "stderr_console",
     "stdout_console",
+    "table_width",
     "terminal_console",
 ]
 
@@ -54,8 +56,11 @@ def stderr_console() -> Console:
     return Console(stderr=True)
 
 
-def stdout_console() -> Console:
+def stdout_console(*, wide: bool = False) -> Console:
     """A rich console on stdout, for a command whose output is a table (``crawlq status``).
+
+    Its tables fit `table_width` columns (cells wrap); ``wide`` (``--wide``) leaves every
+    cell whole on one line, however long the lines get.
 
     When the reader of stdout goes away (``crawlq status --watch | head``), the command ends
     quietly with `EXIT_BROKEN_PIPE`, like ``crawlq export`` (rich's own default is exit 1).
@@ -73,11 +78,29 @@ def stdout_console() -> Console:
         # 80), which wraps URLs and host names inside table cells across lines: lines a pipe
         # (grep, a log file) cannot use (QA)
         console.width = max(console.width, OFF_TERMINAL_WIDTH)
+    if wide:
+        console.width = WIDE_WIDTH
     return console
+
+
+def table_width(*, wide: bool = False) -> int | None:
+    """Columns a table on stdout may take; None with ``wide`` (``--wide``: no limit).
+
+    The terminal's width; off a terminal `OFF_TERMINAL_WIDTH`, or a wider ``COLUMNS``.
+    """
+    if wide:
+        return None
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    columns = os.environ.get("COLUMNS", "")
+    return max(int(columns) if columns.isdigit() else 0, OFF_TERMINAL_WIDTH)
 
 
 OFF_TERMINAL_WIDTH = 200
 """Least columns of a table written to a pipe or file (a wider ``COLUMNS`` widens it)."""
+
+WIDE_WIDTH = 100_000
+"""Columns of a ``--wide`` table: enough that no cell is ever wrapped."""
 
 
 def terminal_console() -> Console | None:

@@ -24,8 +24,10 @@ from crawlq.cli.options import (
     sitemap_urls,
 )
 from crawlq.cli.output import (
+    EXIT_NOTHING_STORED,
     EXIT_SPIDER_ERRORS,
     configure_logging,
+    nothing_stored_line,
     print_summary,
     spider_errors_warning,
     terminal_console,
@@ -100,10 +102,11 @@ def crawl(
 
     Re-running the same command resumes an interrupted crawl. Exit status: 0 when the crawl
     finished (or stopped at --max-pages), 1 when it could not start or was interrupted,
-    2 for bad options or seed URLs. Pages whose spider callback raised are stored with their
-    error and counted by exception type; they leave the exit status 0 with a warning line
-    (`crawlq export --what errors` lists them, `crawlq reparse` reruns a fixed spider over
-    their kept bodies), or make it 3 with --fail-on-spider-errors.
+    2 for bad options or seed URLs, 4 when it stored no page because every seed failed
+    (one line gives the dead-letter reasons). Pages whose spider callback raised are stored
+    with their error and counted by exception type; they leave the exit status 0 with a
+    warning line (`crawlq export --what errors` lists them, `crawlq reparse` reruns a fixed
+    spider over their kept bodies), or make it 3 with --fail-on-spider-errors.
 
     -o FILE appends the items this run stored to FILE when the crawl ends (-O FILE replaces
     it; --output-what pages writes the pages instead), in the format of its extension:
@@ -158,6 +161,10 @@ def crawl(
         click.echo(f"wrote {rows} {output.what} to {output.path}", err=True)
     if report.stopped_by == "stopped":
         sys.exit(1)
+    failed = nothing_stored_line(report)
+    if failed is not None:
+        click.echo(failed, err=True)
+        sys.exit(EXIT_NOTHING_STORED)
     replayable = final.store_body or final.warc_dir is not None
     warning = spider_errors_warning(report, replayable=replayable)
     if warning is not None:

@@ -16,7 +16,11 @@ __all__ = ["dashboard"]
 
 
 @click.command()
-@click.option("--frontier", required=True, help="redis://[:password@]host:port/db of the jobs.")
+@click.option(
+    "--frontier",
+    required=True,
+    help="redis://[:password@]host:port/db (or rediss://, unix://) of the jobs.",
+)
 @click.option(
     "--job", "jobs", multiple=True, help="A job to show (repeatable; default: every job found)."
 )

@@ -19,6 +19,7 @@ import click
 
 from crawlq.cli.dead_filters import dead_filter, dead_options, parse_since
 from crawlq.cli.jobview import BadInput, JobView, open_view
+from crawlq.cli.options import wide_option
 from crawlq.cli.output import dead_table, stdout_console
 from crawlq.engine.dead import (
     DeadRow,
@@ -42,6 +43,7 @@ def dead() -> None:
 @dead.command("list")
 @dead_options
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most N.")
+@wide_option
 def list_(
     reason: str | None,
     host: str | None,
@@ -51,6 +53,7 @@ def list_(
     store: str | None,
     as_json: bool,
     limit: int | None,
+    wide: bool,
 ) -> None:
     """List dead letters: URL, reason, attempts, when, the page that linked to it, detail.
 
@@ -74,7 +77,7 @@ def list_(
 
     rows = _run(run, "list dead letters")
     if not as_json:
-        stdout_console().print(dead_table([r.to_json() for r in rows]))
+        stdout_console(wide=wide).print(dead_table([r.to_json() for r in rows]))
 
 
 def _rows(view: JobView, where: DeadFilter) -> Any:

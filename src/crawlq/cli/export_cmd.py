@@ -11,6 +11,7 @@ import click
 
 from crawlq.cli.export_options import check_readable, format_for, since_s
 from crawlq.cli.output import exit_on_broken_pipe
+from crawlq.cli.since import since_option
 from crawlq.errors import CrawlqError
 from crawlq.export import export as export_records
 from crawlq.export.filters import RecordFilter
@@ -42,7 +43,7 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
     "else jsonl]; json: one JSON array",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
-@click.option("--since", default=None, help="Only records at or after this ISO 8601 time.")
+@since_option("records")
 @click.option(
     "--body", is_flag=True, help="Pages: include the stored bodies (crawled with --store-body)."
 )
@@ -70,7 +71,7 @@ def export(
     host: str | None,
     spider: str | None,
 ) -> None:
-    """Write the results of a crawl as JSON Lines or CSV (to stdout, or -o FILE), or Parquet.
+    """Write a crawl's results as JSON Lines, CSV or Parquet (to stdout, or to -o FILE).
 
     Without --format, -o FILE's extension says which (.jsonl, .ndjson, .csv, .parquet);
     standard output gets JSON Lines. Parquet needs -o FILE and the parquet extra (pip

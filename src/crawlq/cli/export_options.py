@@ -1,5 +1,7 @@
 """``crawlq export``'s option checks: the output format, ``--since`` and ``--store``.
 
+``--since`` is read as ``crawlq dead list`` reads it (`crawlq.cli.since.since_s`, re-exported).
+
 Each raises the click error that names its option (``click.UsageError`` for a format that
 cannot be told or contradicts ``-o FILE``'s extension, ``click.BadParameter`` otherwise), so a
 bad option exits 2 before any store is opened.
@@ -7,29 +9,15 @@ bad option exits 2 before any store is opened.
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import click
 
+from crawlq.cli.since import since_s
 from crawlq.errors import ConfigError
 from crawlq.settings import check_store
 
 __all__ = ["check_readable", "format_for", "since_s"]
-
-
-def since_s(since: str | None) -> float | None:
-    """``--since`` as Unix seconds (None: no lower bound); ``Z`` is read as UTC.
-
-    Raises:
-        click.BadParameter: Not an ISO 8601 time.
-    """
-    if since is None:
-        return None
-    try:
-        return datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise click.BadParameter(f"not an ISO 8601 time: {since!r}", param_hint="--since") from None
 
 
 def check_readable(store: str) -> None:

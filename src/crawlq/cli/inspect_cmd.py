@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from crawlq.cli.jobview import BadInput, JobView, open_view
+from crawlq.cli.options import wide_option
 from crawlq.cli.output import stdout_console, story_table
 from crawlq.engine.story import UrlStory, native_story
 from crawlq.errors import CrawlqError, InvalidURL
@@ -31,7 +32,8 @@ __all__ = ["inspect"]
 @click.option(
     "--frontier",
     default=None,
-    help="redis://[:password@]host:port/db of a shared job, or a SQLite frontier file "
+    help="redis://[:password@]host:port/db (or rediss://, unix://) of a shared job, or a "
+    "SQLite frontier file "
     "(default: embedded in --store).",
 )
 @click.option("--job", default=None, help="The job name (with a Redis frontier).")
@@ -41,8 +43,9 @@ __all__ = ["inspect"]
     help="The store: a SQLite file [crawlq.db] or postgresql://… (default for a job: its own).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+@wide_option
 def inspect(
-    url: str, frontier: str | None, job: str | None, store: str | None, as_json: bool
+    url: str, frontier: str | None, job: str | None, store: str | None, as_json: bool, wide: bool
 ) -> None:
     """Tell URL's story: canonical form, fingerprint, and where it is in the crawl.
 
@@ -65,7 +68,7 @@ def inspect(
     if as_json:
         click.echo(json.dumps(story.to_json(), indent=2))
     else:
-        stdout_console().print(story_table(story.to_json()))
+        stdout_console(wide=wide).print(story_table(story.to_json()))
 
 
 async def _story(

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from crawlq.cli.options import wide_option
 from crawlq.cli.output import stdout_console
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact, without_password
@@ -29,7 +30,7 @@ _frontier = click.option(
     "--frontier",
     required=True,
     envvar="CRAWLQ_FRONTIER",
-    help="redis://host:port/db of the jobs (or $CRAWLQ_FRONTIER).",
+    help="redis://host:port/db (or rediss://, unix://) of the jobs (or $CRAWLQ_FRONTIER).",
 )
 
 
@@ -69,7 +70,8 @@ def _job_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
 @click.command()
 @_frontier
 @click.option("--json", "as_json", is_flag=True, help="A JSON array, for scripts.")
-def jobs(frontier: str, as_json: bool) -> None:
+@wide_option
+def jobs(frontier: str, as_json: bool, wide: bool) -> None:
     """List the jobs of a Redis frontier: engine, created, queued/done/dead, last activity."""
     found = _run(frontier, lambda admin: admin.jobs())
     if as_json:
@@ -95,7 +97,7 @@ def jobs(frontier: str, as_json: bool) -> None:
             str(info.live_workers),
             _when(info.last_activity),
         )
-    console = stdout_console()
+    console = stdout_console(wide=wide)
     if not found:
         console.print("no jobs on this Redis")
     else:

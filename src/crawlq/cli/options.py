@@ -28,6 +28,7 @@ __all__ = [
     "setting_of_option",
     "sitemap_option",
     "sitemap_urls",
+    "wide_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -266,6 +267,16 @@ def guard_options(f: F) -> F:
     )(f)
 
 
+def wide_option(f: F) -> F:
+    """``--wide``: a table command's cells whole on one line, not fitted to the terminal."""
+    return click.option(
+        "--wide",
+        is_flag=True,
+        help="Print the table at full width (default: fit the terminal, or 200 columns off "
+        "one, wrapping or cutting long cells; --json for scripts).",
+    )(f)
+
+
 def frontier_options(*, required: bool) -> Callable[[F], F]:
     """``--frontier`` and ``--job``."""
 
@@ -277,8 +288,9 @@ def frontier_options(*, required: bool) -> Callable[[F], F]:
                     "--frontier",
                     required=required,
                     default=None,
-                    help="Shared frontier: redis://[:password@]host:port/db "
-                    + ("" if required else "(default: embedded in --store)"),
+                    help="Shared frontier: redis://[:password@]host:port/db, rediss://…, "
+                    "unix://… or a SQLite file (*.db)"
+                    + ("." if required else " (default: embedded in --store)."),
                 ),
                 click.option("--job", required=required, default=None, help="Job name."),
             ],

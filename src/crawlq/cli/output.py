@@ -15,14 +15,23 @@ from crawlq.cli.consoles import (
     exit_on_broken_pipe,
     stderr_console,
     stdout_console,
+    table_width,
     terminal_console,
 )
 from crawlq.cli.logs import PROGRESS_LOGGER, JsonFormatter, RedactingFormatter, configure_logging
-from crawlq.cli.summary import EXIT_SPIDER_ERRORS, kinds, print_summary, spider_errors_warning
+from crawlq.cli.summary import (
+    EXIT_NOTHING_STORED,
+    EXIT_SPIDER_ERRORS,
+    kinds,
+    nothing_stored_line,
+    print_summary,
+    spider_errors_warning,
+)
 from crawlq.cli.tables import ProgressDisplay, dead_table, status_table, story_table
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
+    "EXIT_NOTHING_STORED",
     "EXIT_SPIDER_ERRORS",
     "PROGRESS_LOGGER",
     "JsonFormatter",
@@ -32,11 +41,13 @@ __all__ = [
     "dead_table",
     "exit_on_broken_pipe",
     "kinds",
+    "nothing_stored_line",
     "print_summary",
     "spider_errors_warning",
     "status_table",
     "stderr_console",
     "stdout_console",
     "story_table",
+    "table_width",
     "terminal_console",
 ]

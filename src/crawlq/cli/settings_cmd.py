@@ -9,11 +9,13 @@ import inspect
 import itertools
 import json
 import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from crawlq.cli.options import setting_of_option
+from crawlq.cli.options import setting_of_option, wide_option
+from crawlq.cli.output import table_width
 from crawlq.settings import Settings, suggest
 
 __all__ = ["settings", "settings_table"]
@@ -26,13 +28,17 @@ _UNITS = {"_s": "seconds", "_bytes": "bytes"}
 @click.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array, with each description.")
-def settings(names: tuple[str, ...], as_json: bool) -> None:
+@wide_option
+def settings(names: tuple[str, ...], as_json: bool, wide: bool) -> None:
     """List every setting: its command-line option, environment variable, default and unit.
 
     A setting comes, lowest precedence first, from its default, a --config TOML file (keys
     are the setting names), a spider's custom_settings, its CRAWLQ_<NAME> environment
     variable, then its option. With NAME..., show only those settings, with their
     descriptions (a misspelt NAME gets suggestions).
+
+    The table fits the terminal (200 columns off one): a default too long for it is cut
+    with …; --wide prints it whole, --json too.
     """
     rows = settings_table()
     if names:
@@ -50,14 +56,41 @@ def settings(names: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    columns = ("setting", "option", "environment", "default", "unit")
-    cells = [[_cell(row[c]) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    width = table_width(wide=wide)
+    cells = _fitted([[_cell(row[c]) for c in _COLUMNS] for row in rows], width)
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(_COLUMNS)]
+    click.echo(_line(_COLUMNS, widths, width))
+    fill = 88 if width is None else max(min(88, width - 4), 20)
     for row, line in zip(rows, cells, strict=True):
-        click.echo("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+        click.echo(_line(line, widths, width))
         if names and row["description"]:
-            click.echo(textwrap.indent(textwrap.fill(row["description"], 88), "    "))
+            click.echo(textwrap.indent(textwrap.fill(row["description"], fill), "    "))
+
+
+_COLUMNS = ("setting", "option", "environment", "default", "unit")
+_DEFAULT = _COLUMNS.index("default")
+
+
+def _line(cells: Sequence[str], widths: list[int], width: int | None) -> str:
+    """One row, padded to the column widths; cut with … past ``width`` (a narrow terminal)."""
+    text = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
+def _fitted(cells: list[list[str]], width: int | None) -> list[list[str]]:
+    """The table's cells with each default cut (``…``) so that a line fits ``width``.
+
+    The other columns are short names and are kept whole; None: no limit (``--wide``).
+    """
+    if width is None:
+        return cells
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(_COLUMNS)]
+    others = sum(w for i, w in enumerate(widths) if i != _DEFAULT) + 2 * (len(_COLUMNS) - 1)
+    room = max(width - others, len("default"))
+    for line in cells:
+        if len(line[_DEFAULT]) > room:
+            line[_DEFAULT] = line[_DEFAULT][: room - 1] + "…"
+    return cells
 
 
 def settings_table() -> list[dict[str, Any]]:

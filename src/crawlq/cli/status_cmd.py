@@ -14,23 +14,33 @@ import asyncio
 import contextlib
 import json
 import logging
+import signal
 import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import click
 
+from crawlq.cli.options import wide_option
 from crawlq.cli.output import status_table, stdout_console
 from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact
 from crawlq.settings import check_job_name
 
+if TYPE_CHECKING:
+    from crawlq.engine.metrics import FrontierCollector
+
 __all__ = ["status"]
 
 
 @click.command()
-@click.option("--frontier", required=True, help="redis://host:port/db of the job.")
+@click.option(
+    "--frontier", required=True, help="redis://host:port/db (or rediss://, unix://) of the job."
+)
 @click.option("--job", required=True, help="The job name.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+@wide_option
 @click.option("--watch", is_flag=True, help="Refresh every --interval seconds until Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(min=0.2), default=2.0, show_default=True)
 @click.option(
@@ -51,6 +61,7 @@ def status(
     frontier: str,
     job: str,
     as_json: bool,
+    wide: bool,
     watch: bool,
     interval: float,
     prometheus_port: int | None,
@@ -86,7 +97,7 @@ def status(
             return
         if watch and not as_json:
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how --watch ends: exit 0
-                asyncio.run(_watch(frontier, job, interval))
+                asyncio.run(_watch(frontier, job, interval, wide))
             return
         report = asyncio.run(job_report(frontier, job))
     except CrawlqError as exc:
@@ -95,7 +106,7 @@ def status(
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
-        stdout_console().print(status_table(report))
+        stdout_console(wide=wide).print(status_table(report))
 
 
 async def _export(url: str, job: str, interval: float, port: int, host: str) -> None:
@@ -115,28 +126,76 @@ async def _export(url: str, job: str, interval: float, port: int, host: str) -> 
     server = serve(port, host, registry)
     where = f"http://{host}:{server.port}/metrics"
     click.echo(f"serving job {job}'s frontier gauges on {where}", err=True)
-    log = logging.getLogger(__name__)
     try:
-        while True:
-            try:
-                collector.update(await job_report(url, job))
-            except CrawlqError as exc:
-                collector.update(None)
-                log.warning("cannot read job %r: %s", job, exc)
-            await asyncio.sleep(interval)
+        await _until_interrupted(lambda stop: _refresh(collector, url, job, interval, stop))
     finally:
         server.close()
 
 
-async def _watch(url: str, job: str, interval: float) -> None:
+async def _refresh(
+    collector: FrontierCollector, url: str, job: str, interval: float, stop: asyncio.Event
+) -> None:
+    """Read the job's report into ``collector`` every ``interval`` seconds until ``stop``."""
+    log = logging.getLogger(__name__)
+    while not stop.is_set():
+        try:
+            collector.update(await job_report(url, job))
+        except CrawlqError as exc:
+            collector.update(None)
+            log.warning("cannot read job %r: %s", job, exc)
+        if not stop.is_set():
+            await asyncio.sleep(interval)
+
+
+async def _watch(url: str, job: str, interval: float, wide: bool) -> None:
+    await _until_interrupted(lambda stop: _watch_tables(url, job, interval, wide, stop))
+
+
+async def _watch_tables(
+    url: str, job: str, interval: float, wide: bool, stop: asyncio.Event
+) -> None:
     from rich.live import Live
 
-    console = stdout_console()
+    console = stdout_console(wide=wide)
     if not console.is_terminal:  # a file or a pipe: one table per interval, not a live one
         while True:
-            console.print(status_table(await job_report(url, job)))
+            report = await job_report(url, job)
+            if stop.is_set():
+                return
+            console.print(status_table(report))
             await asyncio.sleep(interval)
     with Live(console=console, auto_refresh=False) as live:
         while True:
-            live.update(status_table(await job_report(url, job)), refresh=True)
+            report = await job_report(url, job)
+            if stop.is_set():
+                return
+            live.update(status_table(report), refresh=True)
             await asyncio.sleep(interval)
+
+
+async def _until_interrupted(body: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``body(stop)`` until SIGINT (Ctrl-C), then return: how ``--watch`` ends, exit 0.
+
+    SIGINT sets ``stop`` and cancels the task. The flag is what makes the end certain: on
+    Python 3.11, ``asyncio.wait_for`` (which redis-py runs every command under) drops a
+    cancellation that arrives as the command completes (CPython gh-86296), so under load a
+    Ctrl-C that only cancelled could be lost and the watch went on; ``body`` checks ``stop``
+    after each report instead.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    task = asyncio.current_task()
+
+    def interrupted() -> None:
+        stop.set()
+        if task is not None:
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, interrupted)
+    try:
+        await body(stop)
+    except asyncio.CancelledError:
+        if not stop.is_set():
+            raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)

@@ -11,12 +11,24 @@ from typing import TextIO
 
 from crawlq.engine import CrawlReport
 
-__all__ = ["EXIT_SPIDER_ERRORS", "kinds", "print_summary", "spider_errors_warning"]
+__all__ = [
+    "EXIT_NOTHING_STORED",
+    "EXIT_SPIDER_ERRORS",
+    "kinds",
+    "nothing_stored_line",
+    "print_summary",
+    "spider_errors_warning",
+]
 
 EXIT_SPIDER_ERRORS = 3
 """Exit status of ``crawl`` (and ``reparse``) with ``--fail-on-spider-errors`` when the store
 holds pages whose spider callback failed. Without the flag such a crawl exits 0 with a
 warning line (`spider_errors_warning`)."""
+
+EXIT_NOTHING_STORED = 4
+"""Exit status of ``crawl`` when it ran to its end and stored no page because every URL it
+tried failed (dead-lettered or filtered): a crawl whose only seed is down is not a success
+(`nothing_stored_line` says why)."""
 
 
 def kinds(counts: Mapping[str, int]) -> str:
@@ -78,7 +90,9 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
     c, s = report.counters, report.store
     rate = c.pages / report.elapsed_s if report.elapsed_s > 0 else 0.0
     ended = {
-        "done": "crawl finished: nothing left to crawl",
+        "done": "crawl finished: nothing left to crawl"
+        if nothing_stored_line(report) is None
+        else "crawl failed: no page stored",
         "max_pages": "crawl stopped at --max-pages",
         "stopped": "crawl interrupted: re-run the same command to resume",
     }.get(report.stopped_by, report.stopped_by)
@@ -131,6 +145,24 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
         f"elapsed: {report.elapsed_s:.1f}s, {rate:.1f} pages/s",
     ]
     out.write("\n".join(lines) + "\n")
+
+
+def nothing_stored_line(report: CrawlReport) -> str | None:
+    """The error line of a crawl that finished with no page stored because every seed failed.
+
+    None unless the crawl ran to its end (``done``), the store holds no page of this crawl
+    (the job's pages for a shared job), and it holds dead letters or filtered URLs: with no
+    page stored, no link was found, so those are the seeds' (and their redirects'). A
+    re-run of a crawl that stored pages before is not one.
+    """
+    s = report.store
+    stored = s.pages if report.job_pages is None else report.job_pages
+    if report.stopped_by != "done" or stored or not (s.dead or s.filtered):
+        return None
+    why = [f"dead-lettered {_reasons(s.dead_by_reason)}"] if s.dead else []
+    why += [f"filtered {_reasons(s.filtered_by_reason)}"] if s.filtered else []
+    listed = "; `crawlq dead list` shows why each failed" if s.dead else ""
+    return f"crawlq: error: no page stored, every seed failed: {', '.join(why)}{listed}"
 
 
 def spider_errors_warning(report: CrawlReport, *, replayable: bool) -> str | None:

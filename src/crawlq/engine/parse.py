@@ -132,7 +132,11 @@ async def parse_response(
             else:
                 page.take(found_items, found_requests, req, spider, scope, settings)
     if spider_error_type(page.error) is not None:
-        logger.error("spider error on %s: %s", req.url, page.error, exc_info=page.exc_info)
+        # one traceback: the callback's own exception, not again as the cause of the
+        # SpiderError that wraps it
+        failed = page.exc_info
+        shown = failed.__cause__ if isinstance(failed, SpiderError) and failed.__cause__ else failed
+        logger.error("spider error on %s: %s", req.url, page.error, exc_info=shown)
     return page
 
 

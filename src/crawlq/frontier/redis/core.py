@@ -11,7 +11,6 @@ mixins over this class.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -108,10 +107,35 @@ class RedisCore:
         first, so that ``crawlq status`` stops counting a worker that has stopped at once,
         not when its heartbeat goes stale (30 s); their inbox claims, if any, go back to the
         inbox as a dead worker's would. A worker killed without closing stays until stale.
+
+        A cancellation that arrives while closing (Ctrl-C of ``crawlq status --watch``) still
+        lets the pool close, then is raised again: swallowing it left the cancelled command
+        running as if nothing had happened.
         """
-        with contextlib.suppress(RedisError, OSError, asyncio.CancelledError):
-            if self._heartbeats:
-                await self.client.zrem(self.keys.workers, *sorted(self._heartbeats))
-                self._heartbeats.clear()
-        with contextlib.suppress(RedisError, OSError, asyncio.CancelledError):
-            await self.client.aclose()
+        cancelled = await _quietly(self._leave_live_workers)
+        interrupted = await _quietly(self.client.aclose)
+        if interrupted is not None:  # cut short mid-disconnect: finish, or a socket stays open
+            await _quietly(self.client.aclose)
+        cancelled = cancelled or interrupted
+        if cancelled is not None:
+            raise cancelled
+
+    async def _leave_live_workers(self) -> None:
+        if self._heartbeats:
+            await self.client.zrem(self.keys.workers, *sorted(self._heartbeats))
+            self._heartbeats.clear()
+
+
+async def _quietly(step: Callable[[], Awaitable[Any]]) -> asyncio.CancelledError | None:
+    """Run one step of `RedisCore.close`; return its cancellation, if it was cancelled.
+
+    Redis and socket errors are dropped (the connection is going away anyway); a
+    cancellation is returned for the caller to raise once the other steps ran.
+    """
+    try:
+        await step()
+    except (RedisError, OSError):
+        pass
+    except asyncio.CancelledError as exc:
+        return exc
+    return None
