@@ -11,7 +11,12 @@ import pytest
 
 from crawlq.cli.app import cli
 
-_FORMAT_WORDS = {"jsonl": "JSON Lines", "csv": "CSV", "parquet": "Parquet"}
+_FORMAT_WORDS = {
+    "jsonl": "JSON Lines",
+    "json": "JSON array",
+    "csv": "CSV",
+    "parquet": "Parquet",
+}
 
 
 def _commands() -> list[tuple[str, click.Command]]:

@@ -35,6 +35,7 @@ from crawlq.cli.output import (
 from crawlq.cli.running import Runner, run_or_exit
 from crawlq.engine import Crawl
 from crawlq.engine.plan import plan_crawl
+from crawlq.engine.progress import CrawlReport
 from crawlq.engine.service import MultiProcessCrawl
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
@@ -159,6 +160,11 @@ def crawl(
     if output is not None:
         rows = output.write(final.store)
         click.echo(f"wrote {rows} {output.what} to {output.path}", err=True)
+    _exit_for(report, final, fail_on_spider_errors=fail_on_spider_errors)
+
+
+def _exit_for(report: CrawlReport, final: Settings, *, fail_on_spider_errors: bool) -> None:
+    """Exit with the crawl's status (`crawl`'s docstring), or return for 0."""
     if report.stopped_by == "stopped":
         sys.exit(1)
     failed = nothing_stored_line(report)

@@ -71,7 +71,7 @@ def export(
     host: str | None,
     spider: str | None,
 ) -> None:
-    """Write a crawl's results as JSON Lines, CSV or Parquet (to stdout, or to -o FILE).
+    """Write results as JSON Lines, JSON array, CSV or Parquet (to stdout, or to -o FILE).
 
     Without --format, -o FILE's extension says which (.jsonl, .ndjson, .csv, .parquet);
     standard output gets JSON Lines. Parquet needs -o FILE and the parquet extra (pip
