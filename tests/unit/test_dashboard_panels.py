@@ -19,20 +19,20 @@ from crawlq.records import DeadRecord, PageRecord
 from crawlq.store import ResultBatch
 from crawlq.store.sqlite import SqliteStore
 
-NOW = time.time()
-
 
 def page(url: str, elapsed_s: float, ago_s: float = 5.0) -> PageRecord:
+    """A page fetched ``ago_s`` before now (the watch reads the last minutes: not import time)."""
     return PageRecord(
         fingerprint=hashlib.sha1(url.encode()).digest(), url=url, final_url=url, status=200,
-        content_type="text/html", depth=0, title=None, fetched_at=NOW - ago_s, size_bytes=10,
+        content_type="text/html", depth=0, title=None, size_bytes=10,
+        fetched_at=time.time() - ago_s,  # now, not import time: the watch reads recent pages
         elapsed_s=elapsed_s, attempt=1, error=None, spider="s",
     )  # fmt: skip
 
 
 def dead(url: str, reason: str) -> DeadRecord:
     fp = hashlib.sha1(url.encode()).digest()
-    return DeadRecord(fp, url, reason, "detail", 1, 0, NOW - 5)
+    return DeadRecord(fp, url, reason, "detail", 1, 0, time.time() - 5)
 
 
 REPORT = {
