@@ -52,7 +52,7 @@ async def _query(url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
 
 async def _rows(url: str) -> list[tuple[Any, ...]]:
     return await _query(
-        url, "SELECT item_index, name, price, in_stock, tags, job FROM products ORDER BY 1"
+        url, "SELECT crawlq_index, name, price, in_stock, tags, crawlq_job FROM products ORDER BY 1"
     )
 
 
@@ -67,11 +67,11 @@ async def test_the_table_has_one_typed_column_per_field(pg: tuple[str, str]) -> 
         schema,
     )
     assert columns == [
-        ("fingerprint", "bytea", "NO"),
-        ("item_index", "integer", "NO"),
-        ("job", "text", "YES"),
-        ("url", "text", "NO"),
-        ("stored_at", "timestamp with time zone", "NO"),
+        ("crawlq_fingerprint", "bytea", "NO"),
+        ("crawlq_index", "integer", "NO"),
+        ("crawlq_job", "text", "YES"),
+        ("crawlq_url", "text", "NO"),
+        ("crawlq_stored_at", "timestamp with time zone", "NO"),
         ("name", "text", "NO"),
         ("price", "bigint", "NO"),
         ("in_stock", "boolean", "NO"),
@@ -91,7 +91,9 @@ async def test_rows_match_the_items_and_a_rewritten_page_replaces_them(
         when = "2026-05-01T12:00:00+02:00"
         items = [product(1, 0, rating=4.5, released="2026-01-02", seen=when), product(1, 1)]
         await store.write(ResultBatch(pages=[page(1)], items=items, job="shop"))
-        got = await _query(url, "SELECT item_index, rating, released, seen, url FROM products")
+        got = await _query(
+            url, "SELECT crawlq_index, rating, released, seen, crawlq_url FROM products"
+        )
         assert sorted(got) == [
             (0, 4.5, dt.date(2026, 1, 2), dt.datetime(2026, 5, 1, 10, tzinfo=dt.UTC),
              "https://example.com/1"),
@@ -153,8 +155,9 @@ async def test_a_table_with_other_columns_is_refused_and_left_alone(pg: tuple[st
     await store.close()
     async with await psycopg.AsyncConnection.connect(url) as conn:
         await conn.execute(
-            sql.SQL("CREATE TABLE {}.products (fingerprint bytea, name integer, extra text)")
-            .format(sql.Identifier(schema))
+            sql.SQL(
+                "CREATE TABLE {}.products (crawlq_fingerprint bytea, name integer, extra text)"
+            ).format(sql.Identifier(schema))
         )
     with pytest.raises(ConfigError) as caught:
         await open_store(url, items_table=ItemTable.of("products", Product))
@@ -169,7 +172,7 @@ async def test_a_table_with_other_columns_is_refused_and_left_alone(pg: tuple[st
         " WHERE table_schema = %s AND table_name = 'products' ORDER BY ordinal_position",
         schema,
     )
-    assert names == [("fingerprint",), ("name",), ("extra",)]  # never altered
+    assert names == [("crawlq_fingerprint",), ("name",), ("extra",)]  # never altered
 
 
 async def test_a_store_table_name_and_sqlite_are_refused(

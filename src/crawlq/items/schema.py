@@ -43,6 +43,7 @@ __all__ = [
     "ARROW_TYPES",
     "KEY_COLUMNS",
     "MAX_IDENTIFIER_BYTES",
+    "PARQUET_KEY_COLUMNS",
     "POSTGRES_TYPES",
     "ItemField",
     "ItemTable",
@@ -57,8 +58,18 @@ __all__ = [
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's longest identifier (NAMEDATALEN - 1), in UTF-8 bytes; longer ones are cut."""
 
-KEY_COLUMNS = ("fingerprint", "item_index", "job", "url", "stored_at")
-"""The columns of a typed items table before its fields; a field may not take these names."""
+KEY_COLUMNS = ("crawlq_fingerprint", "crawlq_index", "crawlq_job", "crawlq_url", "crawlq_stored_at")
+"""The columns of a typed items table before its fields (prefixed, so that an item's own
+``url`` or ``index`` field keeps its name); a field may not take these names."""
+
+PARQUET_KEY_COLUMNS = (
+    "crawlq_url",
+    "crawlq_spider",
+    "crawlq_created_at",
+    "crawlq_fingerprint",
+    "crawlq_index",
+)
+"""The columns of a typed Parquet items export before its fields."""
 
 POSTGRES_TYPES: Mapping[str, str] = {
     "text": "text",

@@ -4,8 +4,9 @@ With a declared item type (`crawlq.items.schema.ItemTable`), every item is writt
 the flush's one transaction: as today into the JSONB ``items`` table (what ``export`` and
 ``inspect`` read), and as one row of the typed table, one column per field:
 
-    fingerprint bytea, item_index integer, job text, url text, stored_at timestamptz,
-    <field> <type> ...                        PRIMARY KEY (fingerprint, item_index)
+    crawlq_fingerprint bytea, crawlq_index integer, crawlq_job text, crawlq_url text,
+    crawlq_stored_at timestamptz, <field> <type> ...
+    PRIMARY KEY (crawlq_fingerprint, crawlq_index)
 
 Column types follow `crawlq.items.schema.POSTGRES_TYPES`; a field whose annotation is not
 ``Optional`` is ``NOT NULL``. `ensure_table` creates the table when it is missing and
@@ -36,7 +37,7 @@ from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from crawlq.errors import ConfigError
-from crawlq.items.schema import POSTGRES_TYPES, ItemTable, WrongType
+from crawlq.items.schema import KEY_COLUMNS, POSTGRES_TYPES, ItemTable, WrongType
 from crawlq.records import ItemRecord
 from crawlq.store.postgres_pool import Conn, Target
 
@@ -53,12 +54,13 @@ logger = logging.getLogger("crawlq.store.postgres")
 STORE_TABLES = frozenset({"pages", "items", "dead_letters", "filtered", "outcomes", "store_meta"})
 """The store's own tables, which ``--items-table`` may not name."""
 
-_KEY_TYPES = (
-    ("fingerprint", "bytea", "NOT NULL"),
-    ("item_index", "integer", "NOT NULL"),
-    ("job", "text", ""),
-    ("url", "text", "NOT NULL"),
-    ("stored_at", "timestamp with time zone", "NOT NULL"),
+_KEY_TYPES = tuple(
+    zip(
+        KEY_COLUMNS,
+        ("bytea", "integer", "text", "text", "timestamp with time zone"),
+        ("NOT NULL", "NOT NULL", "", "NOT NULL", "NOT NULL"),
+        strict=True,
+    )
 )
 
 
@@ -128,7 +130,7 @@ def _create(table: ItemTable) -> sql.Composed:
         )
         for f in table.fields
     ]
-    columns.append(sql.SQL("PRIMARY KEY (fingerprint, item_index)"))
+    columns.append(sql.SQL("PRIMARY KEY (crawlq_fingerprint, crawlq_index)"))
     return sql.SQL("CREATE TABLE {} ({})").format(
         sql.Identifier(table.name), sql.SQL(", ").join(columns)
     )
@@ -161,7 +163,7 @@ class TypedRows:
         table: The typed table.
         clear: Fingerprints whose typed rows are deleted first (every page, dead letter and
             filtered record of the write).
-        rows: ``(fingerprint, item_index, job, url, stored_at, *cells)`` per item that fits.
+        rows: ``(fingerprint, index, job, url, stored_at, *cells)`` per item that fits.
     """
 
     table: ItemTable
@@ -204,7 +206,7 @@ class TypedRows:
         """Delete the fingerprints' old rows, insert the new ones (inside the caller's tx)."""
         name = sql.Identifier(self.table.name)
         if self.clear:
-            delete = sql.SQL("DELETE FROM {} WHERE fingerprint = ANY(%s)").format(name)
+            delete = sql.SQL("DELETE FROM {} WHERE crawlq_fingerprint = ANY(%s)").format(name)
             await cur.execute(delete, (self.clear,))
         if self.rows:
             await cur.executemany(self._insert(), self.rows)
@@ -223,7 +225,7 @@ async def set_jobs_from_pages(
 ) -> None:
     """Give reparsed typed rows their page's job (a reparse does not know it)."""
     update = sql.SQL(
-        "UPDATE {} AS t SET job = p.job FROM pages AS p"
-        " WHERE t.fingerprint = p.fingerprint AND t.fingerprint = ANY(%s)"
+        "UPDATE {} AS t SET crawlq_job = p.job FROM pages AS p"
+        " WHERE t.crawlq_fingerprint = p.fingerprint AND t.crawlq_fingerprint = ANY(%s)"
     ).format(sql.Identifier(table.name))
     await cur.execute(update, (fingerprints,))
