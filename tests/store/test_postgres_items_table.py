@@ -187,7 +187,7 @@ async def test_a_store_table_name_and_sqlite_are_refused(
 
 
 async def test_an_odd_field_name_is_a_quoted_column(pg: tuple[str, str]) -> None:
-    url, schema = pg
+    url, _ = pg
     Odd = TypedDict("Odd", {"select": int, "Mixed Case": str})  # a keyword, a space
     store = await open_store(url, items_table=ItemTable.of("odd items", Odd))
     try:

@@ -121,7 +121,10 @@ def test_table_and_field_names_that_cannot_be_identifiers_are_refused() -> None:
     with pytest.raises(ConfigError, match="field 'xxxx") as caught:
         ItemTable.of("t", Long)
     assert caught.value.name == "item_type"
-    Taken = TypedDict("Taken", {"crawlq_url": str})  # type: ignore[misc]
+
+    class Taken(TypedDict):
+        crawlq_url: str
+
     with pytest.raises(ConfigError, match="'crawlq_url'"):
         ItemTable.of("t", Taken)
     assert ItemTable.of("é" * 31, DataItem).name == "é" * 31  # 62 bytes: fits
