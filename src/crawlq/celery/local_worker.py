@@ -86,6 +86,9 @@ class LocalWorker:
             env["CRAWLQ_SPIDER"] = settings.spider
         if settings.trust_job_code:
             env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+        for name in ("item_type", "items_table"):  # per-process: never in the job's settings
+            if getattr(settings, name) is not None:
+                env[f"CRAWLQ_{name.upper()}"] = getattr(settings, name)
         if settings.host_auth:  # names of variables the worker reads too, never a secret
             env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
         if settings.warc_keep_auth:

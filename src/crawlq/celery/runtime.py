@@ -48,6 +48,7 @@ from crawlq.robots import RobotsCache
 from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import Settings
 from crawlq.spider import load_spider
+from crawlq.spider.item_type import items_table_of
 from crawlq.store import Store, open_store
 
 __all__ = [
@@ -98,7 +99,7 @@ class JobRuntime:
             settings = await bind_job(frontier, settings, create=True)
             unsupported(settings)
             frontier.politeness = Politeness.from_settings(settings)  # the job's rules
-            store = await open_store(settings.store)
+            store = await open_store(settings.store, items_table=items_table_of(settings))
         except BaseException:
             await state.close()
             raise

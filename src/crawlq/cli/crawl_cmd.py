@@ -40,6 +40,7 @@ from crawlq.engine.service import MultiProcessCrawl
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider
+from crawlq.spider.item_type import declared_item_type
 
 __all__ = ["crawl"]
 
@@ -123,6 +124,8 @@ def crawl(
     try:
         spider_cls = load_spider(options["spider"])
         settings = build_settings(options, spider_cls)
+        if output is not None:
+            output.declare(declared_item_type(settings, spider_cls))
         if engine == "celery":
             runner = _celery_runner(
                 settings, seeds, spider_cls, processes, retry_dead, broker, sitemaps

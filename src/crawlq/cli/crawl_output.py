@@ -25,6 +25,7 @@ import click
 from crawlq.cli.export_options import format_for
 from crawlq.errors import CrawlqError
 from crawlq.export import export
+from crawlq.items.schema import ItemField, item_fields
 from crawlq.secrecy import redact
 from crawlq.store import open_store
 
@@ -76,6 +77,13 @@ class CrawlOutput:
     what: Literal["items", "pages"]
     started_at: float = field(default_factory=time.time)
     csv_header: list[str] | None = None
+    item_fields: tuple[ItemField, ...] | None = None
+    """The declared item type's fields: a ``.parquet`` items file gets typed columns."""
+
+    def declare(self, item_type: type | None) -> None:
+        """Type the columns of a Parquet items output by ``item_type`` (None: one JSON column)."""
+        if item_type is not None and self.fmt == "parquet" and self.what == "items":
+            self.item_fields = item_fields(item_type)
 
     @classmethod
     def of(cls, append_to: str | None, overwrite: str | None, what: str) -> CrawlOutput | None:
@@ -147,7 +155,9 @@ class CrawlOutput:
             if self.fmt == "parquet":
                 from crawlq.export_parquet import export_parquet
 
-                return await export_parquet(store, self.what, self.path, since=self.started_at)
+                return await export_parquet(
+                    store, self.what, self.path, since=self.started_at, item_fields=self.item_fields
+                )
             fmt: Literal["jsonl", "json", "csv"] = (
                 "csv" if self.fmt == "csv" else "json" if self.fmt == "json" else "jsonl"
             )

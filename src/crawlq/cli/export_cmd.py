@@ -12,10 +12,12 @@ import click
 from crawlq.cli.export_options import check_readable, format_for, since_s
 from crawlq.cli.output import exit_on_broken_pipe
 from crawlq.cli.since import since_option
-from crawlq.errors import CrawlqError
+from crawlq.errors import ConfigError, CrawlqError
 from crawlq.export import export as export_records
 from crawlq.export.filters import RecordFilter
+from crawlq.items.schema import ItemField, item_fields
 from crawlq.secrecy import redact
+from crawlq.spider.item_type import load_item_type
 from crawlq.store import open_store
 
 __all__ = ["export"]
@@ -58,6 +60,13 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 )
 @click.option("--host", default=None, help="Only records of URLs on HOST (or HOST:PORT).")
 @click.option("--spider", default=None, help="Pages, items, errors: only this spider's (its name).")
+@click.option(
+    "--item-type",
+    default=None,
+    metavar="SPEC",
+    help="Parquet items: one typed column per field of this item class (module:Class or "
+    "file.py:Class) instead of one JSON column.",
+)
 def export(
     store: str,
     what: str,
@@ -70,6 +79,7 @@ def export(
     status: str | None,
     host: str | None,
     spider: str | None,
+    item_type: str | None,
 ) -> None:
     """Write results as JSON Lines, JSON array, CSV or Parquet (to stdout, or to -o FILE).
 
@@ -91,6 +101,9 @@ def export(
     on any port, or HOST:PORT) and --spider (the spider's name: pages, items, errors) keep
     only the matching records; dead and filtered records have a host only.
 
+    --item-type module:Class (a dataclass, attrs class, pydantic model or TypedDict) makes a
+    Parquet items export typed: one column per field instead of one JSON string column.
+
     Exit status: 0 when every record was written; 1 when the store cannot be read or the
     output written (one line says why); 2 for bad options; 141 when the reader of standard
     output closed it early (as `| head` does): the export stops there, silently, with the
@@ -104,13 +117,14 @@ def export(
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs -o FILE")
     where = _record_filter(what, status, host, spider)
+    fields = _item_fields(item_type, what, fmt)
     since_at = since_s(since)
     check_readable(store)
     try:
         if fmt == "parquet":
             assert output is not None
             parquet_args = (cast(What, what), output, since_at, body, errors_only)
-            rows = asyncio.run(_export_parquet(store, *parquet_args, where))
+            rows = asyncio.run(_export_parquet(store, *parquet_args, where, fields))
         else:
             with contextlib.ExitStack() as stack:
                 out: TextIO = sys.stdout
@@ -184,6 +198,7 @@ async def _export_parquet(
     body: bool,
     errors_only: bool,
     where: RecordFilter | None = None,
+    fields: tuple[ItemField, ...] | None = None,
 ) -> int:
     try:
         from crawlq.export_parquet import export_parquet
@@ -199,6 +214,19 @@ async def _export_parquet(
             with_body=body,
             spider_errors_only=errors_only,
             where=where,
+            item_fields=fields,
         )
     finally:
         await store.close()
+
+
+def _item_fields(spec: str | None, what: str, fmt: str) -> tuple[ItemField, ...] | None:
+    """The fields ``--item-type`` declares for a typed Parquet items export, or None."""
+    if spec is None:
+        return None
+    if what != "items" or fmt != "parquet":
+        raise click.UsageError("--item-type applies to --what items --format parquet only")
+    try:
+        return item_fields(load_item_type(spec))
+    except ConfigError as exc:
+        raise click.UsageError(f"--item-type: {str(exc).removeprefix('item_type: ')}") from None

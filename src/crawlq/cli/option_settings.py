@@ -122,5 +122,5 @@ _OPTION_NAMES = {
     "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
     "max_push_wait_s", "follow_sitemaps", "skip_extensions", "max_query_params", "max_path_repeats",
-    "max_pages_per_host", "referer_policy", "warc_keep_auth",
+    "max_pages_per_host", "referer_policy", "warc_keep_auth", "item_type", "items_table",
 }  # fmt: skip

@@ -151,6 +151,20 @@ def job_options(f: F) -> F:
             ),
             click.option("--spider", default=None, help="Spider: module:Class or file.py:Class."),
             click.option(
+                "--item-type",
+                default=None,
+                metavar="SPEC",
+                help="The declared item class (module:Class or file.py:Class) for typed "
+                "sinks [the spider's item_type].",
+            ),
+            click.option(
+                "--items-table",
+                default=None,
+                metavar="NAME",
+                help="PostgreSQL store: also write items into table NAME, one typed column "
+                "per field of the item type.",
+            ),
+            click.option(
                 "--trust-job-code",
                 is_flag=True,
                 default=None,

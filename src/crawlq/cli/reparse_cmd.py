@@ -19,6 +19,7 @@ from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider
+from crawlq.spider.item_type import items_table_of
 from crawlq.store import StoreCounts, open_store
 
 __all__ = ["reparse"]
@@ -106,7 +107,7 @@ def reparse(
 async def _run(
     settings: Settings, spider_cls: type[Spider], *, errors_only: bool, all_spiders: bool
 ) -> tuple[ReparseReport, StoreCounts]:
-    store = await open_store(settings.store)
+    store = await open_store(settings.store, items_table=items_table_of(settings, spider_cls))
     try:
         job = Reparse(
             store, spider_cls(), settings, errors_only=errors_only, all_spiders=all_spiders

@@ -22,6 +22,7 @@ from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
+from crawlq.spider.item_type import items_table_of
 from crawlq.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ async def open_backends(
                 # A new job records its store: make sure that store opens before it does,
                 # or a typo in --store would be pinned to the job (and the fixed command
                 # refused as a conflict).
-                store = await open_store(settings.store)
+                store = await open_store(settings.store, items_table=items_table_of(settings))
             try:
                 settings = await bind_job(
                     frontier, settings, create=create, runs_spider=runs_spider
@@ -142,7 +143,7 @@ async def _open_job_store(settings: Settings, *, given: str | None) -> Store:
     given no ``--store`` of its own may be refused by the database.
     """
     try:
-        return await open_store(settings.store)
+        return await open_store(settings.store, items_table=items_table_of(settings))
     except StoreError as exc:
         if given is not None or settings.frontier is None or "://" not in settings.store:
             raise

@@ -116,6 +116,9 @@ class MultiProcessCrawl(_Supervisor):
         env = {"CRAWLQ_FRONTIER": settings.frontier}  # not argv: it may hold a password
         if settings.host_auth:  # the children read the same variables (README "Authentication")
             env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
+        for name in ("item_type", "items_table"):  # per-process: never in the job's settings
+            if getattr(settings, name) is not None:
+                env[f"CRAWLQ_{name.upper()}"] = getattr(settings, name)
         super().__init__(
             WorkerProcesses(
                 ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],

@@ -12,7 +12,10 @@ Columns, by ``what`` (times as ``timestamp[us, UTC]``, fingerprints as lower-cas
   bodies are asked for.
 * ``items``: url, spider, created_at, fingerprint, index (int32), data: the item as a JSON
   object in a string column (items have no fixed columns; read it with e.g. DuckDB's
-  ``json_extract`` or ``pandas.json_normalize``).
+  ``json_extract`` or ``pandas.json_normalize``). With a declared item type (``item_fields``):
+  crawlq_url, crawlq_spider, crawlq_created_at, crawlq_fingerprint, crawlq_index, then one
+  typed column per field (`crawlq.items.schema.ARROW_TYPES`); an item whose value does not
+  fit its field is left out with a warning naming the field (`typed_schema`).
 * ``dead``: url, reason, detail, attempts (int32), depth (int32), at, fingerprint, referrer.
 * ``filtered``: url, reason, depth (int32), at, fingerprint.
 * ``errors``: url, final_url, status (int32), error_type, error, callback, spider,
@@ -22,8 +25,9 @@ Columns, by ``what`` (times as ``timestamp[us, UTC]``, fingerprints as lower-cas
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -32,6 +36,13 @@ import pyarrow.parquet as pq
 
 from crawlq.export.filters import RecordFilter, kept
 from crawlq.export.rows import at_since, dead_row, error_row, filtered_row, mapped, page_row
+from crawlq.items.schema import (
+    PARQUET_KEY_COLUMNS,
+    ItemField,
+    WrongType,
+    cell,
+    json_text,
+)
 from crawlq.records import ItemRecord, PageRecord
 from crawlq.store.base import Store
 
@@ -115,6 +126,34 @@ _ERRORS = pa.schema(
 
 What = Literal["pages", "items", "dead", "filtered", "errors"]
 
+logger = logging.getLogger("crawlq.export")
+
+_ARROW = {
+    "text": pa.string(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "timestamp": _TIME,
+    "date": pa.date32(),
+    "decimal": pa.string(),
+    "bytes": pa.binary(),
+    "json": pa.string(),
+}
+
+
+def typed_schema(fields: Sequence[ItemField]) -> pa.Schema:
+    """The Arrow schema of a typed items export: the key columns, then one per field.
+
+    Raises:
+        ValueError: A field is named as a key column (``crawlq_url`` ...).
+    """
+    taken = [f.name for f in fields if f.name in PARQUET_KEY_COLUMNS]
+    if taken:
+        raise ValueError(f"item field {taken[0]!r} is one of the export's own columns")
+    keys = [pa.string(), pa.string(), _TIME, pa.string(), pa.int32()]
+    columns = list(zip(PARQUET_KEY_COLUMNS, keys, strict=True))
+    return pa.schema(columns + [(f.name, _ARROW[f.kind]) for f in fields])
+
 
 def schema_of(what: What, *, with_body: bool = False) -> pa.Schema:
     """The Arrow schema of an export of ``what`` (see the module docstring).
@@ -141,6 +180,7 @@ async def export_parquet(
     with_body: bool = False,
     spider_errors_only: bool = False,
     where: RecordFilter | None = None,
+    item_fields: Sequence[ItemField] | None = None,
 ) -> int:
     """Write every record of one kind from ``store`` to the Parquet file ``path``, streaming.
 
@@ -152,16 +192,21 @@ async def export_parquet(
         with_body: Pages only: add each page's stored body as the ``body`` column.
         spider_errors_only: Pages only: just those with a spider error.
         where: Only the records it keeps (`crawlq.export.filters.RecordFilter`).
+        item_fields: Items only: the declared item type's fields
+            (`crawlq.items.schema.item_fields`), one typed column each.
 
     Returns:
         The number of records written.
 
     Raises:
-        ValueError: ``what`` is not one of the values above.
+        ValueError: ``what`` is not one of the values above, or a field takes the name of
+            a key column.
         StoreError: Reading the store failed; the file is then incomplete.
         OSError: The file cannot be written.
     """
     schema = schema_of(what, with_body=with_body)
+    if what == "items" and item_fields:
+        schema = typed_schema(item_fields)
     if where is not None:
         where.check(what)
     rows: AsyncIterator[dict[str, Any]]
@@ -172,6 +217,8 @@ async def export_parquet(
     elif what == "errors":
         failed = store.pages(since=since, with_body=True, spider_errors_only=True)
         rows = mapped(kept(failed, where), lambda p: error_row(p, time=_time))
+    elif what == "items" and item_fields:
+        rows = _typed_items(kept(store.items(since=since), where), tuple(item_fields))
     elif what == "items":
         rows = mapped(kept(store.items(since=since), where), _item)
     elif what == "dead":
@@ -218,3 +265,32 @@ def _item(item: ItemRecord) -> dict[str, Any]:
         "index": item.index,
         "data": json.dumps(item.data, ensure_ascii=False),
     }
+
+
+async def _typed_items(
+    items: AsyncIterator[ItemRecord], fields: tuple[ItemField, ...]
+) -> AsyncIterator[dict[str, Any]]:
+    async for item in items:
+        row: dict[str, Any] = dict(
+            zip(
+                PARQUET_KEY_COLUMNS,
+                (item.url, item.spider, _time(item.created_at), item.fingerprint.hex(), item.index),
+                strict=True,
+            )
+        )
+        try:
+            for f in fields:
+                value = cell(f.kind, item.data.get(f.name))
+                if f.kind in ("json", "decimal") and value is not None:
+                    value = json_text(value) if f.kind == "json" else str(value)
+                row[f.name] = value
+        except WrongType as exc:
+            logger.warning(
+                "typed Parquet export: item %d of %s left out (field %r: %s)",
+                item.index,
+                item.url,
+                f.name,
+                exc,
+            )
+            continue
+        yield row

@@ -292,6 +292,16 @@ class Settings:
     spider: str | None = None
     """Spider as ``module:Class`` (None: the default spider, which follows every link)."""
 
+    item_type: str | None = None
+    """The declared item class as ``module:Class`` or ``file.py:Class`` (a dataclass, attrs
+    class, pydantic model or TypedDict), for the typed sinks (``items_table``, Parquet);
+    None: the spider's ``item_type`` attribute. Code: a per-process setting, never a job's."""
+
+    items_table: str | None = None
+    """PostgreSQL store: also write every item into this table, one typed column per field of
+    the declared item type (created when missing; `crawlq.store.postgres_items`). None: items
+    are JSONB only. A per-process setting: give it to every worker of a job."""
+
     trust_job_code: bool = False
     """Shared job: take ``spider``, ``warc_dir`` and a SQLite ``store`` path from the job's
     settings in Redis when this process does not give them itself (otherwise that is an

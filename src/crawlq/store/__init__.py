@@ -6,6 +6,7 @@ This is the only module that knows every backend; each is imported when it is as
 from __future__ import annotations
 
 from crawlq.errors import ConfigError
+from crawlq.items.schema import ItemTable
 from crawlq.settings import check_store
 from crawlq.store.base import ParseUpdate, ResultBatch, Store, StoreCounts, StoredOutcome
 
@@ -14,7 +15,9 @@ __all__ = ["ParseUpdate", "ResultBatch", "Store", "StoreCounts", "StoredOutcome"
 _SQLITE_PREFIX = "sqlite:///"
 
 
-async def open_store(url: str, *, read_only: bool = False) -> Store:
+async def open_store(
+    url: str, *, read_only: bool = False, items_table: ItemTable | None = None
+) -> Store:
     """Open the result store that ``url`` names.
 
     Forms:
@@ -31,6 +34,8 @@ async def open_store(url: str, *, read_only: bool = False) -> Store:
         read_only: Only read (``crawlq export``, ``crawlq status``): create, migrate and
             write nothing; the store must already exist. A store older than this crawlq is
             read as it is.
+        items_table: Also write every item as a row of this typed table (``--items-table``,
+            PostgreSQL only; `crawlq.store.postgres_items`); ignored with ``read_only``.
 
     Returns:
         The open store; the caller closes it.
@@ -38,7 +43,9 @@ async def open_store(url: str, *, read_only: bool = False) -> Store:
     Raises:
         ConfigError: The URL has an unknown form (`crawlq.settings.check_store`: a libpq
             ``key=value`` string is refused, not taken for a file name), an empty path, or
-            names a backend that is not available; ``name`` is ``"store"``.
+            names a backend that is not available; ``name`` is ``"store"``. Named
+            ``items_table``: a typed table with a store that is not PostgreSQL, or one that
+            exists with other columns.
         StoreError: The backend refused to open (see the backend's ``open``); with
             ``read_only``, also when there is no store there: ``no crawlq store in URL (…)``,
             without the password.
@@ -52,7 +59,13 @@ async def open_store(url: str, *, read_only: bool = False) -> Store:
                 "store",
                 f"the PostgreSQL store needs psycopg 3: pip install 'crawlq[postgres]' ({exc})",
             ) from exc
-        return await PostgresStore.open(url, read_only=read_only)
+        return await PostgresStore.open(url, read_only=read_only, items_table=items_table)
+    if items_table is not None and not read_only:
+        raise ConfigError(
+            "items_table",
+            f"--items-table {items_table.name} needs a PostgreSQL store "
+            "(--store postgresql://…); a SQLite store keeps items as JSON only",
+        )
     path = url.removeprefix(_SQLITE_PREFIX)
     if not path.strip():
         raise ConfigError("store", f"no file path in store URL {url!r}")

@@ -38,10 +38,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawlq.errors import ConfigError, StoreError
+from crawlq.items.schema import ItemTable
 from crawlq.store import postgres_schema
 from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.keyset import Row
 from crawlq.store.outcomes import StoreCounts
+from crawlq.store.postgres_items import ensure_table
 from crawlq.store.postgres_pool import DEFAULT_SCHEMA, Conn, Pool, parse_target
 from crawlq.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration
 from crawlq.store.postgres_writes import BatchRows, Reparsed
@@ -61,8 +63,9 @@ class PostgresStore(SqlReader):
     method and the module docstring for how they are implemented.
     """
 
-    def __init__(self, pool: Pool, read_only: bool) -> None:
+    def __init__(self, pool: Pool, read_only: bool, items_table: ItemTable | None = None) -> None:
         self._pool = pool
+        self._items_table = items_table
         self._target = pool.target
         self._read_only = read_only
         self._queries = Queries(POSTGRES, SCHEMA_VERSION)
@@ -76,6 +79,7 @@ class PostgresStore(SqlReader):
         max_connections: int = 4,
         connect_timeout_s: float = 10.0,
         read_only: bool = False,
+        items_table: ItemTable | None = None,
     ) -> PostgresStore:
         """Connect to the store at ``url``, creating or migrating its tables when needed.
 
@@ -92,13 +96,16 @@ class PostgresStore(SqlReader):
             read_only: Create and migrate nothing (``export``, ``status``): the store must
                 exist, sessions are read-only and `write` is refused; an older schema is read
                 as it is.
+            items_table: Also write every item as a row of this typed table
+                (``--items-table``; `crawlq.store.postgres_items`), created when missing.
 
         Returns:
             The open store; close it with `close`.
 
         Raises:
             ConfigError: ``url`` is not a valid libpq URL, or ``max_connections`` is out of
-                range; ``name`` is ``"store"``.
+                range; ``name`` is ``"store"``. Named ``items_table``: the typed table
+                exists with other columns (listed), or is one of the store's own tables.
             StoreUnavailable: The server cannot be reached or refuses the connection (down,
                 unknown host, wrong database or credentials); the message names the URL
                 without its password.
@@ -109,7 +116,7 @@ class PostgresStore(SqlReader):
         if not 1 <= max_connections <= 100:
             raise ConfigError("store", f"max_connections must be 1..100, got {max_connections}")
         pool = Pool(parse_target(url, schema), max_connections, connect_timeout_s, read_only)
-        store = cls(pool, read_only)
+        store = cls(pool, read_only, None if read_only else items_table)
         try:
             await pool.run(store._check_schema if read_only else store._ensure_schema)
         except BaseException:
@@ -140,7 +147,7 @@ class PostgresStore(SqlReader):
             raise StoreError(f"store {self._target.name} is open read-only")
         if len(batch) == 0:
             return
-        await self._pool.run(BatchRows.of(batch.resolved()).write)
+        await self._pool.run(BatchRows.of(batch.resolved(), self._items_table).write)
 
     async def counts(self, job: str | None = None) -> StoreCounts:
         """Count records in one snapshot; see `crawlq.store.Store.counts`.
@@ -166,7 +173,8 @@ class PostgresStore(SqlReader):
             raise StoreError(f"store {self._target.name} is open read-only")
         if not updates:
             return frozenset()
-        return await self._pool.run(Reparsed.of(last_update_wins(updates)).write)
+        rows = Reparsed.of(last_update_wins(updates), self._items_table)
+        return await self._pool.run(rows.write)
 
     async def close(self) -> None:
         """Wait for the calls that hold a connection, then close every connection; idempotent."""
@@ -202,6 +210,9 @@ class PostgresStore(SqlReader):
 
     async def _ensure_schema(self, conn: Conn) -> None:
         await postgres_schema.ensure_schema(conn, self._target)
+        if self._items_table is not None:
+            async with conn.transaction():
+                await ensure_table(conn, self._target, self._items_table)
 
 
 @dataclass(frozen=True, slots=True)

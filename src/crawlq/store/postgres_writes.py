@@ -23,8 +23,10 @@ from typing import Any
 import psycopg
 from psycopg.rows import TupleRow
 
+from crawlq.items.schema import ItemTable
 from crawlq.records import ItemRecord
 from crawlq.store.batch import ParseUpdate, ResultBatch
+from crawlq.store.postgres_items import TypedRows, set_jobs_from_pages
 from crawlq.store.postgres_pool import Conn
 from crawlq.store.sql import POSTGRES, Writes, item_json
 
@@ -87,10 +89,15 @@ class BatchRows:
     items: list[_Row]
     dead: list[_Row]
     filtered: list[_Row]
+    typed: TypedRows | None = None
 
     @classmethod
-    def of(cls, batch: ResultBatch) -> BatchRows:
-        """Convert and check ``batch``; raises ValueError for unserialisable item data."""
+    def of(cls, batch: ResultBatch, table: ItemTable | None = None) -> BatchRows:
+        """Convert and check ``batch``; raises ValueError for unserialisable item data.
+
+        With ``table`` (``--items-table``), the items get typed rows too
+        (`crawlq.store.postgres_items`), replacing those of every fingerprint written.
+        """
         job = _opt_text(batch.job)
         items = [
             (i.fingerprint, i.index, _text(i.url), _text(i.spider), _item_json(i), i.created_at)
@@ -144,7 +151,10 @@ class BatchRows:
             + [(r[0], "dead") for r in dead]
             + [(r[0], "filtered") for r in filtered]
         )
-        return cls(claims, pages, items, dead, filtered)
+        typed = None
+        if table is not None:
+            typed = TypedRows.of(table, [c[0] for c in claims], batch.items, job)
+        return cls(claims, pages, items, dead, filtered, typed)
 
     async def write(self, conn: Conn) -> None:
         """Write every row in one transaction, sent as one pipeline."""
@@ -161,6 +171,8 @@ class BatchRows:
             if self.filtered:
                 await _delete(cur, ("pages", "items", "dead_letters"), self.filtered)
                 await cur.executemany(_SQL.upsert_filtered, self.filtered)
+            if self.typed is not None:  # after every delete of the JSONB items, like them
+                await self.typed.write(cur)
 
 
 async def _delete(
@@ -178,9 +190,10 @@ class Reparsed:
 
     pages: list[_Row]
     items: list[_Row]
+    typed: TypedRows | None = None
 
     @classmethod
-    def of(cls, updates: Sequence[ParseUpdate]) -> Reparsed:
+    def of(cls, updates: Sequence[ParseUpdate], table: ItemTable | None = None) -> Reparsed:
         """Convert and check ``updates``; raises ValueError for unserialisable item data."""
         pages = sorted(
             (u.fingerprint, u.fetched_at, _opt_text(u.error), _text(u.spider)) for u in updates
@@ -190,7 +203,11 @@ class Reparsed:
             for u in updates
             for i in u.items
         ]
-        return cls(pages, items)
+        typed = None
+        if table is not None:
+            records = [i for u in updates for i in u.items]
+            typed = TypedRows.of(table, [u.fingerprint for u in updates], records, None)
+        return cls(pages, items, typed)
 
     async def write(self, conn: Conn) -> frozenset[bytes]:
         """Update the pages that still hold the version read; replace their items."""
@@ -204,4 +221,16 @@ class Reparsed:
                 rows = [row for row in self.items if row[0] in updated]
                 if rows:
                     await cur.executemany(_SQL.insert_item, rows)
+                if self.typed is not None:
+                    await self._write_typed(cur, self.typed, sorted(updated))
         return frozenset(updated)
+
+    @staticmethod
+    async def _write_typed(
+        cur: psycopg.AsyncCursor[TupleRow], typed: TypedRows, updated: list[bytes]
+    ) -> None:
+        """Replace the typed rows of the pages updated (only those: the others moved on)."""
+        keep = set(updated)
+        rows = [row for row in typed.rows if row[0] in keep]
+        await TypedRows(typed.table, updated, rows).write(cur)
+        await set_jobs_from_pages(cur, typed.table, updated)
