@@ -86,6 +86,9 @@ class LocalWorker:
             env["CRAWLQ_SPIDER"] = settings.spider
         if settings.trust_job_code:
             env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+        for name in ("downloader_middlewares", "spider_middlewares"):
+            if getattr(settings, name):  # code: this command's own, as its spider
+                env[f"CRAWLQ_{name.upper()}"] = ",".join(getattr(settings, name))
         if settings.host_auth:  # names of variables the worker reads too, never a secret
             env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
         if settings.warc_keep_auth:

@@ -292,6 +292,16 @@ class Settings:
     spider: str | None = None
     """Spider as ``module:Class`` (None: the default spider, which follows every link)."""
 
+    downloader_middlewares: tuple[str, ...] = ()
+    """Downloader middlewares of this process, ``module:Class`` or ``path/file.py:Class``, in
+    order, before the spider's own ``downloader_middlewares`` (``--downloader-middleware``,
+    repeatable; ``CRAWLQ_DOWNLOADER_MIDDLEWARES``: comma-separated; `crawlq.middleware`).
+    Code: a per-process setting, never a shared job's."""
+
+    spider_middlewares: tuple[str, ...] = ()
+    """Spider middlewares of this process (``--spider-middleware``), as
+    ``downloader_middlewares``: ``process_spider_output`` of a callback's output."""
+
     trust_job_code: bool = False
     """Shared job: take ``spider``, ``warc_dir`` and a SQLite ``store`` path from the job's
     settings in Redis when this process does not give them itself (otherwise that is an
