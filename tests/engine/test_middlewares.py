@@ -235,7 +235,7 @@ async def test_spider_middlewares_filter_and_enrich_the_output(
             yield from response.follow_all()
 
     class AsyncItems(Items):
-        async def parse(self, response: Response) -> Any:  # type: ignore[override]
+        async def parse(self, response: Response) -> Any:
             yield {"title": response.title}
             for request in response.follow_all():
                 yield request
