@@ -30,7 +30,8 @@ LOGIN_PAGE = """<html><head><title>Log in</title></head><body>
   <input name="user"><input type="password" name="password">
   <input type="checkbox" name="remember" value="yes" checked>
   <input type="checkbox" name="spam" value="yes">
-  <select name="lang"><option value="en">English</option><option value="fr" selected>Fr</option></select>
+  <select name="lang"><option value="en">English</option>
+    <option value="fr" selected>Fr</option></select>
   <textarea name="note">hello there</textarea>
   <input type="submit" name="go" value="Log in"><input type="submit" name="other" value="No">
 </form></body></html>"""

@@ -21,7 +21,8 @@ FORM = """<form name="f" action="../go?old=1" method="get">
 <input type="checkbox" name="c">
 <input type="checkbox" name="d" checked>
 <select name="s"><option>First one</option><option>Second</option></select>
-<select name="m" multiple><option value="1" selected>1</option><option value="2" selected>2</option></select>
+<select name="m" multiple><option value="1" selected>1</option>
+<option value="2" selected>2</option></select>
 <button name="act" value="save">Save</button><button name="act" value="del">Delete</button>
 </form>"""
 
@@ -66,7 +67,8 @@ def test_post_bodies_are_fingerprinted() -> None:
     two = CrawlRequest.form("http://site.test/login", {"user": "b"})
     assert one.body == b"user=a"
     assert one.fingerprint != two.fingerprint
-    assert one.fingerprint == CrawlRequest.form("http://site.test/login", [("user", "a")]).fingerprint
+    same = CrawlRequest.form("http://site.test/login", [("user", "a")])
+    assert one.fingerprint == same.fingerprint
     assert CrawlRequest.form("http://site.test/s?q=1", {"q": "a b"}, "GET").url == (
         "http://site.test/s?q=a+b"
     )
