@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "testing": 4,  # loopback servers: `crawlq serve` and the tests use them
     "spider": 3,
     "links": 3,
+    "middleware": 3,
     "sitemap": 0,
     "decode": 0,
     "codings": 0,
@@ -164,6 +165,7 @@ SIDEWAYS = {
     ("fetch", "robots"),
     ("robots", "fetch"),  # robots.txt is fetched through the fetcher
     ("spider", "links"),
+    ("middleware", "spider"),  # middlewares are loaded as spiders are, and see its Response
     ("spider", "decode"),
     ("links", "decode"),
     ("export_parquet", "export"),

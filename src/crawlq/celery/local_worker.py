@@ -89,6 +89,9 @@ class LocalWorker:
         for name in ("item_type", "items_table"):  # per-process: never in the job's settings
             if getattr(settings, name) is not None:
                 env[f"CRAWLQ_{name.upper()}"] = getattr(settings, name)
+        for name in ("downloader_middlewares", "spider_middlewares"):
+            if getattr(settings, name):  # code: this command's own, as its spider
+                env[f"CRAWLQ_{name.upper()}"] = ",".join(getattr(settings, name))
         if settings.host_auth:  # names of variables the worker reads too, never a secret
             env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
         if settings.warc_keep_auth:

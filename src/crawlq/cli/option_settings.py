@@ -42,6 +42,8 @@ _OPTION_SETTINGS = {
     "strip_url_param": "strip_url_params",
     "header": "default_headers",
     "broker": "broker_url",
+    "downloader_middleware": "downloader_middlewares",
+    "spider_middleware": "spider_middlewares",
 }
 """Options that set a setting of another name (besides `_RENAMED`): ``--broker`` is the
 Celery engine's ``broker_url`` (see ``crawlq crawl``)."""
@@ -69,6 +71,8 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["exclude"] = options.get("exclude") or None
     cli["strip_url_params"] = options.get("strip_url_param") or None
     cli["default_headers"] = options.get("header") or None
+    cli["downloader_middlewares"] = options.get("downloader_middleware") or None
+    cli["spider_middlewares"] = options.get("spider_middleware") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
     if options.get("no_cookies"):
@@ -98,6 +102,8 @@ _FLAGS = {
     "meta_refresh": "--no-meta-refresh",
     "strip_url_params": "--strip-url-param",
     "default_headers": "--header",
+    "downloader_middlewares": "--downloader-middleware",
+    "spider_middlewares": "--spider-middleware",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }

@@ -321,6 +321,20 @@ def process_options(f: F) -> F:
             click.option("--concurrency", type=int, default=None, help="Requests in flight [16]."),
             click.option("--max-pages", type=int, default=None, help="Stop after N stored pages."),
             click.option(
+                "--downloader-middleware",
+                multiple=True,
+                metavar="SPEC",
+                help="A downloader middleware of this process, module:Class or "
+                "file.py:Class (repeatable; see README Middlewares).",
+            ),
+            click.option(
+                "--spider-middleware",
+                multiple=True,
+                metavar="SPEC",
+                help="A spider middleware of this process, module:Class or file.py:Class "
+                "(repeatable).",
+            ),
+            click.option(
                 "--processes",
                 type=int,
                 default=None,

@@ -52,6 +52,18 @@ def try_options(f: F) -> F:
         click.option("--no-cookies", is_flag=True, help="Keep no cookies and send none."),
         click.option("--no-meta-refresh", is_flag=True, help="Do not follow <meta> refreshes."),
         click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
+        click.option(
+            "--downloader-middleware",
+            multiple=True,
+            metavar="SPEC",
+            help="A downloader middleware, module:Class or file.py:Class (repeatable).",
+        ),
+        click.option(
+            "--spider-middleware",
+            multiple=True,
+            metavar="SPEC",
+            help="A spider middleware, module:Class or file.py:Class (repeatable).",
+        ),
         click.option("-v", "--verbose", count=True, help="-v: log warnings; -vv: a line per URL."),
     ]
     for decorator in reversed(decorators):

@@ -9,6 +9,7 @@ from crawlq.engine.pagework import PageWork
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier
 from crawlq.links import LinkRules
+from crawlq.middleware import Middlewares
 from crawlq.politeness import AutoThrottle, Politeness
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
@@ -42,6 +43,8 @@ class Deps:
             ``spider`` (raises `crawlq.errors.ConfigError` when they are wrong).
         link_rules: Which links a page offers its spider (from ``settings``; not an
             argument).
+        middlewares: The downloader and spider middlewares of ``settings`` and ``spider``
+            (`crawlq.middleware.Middlewares.build`; raises `crawlq.errors.ConfigError`).
     """
 
     settings: Settings
@@ -56,9 +59,11 @@ class Deps:
     pages: PageWork = field(default_factory=PageWork)
     sitemap_rules: SitemapRules = field(init=False)
     link_rules: LinkRules = field(init=False)
+    middlewares: Middlewares = field(init=False)
 
     def __post_init__(self) -> None:
         if self.throttle is None and self.politeness.autothrottle:
             self.throttle = AutoThrottle(self.politeness)
         self.sitemap_rules = sitemap_rules_of(self.spider)
         self.link_rules = LinkRules.from_settings(self.settings)
+        self.middlewares = Middlewares.build(self.settings, self.spider)

@@ -13,7 +13,9 @@ worker imports, the directory it writes WARC files to or the SQLite file it writ
 to (`LOCAL_FIELDS`). A process gets those from its own configuration (``--spider``,
 ``--warc``, ``--store`` or their ``CRAWLQ_*`` variables, or its own default store), naming the
 same file as the job's, or takes the job's only when its operator says so with
-``--trust-job-code``. A job stores these paths absolute, and two paths are the same when they
+``--trust-job-code``. Middlewares (``downloader_middlewares``, ``spider_middlewares``) are
+not job settings at all: each process loads its own (`crawlq.middleware`). A job stores
+these paths absolute, and two paths are the same when they
 name the same file from this process (`_same`: relative to its working directory, ``~`` and
 symlinks resolved), so ``--store crawlq.db`` in the seeder's directory is the job's
 ``/abs/crawlq.db``.

@@ -162,6 +162,9 @@ class MultiProcessCrawl(_Supervisor):
                 self.pool.env["CRAWLQ_WARC_DIR"] = given.warc_dir
             if given.trust_job_code:
                 self.pool.env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+            for name in ("downloader_middlewares", "spider_middlewares"):
+                if getattr(given, name):  # code: this command's own, as its spider
+                    self.pool.env[f"CRAWLQ_{name.upper()}"] = ",".join(getattr(given, name))
             self.pool.start()
             try:
                 codes = await self.pool.wait(spent if limit is not None else None)

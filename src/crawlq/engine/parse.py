@@ -30,6 +30,7 @@ from crawlq.links import (
     scan_page,
     screen_html,
 )
+from crawlq.middleware import Middlewares, SpiderOutputRun
 from crawlq.records import (
     UNSERIALISABLE_ITEM,
     ItemRecord,
@@ -70,6 +71,7 @@ async def parse_response(
     settings: Settings,
     pages: PageWork,
     link_rules: LinkRules,
+    middlewares: Middlewares | None = None,
 ) -> ParsedPage:
     """Parse a response and run the spider's callback on it: the parse step of `process`.
 
@@ -86,6 +88,8 @@ async def parse_response(
         settings: Limits: ``max_html_depth``, ``max_links_per_page``, ``parse_timeout_s``.
         pages: The page thread.
         link_rules: Which links the page offers the spider (`crawlq.links.LinkRules`).
+        middlewares: Whose spider middlewares take a callback's output (not an errback's)
+            before scope does (`crawlq.middleware.Middlewares.spider_output`); None: none.
 
     Returns:
         The page's title, canonical URL and error (None, ``http_404``, ``spider_error:
@@ -105,10 +109,11 @@ async def parse_response(
     if mode or result.is_html:
         page.tags = result.text.count("<")
         work = functools.partial(
-            _parse_page, req, result, spider, scope, settings, page, mode, link_rules
+            _parse_page, req, result, spider, scope, settings, page, mode, link_rules, middlewares
         )
         try:
-            if page.tags <= INLINE_MAX_TAGS and _builtin_callback(spider, req, mode):
+            inline = not (middlewares and middlewares.spider)
+            if inline and page.tags <= INLINE_MAX_TAGS and _builtin_callback(spider, req, mode):
                 page = work()
             else:
                 page = await pages.run(work, settings.parse_timeout_s)
@@ -126,7 +131,7 @@ async def parse_response(
             return page
         if page.callback is not None:  # an async callback: the rest runs on the loop
             try:
-                found_items, found_requests = await page.callback.finish()
+                found_items, found_requests = await _finish(page, middlewares)
             except SpiderError as exc:
                 page.spider_failed(exc)
             else:
@@ -152,7 +157,8 @@ class ParsedPage:
     links: list[CrawlRequest] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     link_skips: Counter[str] | None = None  # the Response's links left out, by reason
-    callback: CallbackRun | None = None
+    callback: CallbackRun | SpiderOutputRun | None = None
+    output_of: tuple[Response, CallbackRun] | None = None  # spider middlewares after callback
     tags: int = 0  # "<" in the text
     link_tags: int = 0
     exc_info: BaseException | None = None
@@ -201,6 +207,23 @@ class ParsedPage:
             logger.warning("%s: %d links, only the first %d taken", req.url, found, cap)
 
 
+async def _finish(
+    page: ParsedPage, middlewares: Middlewares | None
+) -> tuple[list[Any], list[CrawlRequest]]:
+    """Finish an async callback (then the spider middlewares), or async spider middlewares.
+
+    Raises:
+        SpiderError: The callback or a spider middleware failed.
+    """
+    assert page.callback is not None
+    found = await page.callback.finish()
+    if page.output_of is None or middlewares is None:
+        return found
+    response, run = page.output_of
+    rest = middlewares.spider_output(response, run)
+    return (run.items, run.requests) if rest is None else await rest.finish()
+
+
 def _mode(req: CrawlRequest, result: FetchResult, spider: Spider) -> str:
     """What a response goes to: ``"callback"``, ``"errback"`` or nothing (``""``).
 
@@ -231,6 +254,7 @@ def _parse_page(
     page: ParsedPage,
     mode: str,
     rules: LinkRules,
+    middlewares: Middlewares | None = None,
 ) -> ParsedPage:
     """Screen, parse, scan, and the callback's synchronous part: the page thread's work."""
     tree = None
@@ -261,12 +285,20 @@ def _parse_page(
             run = start_errback(spider, failure)
         else:
             run = start_callback(spider, response)
+        rest = None
+        wrapped = mode == "callback" and middlewares is not None and bool(middlewares.spider)
+        if run.pending is not None:
+            page.callback = run
+            if wrapped:
+                page.output_of = (response, run)
+        elif wrapped and middlewares is not None:
+            rest = middlewares.spider_output(response, run)
     except SpiderError as exc:
         page.spider_failed(exc)
         return page
-    if run.pending is not None:
-        page.callback = run
-    else:
+    if rest is not None:
+        page.callback = rest
+    elif run.pending is None:
         page.take(run.items, run.requests, req, spider, scope, settings)
     return page
 

@@ -11,7 +11,9 @@ The steps have modules of their own: the outcome and its records (`crawlq.engine
 what a step needs (`crawlq.engine.deps`), host feedback and the fate of a failed fetch
 (`crawlq.engine.host_feedback`), redirects and meta refreshes, which are queued as hops and
 never followed inside a fetch (`crawlq.engine.redirects`), the parse step and the spider's
-callback (`crawlq.engine.parse`) and the page record (`crawlq.engine.page_record`).
+callback (`crawlq.engine.parse`), the page record (`crawlq.engine.page_record`) and the
+downloader middlewares around the fetch, with this module's policy outside them
+(`crawlq.engine.downloading`).
 
 Sitemaps (`crawlq.sitemap`) are requests too, marked by their callback: fetched through the
 same gate, with the protocol's 50 MB cap instead of ``max_body_bytes`` (the fetcher reads at
@@ -30,6 +32,7 @@ import logging
 import time
 
 from crawlq.engine.deps import Deps
+from crawlq.engine.downloading import download
 from crawlq.engine.host_feedback import apply_crawl_delay, failed_fetch, throttle
 from crawlq.engine.outcome import Kind, Outcome, dead_outcome, result_batch
 from crawlq.engine.page_record import page_record
@@ -126,15 +129,22 @@ async def _process(lease: Lease, deps: Deps) -> Outcome:
                 outcome = Outcome(lease, Kind.RELEASE, reason="robots_txt_loaded")
                 return _with_robots_sitemaps(outcome, robots, deps)
         sitemap = is_sitemap(req)
-        result = await deps.fetcher.fetch(
-            req.url,
-            method=req.method,
-            body=req.body,
-            headers=request_headers(req, settings),
-            cookies=req.cookies,
-            follow_redirects=False,
-            truncate_body_bytes=MAX_BYTES + 1 if sitemap else None,
-        )
+
+        async def send(sent: CrawlRequest) -> FetchResult:
+            return await deps.fetcher.fetch(
+                sent.url,
+                method=sent.method,
+                body=sent.body,
+                headers=request_headers(sent, settings),
+                cookies=sent.cookies,
+                follow_redirects=False,
+                truncate_body_bytes=MAX_BYTES + 1 if sitemap else None,
+            )
+
+        got = await download(lease, send, deps)  # through the downloader middlewares
+        if isinstance(got, Outcome):
+            return got
+        result = got
     except RobotsUnreachable as exc:
         if exc.requested:
             return await failed_fetch(lease, exc, deps)  # a strike: the host pauses
@@ -229,7 +239,14 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     """
     req = lease.request
     page = await parse_response(
-        req, result, deps.spider, deps.scope, deps.settings, deps.pages, deps.link_rules
+        req,
+        result,
+        deps.spider,
+        deps.scope,
+        deps.settings,
+        deps.pages,
+        deps.link_rules,
+        deps.middlewares,
     )
     if page.refresh_url is not None:  # a meta refresh: a redirect, no callback
         return await hop(lease, result, page.refresh_url, "GET", False, deps, page)

@@ -17,6 +17,7 @@ CrawlqError                      (crawlq.errors.base)
 ├── FetchError               (crawlq.errors.fetch) ``transient`` says whether to retry (Fetcher)
 │   ├── TransientFetchError  timeout, reset, DNS failure: retry with backoff
 │   │   ├── RetryableStatus  HTTP 408/429/5xx; carries ``retry_after_s``
+│   │   ├── Retry            a downloader middleware asks for a retry (crawlq.middleware)
 │   │   └── RobotsUnreachable  robots.txt cannot be fetched; the page waits (RobotsCache)
 │   └── PermanentFetchError  never retried, recorded as dead
 │       ├── BodyTooLarge     body over ``max_body_bytes``
@@ -36,6 +37,7 @@ from crawlq.errors.fetch import (
     FetchError,
     PermanentFetchError,
     PrivateAddressError,
+    Retry,
     RetryableStatus,
     RobotsUnreachable,
     TooManyRedirects,
@@ -69,6 +71,7 @@ __all__ = [
     "PermanentFetchError",
     "PrivateAddressError",
     "QueueFullTimeout",
+    "Retry",
     "RetryableStatus",
     "RobotsUnreachable",
     "SeedInterrupted",

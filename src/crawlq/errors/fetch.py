@@ -13,6 +13,7 @@ __all__ = [
     "FetchError",
     "PermanentFetchError",
     "PrivateAddressError",
+    "Retry",
     "RetryableStatus",
     "RobotsUnreachable",
     "TooManyRedirects",
@@ -65,6 +66,27 @@ class RobotsUnreachable(TransientFetchError):
     def __init__(self, url: str, detail: str, *, requested: bool) -> None:
         super().__init__(url, "robots_unreachable", detail)
         self.requested = requested
+
+
+class Retry(TransientFetchError):
+    """A downloader middleware asks for another attempt at its request (a soft 404, a ban page).
+
+    Raised by user code in ``process_request``, ``process_response`` or ``process_exception``
+    (`crawlq.middleware`); the engine (`crawlq.engine.downloading`) gives it the request's URL
+    and takes it through the retry policy like any transient failure (`crawlq.retry.decide`:
+    counted as an attempt, backoff with jitter, dead-lettered after ``max_retries`` with
+    ``reason`` as the dead letter's reason). It is no strike against the host unless
+    ``reason`` names a connection failure (``timeout``, ``connection_refused``...).
+
+    Args:
+        reason: Short code recorded with the retry and the dead letter (``soft_404``).
+        detail: Human-readable description (default: none).
+    """
+
+    def __init__(self, reason: str, detail: str = "", *, url: str = "") -> None:
+        if not isinstance(reason, str) or not reason:
+            raise ValueError(f"Retry needs a reason code, got {reason!r:.40}")
+        super().__init__(url or "(a middleware's request)", reason, detail)
 
 
 class PermanentFetchError(FetchError):

@@ -18,6 +18,7 @@ from typing import Any
 from crawlq.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
 from crawlq.errors import InvalidURL
 from crawlq.headers import NO_HEADERS, check_headers
+from crawlq.request.form import FORM_CONTENT_TYPE, FormData, encode_form, form_pairs, with_query
 from crawlq.request.limits import MAX_DEPTH, PRIORITY_LIMIT
 from crawlq.request.wire import request_fields, request_json
 from crawlq.urls import UrlRules, request_fingerprint, url_keys
@@ -184,6 +185,46 @@ class CrawlRequest:
             object.__setattr__(self, "visit", "")
         elif not self.visit:
             object.__setattr__(self, "visit", secrets.token_hex(8))
+
+    @classmethod
+    def form(
+        cls,
+        url: str,
+        formdata: FormData | None = None,
+        method: str = "POST",
+        *,
+        encoding: str | None = None,
+        **kwargs: Any,
+    ) -> CrawlRequest:
+        """A form submission to ``url``: ``formdata`` urlencoded (`crawlq.request.form`).
+
+        A POST (or any method but GET) carries it as its body with ``Content-Type:
+        application/x-www-form-urlencoded`` (unless ``headers`` give one); a GET puts it in
+        the URL's query, replacing the query there. The fingerprint covers the method and the
+        body (`crawlq.urls.request_fingerprint`), so two submissions with different data are
+        two requests.
+
+        Args:
+            url: The form's action URL.
+            formdata: The fields, a mapping (a list for a repeated name) or ``(name, value)``
+                pairs in order.
+            method: ``POST`` (default) or ``GET``, any case.
+            encoding: How characters are encoded (default UTF-8; a page's form uses the page's).
+            **kwargs: The other fields of `CrawlRequest` (``callback``, ``headers``, ``meta``...).
+
+        Raises:
+            ValueError: A field name or value that is not a string, or a field of
+                `CrawlRequest` that is invalid.
+            InvalidURL: ``url`` cannot be crawled.
+        """
+        query = encode_form(form_pairs(formdata), encoding)
+        method = method.upper() if isinstance(method, str) else method
+        if method == "GET":
+            return cls(with_query(url, query), method="GET", **kwargs)
+        headers = dict(kwargs.pop("headers", None) or {})
+        if not any(name.lower() == "content-type" for name in headers):
+            headers["Content-Type"] = FORM_CONTENT_TYPE
+        return cls(url, method=method, body=query.encode("ascii"), headers=headers, **kwargs)
 
     def rewritten(self, rules: UrlRules) -> CrawlRequest:
         """This request with the crawl's URL rules applied (`crawlq.urls.UrlRules`).

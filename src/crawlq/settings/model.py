@@ -301,6 +301,15 @@ class Settings:
     """PostgreSQL store: also write every item into this table, one typed column per field of
     the declared item type (created when missing; `crawlq.store.postgres_items`). None: items
     are JSONB only. A per-process setting: give it to every worker of a job."""
+    downloader_middlewares: tuple[str, ...] = ()
+    """Downloader middlewares of this process, ``module:Class`` or ``path/file.py:Class``, in
+    order, before the spider's own ``downloader_middlewares`` (``--downloader-middleware``,
+    repeatable; ``CRAWLQ_DOWNLOADER_MIDDLEWARES``: comma-separated; `crawlq.middleware`).
+    Code: a per-process setting, never a shared job's."""
+
+    spider_middlewares: tuple[str, ...] = ()
+    """Spider middlewares of this process (``--spider-middleware``), as
+    ``downloader_middlewares``: ``process_spider_output`` of a callback's output."""
 
     trust_job_code: bool = False
     """Shared job: take ``spider``, ``warc_dir`` and a SQLite ``store`` path from the job's

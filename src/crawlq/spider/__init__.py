@@ -27,6 +27,7 @@ Where each part is written (import them from here):
 * `crawlq.spider.run`: calling a callback and collecting its output (`run_callback`), and an
   errback (`start_errback`).
 * `crawlq.spider.failure`: `Failure`, what an errback gets.
+* `crawlq.spider.forms`: `FormRequest.from_response`, a page's form submitted.
 * `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path
   (`spider_file`: the file such a path names).
 * `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
@@ -37,7 +38,8 @@ from crawlq.errors import SpiderError
 from crawlq.spider.base import Spider
 from crawlq.spider.callbacks import is_callback
 from crawlq.spider.failure import Failure
-from crawlq.spider.loading import load_spider, spider_file
+from crawlq.spider.forms import FormRequest
+from crawlq.spider.loading import load_object, load_spider, spider_file
 from crawlq.spider.response import Response
 from crawlq.spider.run import CallbackRun, run_callback, start_callback, start_errback
 from crawlq.spider.sitemap_rules import sitemap_rules_of
@@ -45,10 +47,12 @@ from crawlq.spider.sitemap_rules import sitemap_rules_of
 __all__ = [
     "CallbackRun",
     "Failure",
+    "FormRequest",
     "Response",
     "Spider",
     "SpiderError",
     "is_callback",
+    "load_object",
     "load_spider",
     "run_callback",
     "sitemap_rules_of",

@@ -8,7 +8,7 @@ sitemap ones) are read by the engine; its own methods are never callbacks a requ
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from crawlq.request import CrawlRequest
@@ -44,6 +44,10 @@ class Spider:
             URL, to ``parse``.
         sitemap_follow: Regexes of the child sitemaps (of an index or robots.txt) to read;
             empty: all.
+        downloader_middlewares: Downloader middlewares (classes, instances or
+            ``module:Class`` paths) run after the ``downloader_middlewares`` setting's
+            (`crawlq.middleware`).
+        spider_middlewares: Spider middlewares, likewise after the setting's.
     """
 
     name: str = "default"
@@ -54,6 +58,8 @@ class Spider:
     sitemap_urls: list[str] = []
     sitemap_rules: list[tuple[str, Any]] = []
     sitemap_follow: list[str] = []
+    downloader_middlewares: Sequence[Any] = ()
+    spider_middlewares: Sequence[Any] = ()
 
     def __init__(self, **kwargs: Any) -> None:
         for key, value in kwargs.items():
