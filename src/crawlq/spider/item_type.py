@@ -8,14 +8,11 @@ job's settings in Redis (both settings are per-process, not `crawlq.engine.job.J
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from crawlq.errors import ConfigError
 from crawlq.items.schema import ItemTable, item_fields
 from crawlq.settings import Settings
 from crawlq.spider.base import Spider
-from crawlq.spider.loading import _load_file, load_spider, spider_file
+from crawlq.spider.loading import load_object, load_spider
 
 __all__ = ["declared_item_type", "items_table_of", "load_item_type"]
 
@@ -31,28 +28,9 @@ def load_item_type(path: str) -> type:
             missing attribute, or a class that is not a dataclass, attrs class, pydantic
             model or TypedDict (`crawlq.items.schema.item_fields`).
     """
-    target, colon, qualname = path.rpartition(":")
-    if not colon or not target or not qualname:
-        raise ConfigError("item_type", f"{path!r}: expected 'module:Class' or 'file.py:Class'")
-    module: Any
-    try:
-        if spider_file(path) is not None:
-            module = _load_file(target, path)  # the spider file's module, if it is one
-        else:
-            module = importlib.import_module(target)
-    except ConfigError as exc:
-        raise ConfigError("item_type", str(exc).removeprefix("spider: ")) from exc
-    except Exception as exc:
-        raise ConfigError(
-            "item_type", f"{path!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
-    found: Any = module
-    for part in qualname.split("."):
-        found = getattr(found, part, None)
-        if found is None:
-            raise ConfigError("item_type", f"{path!r}: {target!r} has no attribute {qualname!r}")
+    found = load_object(path, "item_type")
     if not isinstance(found, type):
-        raise ConfigError("item_type", f"{path!r}: {qualname!r} is not a class")
+        raise ConfigError("item_type", f"{path!r} is not a class")
     item_fields(found)  # a clear error now rather than at the first item
     return found
 
