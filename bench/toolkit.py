@@ -8,6 +8,8 @@ when installed (else ``crawlq serve``), crawled with politeness off (``--delay 0
 concurrency 16 per process) by a spider yielding one item of five fields per page:
 
 * variant ``dict``: `toolkit_spider.DictSpider`, a plain dict, no pipelines;
+* variant ``default`` (only when asked for): crawlq's default spider, no items, the
+  lightest crawl (where a fixed cost per page weighs most);
 * variant ``pydantic``: `toolkit_pipelines.PydanticSpider`, a pydantic model (the spider's
   ``item_type``) through two pipelines (``item_pipelines``: a sync one that normalises the
   title and may raise ``DropItem``, an ``async def`` one that fills the section). It needs
@@ -24,7 +26,8 @@ on two engines:
 
 Rows run in alternation, round after round. A run is valid when it exits 0, stores exactly
 the expected distinct pages, none twice, and one item per page (distinct ``_url``, none
-twice); for ``pydantic``, the async pipeline's ``section`` must be filled on some items.
+twice; none for ``default``); for ``pydantic``, the async pipeline's ``section`` must be
+filled on some items.
 ``--install LABEL=PYTHON`` (twice or more) runs each row once per install within a round
 (the "toolkit unused" check: variant ``dict`` on this tree against the commit before issue
 22). Prints each run, the summary per row (median [min-max]), then pair by pair within each
@@ -70,10 +73,12 @@ from _harness import (
 from _report import Round, cpu_us_per_page, print_run, summary_table, write_json
 
 BENCH = REPO / "bench"
-SPIDERS = {
+SPIDERS: dict[str, str | None] = {
     "dict": "toolkit_spider:DictSpider",
     "pydantic": "toolkit_pipelines:PydanticSpider",
+    "default": None,  # crawlq's default spider: follows links, yields no items
 }
+DEFAULT_VARIANTS = ("dict", "pydantic")
 CONCURRENCY = 16
 _ENGINE = re.compile(r"embedded|workers([1-9][0-9]?)")
 _CHECK_TOOLKIT = (
@@ -164,8 +169,9 @@ def _finish(row: Row, run_result: Result, store: Path, work: Path, expected: int
         result.extra |= exported_items(store, work, row.python)
     problems = [result.note] if not result.valid else []
     items, records = result.extra.get("items", 0), result.extra.get("item_records", 0)
-    if items != expected:
-        problems.append(f"{items:g} items != {expected}")
+    expected_items = 0 if SPIDERS[row.variant] is None else expected
+    if items != expected_items:
+        problems.append(f"{items:g} items != {expected_items}")
     if records != items:
         problems.append(f"{records - items:g} items stored twice")
     if row.variant == "pydantic" and not result.extra.get("sections"):
@@ -175,10 +181,15 @@ def _finish(row: Row, run_result: Result, store: Path, work: Path, expected: int
     return result
 
 
+def _spider_args(row: Row) -> list[str]:
+    spider = SPIDERS[row.variant]
+    return ["--spider", spider] if spider else []
+
+
 def run_embedded(row: Row, target: Target, work: Path) -> Result:
     """``crawlq crawl URL --spider S --store <fresh>`` with politeness off."""
     store = work / f"embedded-{uuid.uuid4().hex[:8]}.db"
-    cmd = [*crawlq_command(row.python), "crawl", target.url, "--spider", SPIDERS[row.variant]]
+    cmd = [*crawlq_command(row.python), "crawl", target.url, *_spider_args(row)]
     cmd += ["--delay", "0", "--concurrency", str(CONCURRENCY)]
     cmd += ["--host-concurrency", str(CONCURRENCY), "--store", str(store)]
     run = run_measured(cmd, work, store.stem, env=bench_env())
@@ -200,7 +211,7 @@ def run_workers(row: Row, target: Target, work: Path, probe: RedisProbe) -> Resu
     job = f"bench-{uuid.uuid4().hex[:8]}"
     store = work / f"{job}.db"
     base = [*crawlq_command(row.python)]
-    common = ["--frontier", probe.url, "--job", job, "--spider", SPIDERS[row.variant]]
+    common = ["--frontier", probe.url, "--job", job, *_spider_args(row)]
     common += ["--store", str(store)]
     seed = [*base, "seed", *common, target.url, "--delay", "0"]
     seed += ["--host-concurrency", str(CONCURRENCY * processes)]
@@ -323,7 +334,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--expect", type=int, default=1169, help="reachable pages (1,169)")
     parser.add_argument("--redis", default=DEFAULT_REDIS, help="Redis for the workers rows")
-    parser.add_argument("--variants", nargs="+", default=list(SPIDERS), choices=list(SPIDERS))
+    parser.add_argument(
+        "--variants", nargs="+", default=list(DEFAULT_VARIANTS), choices=list(SPIDERS)
+    )
     parser.add_argument("--engines", nargs="+", default=["embedded", "workers2"], type=engine_name)
     parser.add_argument(
         "--install",

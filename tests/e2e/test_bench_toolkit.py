@@ -52,11 +52,11 @@ def test_toolkit_bench_runs_both_engines_on_a_tiny_site(tmp_path: Path, redis_ur
         str(_tiny_corpus(tmp_path)),
     ]
     cmd += ["--expect", "3", "--rounds", "1", "--engines", "embedded", "workers2", "--aiohttp"]
-    cmd += ["--variants", "dict", "pydantic", "--redis", redis_url, "--json", str(dump)]
+    cmd += ["--variants", "default", "dict", "pydantic", "--redis", redis_url, "--json", str(dump)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = {r["row"]: r for r in json.loads(dump.read_text())["runs"]}
-    expected = ["crawlq embedded dict", "crawlq workers2 dict"]
+    expected = [f"crawlq {e} {v}" for e in ("embedded", "workers2") for v in ("default", "dict")]
     if _toolkit_importable():
         expected += ["crawlq embedded pydantic", "crawlq workers2 pydantic"]
     else:
@@ -65,8 +65,10 @@ def test_toolkit_bench_runs_both_engines_on_a_tiny_site(tmp_path: Path, redis_ur
     for row, run in runs.items():
         assert run["valid"], (row, run["note"])
         assert (run["pages"], run["records"]) == (3, 3), row
-        # one item per page, and the section of the two numbered titles ("2", "7.8")
-        assert (run["extra"]["items"], run["extra"]["item_records"]) == (3, 3), row
-        assert run["extra"]["sections"] == 2, row
+        # one item per page, and the section of the two numbered titles ("2", "7.8");
+        # the default spider yields none
+        items, sections = (0, 0) if row.endswith(" default") else (3, 2)
+        assert (run["extra"]["items"], run["extra"]["item_records"]) == (items, items), row
+        assert run["extra"]["sections"] == sections, row
         assert run["run"]["cpu_s"] > 0, row
     assert runs["crawlq workers2 dict"]["redis_cpu_s"] is not None
