@@ -23,6 +23,7 @@ from typing import Any
 from _measure import Run as Run
 from _measure import machine_busy_s as machine_busy_s
 from _measure import run_measured as run_measured
+from _measure import run_measured_group as run_measured_group
 from _measure import tree_cpu_s as tree_cpu_s
 
 REPO = Path(__file__).resolve().parent.parent

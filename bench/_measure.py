@@ -5,6 +5,9 @@ How things are measured:
 - **CPU s**: user + system seconds of the measured process and every descendant it reaped
   (``os.wait4`` returns the child's ``RUSAGE_BOTH``: itself plus its waited-for children), so
   ``crawlq --processes 2`` counts both workers.
+- **a group of processes** (`run_measured_group`, e.g. 2 ``crawlq worker``): CPU s is the
+  sum over the group, each from its own ``wait4``; wall s runs from the first start to the
+  last exit.
 - **peak RSS, one process**: ``ru_maxrss`` from the same ``wait4``, the largest peak of any
   single process in the tree (exact, kernel-kept).
 - **peak RSS, tree**: the largest sum of ``VmRSS`` over the process and its descendants, sampled
@@ -25,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Run", "machine_busy_s", "run_measured", "tree_cpu_s"]
+__all__ = ["Run", "machine_busy_s", "run_measured", "run_measured_group", "tree_cpu_s"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
@@ -121,4 +124,60 @@ def run_measured(
         machine_busy_s=busy,
         stdout=out_path.read_text(),
         stderr=err_path.read_text(),
+    )
+
+
+def run_measured_group(
+    cmds: Sequence[Sequence[str]], workdir: Path, name: str, env: dict[str, str] | None = None
+) -> Run:
+    """Start every command of ``cmds`` at once and measure them together until all exit.
+
+    ``cpu_s``: user + system CPU of every process and its reaped children, summed (one
+    ``os.wait4`` per process); ``max_rss_mb``: the largest ``ru_maxrss`` of any one;
+    ``tree_rss_mb``: the largest sum of ``VmRSS`` over all of them and their descendants,
+    sampled every 0.1 s; ``returncode``: the first non-zero exit status, else 0. Output of
+    process ``k`` goes to ``workdir/name-k.out`` and ``.err``; ``stdout`` and ``stderr``
+    join them in order, each behind a ``# name-k`` line.
+    """
+    outs = [(workdir / f"{name}-{k}.out", workdir / f"{name}-{k}.err") for k in range(len(cmds))]
+    files = [(o.open("w"), e.open("w")) for o, e in outs]
+    try:
+        busy = machine_busy_s()
+        start = time.perf_counter()
+        procs = [
+            subprocess.Popen(cmd, stdout=o, stderr=e, env=env)
+            for cmd, (o, e) in zip(cmds, files, strict=True)
+        ]
+        usages: dict[int, tuple[int, os.struct_rusage]] = {}
+        peak_tree = 0.0
+        while len(usages) < len(procs):
+            for proc in procs:
+                if proc.pid not in usages:
+                    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                    if pid:
+                        usages[proc.pid] = (os.waitstatus_to_exitcode(status), usage)
+            table = _proc_table()
+            pids = [p for proc in procs for p in _tree(table, proc.pid)]
+            peak_tree = max(peak_tree, sum(table[p][2] for p in pids) * _PAGE_KB / 1024)
+            time.sleep(0.1)
+        wall = time.perf_counter() - start
+        busy = machine_busy_s() - busy
+    finally:
+        for o, e in files:
+            o.close()
+            e.close()
+    codes = [usages[proc.pid][0] for proc in procs]
+    for proc, code in zip(procs, codes, strict=True):
+        proc.returncode = code
+    rusages = [usages[proc.pid][1] for proc in procs]
+    max_rss = max(u.ru_maxrss for u in rusages) / 1024
+    return Run(
+        returncode=next((c for c in codes if c != 0), 0),
+        wall_s=wall,
+        cpu_s=sum(u.ru_utime + u.ru_stime for u in rusages),
+        max_rss_mb=max_rss,
+        tree_rss_mb=max(peak_tree, max_rss),
+        machine_busy_s=busy,
+        stdout="".join(f"# {name}-{k}\n{o.read_text()}" for k, (o, _) in enumerate(outs)),
+        stderr="".join(f"# {name}-{k}\n{e.read_text()}" for k, (_, e) in enumerate(outs)),
     )
