@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from crawlq.items import DropItem
 from pydantic import BaseModel
 from toolkit_spider import page_fields, section_of, squash
 
+from crawlq.items import DropItem
 from crawlq.spider import Response, Spider
 
 
