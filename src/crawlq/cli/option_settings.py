@@ -41,6 +41,7 @@ _OPTION_SETTINGS = {
     "no_meta_refresh": "meta_refresh",
     "strip_url_param": "strip_url_params",
     "header": "default_headers",
+    "pipeline": "item_pipelines",
     "broker": "broker_url",
 }
 """Options that set a setting of another name (besides `_RENAMED`): ``--broker`` is the
@@ -69,6 +70,8 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["exclude"] = options.get("exclude") or None
     cli["strip_url_params"] = options.get("strip_url_param") or None
     cli["default_headers"] = options.get("header") or None
+    cli["item_pipelines"] = options.get("pipeline") or None
+    cli["item_dedup_key"] = options.get("item_dedup_key") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
     if options.get("no_cookies"):
@@ -98,6 +101,7 @@ _FLAGS = {
     "meta_refresh": "--no-meta-refresh",
     "strip_url_params": "--strip-url-param",
     "default_headers": "--header",
+    "item_pipelines": "--pipeline",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }
@@ -122,5 +126,5 @@ _OPTION_NAMES = {
     "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
     "max_push_wait_s", "follow_sitemaps", "skip_extensions", "max_query_params", "max_path_repeats",
-    "max_pages_per_host", "referer_policy", "warc_keep_auth",
+    "max_pages_per_host", "referer_policy", "warc_keep_auth", "item_type", "item_dedup_key",
 }  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from crawlq.engine.item_flow import ItemFlow
 from crawlq.engine.pagework import PageWork
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier
@@ -42,6 +43,9 @@ class Deps:
             ``spider`` (raises `crawlq.errors.ConfigError` when they are wrong).
         link_rules: Which links a page offers its spider (from ``settings``; not an
             argument).
+        items: The worker's item validation, pipelines and dedup (`ItemFlow`; built from
+            ``spider``, ``settings`` and ``frontier`` when not given; kept by
+            ``dataclasses.replace``, so a copy shares the pipelines).
     """
 
     settings: Settings
@@ -54,6 +58,7 @@ class Deps:
     warc: WarcWriter | None = None
     throttle: AutoThrottle | None = None
     pages: PageWork = field(default_factory=PageWork)
+    items: ItemFlow | None = None
     sitemap_rules: SitemapRules = field(init=False)
     link_rules: LinkRules = field(init=False)
 
@@ -62,3 +67,5 @@ class Deps:
             self.throttle = AutoThrottle(self.politeness)
         self.sitemap_rules = sitemap_rules_of(self.spider)
         self.link_rules = LinkRules.from_settings(self.settings)
+        if self.items is None:
+            self.items = ItemFlow(self.spider, self.settings, self.frontier)

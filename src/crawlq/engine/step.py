@@ -229,7 +229,7 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     """
     req = lease.request
     page = await parse_response(
-        req, result, deps.spider, deps.scope, deps.settings, deps.pages, deps.link_rules
+        req, result, deps.spider, deps.scope, deps.settings, deps.pages, deps.link_rules, deps.items
     )
     if page.refresh_url is not None:  # a meta refresh: a redirect, no callback
         return await hop(lease, result, page.refresh_url, "GET", False, deps, page)
@@ -243,7 +243,13 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         canonical_url=page.canonical_url,
     )
     return Outcome(
-        lease, Kind.PAGE, page=record, items=page.items, links=page.links, skipped=page.skipped
+        lease,
+        Kind.PAGE,
+        page=record,
+        items=page.items,
+        links=page.links,
+        skipped=page.skipped,
+        dropped=page.dropped,
     )
 
 

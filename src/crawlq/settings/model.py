@@ -292,6 +292,22 @@ class Settings:
     spider: str | None = None
     """Spider as ``module:Class`` (None: the default spider, which follows every link)."""
 
+    item_pipelines: tuple[str, ...] = ()
+    """Item pipelines, run in order after the spider's own ``item_pipelines`` attribute:
+    each ``module:Class`` or ``path/file.py:Class`` (``--pipeline``, repeatable;
+    ``CRAWLQ_ITEM_PIPELINES``: comma-separated; a settings file: a list). Code: a
+    per-process setting, never taken from a shared job (`crawlq.engine.item_flow`)."""
+
+    item_type: str | None = None
+    """The declared item class (``module:Class`` or ``path/file.py:Class``; a dataclass,
+    attrs class, pydantic model or ``TypedDict``) that dict items are validated against
+    (``--item-type``); None: the spider's ``item_type`` attribute. Code: per process."""
+
+    item_dedup_key: tuple[str, ...] = ()
+    """Item fields whose values together are an item's dedup key across the whole job
+    (``--item-dedup-key``, repeatable: a composite key): an item whose key another page
+    produced first is dropped as ``duplicate_item``. Empty: no item dedup."""
+
     trust_job_code: bool = False
     """Shared job: take ``spider``, ``warc_dir`` and a SQLite ``store`` path from the job's
     settings in Redis when this process does not give them itself (otherwise that is an

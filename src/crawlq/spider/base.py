@@ -8,7 +8,7 @@ sitemap ones) are read by the engine; its own methods are never callbacks a requ
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from crawlq.request import CrawlRequest
@@ -44,6 +44,11 @@ class Spider:
             URL, to ``parse``.
         sitemap_follow: Regexes of the child sitemaps (of an index or robots.txt) to read;
             empty: all.
+        item_type: The declared item class (dataclass, attrs, pydantic or ``TypedDict``)
+            that dict items are validated against (`crawlq.items.validate`); None: none.
+        item_pipelines: Item pipelines (classes, or ``module:Class`` / ``file.py:Class``)
+            run before those of the ``item_pipelines`` setting
+            (`crawlq.engine.item_flow`).
     """
 
     name: str = "default"
@@ -54,6 +59,8 @@ class Spider:
     sitemap_urls: list[str] = []
     sitemap_rules: list[tuple[str, Any]] = []
     sitemap_follow: list[str] = []
+    item_type: Any = None
+    item_pipelines: Sequence[Any] = ()
 
     def __init__(self, **kwargs: Any) -> None:
         for key, value in kwargs.items():

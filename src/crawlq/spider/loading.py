@@ -19,7 +19,7 @@ from typing import Any
 from crawlq.errors import ConfigError
 from crawlq.spider.base import Spider
 
-__all__ = ["load_spider", "spider_file"]
+__all__ = ["load_object", "load_spider", "spider_file"]
 
 _NON_WORD = re.compile(r"\W")
 
@@ -43,31 +43,47 @@ def load_spider(path: str | None) -> type[Spider]:
     """
     if path is None:
         return Spider
+    found = load_object(path, "spider")
+    if not (isinstance(found, type) and issubclass(found, Spider)):
+        qualname = path.rpartition(":")[2]
+        raise ConfigError(
+            "spider", f"{path!r}: {qualname!r} is not a subclass of crawlq.spider.Spider"
+        )
+    return found
+
+
+def load_object(path: str, setting: str) -> Any:
+    """What a ``"module:Name"`` or ``"file.py:Name"`` path names (a pipeline, an item type).
+
+    Loaded as `load_spider` loads a spider (a file once per process, so a spider file's
+    other classes are the same objects for both). The path must come from this process's
+    own configuration, never from shared state.
+
+    Raises:
+        ConfigError: Named ``setting``: no colon, an empty part, a module that cannot be
+            found or imported, a missing file or a missing attribute.
+    """
     target, colon, qualname = path.rpartition(":")
     if not colon:
         raise ConfigError(
-            "spider",
+            setting,
             f"{path!r} has no ':'; expected 'package.module:ClassName' "
             "or 'path/to/file.py:ClassName'",
         )
     if not target or not qualname:
-        raise ConfigError("spider", f"{path!r}: both the module and the class name are needed")
+        raise ConfigError(setting, f"{path!r}: both the module and the class name are needed")
     if spider_file(path) is not None:
-        module = _load_file(target, path)
+        module = _load_file(target, path, setting)
     else:
-        module = _import_module(target, path)
+        module = _import_module(target, path, setting)
     found: Any = module
     for part in qualname.split("."):
         try:
             found = getattr(found, part)
         except AttributeError:
             raise ConfigError(
-                "spider", f"{path!r}: {target!r} has no attribute {qualname!r}"
+                setting, f"{path!r}: {target!r} has no attribute {qualname!r}"
             ) from None
-    if not (isinstance(found, type) and issubclass(found, Spider)):
-        raise ConfigError(
-            "spider", f"{path!r}: {qualname!r} is not a subclass of crawlq.spider.Spider"
-        )
     return found
 
 
@@ -84,18 +100,18 @@ def spider_file(path: str) -> str | None:
     return None
 
 
-def _load_file(file: str, path: str) -> Any:
+def _load_file(file: str, path: str, setting: str) -> Any:
     """Execute a spider file as a fresh module; ``path`` is the user's input, for messages."""
     source = Path(file).expanduser().resolve()
     if not source.is_file():
-        raise ConfigError("spider", f"{path!r}: file {file!r} not found")
+        raise ConfigError(setting, f"{path!r}: file {file!r} not found")
     digest = hashlib.sha1(str(source).encode(), usedforsecurity=False).hexdigest()[:8]
     module_name = f"crawlq_spider_{_NON_WORD.sub('_', source.stem)}_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, source)
     if spec is None or spec.loader is None:
-        raise ConfigError("spider", f"{path!r}: {file!r} cannot be loaded as a Python module")
+        raise ConfigError(setting, f"{path!r}: {file!r} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling look the module up here
     try:
@@ -103,22 +119,22 @@ def _load_file(file: str, path: str) -> Any:
     except Exception as exc:
         del sys.modules[module_name]
         raise ConfigError(
-            "spider", f"{path!r}: loading {file!r} failed: {type(exc).__name__}: {exc}"
+            setting, f"{path!r}: loading {file!r} failed: {type(exc).__name__}: {exc}"
         ) from exc
     return module
 
 
-def _import_module(target: str, path: str) -> Any:
+def _import_module(target: str, path: str, setting: str) -> Any:
     """Import ``target`` by name; ``path`` is the user's input, for messages."""
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (target == exc.name or target.startswith(exc.name + ".")):
-            raise ConfigError("spider", f"{path!r}: module {target!r} not found") from exc
+            raise ConfigError(setting, f"{path!r}: module {target!r} not found") from exc
         raise ConfigError(
-            "spider", f"{path!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
+            setting, f"{path!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
         ) from exc
     except Exception as exc:
         raise ConfigError(
-            "spider", f"{path!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
+            setting, f"{path!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
         ) from exc
