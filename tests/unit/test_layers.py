@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "codings": 0,
     "cookies": 0,
     "headers": 0,
+    "items": 0,  # item values, validation, the pipeline contract (no I/O)
     "export": 3,
     "export_parquet": 3,
     "fetch": 2,

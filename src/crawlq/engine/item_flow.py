@@ -213,7 +213,7 @@ class ItemFlow:
 
     def _invalid(self, result: FlowResult, url: str, why: str) -> None:
         logger.warning("%s: bad item not stored: invalid: %s", url, why)
-        result.dropped[f"validation: invalid: {why}"[: 12 + REASON_CHARS]] += 1
+        result.dropped[f"validation: invalid: {why}"[:200]] += 1
 
     async def _open(self) -> None:
         self._opened = True

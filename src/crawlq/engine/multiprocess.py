@@ -159,6 +159,10 @@ class MultiProcessCrawl(_Supervisor):
                 self.pool.env["CRAWLQ_WARC_DIR"] = given.warc_dir
             if given.trust_job_code:
                 self.pool.env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+            if given.item_pipelines:  # code too: the job never holds it
+                self.pool.env["CRAWLQ_ITEM_PIPELINES"] = ",".join(given.item_pipelines)
+            if given.item_type is not None:
+                self.pool.env["CRAWLQ_ITEM_TYPE"] = given.item_type
             self.pool.start()
             try:
                 codes = await self.pool.wait(spent if limit is not None else None)

@@ -16,8 +16,8 @@ def is_item(value: object) -> bool:
     """True for a value a callback may yield as an item.
 
     A ``dict`` (a ``TypedDict`` is one), a dataclass instance, an attrs instance or a
-    pydantic model (itemadapter's ``ItemAdapter.is_item``). Not a class, not a
-    `crawlq.request.CrawlRequest`.
+    pydantic model (itemadapter's ``ItemAdapter.is_item``); not a class. A
+    `crawlq.request.CrawlRequest` is a dataclass too: callers tell it apart first.
     """
     return isinstance(value, dict) or (not isinstance(value, type) and ItemAdapter.is_item(value))
 

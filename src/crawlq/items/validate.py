@@ -41,7 +41,7 @@ def invalid(item: object, item_type: type | None = None) -> tuple[object, str | 
         if item_type is None or isinstance(item_type, dict):
             return item, None
         return _dict_against(item, item_type)
-    if hasattr(item, "model_fields"):  # pydantic: validated when it was made
+    if hasattr(type(item), "model_fields"):  # pydantic: validated when it was made
         return item, None
     hints = _hints(type(item))
     if not hints:
