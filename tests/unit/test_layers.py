@@ -36,7 +36,7 @@ LAYERS: dict[str, int] = {
     "codings": 0,
     "cookies": 0,
     "headers": 0,
-    "items": 0,  # item values and the fields of a declared item class (the stores read them)
+    "items": 0,  # item values, validation, pipeline contract, declared fields (stores read them)
     "export": 3,
     "export_parquet": 3,
     "fetch": 2,

@@ -61,7 +61,12 @@ def _response(callback: str | None = None) -> Response:
     ("callback", "kind", "detail"),
     [
         (None, "LookupError", "no such thing"),
-        ("bad", "TypeError", "produced a int; expected a dict item or a CrawlRequest"),
+        (
+            "bad",
+            "TypeError",
+            "produced a int; expected an item (a dict, dataclass, attrs or pydantic instance)"
+            " or a CrawlRequest",
+        ),
         ("missing", "MissingCallback", "spider Raises has no callback 'missing'"),
     ],
 )

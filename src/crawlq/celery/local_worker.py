@@ -23,7 +23,8 @@ import subprocess
 import sys
 import time
 
-from crawlq.settings import Settings, host_auth_tables
+from crawlq.settings import Settings
+from crawlq.settings.handoff import own_env
 
 __all__ = ["KILL_AFTER_S", "STOP_GRACE_S", "LocalWorker"]
 
@@ -82,20 +83,7 @@ class LocalWorker:
         # worker gets the store this command crawls into (its own option, or the default it
         # planned, made absolute), as `crawl --processes` gives its native children.
         env["CRAWLQ_STORE"] = settings.store
-        if settings.spider is not None and "spider" in settings.explicit:
-            env["CRAWLQ_SPIDER"] = settings.spider
-        if settings.trust_job_code:
-            env["CRAWLQ_TRUST_JOB_CODE"] = "1"
-        for name in ("item_type", "items_table"):  # per-process: never in the job's settings
-            if getattr(settings, name) is not None:
-                env[f"CRAWLQ_{name.upper()}"] = getattr(settings, name)
-        for name in ("downloader_middlewares", "spider_middlewares"):
-            if getattr(settings, name):  # code: this command's own, as its spider
-                env[f"CRAWLQ_{name.upper()}"] = ",".join(getattr(settings, name))
-        if settings.host_auth:  # names of variables the worker reads too, never a secret
-            env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
-        if settings.warc_keep_auth:
-            env["CRAWLQ_WARC_KEEP_AUTH"] = "1"
+        env.update(own_env(settings))  # code and per-process settings: this command's own
         if settings.metrics_port is not None:  # the worker does the work: it serves metrics
             env["CRAWLQ_METRICS_PORT"] = str(settings.metrics_port)
             env["CRAWLQ_METRICS_HOST"] = settings.metrics_host

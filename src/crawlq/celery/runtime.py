@@ -113,7 +113,10 @@ class JobRuntime:
         return cls(settings, state, store, deps, fetcher)
 
     async def close(self) -> None:
-        """Close the fetcher, the store and the Redis connection."""
+        """Close the item pipelines, the fetcher, the store and the Redis connection."""
+        if self.deps.items is not None:
+            with contextlib.suppress(Exception):
+                await self.deps.items.close()
         with contextlib.suppress(Exception):
             await self.fetcher.close()
         with contextlib.suppress(Exception):

@@ -41,6 +41,7 @@ _OPTION_SETTINGS = {
     "no_meta_refresh": "meta_refresh",
     "strip_url_param": "strip_url_params",
     "header": "default_headers",
+    "pipeline": "item_pipelines",
     "broker": "broker_url",
     "downloader_middleware": "downloader_middlewares",
     "spider_middleware": "spider_middlewares",
@@ -73,6 +74,8 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["default_headers"] = options.get("header") or None
     cli["downloader_middlewares"] = options.get("downloader_middleware") or None
     cli["spider_middlewares"] = options.get("spider_middleware") or None
+    cli["item_pipelines"] = options.get("pipeline") or None
+    cli["item_dedup_key"] = options.get("item_dedup_key") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
     if options.get("no_cookies"):
@@ -104,6 +107,7 @@ _FLAGS = {
     "default_headers": "--header",
     "downloader_middlewares": "--downloader-middleware",
     "spider_middlewares": "--spider-middleware",
+    "item_pipelines": "--pipeline",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }
@@ -129,4 +133,5 @@ _OPTION_NAMES = {
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
     "max_push_wait_s", "follow_sitemaps", "skip_extensions", "max_query_params", "max_path_repeats",
     "max_pages_per_host", "referer_policy", "warc_keep_auth", "item_type", "items_table",
+    "item_dedup_key",
 }  # fmt: skip

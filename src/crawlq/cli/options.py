@@ -81,6 +81,20 @@ def job_options(f: F) -> F:
                 "replaces default_headers; no Host, Cookie, Authorization...).",
             ),
             click.option(
+                "--pipeline",
+                multiple=True,
+                metavar="SPEC",
+                help="Item pipeline module:Class or file.py:Class, run in order after the "
+                "spider's item_pipelines (repeatable; this process's own, never a job's).",
+            ),
+            click.option(
+                "--item-dedup-key",
+                multiple=True,
+                metavar="FIELD",
+                help="Drop an item whose value of FIELD another page of the job produced "
+                "first (repeatable: a composite key).",
+            ),
+            click.option(
                 "--referer-policy",
                 type=click.Choice(REFERRER_POLICIES),
                 default=None,
@@ -154,8 +168,9 @@ def job_options(f: F) -> F:
                 "--item-type",
                 default=None,
                 metavar="SPEC",
-                help="The declared item class (module:Class or file.py:Class) for typed "
-                "sinks [the spider's item_type].",
+                help="The declared item class (module:Class or file.py:Class: dataclass, attrs, "
+                "pydantic, TypedDict): dict items are validated against it, typed sinks "
+                "write its fields [the spider's item_type].",
             ),
             click.option(
                 "--items-table",

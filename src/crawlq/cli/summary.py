@@ -124,6 +124,8 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
             f"spider errors: {this_run}{s.spider_errors} in store"
             + (f" ({kinds(s.spider_errors_by_type)})" if s.spider_errors else "")
         )
+    if report.full_counters and c.dropped:  # validation, pipelines, item dedup
+        lines.append(f"items dropped: {_reasons(c.dropped)}")
     if report.full_counters:  # else a worker process ended without its counts
         run = "" if report.job_store is None else " this run"  # the job's are elsewhere
         skipped = _reasons(c.skipped).replace(" (", f"{run} (", 1) if c.skipped else f"0{run}"

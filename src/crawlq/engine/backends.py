@@ -188,6 +188,8 @@ async def assembled_worker(
         robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness, warc)
         stack.callback(deps.pages.close)
+        if deps.items is not None:
+            stack.push_async_callback(deps.items.close)
         yield Worker(
             backends.frontier,
             backends.store,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from crawlq.engine.item_flow import ItemFlow
 from crawlq.engine.pagework import PageWork
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier
@@ -45,6 +46,9 @@ class Deps:
             argument).
         middlewares: The downloader and spider middlewares of ``settings`` and ``spider``
             (`crawlq.middleware.Middlewares.build`; raises `crawlq.errors.ConfigError`).
+        items: The worker's item validation, pipelines and dedup (`ItemFlow`; built from
+            ``spider``, ``settings`` and ``frontier`` when not given; kept by
+            ``dataclasses.replace``, so a copy shares the pipelines).
     """
 
     settings: Settings
@@ -57,6 +61,7 @@ class Deps:
     warc: WarcWriter | None = None
     throttle: AutoThrottle | None = None
     pages: PageWork = field(default_factory=PageWork)
+    items: ItemFlow | None = None
     sitemap_rules: SitemapRules = field(init=False)
     link_rules: LinkRules = field(init=False)
     middlewares: Middlewares = field(init=False)
@@ -67,3 +72,5 @@ class Deps:
         self.sitemap_rules = sitemap_rules_of(self.spider)
         self.link_rules = LinkRules.from_settings(self.settings)
         self.middlewares = Middlewares.build(self.settings, self.spider)
+        if self.items is None:
+            self.items = ItemFlow(self.spider, self.settings, self.frontier)

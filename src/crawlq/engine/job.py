@@ -112,8 +112,10 @@ JOB_FIELDS = (
     "inbox_methods",
     "inbox_bypass_scope",
     "inbox_max_entry_bytes",
+    "item_dedup_key",
 )
-"""Settings that belong to the job, not to one worker."""
+"""Settings that belong to the job, not to one worker. Never ``item_pipelines`` or
+``item_type``: code comes from each process's own configuration (module docstring)."""
 
 
 def _jsonable(value: Any) -> Any:

@@ -30,7 +30,8 @@ from crawlq.errors import (
 )
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest
-from crawlq.settings import Settings, host_auth_tables
+from crawlq.settings import Settings
+from crawlq.settings.handoff import own_env
 from crawlq.store import Store, StoreCounts
 
 __all__ = ["MultiProcessCrawl", "MultiProcessWorker", "counted_since"]
@@ -114,11 +115,6 @@ class MultiProcessCrawl(_Supervisor):
         self.requests = list(requests)
         self.retry_dead = retry_dead
         env = {"CRAWLQ_FRONTIER": settings.frontier}  # not argv: it may hold a password
-        if settings.host_auth:  # the children read the same variables (README "Authentication")
-            env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
-        for name in ("item_type", "items_table"):  # per-process: never in the job's settings
-            if getattr(settings, name) is not None:
-                env[f"CRAWLQ_{name.upper()}"] = getattr(settings, name)
         super().__init__(
             WorkerProcesses(
                 ["--job", settings.job, "--exit-when-done", "--processes", "1", *worker_args],
@@ -156,15 +152,9 @@ class MultiProcessCrawl(_Supervisor):
             self.pool.env["CRAWLQ_STORE"] = backends.settings.store
             # Code and local paths come from this command's own options, never the job's.
             given = self.settings
-            if given.spider is not None and "spider" in given.explicit:
-                self.pool.env["CRAWLQ_SPIDER"] = given.spider
+            self.pool.env.update(own_env(given))
             if given.warc_dir is not None and "warc_dir" in given.explicit:
                 self.pool.env["CRAWLQ_WARC_DIR"] = given.warc_dir
-            if given.trust_job_code:
-                self.pool.env["CRAWLQ_TRUST_JOB_CODE"] = "1"
-            for name in ("downloader_middlewares", "spider_middlewares"):
-                if getattr(given, name):  # code: this command's own, as its spider
-                    self.pool.env[f"CRAWLQ_{name.upper()}"] = ",".join(getattr(given, name))
             self.pool.start()
             try:
                 codes = await self.pool.wait(spent if limit is not None else None)

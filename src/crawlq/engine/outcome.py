@@ -61,6 +61,8 @@ class Outcome:
         retry_delay_s: Seconds before the retry (kind RETRY).
         reason: Short code of a retry, dead letter or filter.
         skipped: Discovered links not followed, by scope reason.
+        dropped: Items not stored, by ``"<pipeline>: <reason>"`` (validation, pipelines,
+            item dedup: `crawlq.engine.item_flow`).
     """
 
     lease: Lease
@@ -73,6 +75,7 @@ class Outcome:
     retry_delay_s: float = 0.0
     reason: str = ""
     skipped: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
 
     def revisit(self) -> CrawlRequest | None:
         """The link that, once fetched, replaces this outcome's page record, or None.

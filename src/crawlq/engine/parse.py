@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawlq.engine.deps import Deps
+from crawlq.engine.item_flow import ItemFlow, PipelineFailed
 from crawlq.engine.outcome import Outcome
 from crawlq.engine.pagework import PageTimeout, PageWork
 from crawlq.links import (
@@ -72,6 +73,7 @@ async def parse_response(
     pages: PageWork,
     link_rules: LinkRules,
     middlewares: Middlewares | None = None,
+    items: ItemFlow | None = None,
 ) -> ParsedPage:
     """Parse a response and run the spider's callback on it: the parse step of `process`.
 
@@ -90,6 +92,9 @@ async def parse_response(
         link_rules: Which links the page offers the spider (`crawlq.links.LinkRules`).
         middlewares: Whose spider middlewares take a callback's output (not an errback's)
             before scope does (`crawlq.middleware.Middlewares.spider_output`); None: none.
+        items: What the callback's items go through (validation, pipelines, dedup:
+            `crawlq.engine.item_flow`); None: validation only, from the spider's
+            ``item_type``.
 
     Returns:
         The page's title, canonical URL and error (None, ``http_404``, ``spider_error:
@@ -136,6 +141,7 @@ async def parse_response(
                 page.spider_failed(exc)
             else:
                 page.take(found_items, found_requests, req, spider, scope, settings)
+        await _flow_items(page, req, spider, settings, items, pages)
     if spider_error_type(page.error) is not None:
         # one traceback: the callback's own exception, not again as the cause of the
         # SpiderError that wraps it
@@ -143,6 +149,20 @@ async def parse_response(
         shown = failed.__cause__ if isinstance(failed, SpiderError) and failed.__cause__ else failed
         logger.error("spider error on %s: %s", req.url, page.error, exc_info=shown)
     return page
+
+
+async def _flow_items(
+    page: ParsedPage,
+    req: CrawlRequest,
+    spider: Spider,
+    settings: Settings,
+    items: ItemFlow | None,
+    pages: PageWork,
+) -> None:
+    """The callback's items through ``items`` (validation only when None), if it had any."""
+    if page.found or page.invalid:
+        flow = items if items is not None else ItemFlow(spider, settings, None, pipelines=False)
+        await page.flow_items(req, spider, flow, pages)
 
 
 @dataclass(slots=True)
@@ -162,6 +182,49 @@ class ParsedPage:
     tags: int = 0  # "<" in the text
     link_tags: int = 0
     exc_info: BaseException | None = None
+    found: list[Any] = field(default_factory=list)  # the callback's items, as yielded
+    invalid: list[str] = field(default_factory=list)  # bad items the callback raised
+    response: Response | None = None  # what the pipelines are given
+    dropped: Counter[str] = field(default_factory=Counter)  # items dropped, "pipeline: why"
+
+    async def flow_items(
+        self, req: CrawlRequest, spider: Spider, flow: ItemFlow, pages: PageWork
+    ) -> None:
+        """Take ``found`` through ``flow`` (`crawlq.engine.item_flow`) into ``items``.
+
+        A pipeline that fails, or runs past ``parse_timeout_s``, fails the page as its
+        callback would: nothing of its items is stored. So is an item that is not JSON.
+        """
+        found, self.found = self.found, []
+        try:
+            result = await flow.run(
+                found,
+                self.response,
+                req.record_fingerprint,
+                pages,
+                url=req.url,
+                invalid_found=self.invalid,
+            )
+        except PipelineFailed as exc:
+            error = exc.error
+            self.error = spider_error(type(error).__name__, f"pipeline {exc.pipeline}: {error}")
+            self.exc_info = error
+            return
+        except PageTimeout:
+            budget = flow.budget_s
+            logger.warning("%s: item pipelines ran past parse_timeout_s (%gs)", req.url, budget)
+            self.error = f"parse_timeout: the item pipelines ran past {budget:g}s"
+            return
+        self.dropped = result.dropped
+        now = time.time()
+        self.items = [
+            ItemRecord(req.record_fingerprint, i, req.url, spider.name, item, now)
+            for i, item in enumerate(result.items)
+        ]
+        bad = _first_unserialisable(result.items)
+        if bad is not None:
+            detail = f"item is not JSON-serialisable: {bad}"
+            self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []
 
     def spider_failed(self, exc: SpiderError) -> None:
         """Record a failed callback: user code, so the page is stored and the crawl goes on."""
@@ -171,23 +234,18 @@ class ParsedPage:
 
     def take(
         self,
-        found_items: list[dict[str, Any]],
+        found_items: list[Any],
         found_requests: list[CrawlRequest],
         req: CrawlRequest,
         spider: Spider,
         scope: Scope,
         settings: Settings,
     ) -> None:
-        """Keep the callback's items and in-scope requests, at most ``max_links_per_page``."""
-        now = time.time()
-        self.items = [
-            ItemRecord(req.record_fingerprint, i, req.url, spider.name, item, now)
-            for i, item in enumerate(found_items)
-        ]
-        bad = _first_unserialisable(found_items)
-        if bad is not None:
-            detail = f"item is not JSON-serialisable: {bad}"
-            self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []
+        """Keep the callback's in-scope requests, at most ``max_links_per_page``, and its items.
+
+        The items wait in ``found`` for `flow_items`, which makes them the page's records.
+        """
+        self.found = found_items
         if self.link_skips:
             self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
@@ -279,6 +337,7 @@ def _parse_page(
         return page
     response = Response(req, result, tree=tree, markup=markup, scan=scan, rules=rules)
     page.link_skips = response.skipped_links
+    page.response = response
     try:
         if mode == "errback":
             failure = Failure(req, f"http_{result.status}", response=response)
@@ -296,6 +355,7 @@ def _parse_page(
     except SpiderError as exc:
         page.spider_failed(exc)
         return page
+    page.invalid = run.invalid
     if rest is not None:
         page.callback = rest
     elif run.pending is None:
@@ -344,6 +404,7 @@ async def dead_errback(outcome: Outcome, deps: Deps) -> None:
 
     def work() -> CallbackRun | None:
         run = start_errback(spider, failure)
+        page.invalid = run.invalid
         if run.pending is not None:
             return run
         page.take(run.items, run.requests, req, spider, scope, settings)
@@ -354,6 +415,10 @@ async def dead_errback(outcome: Outcome, deps: Deps) -> None:
         if run is not None:
             found_items, found_requests = await run.finish()
             page.take(found_items, found_requests, req, spider, scope, settings)
+        await _flow_items(page, req, spider, settings, deps.items, deps.pages)
+        if page.error is not None:
+            logger.error("%s: the items of its errback: %s", req.url, page.error)
+            page.items = []
     except SpiderError as exc:
         logger.error("spider error in the errback of %s: %s", req.url, exc, exc_info=exc)
         return
@@ -363,3 +428,4 @@ async def dead_errback(outcome: Outcome, deps: Deps) -> None:
     outcome.items = page.items
     outcome.links = page.links
     outcome.skipped.update(page.skipped)
+    outcome.dropped.update(page.dropped)

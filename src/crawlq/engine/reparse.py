@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from crawlq.decode import decode_body
+from crawlq.engine.item_flow import ItemFlow
 from crawlq.engine.pagework import PageWork
 from crawlq.engine.parse import parse_response
 from crawlq.engine.plan import reparse_scope
@@ -123,6 +124,7 @@ class Reparse:
         self.all_spiders = all_spiders
         self.scope = reparse_scope(settings, spider)
         self.link_rules = LinkRules.from_settings(settings)
+        self.items = ItemFlow(spider, settings, None)  # pipelines; no dedup: no frontier
         self.report = ReparseReport()
         self._stopping = False
 
@@ -154,6 +156,7 @@ class Reparse:
                     break
             await self._write(pending)
         finally:
+            await self.items.close()
             pages.close()
             self.report.elapsed_s = time.monotonic() - started
         return self.report
@@ -171,7 +174,14 @@ class Reparse:
             return None
         req = _request_of(page)
         parsed = await parse_response(
-            req, result, self.spider, self.scope, self.settings, pages, self.link_rules
+            req,
+            result,
+            self.spider,
+            self.scope,
+            self.settings,
+            pages,
+            self.link_rules,
+            items=self.items,
         )
         if parsed.refresh_url is not None:  # the crawl followed it as a redirect: no callback
             r.refreshes += 1

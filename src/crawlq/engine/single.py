@@ -144,6 +144,8 @@ async def fetch_one(
                 try:
                     return await _follow(request, deps, fetcher)
                 finally:
+                    if deps.items is not None:
+                        await deps.items.close()
                     deps.pages.close()
         finally:
             await frontier.close()

@@ -247,6 +247,7 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         deps.pages,
         deps.link_rules,
         deps.middlewares,
+        items=deps.items,
     )
     if page.refresh_url is not None:  # a meta refresh: a redirect, no callback
         return await hop(lease, result, page.refresh_url, "GET", False, deps, page)
@@ -260,7 +261,13 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         canonical_url=page.canonical_url,
     )
     return Outcome(
-        lease, Kind.PAGE, page=record, items=page.items, links=page.links, skipped=page.skipped
+        lease,
+        Kind.PAGE,
+        page=record,
+        items=page.items,
+        links=page.links,
+        skipped=page.skipped,
+        dropped=page.dropped,
     )
 
 

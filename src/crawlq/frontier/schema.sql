@@ -54,3 +54,10 @@ CREATE TABLE IF NOT EXISTS frontier_robots (
     claim_holder   TEXT,
     claim_until_ms INTEGER
 ) WITHOUT ROWID;
+
+-- Item dedup: each key digest's owner page (crawlq.frontier.base.Frontier.claim_item_keys).
+-- key: crawlq.items.item_key (20 bytes, never a value); owner: the page's record fingerprint.
+CREATE TABLE IF NOT EXISTS frontier_item_keys (
+    key   BLOB PRIMARY KEY,
+    owner BLOB NOT NULL
+) WITHOUT ROWID;

@@ -1,1 +1,16 @@
-"""Items a spider yields; `crawlq.items.schema` reads the fields of a declared item class."""
+"""Items a spider yields: typed items made plain, validation, and the pipeline contract.
+
+A callback may yield a ``dict``, a dataclass, an attrs class, a pydantic (v2) model or a
+``TypedDict`` (a dict at run time); `adapt` makes any of them the plain ``dict`` the stores
+keep (through itemadapter). `invalid` checks an item against its declared type
+(`crawlq.items.validate`); `crawlq.items.schema` reads the fields of a declared item class
+(the typed sinks). A pipeline is any class with the methods of `Pipeline`
+(`crawlq.items.pipelines`); it drops an item by returning None or raising `DropItem`. The
+engine runs them (`crawlq.engine.item_flow`); the key of item dedup is `item_key`.
+"""
+
+from crawlq.items.adapt import adapt, is_item, item_key
+from crawlq.items.pipelines import DropItem, Pipeline
+from crawlq.items.validate import invalid
+
+__all__ = ["DropItem", "Pipeline", "adapt", "invalid", "is_item", "item_key"]

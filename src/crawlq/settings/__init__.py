@@ -15,7 +15,8 @@ as `suggest` does), never silently dropped. Every number carries its unit in its
 The package: `crawlq.settings.model` (the `Settings` fields), `crawlq.settings.checks` (the
 checks every value passes), `crawlq.settings.sources` (file, spider, environment, command
 line; did-you-mean suggestions), `crawlq.settings.values` (reading values from text),
-`crawlq.settings.defaults`, `crawlq.settings.job_name` and `crawlq.settings.store_url`.
+`crawlq.settings.defaults`, `crawlq.settings.job_name`, `crawlq.settings.store_url` and
+`crawlq.settings.handoff` (what a command hands the workers it starts).
 """
 
 from __future__ import annotations

@@ -294,13 +294,15 @@ class Settings:
 
     item_type: str | None = None
     """The declared item class as ``module:Class`` or ``file.py:Class`` (a dataclass, attrs
-    class, pydantic model or TypedDict), for the typed sinks (``items_table``, Parquet);
-    None: the spider's ``item_type`` attribute. Code: a per-process setting, never a job's."""
+    class, pydantic model or TypedDict) that dict items are validated against
+    (`crawlq.items.validate`) and the typed sinks write (``items_table``, Parquet); None: the
+    spider's ``item_type`` attribute. Code: a per-process setting, never a job's."""
 
     items_table: str | None = None
     """PostgreSQL store: also write every item into this table, one typed column per field of
     the declared item type (created when missing; `crawlq.store.postgres_items`). None: items
     are JSONB only. A per-process setting: give it to every worker of a job."""
+
     downloader_middlewares: tuple[str, ...] = ()
     """Downloader middlewares of this process, ``module:Class`` or ``path/file.py:Class``, in
     order, before the spider's own ``downloader_middlewares`` (``--downloader-middleware``,
@@ -310,6 +312,17 @@ class Settings:
     spider_middlewares: tuple[str, ...] = ()
     """Spider middlewares of this process (``--spider-middleware``), as
     ``downloader_middlewares``: ``process_spider_output`` of a callback's output."""
+
+    item_pipelines: tuple[str, ...] = ()
+    """Item pipelines, run in order after the spider's own ``item_pipelines`` attribute:
+    each ``module:Class`` or ``path/file.py:Class`` (``--pipeline``, repeatable;
+    ``CRAWLQ_ITEM_PIPELINES``: comma-separated; a settings file: a list). Code: a
+    per-process setting, never taken from a shared job (`crawlq.engine.item_flow`)."""
+
+    item_dedup_key: tuple[str, ...] = ()
+    """Item fields whose values together are an item's dedup key across the whole job
+    (``--item-dedup-key``, repeatable: a composite key): an item whose key another page
+    produced first is dropped as ``duplicate_item``. Empty: no item dedup."""
 
     trust_job_code: bool = False
     """Shared job: take ``spider``, ``warc_dir`` and a SQLite ``store`` path from the job's

@@ -48,6 +48,11 @@ class Spider:
             ``module:Class`` paths) run after the ``downloader_middlewares`` setting's
             (`crawlq.middleware`).
         spider_middlewares: Spider middlewares, likewise after the setting's.
+        item_type: The declared item class (dataclass, attrs, pydantic or ``TypedDict``)
+            that dict items are validated against (`crawlq.items.validate`); None: none.
+        item_pipelines: Item pipelines (classes, or ``module:Class`` / ``file.py:Class``)
+            run before those of the ``item_pipelines`` setting
+            (`crawlq.engine.item_flow`).
     """
 
     name: str = "default"
@@ -60,6 +65,8 @@ class Spider:
     sitemap_follow: list[str] = []
     downloader_middlewares: Sequence[Any] = ()
     spider_middlewares: Sequence[Any] = ()
+    item_type: Any = None
+    item_pipelines: Sequence[Any] = ()
 
     def __init__(self, **kwargs: Any) -> None:
         for key, value in kwargs.items():

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterable, Iterable
 from typing import Any, cast
 
 from crawlq.errors import SpiderError
+from crawlq.items import is_item
+from crawlq.items.validate import validation_error_reason
 from crawlq.request import CrawlRequest
 from crawlq.spider.base import Spider
 from crawlq.spider.callbacks import callback_method
@@ -22,15 +24,17 @@ from crawlq.spider.response import Response
 __all__ = ["CallbackRun", "run_callback", "start_callback", "start_errback"]
 
 
-async def run_callback(
-    spider: Spider, response: Response
-) -> tuple[list[dict[str, Any]], list[CrawlRequest]]:
+async def run_callback(spider: Spider, response: Response) -> tuple[list[Any], list[CrawlRequest]]:
     """Call the request's callback on ``response`` and collect what it produced.
 
     The callback is ``spider.<response.request.callback or "parse">``, called as
     ``callback(response, **response.request.cb_kwargs)``. It may return None, an item
-    (``dict``), a `CrawlRequest`, an iterable or generator of those, an awaitable of any of
-    these (``async def``), or an async generator. None inside an iterable is skipped.
+    (a ``dict``, a dataclass, attrs or pydantic instance: `crawlq.items.is_item`), a
+    `CrawlRequest`, an iterable or generator of those, an awaitable of any of these
+    (``async def``), or an async generator. None inside an iterable is skipped. A pydantic
+    ``ValidationError`` the callback raises (making a model from bad data) is not a failure
+    of the page: it ends the callback there, keeps what it produced before, and is recorded
+    as a bad item in `CallbackRun.invalid`.
     The engine checks `Spider.wants_status` before calling this, and runs the synchronous
     part (`start_callback`: a plain callback, or a generator's iteration) on its page
     thread, off the event loop, and only what is asynchronous (`CallbackRun.finish`) on the
@@ -55,35 +59,54 @@ class CallbackRun:
     """A callback call: what it produced synchronously, and what is left to await.
 
     Attributes:
-        items: Items produced so far.
+        items: Items produced so far, as yielded (dicts, dataclasses...).
         requests: Requests produced so far.
+        invalid: Bad items: ``"field NAME: WHY"`` of each pydantic ``ValidationError`` the
+            callback raised (at most one: it ends the callback).
         pending: An awaitable or async iterable still to run on the event loop, or None
             when the callback is done.
     """
 
-    __slots__ = ("_name", "_url", "items", "pending", "requests")
+    __slots__ = ("_name", "_url", "invalid", "items", "pending", "requests")
 
     def __init__(self, url: str, name: str) -> None:
         self._url = url
         self._name = name
-        self.items: list[dict[str, Any]] = []
+        self.items: list[Any] = []
         self.requests: list[CrawlRequest] = []
+        self.invalid: list[str] = []
         self.pending: object = None
 
     def collect(self, value: object) -> None:
         """Add one produced value (None is skipped).
 
         Raises:
-            TypeError: ``value`` is neither a dict nor a `CrawlRequest`.
+            TypeError: ``value`` is neither an item (`crawlq.items.is_item`) nor a
+                `CrawlRequest`.
         """
         if isinstance(value, dict):
             self.items.append(value)
         elif isinstance(value, CrawlRequest):
             self.requests.append(value)
         elif value is not None:
-            raise TypeError(
-                f"produced a {type(value).__name__}; expected a dict item or a CrawlRequest"
-            )
+            if not is_item(value):
+                raise TypeError(
+                    f"produced a {type(value).__name__}; expected an item (a dict, dataclass,"
+                    " attrs or pydantic instance) or a CrawlRequest"
+                )
+            self.items.append(value)
+
+    def failed(self, exc: Exception) -> SpiderError | None:
+        """The callback raised ``exc``: the error to raise, or None for a bad item.
+
+        A pydantic ``ValidationError`` is recorded in `invalid`; the callback's output so
+        far is kept.
+        """
+        why = validation_error_reason(exc)
+        if why is None:
+            return SpiderError.raised(self._url, self._name, exc)
+        self.invalid.append(why)
+        return None
 
     def collect_output(self, output: object) -> None:
         """Collect a synchronous output; keep an awaitable or async iterable as `pending`."""
@@ -101,7 +124,7 @@ class CallbackRun:
         else:
             self.collect(output)  # raises TypeError
 
-    async def finish(self) -> tuple[list[dict[str, Any]], list[CrawlRequest]]:
+    async def finish(self) -> tuple[list[Any], list[CrawlRequest]]:
         """Run what is `pending` on the event loop; return ``(items, requests)``.
 
         Raises:
@@ -118,7 +141,9 @@ class CallbackRun:
                 async for value in cast(AsyncIterable[object], pending):
                     self.collect(value)
         except Exception as exc:
-            raise SpiderError.raised(self._url, self._name, exc) from exc
+            error = self.failed(exc)
+            if error is not None:
+                raise error from exc
         return self.items, self.requests
 
 
@@ -138,7 +163,9 @@ def start_callback(spider: Spider, response: Response) -> CallbackRun:
     try:
         run.collect_output(method(response, **response.request.cb_kwargs))
     except Exception as exc:
-        raise SpiderError.raised(response.url, name, exc) from exc
+        error = run.failed(exc)
+        if error is not None:
+            raise error from exc
     return run
 
 
@@ -160,5 +187,7 @@ def start_errback(spider: Spider, failure: Failure) -> CallbackRun:
     try:
         run.collect_output(method(failure))
     except Exception as exc:
-        raise SpiderError.raised(failure.url, name, exc) from exc
+        error = run.failed(exc)
+        if error is not None:
+            raise error from exc
     return run

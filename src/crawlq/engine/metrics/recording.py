@@ -22,6 +22,7 @@ counted as a hop, not a page, since the revisit's record replaces it: one page p
 | ``crawlq_filtered_total`` | counter | ``reason`` | URLs filtered after leasing (robots.txt…) |
 | ``crawlq_links_not_followed_total`` | counter | ``reason`` | discovered links out of scope |
 | ``crawlq_spider_errors_total`` | counter | | pages whose callback failed |
+| ``crawlq_items_dropped_total`` | counter | ``pipeline``, ``reason`` | items not stored |
 | ``crawlq_leases_in_flight`` | gauge | | URLs being processed now |
 
 The frontier gauges of a job: `crawlq.engine.metrics.frontier`; serving the metrics, alone
@@ -46,6 +47,7 @@ __all__ = [
     "LATENCY_BUCKETS_S",
     "MULTIPROC_ENV",
     "WorkerMetrics",
+    "drop_labels",
     "prometheus",
     "recorder",
     "start_recording",
@@ -125,6 +127,12 @@ class WorkerMetrics:
         self.spider_errors = pc.Counter(
             "crawlq_spider_errors", "Pages whose spider callback failed.", registry=reg
         )
+        self.items_dropped = pc.Counter(
+            "crawlq_items_dropped",
+            "Items not stored, by pipeline and reason.",
+            ["pipeline", "reason"],
+            registry=reg,
+        )
         self.in_flight = pc.Gauge(
             "crawlq_leases_in_flight",
             "URLs this worker is processing now.",
@@ -157,6 +165,8 @@ class WorkerMetrics:
             self.filtered.labels(outcome.reason).inc()
         for reason, n in outcome.skipped.items():
             self.not_followed.labels(reason).inc(n)
+        for dropped, n in outcome.dropped.items():
+            self.items_dropped.labels(*drop_labels(dropped)).inc(n)
 
     def retried(self, reason: str) -> None:
         """Count one transient failure sent back for a retry."""
@@ -165,6 +175,22 @@ class WorkerMetrics:
 
 _recorder: WorkerMetrics | None = None
 _recorder_lock = threading.Lock()
+
+
+def drop_labels(dropped: str) -> tuple[str, str]:
+    """``(pipeline, reason)`` of an `Outcome.dropped` key; a bad item's reason is its field.
+
+    ``pipeline`` is ``validation``, ``item_dedup`` (reason ``duplicate_item``) or a
+    pipeline's class name (its `DropItem` reason, or ``dropped``).
+
+    ``"validation: invalid: field price: expected int, got str"`` is
+    ``("validation", "invalid: field price")``: the field names are bounded, the values
+    in the rest are not.
+    """
+    pipeline, _, reason = dropped.partition(": ")
+    if pipeline == "validation":
+        reason = ": ".join(reason.split(": ")[:2])
+    return pipeline, reason
 
 
 def recorder() -> WorkerMetrics | None:

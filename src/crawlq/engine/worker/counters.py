@@ -14,7 +14,7 @@ from crawlq.records import spider_error_type
 __all__ = ["WorkerCounters"]
 
 _NUMBERS = ("pages", "items", "retries", "links", "round_trips")
-_BY_REASON = ("dead", "filtered", "skipped", "spider_errors")
+_BY_REASON = ("dead", "filtered", "skipped", "spider_errors", "dropped")
 
 
 @dataclass(slots=True)
@@ -30,6 +30,8 @@ class WorkerCounters:
         skipped: Discovered links not followed, by scope reason (per occurrence).
         spider_errors: Pages stored with a spider error, by kind (``KeyError`` …; see
             `crawlq.records.spider_error_type`).
+        dropped: Items not stored, by ``"<pipeline>: <reason>"`` (``validation: invalid: field
+            price: …``, ``item_dedup: duplicate_item``, a pipeline's `DropItem` reason).
         links: Discovered links pushed to the frontier (before dedup).
         round_trips: Requests to the frontier's backend (`Frontier.round_trips`) in this run.
         started_s: `time.monotonic` at the start of `Worker.run`.
@@ -42,6 +44,7 @@ class WorkerCounters:
     filtered: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     spider_errors: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
     links: int = 0
     round_trips: int = 0
     started_s: float = field(default_factory=time.monotonic)
@@ -50,6 +53,8 @@ class WorkerCounters:
         """Count a settled outcome (its links, skips, and its page, dead letter or filter)."""
         self.links += len(o.links)
         self.skipped.update(o.skipped)
+        if o.dropped:
+            self.dropped.update(o.dropped)
         if o.kind is Kind.PAGE:
             self.pages += 1
             self.items += len(o.items)
@@ -79,7 +84,7 @@ class WorkerCounters:
             for name in _NUMBERS:
                 setattr(total, name, getattr(total, name) + _count(report[name]))
             for name in _BY_REASON:
-                counts = report[name]
+                counts = report.get(name, {}) if name == "dropped" else report[name]
                 if not isinstance(counts, Mapping):
                     raise ValueError(f"{name}: expected an object, got {counts!r}")
                 getattr(total, name).update({str(k): _count(n) for k, n in counts.items()})

@@ -30,8 +30,8 @@ Errors: every Redis error goes through `crawlq.frontier.redis.errors.call`.
 Layout: this module holds `RedisFrontier` itself (opening and joining a job, the lease loop,
 renewal, dropping a job); each other part is a mixin over `crawlq.frontier.redis.core.RedisCore`
 in a module of its own: `push`, `inbox`, `idle` (the wait), `settle`, `hosts` (policy and
-strikes), `job_settings`, `url_state` (inspect), `dead_letters`, `robots`, `stats`; Bloom
-dedup is `crawlq.frontier.redis.bloom`.
+strikes), `job_settings`, `url_state` (inspect), `dead_letters`, `robots`, `stats`,
+`item_keys`; Bloom dedup is `crawlq.frontier.redis.bloom`.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from crawlq.frontier.redis.dead_letters import DeadLettersMixin
 from crawlq.frontier.redis.hosts import HostsMixin
 from crawlq.frontier.redis.idle import IdleMixin
 from crawlq.frontier.redis.inbox import InboxMixin
+from crawlq.frontier.redis.item_keys import ItemKeysMixin
 from crawlq.frontier.redis.job_settings import JobSettingsMixin
 from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.keys import Keyspace
@@ -85,6 +86,7 @@ class RedisFrontier(
     UrlStateMixin,
     DeadLettersMixin,
     RobotsMixin,
+    ItemKeysMixin,
     StatsMixin,
 ):
     """`crawlq.frontier.base.Frontier` on Redis, shared by every worker of a job.

@@ -43,6 +43,8 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
   ``created_ms`` (server time), ``paused`` (set while paused; `crawlq.frontier.redis.jobs`) |
 | ``robots`` | hash | origin -> robots.txt record (`crawlq.robots_record.RobotsRecord`) |
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
+| ``item_keys`` | hash | item dedup key digest (20 bytes, never a value) -> the fingerprint of
+  the page that owns it (`crawlq.frontier.redis.item_keys`) |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
 | ``pending_at`` | sorted set | Celery engine: pending fingerprint -> Unix ms it is due to run |
 | ``dead_requests`` | hash | Celery engine: dead-lettered fingerprint -> ``owner "\n" request
@@ -105,6 +107,7 @@ class Keyspace:
         self.job_info = p + "job"
         self.robots = p + "robots"
         self.robots_claims = p + "robots_claims"
+        self.item_keys = p + "item_keys"
         self.pending = p + "pending"
         self.pending_at = p + "pending_at"
         self.dead_requests = p + "dead_requests"

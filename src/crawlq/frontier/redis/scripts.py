@@ -99,6 +99,7 @@ SCRIPTS = {
         "robots_get",
         "robots_claim",
         "robots_put",
+        "item_keys",
     )
 }
 """Every script, by name, parsed once per process."""

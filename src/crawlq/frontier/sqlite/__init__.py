@@ -23,13 +23,14 @@ Where each part lives:
 * ``push`` (``bounded``: under queue bounds), ``lease``, ``settle``: the life of a request;
 * ``inspection``: one URL's state, dead letters and their replay;
 * ``hosts``, ``robots``, ``meta``: host politeness, the robots.txt cache, job settings and
-  stats.
+  stats; ``item_keys``: the owners of item dedup keys.
 """
 
 from __future__ import annotations
 
 from crawlq.frontier.sqlite.hosts import HostsMixin
 from crawlq.frontier.sqlite.inspection import InspectionMixin
+from crawlq.frontier.sqlite.item_keys import ItemKeysMixin
 from crawlq.frontier.sqlite.lease import LeaseMixin
 from crawlq.frontier.sqlite.meta import MetaMixin
 from crawlq.frontier.sqlite.push import PushMixin
@@ -47,6 +48,7 @@ class SqliteFrontier(
     InspectionMixin,
     HostsMixin,
     RobotsMixin,
+    ItemKeysMixin,
     MetaMixin,
 ):
     """`crawlq.frontier.base.Frontier` on a SQLite file. Create with `SqliteFrontier.open`.

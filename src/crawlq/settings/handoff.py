@@ -1,0 +1,49 @@
+"""What a command hands the worker processes it starts: its own per-process configuration.
+
+Code (the spider, middlewares, item pipelines, the item type), the typed items table and the
+names of the variables holding host credentials are never a shared job's settings
+(`crawlq.engine.job`): a worker takes them from its own configuration only. The children
+that ``crawl --processes`` and ``crawl --engine celery`` start are this command's own
+workers, so they get this command's values, through their environment (never argv: a
+command line is visible to every user of the machine). Each value is read back by
+`crawlq.settings.sources` as ``CRAWLQ_<FIELD>`` (tuples comma-separated).
+"""
+
+from __future__ import annotations
+
+from crawlq.settings.model import Settings
+from crawlq.settings.values import host_auth_tables
+
+__all__ = ["own_env"]
+
+_CODE = ("downloader_middlewares", "spider_middlewares", "item_pipelines")
+"""Tuple settings naming code, handed comma-separated."""
+
+_PER_PROCESS = ("item_type", "items_table")
+"""Optional text settings that are never a job's."""
+
+
+def own_env(settings: Settings) -> dict[str, str]:
+    """``CRAWLQ_*`` variables giving a child worker this process's own configuration.
+
+    Returns:
+        Variable name to value: the spider when this command was given one, the
+        ``trust_job_code`` flag, the code and per-process settings above, the host
+        credential tables (variable names, never a secret) and ``warc_keep_auth``.
+    """
+    env: dict[str, str] = {}
+    if settings.spider is not None and "spider" in settings.explicit:
+        env["CRAWLQ_SPIDER"] = settings.spider
+    if settings.trust_job_code:
+        env["CRAWLQ_TRUST_JOB_CODE"] = "1"
+    for name in _CODE:
+        if getattr(settings, name):
+            env[f"CRAWLQ_{name.upper()}"] = ",".join(getattr(settings, name))
+    for name in _PER_PROCESS:
+        if getattr(settings, name) is not None:
+            env[f"CRAWLQ_{name.upper()}"] = getattr(settings, name)
+    if settings.host_auth:
+        env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
+    if settings.warc_keep_auth:
+        env["CRAWLQ_WARC_KEEP_AUTH"] = "1"
+    return env
