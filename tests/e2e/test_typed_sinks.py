@@ -44,7 +44,7 @@ class TypedSpider(Spider):
         title = response.css("title::text").get()
         for copy in range(int(os.environ.get("ITEMS_PER_PAGE", "1"))):
             yield {"title": title, "n": copy, "long": len(response.text) > 100,
-                   "words": title.split(), "extra": "kept in JSONB only"}
+                   "words": title.split()}
         yield from response.follow_all()
 """
 
