@@ -17,7 +17,9 @@ CrawlqError                      (crawlq.errors.base)
 ├── FetchError               (crawlq.errors.fetch) ``transient`` says whether to retry (Fetcher)
 │   ├── TransientFetchError  timeout, reset, DNS failure: retry with backoff
 │   │   ├── RetryableStatus  HTTP 408/429/5xx; carries ``retry_after_s``
-│   │   └── RobotsUnreachable  robots.txt cannot be fetched; the page waits (RobotsCache)
+│   │   ├── RobotsUnreachable  robots.txt cannot be fetched; the page waits (RobotsCache)
+│   │   ├── ProxyFailed      the proxy failed, not the target: another proxy (Fetcher)
+│   │   └── ProxiesBenched   every usable proxy is benched: nothing sent (Fetcher)
 │   └── PermanentFetchError  never retried, recorded as dead
 │       ├── BodyTooLarge     body over ``max_body_bytes``
 │       ├── TooManyRedirects redirect chain longer than the limit, or a loop
@@ -36,6 +38,8 @@ from crawlq.errors.fetch import (
     FetchError,
     PermanentFetchError,
     PrivateAddressError,
+    ProxiesBenched,
+    ProxyFailed,
     RetryableStatus,
     RobotsUnreachable,
     TooManyRedirects,
@@ -68,6 +72,8 @@ __all__ = [
     "JobGone",
     "PermanentFetchError",
     "PrivateAddressError",
+    "ProxiesBenched",
+    "ProxyFailed",
     "QueueFullTimeout",
     "RetryableStatus",
     "RobotsUnreachable",
