@@ -69,6 +69,7 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["exclude"] = options.get("exclude") or None
     cli["strip_url_params"] = options.get("strip_url_param") or None
     cli["default_headers"] = options.get("header") or None
+    cli["proxies"] = options.get("proxies") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
     if options.get("no_cookies"):
@@ -98,6 +99,7 @@ _FLAGS = {
     "meta_refresh": "--no-meta-refresh",
     "strip_url_params": "--strip-url-param",
     "default_headers": "--header",
+    "proxies": "--proxy",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }
@@ -122,5 +124,5 @@ _OPTION_NAMES = {
     "max_delay", "allow_private", "trust_job_code", "log_interval", "log_format",
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
     "max_push_wait_s", "follow_sitemaps", "skip_extensions", "max_query_params", "max_path_repeats",
-    "max_pages_per_host", "referer_policy", "warc_keep_auth",
+    "max_pages_per_host", "referer_policy", "warc_keep_auth", "proxy_rotation", "proxy_trust_env",
 }  # fmt: skip

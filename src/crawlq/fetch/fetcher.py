@@ -37,6 +37,7 @@ from crawlq.fetch.body import read_body
 from crawlq.fetch.failures import classify
 from crawlq.fetch.jar import CookieJar, redirect_cookies
 from crawlq.fetch.proxied import (
+    SOCKS_ERRORS,
     guard_target,
     proxy_failure,
     proxy_kwargs,
@@ -68,6 +69,12 @@ AUTO = object()
 logger = logging.getLogger("crawlq.fetch")
 
 _NO_BODY_STATUSES = frozenset({204, 304})
+_NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    TimeoutError,
+    aiohttp.ClientError,
+    OSError,
+    *SOCKS_ERRORS,
+)
 _DNS_CACHE_TTL_S = 60
 _DEFAULT_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
@@ -428,11 +435,12 @@ class Fetcher:
         # A first hop has the whole timeout (made once); after redirects, what is left of it.
         timeout = self._client_timeout(remaining_s) if attempt.redirects else self._timeout
         await self._check_target(url, current, via)
-        headers = attempt.headers
+        headers = {k: v for k, v in attempt.headers.items() if k.lower() != "proxy-authorization"}
         credential = self._credentials.for_url(current)  # this hop's host decides
         if credential is not None:
             headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             headers["Authorization"] = credential
+        via_kwargs = proxy_kwargs(via, headers, current)
         try:
             async with session.request(
                 method,
@@ -442,7 +450,7 @@ class Fetcher:
                 cookies=dict(attempt.cookies) if attempt.cookies else None,
                 allow_redirects=False,
                 timeout=timeout,
-                **proxy_kwargs(via),
+                **via_kwargs,
             ) as resp:
                 status = resp.status
                 resp_headers = joined_headers(resp.raw_headers)
@@ -476,7 +484,7 @@ class Fetcher:
                 return Hop(status, resp_headers, data, None, exchange, target, carried)
         except AddressRefused as exc:
             raise PrivateAddressError(url, exc.host, exc.range_name) from None
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        except _NETWORK_ERRORS as exc:
             blamed = None if via is None else proxy_failure(url, via, exc)
             raise blamed or classify(url, current if attempt.redirects else None, exc) from exc
 

@@ -5,7 +5,7 @@
 * HTTP and HTTPS proxies go through aiohttp's ``proxy=`` (absolute-URI requests for http
   targets, a CONNECT tunnel for https ones) on a session of their own, whose resolver only
   ever resolves proxy hosts (so it is not guarded: they are this process's configuration).
-  The credentials go in ``proxy_auth`` (``Proxy-Authorization``), never in a URL aiohttp
+  The credentials go in ``proxy_headers`` (``Proxy-Authorization``), never in a URL aiohttp
   could quote into a message.
 * SOCKS5 proxies go through aiohttp-socks' ``ProxyConnector`` (the ``socks`` extra), one
   session each, with remote DNS (the proxy resolves the target's name).
@@ -30,6 +30,7 @@ from crawlq.fetch.resolver import GuardedResolver
 from crawlq.proxies import PROXY_SIDE_ERRORS, SOCKS_TARGET_REPLIES, Proxy, proxy_status_error
 
 __all__ = [
+    "SOCKS_ERRORS",
     "guard_target",
     "proxy_failure",
     "proxy_kwargs",
@@ -61,12 +62,22 @@ def socks_connector(proxy: Proxy, limit: int) -> aiohttp.BaseConnector:
     )
 
 
-def proxy_kwargs(proxy: Proxy | None) -> dict[str, Any]:
-    """``session.request`` arguments that send a request through an HTTP(S) ``proxy``."""
+def proxy_kwargs(proxy: Proxy | None, headers: dict[str, str], url: str) -> dict[str, Any]:
+    """``session.request`` arguments that send a request of ``url`` through ``proxy``.
+
+    ``Proxy-Authorization`` goes on the CONNECT request of an https target (aiohttp's
+    ``proxy_headers``), and for an http target on the request itself (added to ``headers``),
+    which only the proxy reads: it does not forward it.
+    """
     if proxy is None or proxy.scheme == "socks5":
         return {}
-    auth = aiohttp.BasicAuth(proxy.user, proxy.password or "") if proxy.user else None
-    return {"proxy": proxy.address, "proxy_auth": auth}
+    if not proxy.user:
+        return {"proxy": proxy.address}
+    credential = aiohttp.encode_basic_auth(proxy.user, proxy.password or "")
+    if not url.startswith("https:"):
+        headers["Proxy-Authorization"] = credential
+        return {"proxy": proxy.address}
+    return {"proxy": proxy.address, "proxy_headers": {"Proxy-Authorization": credential}}
 
 
 async def guard_target(
@@ -128,24 +139,28 @@ def proxy_failure(url: str, proxy: Proxy, exc: BaseException) -> FetchError | No
     return None
 
 
-def _socks_failure(url: str, proxy: Proxy, exc: BaseException) -> FetchError | None:
-    """The failure a python-socks exception (raw or wrapped by aiohttp) shows."""
+def _socks_errors() -> tuple[type[BaseException], ...]:
+    """aiohttp-socks' exceptions (plain `Exception` subclasses), or () without the extra."""
     try:
-        from python_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
-    except ImportError:  # pragma: no cover - socks5 needs the extra to get here
+        from aiohttp_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
+    except ImportError:  # pragma: no cover - depends on the install
+        return ()
+    return (ProxyConnectionError, ProxyError, ProxyTimeoutError)
+
+
+SOCKS_ERRORS = _socks_errors()
+"""What a SOCKS5 proxy's refusal raises (aiohttp-socks): `Fetcher` catches them too."""
+
+
+def _socks_failure(url: str, proxy: Proxy, exc: BaseException) -> FetchError | None:
+    """The failure an aiohttp-socks exception shows (its ``error_code``: the SOCKS5 reply)."""
+    if not SOCKS_ERRORS or not isinstance(exc, SOCKS_ERRORS):
         return None
-    cause: BaseException | None = exc
-    for _ in range(4):
-        if cause is None:
-            return None
-        if isinstance(cause, ProxyConnectionError | ProxyTimeoutError):
-            return ProxyFailed(url, proxy.id, "proxy_connect_error", f"no connection to {proxy}")
-        if isinstance(cause, ProxyError):
-            code = cause.error_code
-            if code in SOCKS_TARGET_REPLIES:
-                return TransientFetchError(
-                    url, "connect_error", f"{proxy} could not reach the target (SOCKS5 {code})"
-                )
-            return ProxyFailed(url, proxy.id, "proxy_refused", f"{proxy} refused: {cause}")
-        cause = getattr(cause, "os_error", None) or cause.__cause__
-    return None
+    code = getattr(exc, "error_code", None)
+    if code is None and type(exc).__name__ != "ProxyError":  # no connection, or a timeout
+        return ProxyFailed(url, proxy.id, "proxy_connect_error", f"no connection to {proxy}")
+    if code in SOCKS_TARGET_REPLIES:
+        return TransientFetchError(
+            url, "connect_error", f"{proxy} could not reach the target (SOCKS5 reply {code})"
+        )
+    return ProxyFailed(url, proxy.id, "proxy_refused", f"{proxy} refused: {exc}")
