@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "scope": 0,
     "retry": 0,
     "politeness": 0,
+    "proxies": 0,
     "addresses": 0,
     "secrecy": 0,
     "clock": 0,

@@ -76,6 +76,7 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     cli["spider_middlewares"] = options.get("spider_middleware") or None
     cli["item_pipelines"] = options.get("pipeline") or None
     cli["item_dedup_key"] = options.get("item_dedup_key") or None
+    cli["proxies"] = options.get("proxies") or None
     if options.get("ignore_robots"):
         cli["obey_robots"] = False
     if options.get("no_cookies"):
@@ -108,6 +109,7 @@ _FLAGS = {
     "downloader_middlewares": "--downloader-middleware",
     "spider_middlewares": "--spider-middleware",
     "item_pipelines": "--pipeline",
+    "proxies": "--proxy",
     "warc_dir": "--warc",
     "warc_max_size_bytes": "--warc-max-size",
 }
@@ -133,5 +135,5 @@ _OPTION_NAMES = {
     "metrics_port", "metrics_host", "max_queued", "max_queued_per_host", "when_full",
     "max_push_wait_s", "follow_sitemaps", "skip_extensions", "max_query_params", "max_path_repeats",
     "max_pages_per_host", "referer_policy", "warc_keep_auth", "item_type", "items_table",
-    "item_dedup_key",
+    "item_dedup_key", "proxy_rotation", "proxy_trust_env",
 }  # fmt: skip

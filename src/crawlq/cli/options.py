@@ -95,6 +95,27 @@ def job_options(f: F) -> F:
                 "first (repeatable: a composite key).",
             ),
             click.option(
+                "--proxy",
+                "proxies",
+                multiple=True,
+                metavar="URL",
+                help="Send every request through this proxy: http://, https:// or socks5:// "
+                "(repeatable: rotated; credentials are better kept in CRAWLQ_PROXIES or the "
+                "settings file than on a command line).",
+            ),
+            click.option(
+                "--proxy-rotation",
+                type=click.Choice(["host", "request"]),
+                default=None,
+                help="One proxy per host, or in turn per request [host].",
+            ),
+            click.option(
+                "--proxy-trust-env",
+                is_flag=True,
+                default=None,
+                help="With no --proxy, use HTTP_PROXY / HTTPS_PROXY / NO_PROXY.",
+            ),
+            click.option(
                 "--referer-policy",
                 type=click.Choice(REFERRER_POLICIES),
                 default=None,

@@ -50,6 +50,12 @@ def try_options(f: F) -> F:
             "--allow-domain", multiple=True, help="Follow redirects only to DOMAIN (repeatable)."
         ),
         click.option("--no-cookies", is_flag=True, help="Keep no cookies and send none."),
+        click.option(
+            "--proxy", "proxies", multiple=True, metavar="URL", help="Fetch through this proxy."
+        ),
+        click.option(
+            "--proxy-trust-env", is_flag=True, default=None, help="Use HTTP(S)_PROXY, NO_PROXY."
+        ),
         click.option("--no-meta-refresh", is_flag=True, help="Do not follow <meta> refreshes."),
         click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML."),
         click.option(

@@ -18,7 +18,8 @@ passed. Without downloader middlewares it is the fetch. With them (`crawlq.middl
   off, dead-lettered after ``max_retries``; a middleware that wants other headers on the
   retry sets them in ``process_request``, which runs again. Another URL: as above.
 * ``process_exception`` gets a failed fetch's `crawlq.errors.FetchError` (a timeout, a
-  5xx, a body over the cap), never a refusal of the policy (robots.txt, the guard). None
+  5xx, a body over the cap), never a refusal of the policy (robots.txt, the guard) nor a
+  proxy's failure (the engine benches the proxy and sends the URL again, `crawlq.proxies`). None
   leaves it to the retry policy as without middlewares.
 * `crawlq.errors.Retry` raised by any hook is a transient failure with the given reason.
 
@@ -38,7 +39,7 @@ from typing import TypeVar
 from crawlq.engine.deps import Deps
 from crawlq.engine.host_feedback import failed_fetch
 from crawlq.engine.outcome import Kind, Outcome, dead_outcome
-from crawlq.errors import FetchError, Retry, RobotsUnreachable
+from crawlq.errors import FetchError, ProxiesBenched, ProxyFailed, Retry, RobotsUnreachable
 from crawlq.records import FilteredRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.scope import FilterReason
@@ -100,8 +101,8 @@ async def _download(lease: Lease, send: Send, deps: Deps) -> FetchResult | Outco
     else:
         try:
             result = await send(req)
-        except (RobotsUnreachable, Retry):
-            raise
+        except (RobotsUnreachable, Retry, ProxyFailed, ProxiesBenched):
+            raise  # policy: robots.txt waits, proxies are benched and swapped by the engine
         except FetchError as exc:
             if exc.reason == FilterReason.PRIVATE_ADDRESS:
                 raise  # the guard's refusal is policy, not a failure to handle

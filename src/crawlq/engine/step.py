@@ -38,8 +38,14 @@ from crawlq.engine.outcome import Kind, Outcome, dead_outcome, result_batch
 from crawlq.engine.page_record import page_record
 from crawlq.engine.pagework import PageTimeout
 from crawlq.engine.parse import dead_errback, parse_response
+from crawlq.engine.proxy_feedback import (
+    proxies_benched,
+    proxy_failed,
+    proxy_succeeded,
+    refresh_bench,
+)
 from crawlq.engine.redirects import hop, redirected
-from crawlq.errors import FetchError, RobotsUnreachable
+from crawlq.errors import FetchError, ProxiesBenched, ProxyFailed, RobotsUnreachable
 from crawlq.headers import referer
 from crawlq.politeness import HOST_UNREACHABLE
 from crawlq.records import FilteredRecord
@@ -101,6 +107,8 @@ async def _process(lease: Lease, deps: Deps) -> Outcome:
             lease, "lease_expired", f"delivered {lease.attempt - 1} times, never settled"
         )
     try:
+        await refresh_bench(deps)
+        via = deps.fetcher.route(req.url, req.meta)  # robots.txt: the pool's choice
         if deps.robots is not None:
             robots = await deps.robots.check(req.url)
             if not robots.allowed:
@@ -131,7 +139,7 @@ async def _process(lease: Lease, deps: Deps) -> Outcome:
         sitemap = is_sitemap(req)
 
         async def send(sent: CrawlRequest) -> FetchResult:
-            return await deps.fetcher.fetch(
+            fetched = await deps.fetcher.fetch(
                 sent.url,
                 method=sent.method,
                 body=sent.body,
@@ -139,12 +147,19 @@ async def _process(lease: Lease, deps: Deps) -> Outcome:
                 cookies=sent.cookies,
                 follow_redirects=False,
                 truncate_body_bytes=MAX_BYTES + 1 if sitemap else None,
+                proxy=via,
             )
+            await proxy_succeeded(via, deps)
+            return fetched
 
         got = await download(lease, send, deps)  # through the downloader middlewares
         if isinstance(got, Outcome):
             return got
         result = got
+    except ProxyFailed as exc:
+        return await proxy_failed(lease, exc, deps)
+    except ProxiesBenched as exc:
+        return await proxies_benched(lease, exc, deps)
     except RobotsUnreachable as exc:
         if exc.requested:
             return await failed_fetch(lease, exc, deps)  # a strike: the host pauses

@@ -18,7 +18,9 @@ CrawlqError                      (crawlq.errors.base)
 │   ├── TransientFetchError  timeout, reset, DNS failure: retry with backoff
 │   │   ├── RetryableStatus  HTTP 408/429/5xx; carries ``retry_after_s``
 │   │   ├── Retry            a downloader middleware asks for a retry (crawlq.middleware)
-│   │   └── RobotsUnreachable  robots.txt cannot be fetched; the page waits (RobotsCache)
+│   │   ├── RobotsUnreachable  robots.txt cannot be fetched; the page waits (RobotsCache)
+│   │   ├── ProxyFailed      the proxy failed, not the target: another proxy (Fetcher)
+│   │   └── ProxiesBenched   every usable proxy is benched: nothing sent (Fetcher)
 │   └── PermanentFetchError  never retried, recorded as dead
 │       ├── BodyTooLarge     body over ``max_body_bytes``
 │       ├── TooManyRedirects redirect chain longer than the limit, or a loop
@@ -37,6 +39,8 @@ from crawlq.errors.fetch import (
     FetchError,
     PermanentFetchError,
     PrivateAddressError,
+    ProxiesBenched,
+    ProxyFailed,
     Retry,
     RetryableStatus,
     RobotsUnreachable,
@@ -70,6 +74,8 @@ __all__ = [
     "JobGone",
     "PermanentFetchError",
     "PrivateAddressError",
+    "ProxiesBenched",
+    "ProxyFailed",
     "QueueFullTimeout",
     "Retry",
     "RetryableStatus",

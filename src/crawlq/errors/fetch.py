@@ -89,6 +89,34 @@ class Retry(TransientFetchError):
         super().__init__(url or "(a middleware's request)", reason, detail)
 
 
+class ProxyFailed(TransientFetchError):
+    """The proxy a fetch went through failed, not the target: another proxy may succeed.
+
+    Raised by `crawlq.fetch.Fetcher.fetch` for a connection to the proxy that fails, a 407,
+    a refused CONNECT tunnel or SOCKS handshake, and a 5xx whose ``Proxy-Status`` names an
+    error of the proxy itself (`crawlq.proxies` lists what counts). The engine counts it
+    against the proxy in the frontier (`crawlq.proxies.ProxyState`) and gives the lease
+    back without spending an attempt. ``proxy_id`` identifies the proxy (a hash of its
+    ``scheme://host:port``); the message never holds its credentials.
+    """
+
+    def __init__(self, url: str, proxy_id: str, reason: str, detail: str = "") -> None:
+        super().__init__(url, reason, detail)
+        self.proxy_id = proxy_id
+
+
+class ProxiesBenched(TransientFetchError):
+    """Every proxy this fetch could use is benched: no request was sent.
+
+    Raised by `crawlq.fetch.Fetcher.fetch`; ``until_ms`` is the Unix ms the first of them
+    comes back. The engine waits and gives the lease back (no attempt spent).
+    """
+
+    def __init__(self, url: str, until_ms: int) -> None:
+        super().__init__(url, "proxies_benched", "every proxy is benched")
+        self.until_ms = until_ms
+
+
 class PermanentFetchError(FetchError):
     """A failure that another attempt will not fix; recorded as dead, never retried."""
 

@@ -8,6 +8,7 @@ hosts, the remaining time).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -22,9 +23,11 @@ from crawlq.codings import ACCEPT_ENCODING
 from crawlq.cookies import NO_COOKIES
 from crawlq.decode import decode_body
 from crawlq.errors import (
+    ConfigError,
     InvalidURL,
     PermanentFetchError,
     PrivateAddressError,
+    ProxiesBenched,
     RetryableStatus,
     TooManyRedirects,
     TransientFetchError,
@@ -33,6 +36,14 @@ from crawlq.fetch.auth import HostCredentials
 from crawlq.fetch.body import read_body
 from crawlq.fetch.failures import classify
 from crawlq.fetch.jar import CookieJar, redirect_cookies
+from crawlq.fetch.proxied import (
+    SOCKS_ERRORS,
+    guard_target,
+    proxy_failure,
+    proxy_kwargs,
+    proxy_status_failure,
+    socks_connector,
+)
 from crawlq.fetch.redirects import (
     REDIRECT_STATUSES,
     Attempt,
@@ -44,16 +55,26 @@ from crawlq.fetch.redirects import (
 from crawlq.fetch.resolver import AddressRefused, GuardedResolver
 from crawlq.fetch.response import Hop, joined_headers, raw_exchange
 from crawlq.headers import check_headers, merge_headers, parse_header_line
+from crawlq.proxies import AllBenched, Proxy, ProxyPool, parse_proxy
 from crawlq.request import FetchResult
 from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
 
-__all__ = ["Fetcher"]
+__all__ = ["AUTO", "Fetcher"]
+
+AUTO = object()
+"""`Fetcher.fetch`'s ``proxy`` default: the fetcher's `ProxyPool` chooses."""
 
 logger = logging.getLogger("crawlq.fetch")
 
 _NO_BODY_STATUSES = frozenset({204, 304})
+_NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    TimeoutError,
+    aiohttp.ClientError,
+    OSError,
+    *SOCKS_ERRORS,
+)
 _DNS_CACHE_TTL_S = 60
 _DEFAULT_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
@@ -92,7 +113,10 @@ class Fetcher:
         credentials: The ``Authorization`` each host's requests carry (`crawlq.fetch.auth`),
             decided hop by hop by the host of the request; it wins over ``headers``.
         keep_auth: Keep the ``Authorization`` value in ``FetchResult.exchange`` (for WARC
-            ``--warc-keep-auth``); by default it is recorded as ``[redacted]``.
+            ``--warc-keep-auth``); by default it is recorded as ``[redacted]``. A
+            ``Proxy-Authorization`` is always recorded ``[redacted]``.
+        proxies: The proxies requests go through and the shared bench (`crawlq.proxies`);
+            None or an empty pool: direct connections only.
 
     Raises:
         ValueError: A limit is not positive (``max_redirects`` may be 0).
@@ -114,6 +138,7 @@ class Fetcher:
         default_headers: Mapping[str, str] | None = None,
         credentials: HostCredentials | None = None,
         keep_auth: bool = False,
+        proxies: ProxyPool | None = None,
     ) -> None:
         if min(timeout_s, connect_timeout_s, max_body_bytes, max_connections) <= 0:
             raise ValueError("timeouts, max_body_bytes and max_connections must be positive")
@@ -134,6 +159,10 @@ class Fetcher:
         self._keep_auth = keep_auth
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
+        self.proxies = proxies or ProxyPool()
+        self._jar: aiohttp.abc.AbstractCookieJar | None = None
+        self._proxy_sessions: dict[str, aiohttp.ClientSession] = {}
+        self._target_resolver: GuardedResolver | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, *, max_connections: int | None = None) -> Fetcher:
@@ -145,7 +174,8 @@ class Fetcher:
         Args:
             settings: User agent, timeouts, body and redirect limits, ``warc_dir``,
                 ``allow_private``, ``seed_hosts``, ``cookies_enabled``, ``default_headers``,
-                ``host_auth`` (its secrets read from ``os.environ``), ``warc_keep_auth``.
+                ``host_auth`` (its secrets read from ``os.environ``), ``warc_keep_auth``,
+                ``proxies``, ``proxy_rotation``, ``proxy_trust_env``.
             max_connections: Connections at once (default: ``settings.concurrency``).
 
         Raises:
@@ -166,6 +196,7 @@ class Fetcher:
             default_headers=dict(parse_header_line(line) for line in s.default_headers),
             credentials=HostCredentials.from_settings(s),
             keep_auth=s.warc_keep_auth,
+            proxies=proxy_pool(s),
         )
 
     async def __aenter__(self) -> Fetcher:
@@ -184,6 +215,10 @@ class Fetcher:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+        proxied, self._proxy_sessions = self._proxy_sessions, {}
+        for one in proxied.values():
+            await one.close()
+        self._jar = None
 
     async def fetch(
         self,
@@ -196,6 +231,7 @@ class Fetcher:
         redirect_guard: RedirectGuard | None = None,
         truncate_body_bytes: int | None = None,
         follow_redirects: bool = True,
+        proxy: Proxy | object | None = AUTO,
     ) -> FetchResult:
         """Fetch ``url``, following redirects, and return the complete response.
 
@@ -217,6 +253,8 @@ class Fetcher:
             truncate_body_bytes: Read at most this many body bytes and return them instead
                 of raising `BodyTooLarge` (for robots.txt, RFC 9309 §2.5). None: the cap
                 ``max_body_bytes`` applies and a larger body is an error.
+            proxy: The proxy for this fetch and its redirects (None: a direct connection);
+                by default the fetcher's `ProxyPool` chooses for the URL's host.
 
         Returns:
             The last response. ``url`` is the normalised request URL, ``final_url`` the last
@@ -233,6 +271,8 @@ class Fetcher:
                 while reading, counting decoded bytes and bytes received); no partial body
                 is ever returned.
             TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
+            ProxyFailed: The proxy failed, not the target (`crawlq.proxies`).
+            ProxiesBenched: Every proxy this fetch could take is benched; nothing was sent.
             PrivateAddressError: The host of ``url`` or of a redirect hop is (or resolves
                 only to) an address the guard refuses; nothing was sent to it.
             PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
@@ -247,7 +287,9 @@ class Fetcher:
             start_url = url_keys(url).url  # cached: the frontier normalised it already
         except InvalidURL as exc:
             raise PermanentFetchError(url, "invalid_url", exc.reason) from exc
-        session = self._ensure_session()
+        via = self._route(start_url) if proxy is AUTO else proxy
+        assert via is None or isinstance(via, Proxy)
+        session = self._session_for(via)
         start_s = time.perf_counter()
         attempt = Attempt(
             url=url,
@@ -260,7 +302,7 @@ class Fetcher:
             truncate_body_bytes=truncate_body_bytes,
             cookies=(cookies or NO_COOKIES) if self.cookies else NO_COOKIES,
         )
-        while (hop := await self._exchange(session, attempt)).next_url is not None:
+        while (hop := await self._exchange(session, attempt, via)).next_url is not None:
             attempt.follow(hop.status, hop.next_url, hop.cookies)
         encoding, text = decode_body(hop.headers.get("content-type"), hop.body)
         return FetchResult(
@@ -278,6 +320,73 @@ class Fetcher:
             location_cookies=hop.cookies,
         )
 
+    def route(self, url: str, meta: Mapping[str, object]) -> Proxy | None:
+        """The proxy a request of ``url`` with ``meta`` goes through (None: direct).
+
+        ``meta["proxy"]``, when the key is there, names it: None or "" for a direct
+        connection, else one of this fetcher's proxies (`ProxyPool.named`: meta travels
+        through the frontier and is untrusted). Otherwise the pool chooses.
+
+        Raises:
+            PermanentFetchError: ``proxy_not_configured``: meta names another proxy.
+            ProxiesBenched: Every proxy the request could take is benched.
+        """
+        if "proxy" in meta:
+            try:
+                return self.proxies.named(meta["proxy"])
+            except ValueError as exc:
+                raise PermanentFetchError(url, "proxy_not_configured", str(exc)) from None
+        return self._route(url)
+
+    def _route(self, url: str) -> Proxy | None:
+        """The pool's proxy for ``url`` (None: direct)."""
+        if not self.proxies.active:
+            return None
+        try:
+            return self.proxies.choose(url, urlsplit(url).hostname or "", int(time.time() * 1000))
+        except AllBenched as exc:
+            raise ProxiesBenched(url, exc.until_ms) from None
+
+    def _cookie_jar(self) -> aiohttp.abc.AbstractCookieJar:
+        """One jar for every session of this fetcher (direct and proxied)."""
+        if self._jar is None:
+            self._jar = CookieJar() if self.cookies else aiohttp.DummyCookieJar()
+        return self._jar
+
+    def _session_for(self, proxy: Proxy | None) -> aiohttp.ClientSession:
+        """The direct session, or the one that sends through ``proxy`` (module `proxied`)."""
+        if proxy is None:
+            return self._ensure_session()
+        key = proxy.id if proxy.scheme == "socks5" else "http"
+        session = self._proxy_sessions.get(key)
+        if session is None:
+            if proxy.scheme == "socks5":
+                connector = socks_connector(proxy, self._max_connections)
+            else:  # its resolver resolves only proxy hosts: this process's own configuration
+                connector = aiohttp.TCPConnector(
+                    limit=self._max_connections, use_dns_cache=True, ttl_dns_cache=_DNS_CACHE_TTL_S
+                )
+            session = self._proxy_sessions[key] = self._new_session(connector)
+        return session
+
+    def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers=merge_headers(
+                {"User-Agent": self.user_agent}, _DEFAULT_HEADERS, self._default_headers
+            ),
+            timeout=self._timeout,
+            raise_for_status=False,
+            auto_decompress=False,  # crawlq.codings decodes: layered codings, bounded
+            cookie_jar=self._cookie_jar(),
+            max_field_size=65536,  # real sites send long Set-Cookie / CSP headers
+        )
+
+    def _guarded_resolver(self) -> GuardedResolver:
+        if self._target_resolver is None:
+            self._target_resolver = GuardedResolver(self.address_guard, self._resolver)
+        return self._target_resolver
+
     def _ensure_session(self) -> aiohttp.ClientSession:
         if self._session is None:
             resolver: AbstractResolver | None = self._resolver
@@ -289,17 +398,7 @@ class Fetcher:
                 ttl_dns_cache=_DNS_CACHE_TTL_S,
                 resolver=resolver,
             )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                headers=merge_headers(
-                    {"User-Agent": self.user_agent}, _DEFAULT_HEADERS, self._default_headers
-                ),
-                timeout=self._timeout,
-                raise_for_status=False,
-                auto_decompress=False,  # crawlq.codings decodes: layered codings, bounded
-                cookie_jar=CookieJar() if self.cookies else aiohttp.DummyCookieJar(),
-                max_field_size=65536,  # real sites send long Set-Cookie / CSP headers
-            )
+            self._session = self._new_session(connector)
         return self._session
 
     def _client_timeout(self, total_s: float) -> aiohttp.ClientTimeout:
@@ -307,23 +406,41 @@ class Fetcher:
             total=total_s, connect=self._connect_timeout_s, sock_read=self._timeout_s
         )
 
-    async def _exchange(self, session: aiohttp.ClientSession, attempt: Attempt) -> Hop:
-        """Send the current request of ``attempt`` and read its response."""
+    async def _check_target(self, url: str, current: str, via: Proxy | None) -> None:
+        """The private-address guard on the hop's target, before anything is sent.
+
+        An IP literal is judged here (names: by `GuardedResolver` on connect); through a
+        proxy, which does the connecting, a name is resolved here first (`guard_target`).
+        """
+        parts = urlsplit(current)
+        host = parts.hostname or ""
+        refused = self.address_guard.check_literal(host)
+        if refused is not None:
+            raise PrivateAddressError(url, host, refused)
+        if via is not None:
+            try:
+                port = parts.port or (443 if parts.scheme == "https" else 80)
+                await guard_target(self.address_guard, self._guarded_resolver, url, host, port)
+            except AddressRefused as exc:
+                raise PrivateAddressError(url, exc.host, exc.range_name) from None
+
+    async def _exchange(
+        self, session: aiohttp.ClientSession, attempt: Attempt, via: Proxy | None
+    ) -> Hop:
+        """Send the current request of ``attempt`` (through ``via``) and read its response."""
         url, current, method = attempt.url, attempt.current, attempt.method
         remaining_s = attempt.deadline_s - time.perf_counter()
         if remaining_s <= 0:
             raise TransientFetchError(url, "timeout", f"{self._timeout_s} s spent in redirects")
         # A first hop has the whole timeout (made once); after redirects, what is left of it.
         timeout = self._client_timeout(remaining_s) if attempt.redirects else self._timeout
-        host = urlsplit(current).hostname or ""
-        refused = self.address_guard.check_literal(host)  # names: GuardedResolver
-        if refused is not None:
-            raise PrivateAddressError(url, host, refused)
-        headers = attempt.headers
+        await self._check_target(url, current, via)
+        headers = {k: v for k, v in attempt.headers.items() if k.lower() != "proxy-authorization"}
         credential = self._credentials.for_url(current)  # this hop's host decides
         if credential is not None:
             headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             headers["Authorization"] = credential
+        via_kwargs = proxy_kwargs(via, headers, current)
         try:
             async with session.request(
                 method,
@@ -333,10 +450,13 @@ class Fetcher:
                 cookies=dict(attempt.cookies) if attempt.cookies else None,
                 allow_redirects=False,
                 timeout=timeout,
+                **via_kwargs,
             ) as resp:
                 status = resp.status
                 resp_headers = joined_headers(resp.raw_headers)
                 logger.debug("%s %s -> %d", method, current, status)
+                if via is not None:
+                    _raise_proxy_status(url, via, status, resp_headers)
                 if is_retryable_status(status):
                     retry_after_s = parse_retry_after(resp_headers.get("retry-after"), time.time())
                     raise RetryableStatus(url, status, retry_after_s)
@@ -364,5 +484,28 @@ class Fetcher:
                 return Hop(status, resp_headers, data, None, exchange, target, carried)
         except AddressRefused as exc:
             raise PrivateAddressError(url, exc.host, exc.range_name) from None
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise classify(url, current if attempt.redirects else None, exc) from exc
+        except _NETWORK_ERRORS as exc:
+            blamed = None if via is None else proxy_failure(url, via, exc)
+            raise blamed or classify(url, current if attempt.redirects else None, exc) from exc
+
+
+def _raise_proxy_status(url: str, via: Proxy, status: int, headers: dict[str, str]) -> None:
+    """Raise `ProxyFailed` when a response through ``via`` is the proxy's failure."""
+    failed = proxy_status_failure(url, via, status, headers)
+    if failed is not None:
+        raise failed
+
+
+def proxy_pool(settings: Settings) -> ProxyPool:
+    """The `ProxyPool` of ``settings``: ``proxies``, ``proxy_rotation``, ``proxy_trust_env``.
+
+    Raises:
+        ConfigError: A proxy URL from the environment is bad (``proxy_trust_env``).
+    """
+    environ = os.environ if settings.proxy_trust_env else None
+    try:
+        return ProxyPool(
+            [parse_proxy(url) for url in settings.proxies], settings.proxy_rotation, environ
+        )
+    except ValueError as exc:
+        raise ConfigError("proxy_trust_env", str(exc)) from None

@@ -67,8 +67,7 @@ def raw_exchange(
     return RawExchange(
         method=attempt.method,
         request_headers=tuple(
-            (name, REDACTED if redact and name.lower() in CREDENTIAL_HEADERS else value)
-            for name, value in sent
+            (name, REDACTED if _hidden(name, redact) else value) for name, value in sent
         ),
         request_body=attempt.body,
         http_version=f"{version.major}.{version.minor}" if version else "1.1",
@@ -77,3 +76,9 @@ def raw_exchange(
             (name.decode("latin-1"), value.decode("latin-1")) for name, value in resp.raw_headers
         ),
     )
+
+
+def _hidden(name: str, redact: bool) -> bool:
+    """Whether a request header's value is recorded `REDACTED` (a proxy's credential always)."""
+    lower = name.lower()
+    return lower == "proxy-authorization" or (redact and lower in CREDENTIAL_HEADERS)

@@ -77,6 +77,7 @@ from crawlq.frontier.values import (
     host_matches,
 )
 from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
+from crawlq.proxies import BenchPlan, ProxyState
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import RobotsRecord
 
@@ -312,6 +313,31 @@ class Frontier(Protocol):
         Returns:
             The count of this kind in a row, this strike included.
         """
+        ...
+
+    async def proxy_failure(self, proxy_id: str, plan: BenchPlan) -> ProxyState:
+        """Count one failure of a proxy; bench it after ``plan.failures_to_bench`` in a row.
+
+        One atomic step for every worker: a proxy benched already is left as it is (a
+        request sent before the bench was seen counts nothing more); otherwise its failures
+        in a row go up, and at ``plan.failures_to_bench`` it is benched until now +
+        ``plan.length_ms(benches)`` and its count starts again (`crawlq.proxies`).
+
+        Args:
+            proxy_id: `crawlq.proxies.Proxy.id` (never a credential).
+            plan: How many failures bench it, and for how long.
+
+        Returns:
+            Its state after this failure.
+        """
+        ...
+
+    async def proxy_ok(self, proxy_id: str) -> None:
+        """Forget a proxy's failures and benches in a row: a request through it succeeded."""
+        ...
+
+    async def proxy_states(self) -> dict[str, ProxyState]:
+        """Every proxy with failures or a bench, by id (one read, for a worker's view)."""
         ...
 
     async def job_settings(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -60,4 +60,14 @@ CREATE TABLE IF NOT EXISTS frontier_robots (
 CREATE TABLE IF NOT EXISTS frontier_item_keys (
     key   BLOB PRIMARY KEY,
     owner BLOB NOT NULL
+);
+
+-- One row per proxy that failed since its last success (crawlq.proxies): its id is 16 hex
+-- digits of a SHA-1 of scheme://host:port, never its credentials. Created by any owner's open
+-- (IF NOT EXISTS), so no schema version is needed for it.
+CREATE TABLE IF NOT EXISTS frontier_proxies (
+    id        TEXT PRIMARY KEY,
+    failures  INTEGER NOT NULL DEFAULT 0,  -- in a row, since its last success or bench
+    benches   INTEGER NOT NULL DEFAULT 0,  -- benches in a row: the next one is longer
+    until_ms  INTEGER NOT NULL DEFAULT 0   -- Unix ms its bench ends
 ) WITHOUT ROWID;

@@ -25,6 +25,8 @@ from crawlq.addresses import bare_host
 from crawlq.errors import (
     PermanentFetchError,
     PrivateAddressError,
+    ProxiesBenched,
+    ProxyFailed,
     TooManyRedirects,
     TransientFetchError,
 )
@@ -91,6 +93,8 @@ async def fetch_record(
         if exc.reason == "bad_redirect":  # a redirect we cannot follow: unavailable
             return RobotsRecord("unavailable", now_ms, expires, detail=str(exc))
         return _unreachable(robots_url, str(exc), earlier, now_ms, failure_ttl_ms)
+    except (ProxyFailed, ProxiesBenched):
+        raise  # the proxy's failure, not the origin's: the engine tries another proxy
     except TransientFetchError as exc:  # includes RetryableStatus (5xx, 408, 429)
         return _unreachable(robots_url, str(exc), earlier, now_ms, failure_ttl_ms)
     if 200 <= result.status < 300:  # §2.3.1.1

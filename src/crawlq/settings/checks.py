@@ -42,6 +42,7 @@ def check(settings: Settings) -> None:
     _bounds(settings)
     _spellings(settings)
     _headers(settings)
+    _proxies(settings)
 
 
 def _numbers(settings: Settings) -> None:
@@ -226,3 +227,20 @@ def _extensions(values: tuple[str, ...]) -> tuple[str, ...]:
             )
         out[ext] = None
     return tuple(out)
+
+
+def _proxies(settings: Settings) -> None:
+    """Each proxy URL readable (`crawlq.proxies.parse_proxy`), a known rotation, a bench."""
+    from crawlq.proxies import parse_proxy
+
+    for url in settings.proxies:
+        try:
+            parse_proxy(url)
+        except ValueError as exc:
+            raise ConfigError("proxies", str(exc)) from None
+    if settings.proxy_rotation not in ("host", "request"):
+        raise ConfigError(
+            "proxy_rotation", f"must be host or request, got {settings.proxy_rotation!r:.40}"
+        )
+    if settings.proxy_bench_s <= 0:
+        raise ConfigError("proxy_bench_s", f"must be positive, got {settings.proxy_bench_s}")

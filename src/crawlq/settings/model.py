@@ -278,6 +278,24 @@ class Settings:
     """Keep the ``Authorization`` header a request was sent with (README "Authentication")
     in its WARC request record; by default its value is written ``[redacted]``. Per process."""
 
+    proxies: tuple[str, ...] = ()
+    """Proxies every request goes through, as ``scheme://[user:password@]host:port`` URLs
+    (``http``, ``https``, ``socks5``; ``--proxy URL``, repeatable; a settings file list;
+    ``CRAWLQ_PROXIES``: comma-separated). Per process, never a job setting: they may carry
+    credentials, which are sent only to the proxy and shown nowhere (`crawlq.proxies`)."""
+
+    proxy_rotation: str = "host"
+    """Which proxy a request takes, among those not benched: ``host`` (one host sticks to
+    one proxy) or ``request`` (in turn, request by request)."""
+
+    proxy_trust_env: bool = False
+    """With no ``proxies``: use ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and
+    ``NO_PROXY`` from this process's environment (``--proxy-trust-env``). Per process."""
+
+    proxy_bench_s: float = 30.0
+    """Seconds a proxy is benched after `crawlq.proxies.FAILURES_TO_BENCH` failures in a row,
+    doubling for each bench in a row (counted in the frontier, for every worker)."""
+
     warc_max_size_bytes: int = 1_000_000_000
     """A WARC file is closed, and the next one started, once it reaches this many bytes."""
 

@@ -59,6 +59,7 @@ from crawlq.frontier.redis.item_keys import ItemKeysMixin
 from crawlq.frontier.redis.job_settings import JobSettingsMixin
 from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.frontier.redis.keys import Keyspace
+from crawlq.frontier.redis.proxies import ProxiesMixin
 from crawlq.frontier.redis.replies import reply_text
 from crawlq.frontier.redis.robots import RobotsMixin
 from crawlq.frontier.redis.settle import SettleMixin
@@ -82,6 +83,7 @@ class RedisFrontier(
     IdleMixin,
     SettleMixin,
     HostsMixin,
+    ProxiesMixin,
     JobSettingsMixin,
     UrlStateMixin,
     DeadLettersMixin,

@@ -22,6 +22,8 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 | ``policy`` | hash | host -> ``"delay_ms concurrency[ flags]"``: override; flag ``p`` probing
   (one request at a time), ``d`` down (its URLs are dead-lettered) |
 | ``strikes`` | hash | ``kind "\n" host`` -> pushbacks or connection failures in a row |
+| ``proxies`` | hash | proxy id (16 hex digits of a SHA-1 of ``scheme://host:port``, never its
+  credentials) -> ``"failures benches until_ms"`` (`crawlq.proxies`) |
 | ``leases`` | sorted set | ``fingerprint + host`` -> lease deadline Unix ms |
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
@@ -91,6 +93,7 @@ class Keyspace:
         self.next = p + "next"
         self.policy = p + "policy"
         self.strikes = p + "strikes"
+        self.proxies = p + "proxies"
         self.leases = p + "leases"
         self.owner = p + "owner"
         self.delayed = p + "delayed"

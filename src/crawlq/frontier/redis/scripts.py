@@ -95,6 +95,7 @@ SCRIPTS = {
         "revive",
         "inspect",
         "strike",
+        "proxy_strike",
         "policy",
         "robots_get",
         "robots_claim",

@@ -33,6 +33,7 @@ from crawlq.frontier.sqlite.inspection import InspectionMixin
 from crawlq.frontier.sqlite.item_keys import ItemKeysMixin
 from crawlq.frontier.sqlite.lease import LeaseMixin
 from crawlq.frontier.sqlite.meta import MetaMixin
+from crawlq.frontier.sqlite.proxies import ProxiesMixin
 from crawlq.frontier.sqlite.push import PushMixin
 from crawlq.frontier.sqlite.robots import RobotsMixin
 from crawlq.frontier.sqlite.schema import SCHEMA_VERSION
@@ -47,6 +48,7 @@ class SqliteFrontier(
     SettleMixin,
     InspectionMixin,
     HostsMixin,
+    ProxiesMixin,
     RobotsMixin,
     ItemKeysMixin,
     MetaMixin,
