@@ -1,7 +1,8 @@
 """What a command hands the worker processes it starts: its own per-process configuration.
 
-Code (the spider, middlewares, item pipelines, the item type), the typed items table and the
-names of the variables holding host credentials are never a shared job's settings
+Code (the spider, middlewares, item pipelines, the item type), the typed items table, the
+proxies (their URLs may hold credentials) and the names of the variables holding host
+credentials are never a shared job's settings
 (`crawlq.engine.job`): a worker takes them from its own configuration only. The children
 that ``crawl --processes`` and ``crawl --engine celery`` start are this command's own
 workers, so they get this command's values, through their environment (never argv: a
@@ -16,11 +17,14 @@ from crawlq.settings.values import host_auth_tables
 
 __all__ = ["own_env"]
 
-_CODE = ("downloader_middlewares", "spider_middlewares", "item_pipelines")
-"""Tuple settings naming code, handed comma-separated."""
+_TUPLES = ("downloader_middlewares", "spider_middlewares", "item_pipelines", "proxies")
+"""Tuple settings naming code or holding credentials (proxy URLs), handed comma-separated."""
 
 _PER_PROCESS = ("item_type", "items_table")
 """Optional text settings that are never a job's."""
+
+_PROXY_CHOICES = ("proxy_rotation", "proxy_bench_s")
+"""How this process uses its proxies: handed when not the default."""
 
 
 def own_env(settings: Settings) -> dict[str, str]:
@@ -28,7 +32,7 @@ def own_env(settings: Settings) -> dict[str, str]:
 
     Returns:
         Variable name to value: the spider when this command was given one, the
-        ``trust_job_code`` flag, the code and per-process settings above, the host
+        ``trust_job_code`` flag, the code, proxy and per-process settings above, the host
         credential tables (variable names, never a secret) and ``warc_keep_auth``.
     """
     env: dict[str, str] = {}
@@ -36,12 +40,17 @@ def own_env(settings: Settings) -> dict[str, str]:
         env["CRAWLQ_SPIDER"] = settings.spider
     if settings.trust_job_code:
         env["CRAWLQ_TRUST_JOB_CODE"] = "1"
-    for name in _CODE:
+    for name in _TUPLES:
         if getattr(settings, name):
             env[f"CRAWLQ_{name.upper()}"] = ",".join(getattr(settings, name))
     for name in _PER_PROCESS:
         if getattr(settings, name) is not None:
             env[f"CRAWLQ_{name.upper()}"] = getattr(settings, name)
+    for name in _PROXY_CHOICES:
+        if name in settings.explicit:
+            env[f"CRAWLQ_{name.upper()}"] = str(getattr(settings, name))
+    if settings.proxy_trust_env:
+        env["CRAWLQ_PROXY_TRUST_ENV"] = "1"
     if settings.host_auth:
         env["CRAWLQ_HOSTS"] = host_auth_tables(settings.host_auth)
     if settings.warc_keep_auth:
