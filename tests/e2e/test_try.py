@@ -145,7 +145,8 @@ def test_fetch_failures_are_one_line_and_exit_1(fault: str, path: str, says: str
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith(f"crawlq: cannot fetch {fault}/")
-    assert f": {says}: " in lines[0]
+    assert f": {says}" in lines[0]
+    assert lines[0].count(says) == 1  # the reason is said once
 
 
 def test_fetch_of_a_bad_url_exits_2_naming_it() -> None:

@@ -109,7 +109,7 @@ def test_crawl_request_normalises_and_round_trips() -> None:
         ({"cb_kwargs": "s"}, "cb_kwargs must be a JSON object"),
         ({"method": "GET\r\nX: y"}, "method must be an HTTP token"),
         ({"method": ""}, "method must be an HTTP token"),
-        ({"callback": 7}, "callback must be a method name"),
+        ({"callback": 7}, "callback must be a spider method"),
     ],
 )
 def test_crawl_request_refuses_fields_that_could_not_be_sent_or_stored(

@@ -12,6 +12,7 @@ import click
 
 from crawlq.cli.crawl_output import CrawlOutput, crawl_output_options
 from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
+from crawlq.cli.option_settings import option_error
 from crawlq.cli.options import (
     build_settings,
     frontier_options,
@@ -46,7 +47,7 @@ __all__ = ["crawl"]
 
 
 @click.command()
-@click.argument("seeds", nargs=-1, metavar="SEED_URL...")
+@click.argument("seeds", nargs=-1, metavar="[SEED_URL]...")
 @sitemap_option
 @job_options
 @guard_options
@@ -90,6 +91,8 @@ def crawl(
     **options: Any,
 ) -> None:
     """Crawl SEED_URL... (and the URLs of each --sitemap) and store every page once.
+
+    With no SEED_URL and no --sitemap, the spider's start_urls (or start_requests) seed it.
 
     With no --frontier, one process crawls with the frontier and results in one SQLite file
     (--store). With --frontier redis://…, the crawl is a job (--job, default derived from the
@@ -137,7 +140,7 @@ def crawl(
     except InvalidURL as exc:
         raise click.BadParameter(str(exc), param_hint="SEED_URL") from None
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise option_error(exc, options) from None
     if settings.log_format == "json":  # JSON lines, terminal or not: no live display
         console = None
         configure_logging(-1 if quiet else verbose, None, "json")

@@ -90,12 +90,15 @@ class CrawlOutput:
         """The output the options ask for, checked (None: neither -o nor -O).
 
         Raises:
-            click.UsageError: Both given, or the file cannot take the rows (module docstring).
+            click.UsageError: Both given, ``--output-what`` given without either, or the
+                file cannot take the rows (module docstring).
         """
         if append_to is not None and overwrite is not None:
             raise click.UsageError("give -o FILE (append) or -O FILE (overwrite), not both")
         name = append_to if append_to is not None else overwrite
         if name is None:
+            if _given("output_what"):  # never silently ignored
+                raise click.UsageError(f"--output-what {what} needs -o FILE or -O FILE")
             return None
         flag = "-o" if append_to is not None else "-O"
         try:
@@ -167,3 +170,12 @@ class CrawlOutput:
                 )
         finally:
             await store.close()
+
+
+def _given(param: str) -> bool:
+    """Whether the current command's ``param`` was given (command line or environment)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    source = ctx.get_parameter_source(param)
+    return source not in (None, click.core.ParameterSource.DEFAULT)

@@ -16,7 +16,7 @@ from crawlq.errors import ConfigError
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 
-__all__ = ["build_settings", "setting_of_option"]
+__all__ = ["build_settings", "option_error", "setting_of_option"]
 
 _RENAMED = {
     "delay": "delay_s",
@@ -62,6 +62,40 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
     Raises:
         click.UsageError: A setting is invalid; the message names it.
     """
+    cli = _cli_of(options)
+    try:
+        return Settings.build(
+            file=options.get("config"),
+            spider_settings=spider_cls.custom_settings if spider_cls else None,
+            cli=cli,
+        )
+    except ConfigError as exc:
+        raise _usage_error(exc, cli) from None
+
+
+def option_error(exc: ConfigError, options: dict[str, Any]) -> click.UsageError:
+    """``exc``, raised after `build_settings`, as a `click.UsageError` naming the option.
+
+    For an error found once the settings are built (a middleware that cannot be loaded):
+    the message names the option the user typed (``--downloader-middleware: …
+    (setting downloader_middlewares)``), or the ``CRAWLQ_*`` variable; the setting's name
+    when neither gave it (a settings file, the spider class).
+    """
+    return _usage_error(exc, _cli_of(options))
+
+
+def _usage_error(exc: ConfigError, cli: dict[str, Any]) -> click.UsageError:
+    flag = _flag_of(exc.name, cli)
+    detail = str(exc).removeprefix(f"{exc.name}: ")
+    if flag is None:
+        return click.UsageError(str(exc))
+    if detail.startswith(flag):  # the message names its option already
+        return click.UsageError(f"{detail} (setting {exc.name})")
+    return click.UsageError(f"{flag}: {detail} (setting {exc.name})")
+
+
+def _cli_of(options: dict[str, Any]) -> dict[str, Any]:
+    """The command line's settings in ``options`` (a command's parsed options)."""
     cli = {
         _RENAMED.get(k, k): v
         for k, v in options.items()
@@ -83,18 +117,7 @@ def build_settings(options: dict[str, Any], spider_cls: type[Spider] | None = No
         cli["cookies_enabled"] = False
     if options.get("no_meta_refresh"):
         cli["meta_refresh"] = False
-    try:
-        return Settings.build(
-            file=options.get("config"),
-            spider_settings=spider_cls.custom_settings if spider_cls else None,
-            cli=cli,
-        )
-    except ConfigError as exc:
-        flag = _flag_of(exc.name, cli)
-        if flag is None:
-            raise click.UsageError(str(exc)) from None
-        detail = str(exc).removeprefix(f"{exc.name}: ")
-        raise click.UsageError(f"{flag}: {detail} (setting {exc.name})") from None
+    return cli
 
 
 _FLAGS = {

@@ -18,7 +18,7 @@ from crawlq.engine.reparse import Reparse, ReparseReport
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
-from crawlq.spider import Spider, load_spider
+from crawlq.spider import Spider, load_spider, new_spider
 from crawlq.spider.item_type import items_table_of
 from crawlq.store import StoreCounts, open_store
 
@@ -110,7 +110,11 @@ async def _run(
     store = await open_store(settings.store, items_table=items_table_of(settings, spider_cls))
     try:
         job = Reparse(
-            store, spider_cls(), settings, errors_only=errors_only, all_spiders=all_spiders
+            store,
+            new_spider(spider_cls),
+            settings,
+            errors_only=errors_only,
+            all_spiders=all_spiders,
         )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

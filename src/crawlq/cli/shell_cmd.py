@@ -3,8 +3,9 @@
 The page is fetched by `crawlq.engine.single.fetch_one`, as ``crawlq fetch`` fetches it (the
 crawl's own step: robots.txt, the private-address guard, redirects), and handed over as the
 spider's `crawlq.spider.Response`, the object a callback gets. Names in the shell:
-``response``, ``request``, ``spider``, ``fetch(url)`` (fetch another page: it rebinds
-``response`` and ``request``) and ``view(response)`` (write the body to a temporary file,
+``response``, ``request``, ``spider``, ``fetch(url)`` or ``fetch(request)`` (fetch another
+page, a URL or a `crawlq.request.CrawlRequest` such as ``FormRequest.from_response(…)``: it
+rebinds ``response`` and ``request``) and ``view(response)`` (write the body to a temporary file,
 print its path and open it in a browser when `webbrowser` finds one).
 
 IPython runs when it is installed, else `code.interact`. When standard input is not a
@@ -25,17 +26,18 @@ from typing import Any
 
 import click
 
-from crawlq.cli.try_cmd import try_options, try_settings
+from crawlq.cli.try_cmd import try_options, try_settings, try_spider
 from crawlq.engine.single import fetch_one
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import LinkRules
+from crawlq.request import CrawlRequest
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import Response, Spider, load_spider
 
 __all__ = ["Shell", "shell"]
 
-BANNER = "crawlq shell: response, request, spider, fetch(url), view(response)"
+BANNER = "crawlq shell: response, request, spider, fetch(url or request), view(response)"
 
 
 class Shell:
@@ -51,13 +53,26 @@ class Shell:
             "view": self.view,
         }
 
-    def fetch(self, url: str) -> Response | None:
-        """Fetch ``url`` and make it ``response``; print why not and return None on failure."""
+    def fetch(self, url: str | CrawlRequest) -> Response | None:
+        """Fetch ``url`` and make it ``response``; print why not and return None on failure.
+
+        ``url`` is a URL string or a `CrawlRequest` (Scrapy's ``fetch(request)``: its
+        method, body, headers and cookies are sent, as ``FormRequest.from_response(…)``
+        makes them).
+
+        Raises:
+            TypeError: ``url`` is neither (the message says what is accepted).
+        """
+        if not isinstance(url, (str, CrawlRequest)):
+            raise TypeError(
+                f"fetch() takes a URL or a CrawlRequest, got {type(url).__name__}: {url!r:.60}"
+            )
         spider = self.names["spider"]
+        shown = url if isinstance(url, str) else url.url
         try:
             tried = asyncio.run(fetch_one(self.settings, url, spider))
         except (InvalidURL, CrawlqError) as exc:
-            print(redact(f"cannot fetch {url}: {exc}"), file=sys.stderr)
+            print(redact(f"cannot fetch {shown}: {exc}"), file=sys.stderr)
             return None
         if tried.failure is not None or tried.response is None:
             print(redact(f"cannot fetch {tried.request.url}: {tried.failure}"), file=sys.stderr)
@@ -104,7 +119,7 @@ def shell(url: str | None, **options: Any) -> None:
         settings = try_settings(options, spider_cls)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    session = Shell(settings, spider_cls())
+    session = Shell(settings, try_spider(options, settings, spider_cls))
     if url is not None and session.fetch(url) is None and not sys.stdin.isatty():
         sys.exit(1)
     if not sys.stdin.isatty():
@@ -120,16 +135,25 @@ def _run_piped(names: dict[str, Any]) -> None:
         exec(compile(source, "<stdin>", "exec"), names)  # the user's own code, as a shell runs it
     except SystemExit:
         raise
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as exc:
+        # The user's frames only: the first is this function's exec, crawlq's own.
+        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+        traceback.print_exception(type(exc), exc, tb)
         sys.exit(1)
 
 
 def _interact(names: dict[str, Any]) -> None:
-    """IPython when installed, else `code.interact`."""
+    """IPython when installed, else `code.interact`.
+
+    The standard shell starts outside the ``except`` that found IPython missing: started
+    inside it, every error typed at the prompt would show the ImportError as its context
+    ("During handling of the above exception…") before the user's own traceback.
+    """
     try:
         ipython = importlib.import_module("IPython")  # optional: not a dependency
     except ImportError:
+        ipython = None
+    if ipython is None:
         code.interact(banner=BANNER, local=names, exitmsg="")
         return
     print(BANNER)

@@ -18,16 +18,26 @@ from typing import Any, BinaryIO, TypeVar
 
 import click
 
+from crawlq.cli.option_settings import option_error
 from crawlq.cli.options import build_settings
 from crawlq.cli.output import configure_logging
+from crawlq.engine.plan import check_process_code
 from crawlq.engine.single import Tried, fetch_one
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.request import CrawlRequest, FetchResult
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
-from crawlq.spider import Spider, load_spider
+from crawlq.spider import Spider, load_spider, new_spider
 
-__all__ = ["fetch", "parse", "response_json", "tried_or_exit", "try_options", "try_settings"]
+__all__ = [
+    "fetch",
+    "parse",
+    "response_json",
+    "tried_or_exit",
+    "try_options",
+    "try_settings",
+    "try_spider",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,6 +46,13 @@ def try_options(f: F) -> F:
     """The crawl options that decide how one URL is fetched (``fetch``, ``parse``, ``shell``)."""
     decorators = [
         click.option("--user-agent", default=None, help="User-Agent header [crawlq/0.1]."),
+        click.option(
+            "--header",
+            multiple=True,
+            metavar="'NAME: VALUE'",
+            help="Send this request header (repeatable; replaces default_headers; no Host, "
+            "Cookie, Authorization...), as crawl's --header.",
+        ),
         click.option("--timeout", type=float, default=None, help="Seconds per fetch [30]."),
         click.option(
             "--ignore-robots", is_flag=True, help="Fetch even when robots.txt forbids it."
@@ -81,6 +98,21 @@ def try_settings(options: dict[str, Any], spider_cls: type[Spider] | None) -> Se
     """The settings of a try command (its log level set from ``--verbose``)."""
     configure_logging(options.pop("verbose") - 1, None)
     return build_settings(options, spider_cls)
+
+
+def try_spider(options: dict[str, Any], settings: Settings, spider_cls: type[Spider]) -> Spider:
+    """The spider of a try command, and the code its settings name loaded, or exit 2.
+
+    A spider whose ``__init__`` raises, or a middleware that cannot be loaded, is a bad
+    option (one line naming the option, `crawlq.cli.option_settings.option_error`), found
+    before anything is fetched.
+    """
+    try:
+        spider = new_spider(spider_cls)
+        check_process_code(settings, spider)
+    except ConfigError as exc:
+        raise option_error(exc, options) from None
+    return spider
 
 
 def tried_or_exit(
@@ -138,7 +170,7 @@ def fetch(url: str, include: bool, as_json: bool, **options: Any) -> None:
         settings = try_settings(options, None)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    tried = tried_or_exit(settings, url)
+    tried = tried_or_exit(settings, url, try_spider(options, settings, Spider))
     last = tried.response
     assert last is not None  # no failure: the last request was answered
     out = sys.stdout.buffer
@@ -192,7 +224,8 @@ def parse(url: str, callback: str | None, meta: str | None, **options: Any) -> N
     """Fetch URL as a crawl would, run one spider callback on it and print what it yields.
 
     One JSON object per line on stdout: {"item": {...}} for each item, then {"request":
-    {"url", "callback", "priority"}} for each request a crawl seeded with URL would follow
+    {"url", "callback", "priority"}} (with "method" when not GET, "body_bytes" and the
+    "headers" names when set) for each request a crawl seeded with URL would follow
     (its allowed domains: --allow-domain, else the spider's, else URL's host; the others
     are counted on stderr). Nothing is stored, queued or followed. Fetching works as in
     `crawlq fetch` (robots.txt, the private-address guard, redirects).
@@ -211,8 +244,9 @@ def parse(url: str, callback: str | None, meta: str | None, **options: Any) -> N
         raise click.BadParameter(
             f"{spider_cls.__name__} has no method {callback!r}", param_hint="--callback"
         )
+    spider = try_spider(options, settings, spider_cls)
     tried = tried_or_exit(
-        settings, url, spider_cls(), callback=callback, meta=meta_value, spider_scope=True
+        settings, url, spider, callback=callback, meta=meta_value, spider_scope=True
     )
     out = sys.stdout
     for item in tried.items:
@@ -230,8 +264,24 @@ def parse(url: str, callback: str | None, meta: str | None, **options: Any) -> N
 
 
 def request_json(request: CrawlRequest) -> dict[str, Any]:
-    """The ``{"request": …}`` object of a yielded request."""
-    return {"url": request.url, "callback": request.callback, "priority": request.priority}
+    """The ``{"request": …}`` object of a yielded request.
+
+    Always ``url``, ``callback`` and ``priority``; ``method`` when it is not GET,
+    ``body_bytes`` (the body's length) when there is a body, and ``headers`` (the names of
+    the request's own headers, values left out: they may be secrets) when it has any.
+    """
+    doc: dict[str, Any] = {
+        "url": request.url,
+        "callback": request.callback,
+        "priority": request.priority,
+    }
+    if request.method != "GET":
+        doc["method"] = request.method
+    if request.body:
+        doc["body_bytes"] = len(request.body)
+    if request.headers:
+        doc["headers"] = sorted(request.headers)
+    return doc
 
 
 def _meta(meta: str | None) -> dict[str, Any] | None:

@@ -28,16 +28,19 @@ from dataclasses import dataclass
 
 from crawlq.engine.seed_hosts import with_seed_hosts
 from crawlq.errors import ConfigError
+from crawlq.middleware import Middlewares
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope, check_url_length, crawl_domains
 from crawlq.settings import Settings, check_job_name
-from crawlq.spider import Spider, sitemap_rules_of, spider_file
+from crawlq.spider import Spider, new_spider, sitemap_rules_of, spider_file, start_requests_of
+from crawlq.spider.item_type import items_table_of
 from crawlq.urls import host_key
 
 __all__ = [
     "CrawlPlan",
     "absolute_local",
     "absolute_store",
+    "check_process_code",
     "default_job_name",
     "local_path",
     "plan_crawl",
@@ -152,19 +155,21 @@ def plan_crawl(
 
     Raises:
         InvalidURL: A seed URL cannot be crawled (too long, or not a URL).
-        ConfigError: No seeds at all, or the spider's ``sitemap_rules``/``sitemap_follow``
-            are wrong.
+        ConfigError: No seeds at all, the spider's ``sitemap_rules``/``sitemap_follow``
+            are wrong, its ``__init__`` or ``start_requests`` raised (named ``spider``,
+            `crawlq.spider.new_spider`), or `check_process_code` refuses the code it names.
     """
-    spider = spider_cls()
+    spider = new_spider(spider_cls)
     if seeds or sitemaps:
         spider.start_urls = list(seeds)
         spider.sitemap_urls = list(sitemaps)
     sitemap_rules_of(spider)  # a bad rule stops the crawl here, before anything opens
-    requests = list(spider.start_requests())
+    requests = start_requests_of(spider)
     for request in requests:
         check_url_length(request.url)
     if not requests:
         raise ConfigError("seeds", "no seed URLs: give them (or --sitemap) on the command line")
+    check_process_code(settings, spider)
     domains = crawl_domains(
         settings.allowed_domains, spider.allowed_domains, (r.host for r in requests)
     )
@@ -173,6 +178,23 @@ def plan_crawl(
         job = default_job_name([r.url for r in requests])
     settings = absolute_store(dataclasses.replace(settings, allowed_domains=domains, job=job))
     return CrawlPlan(with_seed_hosts(settings, requests), spider, requests)
+
+
+def check_process_code(settings: Settings, spider: Spider) -> None:
+    """Load the code and typed table this process's settings and spider name, or raise.
+
+    Called before anything is opened or created (no store file, no lock, no job in Redis),
+    so a misspelt ``--downloader-middleware mw.py:Nope`` or an ``--items-table`` on a
+    SQLite store leaves nothing behind: the middlewares are loaded and instantiated
+    (`crawlq.middleware.Middlewares.build`; the workers build their own again), the item
+    type loaded and the items table checked (`crawlq.spider.item_type.items_table_of`).
+
+    Raises:
+        ConfigError: Named after the setting that is wrong (``downloader_middlewares``,
+            ``spider_middlewares``, ``item_type``, ``items_table``).
+    """
+    Middlewares.build(settings, spider)
+    items_table_of(settings, type(spider))
 
 
 def plan_seed(settings: Settings, requests: Sequence[CrawlRequest]) -> Settings:

@@ -29,7 +29,7 @@ from crawlq.errors import (
 )
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
-from crawlq.spider import load_spider
+from crawlq.spider import load_spider, new_spider
 
 __all__ = [
     "PARENT_CHECK_S",
@@ -159,7 +159,7 @@ class WorkerService(WorkerHost):
         """Run the worker on open backends and report (see `run`)."""
         s = self.settings = backends.settings
         spider_cls = load_spider(s.spider)
-        spider = spider_cls()
+        spider = new_spider(spider_cls)
         scope = spider_scope(s, spider)
         if not scope.allowed_domains:  # crawlq.scope.crawl_domains: a worker refuses
             raise ConfigError(

@@ -101,7 +101,7 @@ class _Recording(Fetcher):
 
 async def fetch_one(
     settings: Settings,
-    url: str,
+    url: str | CrawlRequest,
     spider: Spider | None = None,
     *,
     callback: str | None = None,
@@ -112,10 +112,12 @@ async def fetch_one(
 
     Args:
         settings: The command's settings (user agent, timeouts, caps, robots.txt, guard).
-        url: The URL; its host is the seed host (exempt from the private-address guard).
+        url: The URL, or a whole `CrawlRequest` (its method, body, headers, cookies,
+            callback and meta: ``crawlq shell``'s ``fetch(FormRequest.from_response(…))``);
+            its host is the seed host (exempt from the private-address guard).
         spider: Whose callback runs (default: the base `Spider`).
-        callback: The callback's name (default ``parse``).
-        meta: The request's ``meta``.
+        callback: The callback's name (default: the request's, else ``parse``).
+        meta: The request's ``meta`` (default: the request's).
         spider_scope: Keep only the yielded requests (and redirects) a crawl seeded with
             ``url`` would follow (its allowed domains: settings, else spider, else the URL's
             host). False: only ``--allow-domain``'s domains, when given, limit redirects.
@@ -124,7 +126,16 @@ async def fetch_one(
         InvalidURL: ``url`` is not a crawlable URL.
     """
     spider = spider or Spider()
-    request = CrawlRequest(url, callback=callback, meta=dict(meta or {}))
+    if isinstance(url, CrawlRequest):
+        request = url
+        if callback is not None or meta is not None:
+            request = dataclasses.replace(
+                request,
+                callback=request.callback if callback is None else callback,
+                meta=request.meta if meta is None else dict(meta),
+            )
+    else:
+        request = CrawlRequest(url, callback=callback, meta=dict(meta or {}))
     settings = dataclasses.replace(with_seed_hosts(settings, [request]), max_retries=0)
     domains: Iterable[str] = settings.allowed_domains
     if spider_scope:
@@ -192,7 +203,9 @@ def _failure(outcome: Outcome) -> str | None:
     """Why ``outcome`` has no page to show, one line, or None."""
     url = outcome.lease.request.url
     if outcome.kind is Kind.DEAD and outcome.dead is not None:
-        return f"{outcome.dead.reason}: {outcome.dead.detail}"
+        reason, detail = outcome.dead.reason, outcome.dead.detail
+        # Some details name their reason already ("robots_unreachable fetching …").
+        return detail if detail.startswith(reason) else f"{reason}: {detail}"
     if outcome.kind is Kind.FILTERED:
         if outcome.reason == FilterReason.ROBOTS_TXT:
             return f"robots_txt: robots.txt forbids {url} (--ignore-robots to fetch it anyway)"

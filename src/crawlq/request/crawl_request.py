@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import re
 import secrets
 from collections.abc import Mapping
@@ -62,6 +63,8 @@ class CrawlRequest:
         depth: Links followed from a seed to reach this URL (seeds are 0), at most
             `MAX_DEPTH`.
         callback: Name of the spider method that parses the response (None: ``parse``).
+            A bound method (``callback=self.parse``, Scrapy's idiom) is accepted and
+            stored as its name, as `crawlq.spider.Response.follow` does.
         cb_kwargs: Extra keyword arguments for the callback; must be JSON-serialisable.
         meta: Free-form JSON-serialisable data carried to the response (``response.meta``).
         referrer: The URL of the page that linked to (or redirected to) this one, or None
@@ -103,12 +106,12 @@ class CrawlRequest:
     Raises:
         InvalidURL: ``url`` is not an absolute http(s) URL.
         ValueError: ``method`` is not an HTTP token, ``priority`` is not an int, ``depth``
-            is not an int in ``0..MAX_DEPTH``, ``callback`` is not a string, ``meta`` or
-            ``cb_kwargs`` is not a mapping (a JSON object), ``referrer`` is neither None nor
-            a string, ``cookies`` breaks a rule of `crawlq.cookies.check_cookies` (the
-            message starts with ``cookies:``), ``headers`` one of
-            `crawlq.headers.check_headers` (``headers:``), ``errback`` is not a string or
-            ``dont_filter`` not a boolean.
+            is not an int in ``0..MAX_DEPTH``, ``callback`` or ``errback`` is neither a
+            string nor a bound method, ``meta`` or ``cb_kwargs`` is not a mapping (a JSON
+            object), ``referrer`` is neither None nor a string, ``cookies`` breaks a rule of
+            `crawlq.cookies.check_cookies` (the message starts with ``cookies:``),
+            ``headers`` one of `crawlq.headers.check_headers` (``headers:``), or
+            ``dont_filter`` is not a boolean.
     """
 
     url: str
@@ -146,7 +149,7 @@ class CrawlRequest:
         ):
             raise ValueError(f"method must be an HTTP token, got {self.method!r:.40}")
         if self.callback is not None and not isinstance(self.callback, str):
-            raise ValueError(f"callback must be a method name, got {self.callback!r:.40}")
+            object.__setattr__(self, "callback", _method_name("callback", self.callback))
         if self.referrer is not None and not isinstance(self.referrer, str):
             raise ValueError(f"referrer must be a URL string, got {self.referrer!r:.40}")
         if self.cookies is not NO_COOKIES:
@@ -176,7 +179,7 @@ class CrawlRequest:
         if self.headers is not NO_HEADERS:
             object.__setattr__(self, "headers", check_headers(self.headers))
         if self.errback is not None and not isinstance(self.errback, str):
-            raise ValueError(f"errback must be a method name, got {self.errback!r:.40}")
+            object.__setattr__(self, "errback", _method_name("errback", self.errback))
         if type(self.dont_filter) is not bool:
             raise ValueError(f"dont_filter must be true or false, got {self.dont_filter!r:.40}")
         if not isinstance(self.visit, str) or len(self.visit) > 100:
@@ -281,3 +284,21 @@ class CrawlRequest:
             InvalidURL: the URL (or the referrer) cannot be crawled.
         """
         return cls(**request_fields(text))
+
+
+def _method_name(field_name: str, method: object) -> str:
+    """The name a bound method (``self.parse``) is stored under: requests are JSON.
+
+    The same rule as `crawlq.spider.Response.follow`: the callback travels as its name and
+    is looked up on the spider that parses the response (a name the spider has no public
+    method for fails there, as a misspelt string would).
+
+    Raises:
+        ValueError: ``method`` is neither a string nor a bound method.
+    """
+    if not inspect.ismethod(method):
+        raise ValueError(
+            f"{field_name} must be a spider method (self.parse) or its name, got "
+            f"{method!r:.60}; requests are JSON, so a {field_name} is stored by name"
+        )
+    return method.__name__

@@ -30,11 +30,16 @@ Where each part is written (import them from here):
 * `crawlq.spider.forms`: `FormRequest.from_response`, a page's form submitted.
 * `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path
   (`spider_file`: the file such a path names).
+* `crawlq.spider.starting`: `new_spider` and `start_requests_of`, the user's errors in
+  ``__init__``/``start_requests`` as one `ConfigError` line.
 * `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
 * `crawlq.errors.spider`: `SpiderError`, re-exported here.
+* `crawlq.request`: `CrawlRequest`, re-exported here (Scrapy users import ``Request`` from
+  ``scrapy``; ``from crawlq.spider import CrawlRequest`` works too).
 """
 
 from crawlq.errors import SpiderError
+from crawlq.request import CrawlRequest
 from crawlq.spider.base import Spider
 from crawlq.spider.callbacks import is_callback
 from crawlq.spider.failure import Failure
@@ -43,9 +48,11 @@ from crawlq.spider.loading import load_object, load_spider, spider_file
 from crawlq.spider.response import Response
 from crawlq.spider.run import CallbackRun, run_callback, start_callback, start_errback
 from crawlq.spider.sitemap_rules import sitemap_rules_of
+from crawlq.spider.starting import new_spider, start_requests_of
 
 __all__ = [
     "CallbackRun",
+    "CrawlRequest",
     "Failure",
     "FormRequest",
     "Response",
@@ -54,9 +61,11 @@ __all__ = [
     "is_callback",
     "load_object",
     "load_spider",
+    "new_spider",
     "run_callback",
     "sitemap_rules_of",
     "spider_file",
     "start_callback",
     "start_errback",
+    "start_requests_of",
 ]
