@@ -144,6 +144,11 @@ def test_a_spider_that_raises_before_crawling_is_one_line_and_exit_2(
             "Error: --items-table t1 needs a PostgreSQL store (--store postgresql://…) "
             "(setting items_table)",
         ),
+        (
+            ["--pipeline", "qa_spiders.py:Nope"],
+            "Error: --pipeline: 'qa_spiders.py:Nope': 'qa_spiders.py' has no "
+            "attribute 'Nope' (setting item_pipelines)",
+        ),
         (["--output-what", "pages"], "Error: --output-what pages needs -o FILE or -O FILE"),
     ],
 )

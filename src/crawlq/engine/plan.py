@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from crawlq.engine.item_flow import ItemFlow
 from crawlq.engine.seed_hosts import with_seed_hosts
 from crawlq.errors import ConfigError
 from crawlq.middleware import Middlewares
@@ -187,13 +188,15 @@ def check_process_code(settings: Settings, spider: Spider) -> None:
     so a misspelt ``--downloader-middleware mw.py:Nope`` or an ``--items-table`` on a
     SQLite store leaves nothing behind: the middlewares are loaded and instantiated
     (`crawlq.middleware.Middlewares.build`; the workers build their own again), the item
-    type loaded and the items table checked (`crawlq.spider.item_type.items_table_of`).
+    pipelines loaded and instantiated (`crawlq.engine.item_flow.ItemFlow`, not opened), the
+    item type loaded and the items table checked (`crawlq.spider.item_type.items_table_of`).
 
     Raises:
         ConfigError: Named after the setting that is wrong (``downloader_middlewares``,
-            ``spider_middlewares``, ``item_type``, ``items_table``).
+            ``spider_middlewares``, ``item_pipelines``, ``item_type``, ``items_table``).
     """
     Middlewares.build(settings, spider)
+    ItemFlow(spider, settings, None)
     items_table_of(settings, type(spider))
 
 
