@@ -33,6 +33,7 @@ from types import MappingProxyType
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
+    "CONTENT_HEADERS",
     "MAX_HEADERS",
     "MAX_HEADER_BYTES",
     "NO_HEADERS",
@@ -43,6 +44,7 @@ __all__ = [
     "merge_headers",
     "parse_header_line",
     "referer",
+    "without_content_headers",
 ]
 
 MAX_HEADERS = 64
@@ -163,6 +165,21 @@ def parse_header_line(line: str) -> tuple[str, str]:
     if problem is not None:
         raise ValueError(problem)
     return name, value.strip(" \t")
+
+
+CONTENT_HEADERS = frozenset(
+    {"content-type", "content-length", "content-encoding", "content-language", "content-location"}
+)
+"""The headers that describe a request's body (lower case): a redirect that drops the body
+drops them too (RFC 9110 §15.4: a 301/302/303 that turns a POST into a GET removes the
+content headers; 307 and 308 keep method, body and headers)."""
+
+
+def without_content_headers(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """``headers`` without `CONTENT_HEADERS` (any case); ``headers`` itself when it has none."""
+    if not any(name.lower() in CONTENT_HEADERS for name in headers):
+        return headers
+    return {k: v for k, v in headers.items() if k.lower() not in CONTENT_HEADERS}
 
 
 def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ class Results:
     filtered: dict[str, FilteredRecord]
     items: list[ItemRecord]
     counts: StoreCounts
+    page_list: list[PageRecord] = field(default_factory=list)
+    """Every page record, in store order (a ``dont_filter`` re-visit has one of its own)."""
 
     def outcome(self, url: str) -> str:
         """``page``, ``dead`` or ``filtered``; fails unless ``url`` has exactly one record."""
@@ -64,30 +66,34 @@ def _by_url(records: Iterable[Any], kind: str) -> dict[str, Any]:
     return {r.url: r for r in records}
 
 
-async def read_store(path: Path) -> tuple[dict[str, Any], ...]:
+async def read_store(path: Path, *, twice: bool = False) -> tuple[dict[str, Any], ...]:
+    """The store's records by URL; ``twice``: a URL may have several page records."""
     store = await open_store(str(path))
     try:
-        pages = _by_url([p async for p in store.pages()], "pages")
+        page_list = [p async for p in store.pages()]
+        pages = {p.url: p for p in page_list} if twice else _by_url(page_list, "pages")
         dead = _by_url([d async for d in store.dead()], "dead letters")
         filtered = _by_url([f async for f in store.filtered()], "filtered")
         items = [i async for i in store.items()]
         counts = await store.counts()
     finally:
         await store.close()
-    return pages, dead, filtered, {"items": items, "counts": counts}
+    return pages, dead, filtered, {"items": items, "counts": counts, "page_list": page_list}
 
 
 async def crawl(
     store: Path,
     seeds: Iterable[str],
     spider_cls: type[Spider] = Spider,
+    *,
+    twice: bool = False,
     **settings: Any,
 ) -> Results:
-    """Run one crawl to its end and read back the whole store."""
+    """Run one crawl to its end and read back the whole store (``twice``: `read_store`)."""
     cli = {**FAST, "store": str(store), **settings}
     report = await Crawl(Settings.build(cli=cli, env={}), list(seeds), spider_cls).run()
-    pages, dead, filtered, rest = await read_store(store)
-    return Results(report, pages, dead, filtered, rest["items"], rest["counts"])
+    pages, dead, filtered, rest = await read_store(store, twice=twice)
+    return Results(report, pages, dead, filtered, rest["items"], rest["counts"], rest["page_list"])
 
 
 def assert_nothing_lost(results: Results, urls: Iterable[str]) -> None:

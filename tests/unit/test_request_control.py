@@ -92,7 +92,7 @@ def test_dont_filter_gives_a_fingerprint_of_its_own_per_visit() -> None:
     plain = CrawlRequest(URL)
     a, b = CrawlRequest(URL, dont_filter=True), CrawlRequest(URL, dont_filter=True)
     assert len({plain.fingerprint, a.fingerprint, b.fingerprint}) == 3  # random visits
-    assert a.record_fingerprint == plain.fingerprint  # one record per URL in the store
+    assert a.record_fingerprint == a.fingerprint != plain.fingerprint  # a record per visit
     keyed = CrawlRequest(URL, dont_filter=True, visit="k")
     assert keyed.fingerprint == CrawlRequest(URL, dont_filter=True, visit="k").fingerprint
     assert CrawlRequest(URL, visit="ignored").visit == ""  # only with dont_filter

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.plan import CrawlPlan, plan_crawl
-from crawlq.engine.progress import CrawlReport, Progress, WorkerHost, job_counts
+from crawlq.engine.progress import CrawlReport, Progress, WorkerHost, counted_pages, job_counts
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.scope import Scope
 from crawlq.settings import Settings
@@ -116,7 +116,7 @@ class Crawl(WorkerHost):
         seeded = await frontier.push([r.rewritten(rules) for r in self.start_requests])
         budget = None
         if s.max_pages is not None:
-            budget = max(0, s.max_pages - (await store.counts()).pages)
+            budget = max(0, s.max_pages - await counted_pages(store, s))
         async with assembled_worker(backends, self.spider, self.scope, max_pages=budget) as worker:
             self.worker = worker
             self._frontier = frontier

@@ -21,7 +21,7 @@ from typing import Any
 from crawlq.engine.backends import open_backends
 from crawlq.engine.outage import read_through_outage
 from crawlq.engine.processes import WorkerProcesses
-from crawlq.engine.progress import CrawlReport, Progress, job_counts
+from crawlq.engine.progress import CrawlReport, Progress, counted_pages, job_counts
 from crawlq.engine.seeding import seed
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import (
@@ -134,18 +134,20 @@ class MultiProcessCrawl(_Supervisor):
         async with open_backends(seeded.settings, runs_spider=False) as backends:
             self._frontier, self._store = backends.frontier, backends.store
             self._before = await backends.store.counts()
-            limit, store_ = self.settings.max_pages, backends.store
+            limit, store_, job_settings = self.settings.max_pages, backends.store, backends.settings
             budget_spent = False
 
-            async def spent() -> bool:  # --max-pages: the children share one store total
+            async def spent() -> bool:  # --max-pages: the children share one job's total
                 nonlocal budget_spent
-                budget_spent = limit is not None and (await store_.counts()).pages >= limit
+                counted = await counted_pages(store_, job_settings)
+                budget_spent = limit is not None and counted >= limit
                 return budget_spent
 
             if limit is not None:
                 # Each child gets its share of the budget (the parent also stops them all
-                # once the store holds `limit` pages, whoever stored them).
-                share = -(-max(0, limit - self._before.pages) // self.pool.count)
+                # once the job has stored `limit` pages, whichever child stored them).
+                done = await counted_pages(store_, job_settings)
+                share = -(-max(0, limit - done) // self.pool.count)
                 self.pool.args += ["--max-pages-share", str(share)]
             # The job keeps no store password: the children get this process's store URL
             # (equal to the job's but for the password) through their environment.
@@ -171,7 +173,8 @@ class MultiProcessCrawl(_Supervisor):
             # A child killed mid-crawl loses nothing: its leases expire and the others
             # finish them. The job is done when nothing is left, whatever the exit codes.
             finished = all(c == 0 for c in codes) or (bool(failed) and frontier.pending == 0)
-            if budget_spent or (limit is not None and store.pages >= limit):
+            counted = store.pages if mine is None else mine.pages
+            if budget_spent or (limit is not None and counted >= limit):
                 stopped_by = "max_pages"
             elif finished and not self._stopped:
                 stopped_by = "max_pages" if budget_left_work else "done"

@@ -38,7 +38,7 @@ from crawlq.records import (
     spider_error,
     spider_error_type,
 )
-from crawlq.request import CrawlRequest, FetchResult
+from crawlq.request import MAX_DEPTH, CrawlRequest, FetchResult
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import (
@@ -250,11 +250,7 @@ class ParsedPage:
             self.skipped.update(self.link_skips)
         cap = settings.max_links_per_page
         for place, yielded in enumerate(found_requests[:cap]):
-            if yielded.referrer != req.url:  # the page that yielded it, whatever it claimed
-                yielded = dataclasses.replace(yielded, referrer=req.url)
-            if yielded.dont_filter:  # one fingerprint per yield, the same if parsed again
-                yielded = dataclasses.replace(yielded, visit=f"{req.fingerprint.hex()}:{place}")
-            child, reason = scope.admit(yielded)  # session ids stripped, traps refused
+            child, reason = scope.admit(_yielded(yielded, req, place))  # traps refused
             if reason is None:
                 self.links.append(child)
             else:
@@ -263,6 +259,30 @@ class ParsedPage:
         if found > cap and self.error is None:
             self.error = f"links_capped: {cap} of {found}"
             logger.warning("%s: %d links, only the first %d taken", req.url, found, cap)
+
+
+def _yielded(yielded: CrawlRequest, req: CrawlRequest, place: int) -> CrawlRequest:
+    """A request a callback (or errback) of ``req`` yielded, as the engine queues it.
+
+    Whatever the spider built it with (``response.follow``, ``CrawlRequest(...)``,
+    ``FormRequest.from_response``): its ``referrer`` is ``req``'s URL, and its ``depth`` is
+    ``req.depth + 1`` (as Scrapy's DepthMiddleware sets ``meta["depth"]``), so ``max_depth``
+    bounds every request. One built with another depth and the default priority 0 gets the
+    priority ``follow`` gives, ``-depth``; any other priority is the spider's. A
+    ``dont_filter`` request gets the ``visit`` key of its yield (``req``'s fingerprint and
+    ``place``): one fingerprint per yield, the same if the page is parsed again.
+    """
+    changes: dict[str, Any] = {}
+    if yielded.referrer != req.url:  # the page that yielded it, whatever it claimed
+        changes["referrer"] = req.url
+    depth = min(req.depth + 1, MAX_DEPTH)
+    if yielded.depth != depth:
+        changes["depth"] = depth
+        if yielded.priority == 0:
+            changes["priority"] = -depth
+    if yielded.dont_filter:
+        changes["visit"] = f"{req.fingerprint.hex()}:{place}"
+    return dataclasses.replace(yielded, **changes) if changes else yielded
 
 
 async def _finish(
@@ -398,7 +418,7 @@ async def dead_errback(outcome: Outcome, deps: Deps) -> None:
     """
     req = outcome.lease.request
     detail = outcome.dead.detail if outcome.dead is not None else ""
-    failure = Failure(req, outcome.reason, detail)
+    failure = Failure(req, str(outcome.reason), detail)  # a plain str, not a FilterReason
     page = ParsedPage(None)
     spider, scope, settings = deps.spider, deps.scope, deps.settings
 

@@ -17,7 +17,7 @@ from crawlq.frontier import Frontier, FrontierStats
 from crawlq.settings import Settings
 from crawlq.store import Store, StoreCounts
 
-__all__ = ["CrawlReport", "Progress", "WorkerHost", "job_counts", "job_pages"]
+__all__ = ["CrawlReport", "Progress", "WorkerHost", "counted_pages", "job_counts", "job_pages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +98,21 @@ async def job_counts(store: Store, settings: Settings) -> StoreCounts | None:
     """
     job = stored_job(settings)
     return None if job is None else await store.counts(job=job)
+
+
+async def counted_pages(store: Store, settings: Settings) -> int:
+    """The pages ``--max-pages`` counts in ``store``: the shared job's, or the whole store's.
+
+    A shared job (a Redis frontier, either engine) counts the pages it stored, earlier runs
+    of it included, never another job's in a store they share. An embedded crawl's store
+    (the SQLite file of its frontier) holds that one crawl, so every page in it counts: a
+    crawl resumed on the same file goes on towards the same total.
+
+    Raises:
+        StoreUnavailable, StoreError: As `crawlq.store.Store.counts`.
+    """
+    mine = await job_counts(store, settings)
+    return (mine if mine is not None else await store.counts()).pages
 
 
 class WorkerHost:

@@ -23,7 +23,11 @@ record replaces the redirect's (both have the URL's ``record_fingerprint``): one
 URL, the last response.
 
 A hop keeps its request's ``headers`` (they hold no credentials or cookies:
-`crawlq.headers`), ``errback`` and ``dont_filter``; the hop of a ``dont_filter`` request gets
+`crawlq.headers`), ``errback`` and ``dont_filter``, except that a 301/302/303 which turns a
+POST into a GET drops the body and its content headers (``Content-Type``,
+``Content-Length``, ``Content-Encoding``, ``Content-Language``, ``Content-Location``; RFC
+9110 §15.4.2-4, `crawlq.headers.without_content_headers`), while a 307/308 keeps method, body
+and headers; the hop of a ``dont_filter`` request gets
 the fingerprint of its redirect as its ``visit`` key, so it too bypasses dedup, once per
 redirect (a loop still ends at ``max_redirects``).
 """
@@ -38,6 +42,7 @@ from crawlq.engine.outcome import Kind, Outcome, dead_outcome
 from crawlq.engine.page_record import page_record
 from crawlq.errors import InvalidURL
 from crawlq.fetch import redirected_method
+from crawlq.headers import without_content_headers
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.urls import url_keys
 
@@ -75,6 +80,7 @@ async def hop(
     links: list[CrawlRequest] = []
     error: str | None = None
     cookies = result.location_cookies
+    revisit = bool(cookies) and _revisits(location, [*chain, req.url])
     try:
         target: CrawlRequest | None = CrawlRequest(
             location,
@@ -86,12 +92,12 @@ async def hop(
             cb_kwargs=req.cb_kwargs,
             meta={**req.meta, "redirect_urls": [*chain, req.url], "redirect_times": hops},
             cookies=cookies,
-            revisit=bool(cookies) and _revisits(location, [*chain, req.url]),
+            revisit=revisit,
             referrer=req.url,
-            headers=req.headers,
+            headers=req.headers if keep_body else without_content_headers(req.headers),
             errback=req.errback,
             dont_filter=req.dont_filter,
-            visit=req.fingerprint.hex() if req.dont_filter else "",
+            visit=_hop_visit(req, revisit),
         )
     except (InvalidURL, ValueError) as exc:
         target, error = None, f"redirect_invalid: {exc}"
@@ -113,6 +119,18 @@ async def hop(
         canonical_url=None if page is None else page.canonical_url,
     )
     return Outcome(lease, Kind.PAGE, page=record, links=links, skipped=skipped)
+
+
+def _hop_visit(req: CrawlRequest, revisit: bool) -> str:
+    """The ``visit`` key of the hop of ``req`` (``""`` unless ``req`` is ``dont_filter``).
+
+    A revisit keeps ``req``'s own, so its record replaces the redirect's (one record of a
+    cookie wall), while its fingerprint still differs by its cookies; any other hop gets the
+    redirect's fingerprint (it bypasses dedup once per redirect).
+    """
+    if not req.dont_filter:
+        return ""
+    return req.visit if revisit else req.fingerprint.hex()
 
 
 def _too_many(

@@ -20,7 +20,7 @@ from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.multiprocess import MultiProcessCrawl, MultiProcessWorker, counted_since
 from crawlq.engine.outage import outage_wait_s
 from crawlq.engine.plan import spider_scope
-from crawlq.engine.progress import CrawlReport, WorkerHost, job_counts
+from crawlq.engine.progress import CrawlReport, WorkerHost, counted_pages, job_counts
 from crawlq.engine.seeding import SeedResult, seed
 from crawlq.errors import (
     ConfigError,
@@ -169,7 +169,7 @@ class WorkerService(WorkerHost):
             )
         budget = self.max_pages
         if s.max_pages is not None:
-            left = max(0, s.max_pages - (await backends.store.counts()).pages)
+            left = max(0, s.max_pages - await counted_pages(backends.store, s))
             budget = left if budget is None else min(budget, left)
         async with assembled_worker(
             backends, spider, scope, exit_when_done=self.exit_when_done, max_pages=budget

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from crawlq.cookies import NO_COOKIES
 from crawlq.errors import InvalidURL, PermanentFetchError
+from crawlq.headers import without_content_headers
 from crawlq.urls import decode_location, normalize
 
 __all__ = [
@@ -33,7 +34,6 @@ RedirectGuard = Callable[[str], str | None]
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 """Statuses whose ``Location`` is a redirect to follow (RFC 9110 §15.4)."""
-_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
@@ -57,7 +57,7 @@ class Attempt:
         method, keep_body = redirected_method(status, self.method)
         if method != self.method or not keep_body:
             self.method, self.body = method, b""
-            self.headers = {k: v for k, v in self.headers.items() if k.lower() not in _BODY_HEADERS}
+            self.headers = dict(without_content_headers(self.headers))
         if _origin(self.current) != _origin(next_url):
             drop = _CREDENTIAL_HEADERS
             self.headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}

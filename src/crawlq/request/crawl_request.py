@@ -99,9 +99,12 @@ class CrawlRequest:
         fingerprint: The dedup key (`crawlq.urls.request_fingerprint` of method, canonical URL
             and body; for a ``revisit``, with its cookies; for ``dont_filter``, with its
             ``visit``).
-        record_fingerprint: The key of the request's record in the store: the fingerprint
-            without the revisit part, so the record of a revisit replaces the redirect's
-            record of the same URL (one record per URL).
+        record_fingerprint: The key of the request's record (page, dead letter or filtered)
+            and of its items in the store: the fingerprint without the revisit part, so the
+            record of a revisit replaces the redirect's record of the same URL. A
+            ``dont_filter`` request's covers its ``visit``: a re-visit keeps a record and
+            items of its own beside the first visit's (as Scrapy outputs both visits' items),
+            and a re-delivered lease, with the same ``visit``, still replaces its own.
 
     Raises:
         InvalidURL: ``url`` is not an absolute http(s) URL.
@@ -166,7 +169,10 @@ class CrawlRequest:
             fingerprint = request_fingerprint(method, keys.canonical, self.body)
             object.__setattr__(self, "method", method)
         object.__setattr__(self, "url", keys.url)
-        object.__setattr__(self, "record_fingerprint", fingerprint)
+        record = fingerprint
+        if self.dont_filter:  # a visit of its own: its own record and items
+            record = dont_filter_fingerprint(fingerprint, self.visit)
+        object.__setattr__(self, "record_fingerprint", record)
         if self.revisit:
             fingerprint = revisit_fingerprint(fingerprint, self.cookies)
         if self.dont_filter:

@@ -155,14 +155,14 @@ class WorkerMetrics:
             self.pages.labels(status_class(page.status)).inc()
             self.response_bytes.inc(page.size_bytes)
             self.fetch_duration.observe(page.elapsed_s)
-            if outcome.items:
-                self.items.inc(len(outcome.items))
             if page.error is not None and page.error.startswith("spider_error"):
                 self.spider_errors.inc()
         elif outcome.dead is not None:
             self.dead_letters.labels(outcome.reason).inc()
         elif outcome.filtered is not None:
             self.filtered.labels(outcome.reason).inc()
+        if outcome.items and not (page is not None and revisited):  # errbacks' items too
+            self.items.inc(len(outcome.items))
         for reason, n in outcome.skipped.items():
             self.not_followed.labels(reason).inc(n)
         for dropped, n in outcome.dropped.items():

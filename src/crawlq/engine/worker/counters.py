@@ -23,7 +23,8 @@ class WorkerCounters:
 
     Attributes:
         pages: Page records written.
-        items: Items written.
+        items: Items written (a page's, and an errback's for a dead letter or a filtered
+            request).
         retries: Transient failures sent back for a retry.
         dead: URLs dead-lettered, by reason.
         filtered: URLs skipped after leasing (robots.txt), by reason.
@@ -55,9 +56,9 @@ class WorkerCounters:
         self.skipped.update(o.skipped)
         if o.dropped:
             self.dropped.update(o.dropped)
+        self.items += len(o.items)  # a page's, or an errback's for a dead letter or a filter
         if o.kind is Kind.PAGE:
             self.pages += 1
-            self.items += len(o.items)
             kind = spider_error_type(o.page.error) if o.page is not None else None
             if kind is not None:
                 self.spider_errors[kind] += 1
