@@ -208,7 +208,7 @@ def test_parse_shows_the_method_body_and_header_names_of_a_request(
         {
             "url": f"{fault}/echo",
             "callback": "parse",
-            "priority": 0,
+            "priority": -1,  # depth 1 below the page, as follow() gives
             "method": "POST",
             "body_bytes": 3,
             "headers": ["X-Form"],
