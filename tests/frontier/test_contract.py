@@ -946,11 +946,10 @@ async def _everything_stored(f: object, redis_url: str) -> bytes:
     """Every key and value of a Redis job, or every cell of a SQLite frontier, as one blob."""
     if isinstance(f, SqliteFrontier):
         with sqlite3.connect(f.path) as conn:
-            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            named = conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            tables = [r[0] for r in named]
             rows = [
-                repr(row).encode()
-                for t in tables
-                for row in conn.execute(f'SELECT * FROM "{t}"')  # noqa: S608 - schema names
+                repr(row).encode() for t in tables for row in conn.execute(f'SELECT * FROM "{t}"')
             ]
         return b"\n".join(rows)
     assert isinstance(f, RedisFrontier)
