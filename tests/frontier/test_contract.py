@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -954,11 +955,11 @@ async def _everything_stored(f: object, redis_url: str) -> bytes:
         return b"\n".join(rows)
     assert isinstance(f, RedisFrontier)
     client = aioredis.Redis.from_url(redis_url)
-    parts: list[bytes] = []
+    parts: list[Any] = []
     try:
         async for key in client.scan_iter(match=f.keys.pattern()):
             parts.append(key)
-            kind = (await client.type(key)).decode()
+            kind = bytes(await client.type(key)).decode()
             if kind == "hash":
                 for k, v in (await client.hgetall(key)).items():
                     parts += [k, v]
@@ -968,11 +969,12 @@ async def _everything_stored(f: object, redis_url: str) -> bytes:
                 parts += await client.lrange(key, 0, -1)
             elif kind == "set":
                 parts += list(await client.smembers(key))
-            elif kind == "zset":
+            else:
+                assert kind == "zset", kind  # every kind the job holds is read
                 parts += await client.zrange(key, 0, -1)
     finally:
         await client.aclose()
-    return b"\n".join(parts)
+    return b"\n".join(bytes(p) for p in parts)
 
 
 POISONS = ["garbage", "1 2", "-1 0 0", "1 2 3 4", "x y z", "\xff\xfe", "", "9" * 40 + " 0 0"]
