@@ -959,7 +959,8 @@ async def _everything_stored(f: object, redis_url: str) -> bytes:
     try:
         async for key in client.scan_iter(match=f.keys.pattern()):
             parts.append(key)
-            kind = bytes(await client.type(key)).decode()
+            kind = await client.type(key)
+            kind = kind.decode() if isinstance(kind, bytes) else kind
             if kind == "hash":
                 for k, v in (await client.hgetall(key)).items():
                     parts += [k, v]
