@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from crawlq.errors import ConfigError
+from crawlq.proxies import parse_proxy
 from crawlq.settings import Settings
 
 SECRET = "s3tt1ngs-pw"
@@ -86,6 +87,9 @@ def test_a_bad_proxy_url_is_one_line_naming_it_without_its_password(
     assert "\n" not in message and SECRET not in message
     shown = url.replace(SECRET, "***") if "@" in url else url
     assert shown.split("@")[-1].split("/")[0].split("?")[0] in message  # names the input
+    with pytest.raises(ValueError) as raw:  # what the pool raises for an HTTP_PROXY too
+        parse_proxy(url)
+    assert why in str(raw.value) and SECRET not in str(raw.value)
 
 
 @pytest.mark.parametrize(
