@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
+from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.base import DeadFilter, DeadLetter, QueueBounds
+from crawlq.frontier.redis import RedisFrontier
+from crawlq.frontier.sqlite import SqliteFrontier
 from crawlq.politeness import Politeness, Strike, StrikePlan
+from crawlq.proxies import BenchPlan, ProxyState, parse_proxy
 from crawlq.request import CrawlRequest, Lease
 
 from .conftest import MakeFrontier
@@ -862,3 +868,147 @@ async def test_item_keys_go_to_their_first_page_and_stay_its_own(
     assert sorted(g[0] for g in got) == [False] * 7 + [True]
     with pytest.raises(ValueError):
         await f.claim_item_keys([b"short"], page_a)
+
+
+# Proxies (crawlq.proxies): the shared bench every worker reads.
+
+PROXY_SECRET = "pr0xy-c0ntract-pw"
+PLAN = BenchPlan(failures_to_bench=3, bench_ms=1000, max_doublings=2)
+
+
+def _proxy_id(port: int = 3128) -> str:
+    return parse_proxy(f"http://bob:{PROXY_SECRET}@127.0.0.1:{port}").id
+
+
+async def test_proxy_failures_count_in_a_row_then_bench(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    pid, other = _proxy_id(), _proxy_id(3129)
+    now = clock.wall_ms()
+    assert await f.proxy_failure(pid, PLAN) == ProxyState(1, 0, 0)
+    assert await f.proxy_failure(pid, PLAN) == ProxyState(2, 0, 0)
+    assert await f.proxy_failure(other, PLAN) == ProxyState(1, 0, 0)  # counted apart
+    benched = await f.proxy_failure(pid, PLAN)
+    assert benched == ProxyState(0, 1, now + 1000)
+    assert await f.proxy_states() == {pid: benched, other: ProxyState(1, 0, 0)}
+    clock.advance(0.5)
+    assert await f.proxy_failure(pid, PLAN) == benched  # benched already: counts nothing
+    assert (await f.proxy_states())[pid].benched(clock.wall_ms())
+    clock.advance(0.5)
+    assert not (await f.proxy_states())[pid].benched(clock.wall_ms())
+
+
+async def test_a_proxy_benched_again_in_a_row_stays_out_longer(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    pid = _proxy_id()
+    lengths = []
+    for _ in range(4):  # 1 s, 2 s, 4 s, then 4 s again: at most 2 doublings
+        for _ in range(PLAN.failures_to_bench):
+            state = await f.proxy_failure(pid, PLAN)
+        lengths.append(state.until_ms - clock.wall_ms())
+        clock.advance(state.until_ms / 1000 - clock.wall_ms() / 1000)
+    assert lengths == [1000, 2000, 4000, 4000]
+    assert (await f.proxy_states())[pid].benches == 4
+
+
+async def test_a_proxy_success_resets_its_count_and_bench(make_frontier: MakeFrontier) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    pid = _proxy_id()
+    for _ in range(3):
+        await f.proxy_failure(pid, PLAN)
+    clock.advance(1.0)
+    assert await f.proxy_failure(pid, PLAN) == ProxyState(1, 1, clock.wall_ms())
+    await f.proxy_ok(pid)
+    assert await f.proxy_states() == {}
+    await f.proxy_failure(pid, PLAN)
+    await f.proxy_failure(pid, PLAN)
+    state = await f.proxy_failure(pid, PLAN)
+    assert state == ProxyState(0, 1, clock.wall_ms() + 1000)  # the first bench again, not 2 s
+    await f.proxy_ok(_proxy_id(9))  # an unknown proxy: nothing to forget, no error
+
+
+async def test_the_shared_bench_holds_proxy_ids_never_credentials(
+    make_frontier: MakeFrontier, redis_url: str
+) -> None:
+    f = await make_frontier()
+    pid = _proxy_id()
+    for _ in range(4):
+        await f.proxy_failure(pid, PLAN)
+    assert list(await f.proxy_states()) == [pid]
+    assert len(pid) == 16 and int(pid, 16) >= 0
+    dumped = await _everything_stored(f, redis_url)
+    assert pid.encode() in dumped  # the dump holds the bench, so the grep below can fail
+    assert PROXY_SECRET.encode() not in dumped and b"bob" not in dumped
+
+
+async def _everything_stored(f: object, redis_url: str) -> bytes:
+    """Every key and value of a Redis job, or every cell of a SQLite frontier, as one blob."""
+    if isinstance(f, SqliteFrontier):
+        with sqlite3.connect(f.path) as conn:
+            named = conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            tables = [r[0] for r in named]
+            rows = [
+                repr(row).encode() for t in tables for row in conn.execute(f'SELECT * FROM "{t}"')
+            ]
+        return b"\n".join(rows)
+    assert isinstance(f, RedisFrontier)
+    client = aioredis.Redis.from_url(redis_url)
+    parts: list[Any] = []
+    try:
+        async for key in client.scan_iter(match=f.keys.pattern()):
+            parts.append(key)
+            kind = await client.type(key)
+            kind = kind.decode() if isinstance(kind, bytes) else kind
+            if kind == "hash":
+                for k, v in (await client.hgetall(key)).items():
+                    parts += [k, v]
+            elif kind == "string":
+                parts.append(await client.get(key) or b"")
+            elif kind == "list":
+                parts += await client.lrange(key, 0, -1)
+            elif kind == "set":
+                parts += list(await client.smembers(key))
+            else:
+                assert kind == "zset", kind  # every kind the job holds is read
+                parts += await client.zrange(key, 0, -1)
+    finally:
+        await client.aclose()
+    return b"\n".join(bytes(p) for p in parts)
+
+
+POISONS = ["garbage", "1 2", "-1 0 0", "1 2 3 4", "x y z", "\xff\xfe", "", "9" * 40 + " 0 0"]
+POISONS += ["0 " + "9" * 40 + " 0", "0 0 " + "9" * 40, "0 0 -5"]
+
+
+@pytest.mark.parametrize("poison", POISONS)
+async def test_a_poisoned_proxy_row_does_not_crash_a_worker(
+    make_frontier: MakeFrontier, poison: str
+) -> None:
+    clock = ManualClock()
+    f = await make_frontier(clock=clock)
+    pid, good = _proxy_id(), _proxy_id(3129)
+    await f.proxy_failure(good, PLAN)
+    await _poison(f, pid, poison)
+    states = await f.proxy_states()  # a bad row is skipped or read as what it says
+    assert states[good] == ProxyState(1, 0, 0)
+    assert all(isinstance(v, int) for s in states.values() for v in (s.failures, s.until_ms))
+    state = await f.proxy_failure(pid, PLAN)  # and counting goes on from a clean count
+    assert state.failures >= 0 and state.benches >= 0 and state.until_ms >= 0
+    await f.proxy_ok(pid)
+    assert pid not in await f.proxy_states()
+
+
+async def _poison(f: object, pid: str, value: str) -> None:
+    """Write ``value`` as the proxy's row, as a hostile or broken writer could."""
+    if isinstance(f, SqliteFrontier):
+        with sqlite3.connect(f.path) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO frontier_proxies(id, failures, benches, until_ms)"
+                " VALUES (?, ?, ?, ?)",
+                (pid, *([*value.split(), "", "", ""][:3])),
+            )
+        return
+    assert isinstance(f, RedisFrontier)
+    await f.client.hset(f.keys.proxies, pid, value.encode("latin-1"))

@@ -89,6 +89,8 @@ def worker(
         env = {"CRAWLQ_FRONTIER": settings.frontier or ""}
         if "store" in settings.explicit:
             env["CRAWLQ_STORE"] = settings.store
+        if settings.proxies:  # their URLs may hold a password
+            env["CRAWLQ_PROXIES"] = ",".join(settings.proxies)
         args = _without_options(
             sys.argv[sys.argv.index("worker") + 1 :], (*_SUPERVISOR_ONLY, *_PASSED_IN_ENV)
         )
@@ -129,7 +131,7 @@ def worker(
         print_summary(report, sys.stdout, worker=True)
 
 
-_PASSED_IN_ENV = ("--frontier", "--store")
+_PASSED_IN_ENV = ("--frontier", "--store", "--proxy")
 """Options whose value may hold a password: children get them in their environment, not on
 their command lines (which every local user can read)."""
 _SUPERVISOR_ONLY = ("--processes", "--metrics-port", "--metrics-host", "--counters-file")

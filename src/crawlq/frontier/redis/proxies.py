@@ -34,13 +34,17 @@ class ProxiesMixin(RedisCore):
         return {_text(k): state for k, v in rows.items() if (state := _state(v)) is not None}
 
 
+_MAX_DIGITS = 15
+"""Longest count ``proxy_strike.lua`` reads: Lua numbers are exact integers up to 2**53."""
+
+
 def _text(value: bytes | str) -> str:
     return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
 
 def _state(value: bytes | str) -> ProxyState | None:
-    """A row of the hash (untrusted: a bad one is skipped)."""
-    parts = _text(value).split()
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    """A row of the hash (untrusted: a bad one is skipped, as ``proxy_strike.lua`` does)."""
+    parts = _text(value).split(" ")
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= _MAX_DIGITS for p in parts):
         return None
     return ProxyState(int(parts[0]), int(parts[1]), int(parts[2]))

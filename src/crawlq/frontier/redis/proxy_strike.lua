@@ -14,7 +14,11 @@ local failures, benches, until_ms = 0, 0, 0
 local row = redis.call("HGET", proxies, id)
 if row then
   local f, b, u = string.match(row, "^(%d+) (%d+) (%d+)$")
-  if f then failures, benches, until_ms = tonumber(f), tonumber(b), tonumber(u) end
+  -- a row another writer left is untrusted: past 15 digits a Lua number is no exact integer
+  -- (and a reply would wrap negative), so such a row starts a clean count
+  if f and #f <= 15 and #b <= 15 and #u <= 15 then
+    failures, benches, until_ms = tonumber(f), tonumber(b), tonumber(u)
+  end
 end
 if until_ms > now then -- benched already (a request chosen before the bench was seen)
   return {failures, benches, until_ms}

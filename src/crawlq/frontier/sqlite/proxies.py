@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import cast
 
 from crawlq.frontier.sqlite.core import FrontierFile
 from crawlq.proxies import BenchPlan, ProxyState
@@ -22,7 +23,7 @@ class ProxiesMixin(FrontierFile):
             row = conn.execute(
                 "SELECT failures, benches, until_ms FROM frontier_proxies WHERE id=?", (proxy_id,)
             ).fetchone()
-            failures, benches, until_ms = (int(v) for v in row)
+            failures, benches, until_ms = _values(row) or (0, 0, 0)
             if until_ms > now:  # benched already
                 return ProxyState(failures, benches, until_ms)
             failures += 1
@@ -51,7 +52,21 @@ class ProxiesMixin(FrontierFile):
 
         def step(conn: sqlite3.Connection) -> dict[str, ProxyState]:
             rows = conn.execute("SELECT id, failures, benches, until_ms FROM frontier_proxies")
-            return {str(r[0]): ProxyState(int(r[1]), int(r[2]), int(r[3])) for r in rows}
+            return {str(r[0]): ProxyState(*v) for r in rows if (v := _values(r[1:])) is not None}
 
         states: dict[str, ProxyState] = await self._run(self._tx, step)
         return states
+
+
+_MAX = 2**63 - 1
+
+
+def _values(row: tuple[object, ...]) -> tuple[int, int, int] | None:
+    """``(failures, benches, until_ms)`` of a row, or None when a cell is not such a count.
+
+    The file is written by every worker of the frontier; a row some other writer left
+    (text, a negative or too large number) starts a clean count, as the Redis backend does.
+    """
+    if len(row) != 3 or not all(type(v) is int and 0 <= v <= _MAX for v in row):
+        return None
+    return cast("tuple[int, int, int]", tuple(row))
