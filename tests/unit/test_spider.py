@@ -378,3 +378,10 @@ def test_run_callback_bad_cb_kwargs_is_spider_error() -> None:
 
 
 # --- load_spider ----------------------------------------------------------------------
+
+
+def test_response_json_parses_the_body_as_scrapy_does() -> None:
+    resp = make_response('{"a": [1, 2], "b": "é"}', content_type="application/json")
+    assert resp.json() == {"a": [1, 2], "b": "é"}
+    with pytest.raises(ValueError, match="Expecting value"):
+        make_response("<html>not json</html>").json()

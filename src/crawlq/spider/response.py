@@ -10,6 +10,7 @@ chooses one.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import Counter
@@ -129,6 +130,17 @@ class Response:
     def text(self) -> str:
         """The body decoded with `encoding` ("" for non-text bodies)."""
         return self._result.text
+
+    def json(self) -> Any:
+        """The body parsed as JSON (RFC 8259), as Scrapy's ``TextResponse.json()``.
+
+        Parsed from `text` when the body was decoded, else from the body bytes (UTF-8, -16 or
+        -32, detected as `json.loads` does), whatever the Content-Type says.
+
+        Raises:
+            ValueError: The body is not JSON (`json.JSONDecodeError`, with the position).
+        """
+        return json.loads(self._result.text or self._result.body)
 
     @property
     def encoding(self) -> str | None:
