@@ -37,12 +37,12 @@ from crawlq.fetch.body import read_body
 from crawlq.fetch.failures import classify
 from crawlq.fetch.jar import CookieJar, redirect_cookies
 from crawlq.fetch.proxied import (
-    SOCKS_ERRORS,
     guard_target,
     proxy_failure,
     proxy_kwargs,
     proxy_status_failure,
     socks_connector,
+    socks_errors,
 )
 from crawlq.fetch.redirects import (
     REDIRECT_STATUSES,
@@ -73,8 +73,8 @@ _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
     aiohttp.ClientError,
     OSError,
-    *SOCKS_ERRORS,
 )
+"""What a fetch's network failure raises; a fetcher with a SOCKS5 session adds `socks_errors`."""
 _DNS_CACHE_TTL_S = 60
 _DEFAULT_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
@@ -160,6 +160,7 @@ class Fetcher:
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
         self.proxies = proxies or ProxyPool()
+        self._network_errors = _NETWORK_ERRORS
         self._jar: aiohttp.abc.AbstractCookieJar | None = None
         self._proxy_sessions: dict[str, aiohttp.ClientSession] = {}
         self._target_resolver: GuardedResolver | None = None
@@ -362,6 +363,7 @@ class Fetcher:
         if session is None:
             if proxy.scheme == "socks5":
                 connector = socks_connector(proxy, self._max_connections)
+                self._network_errors = (*_NETWORK_ERRORS, *socks_errors())
             else:  # its resolver resolves only proxy hosts: this process's own configuration
                 connector = aiohttp.TCPConnector(
                     limit=self._max_connections, use_dns_cache=True, ttl_dns_cache=_DNS_CACHE_TTL_S
@@ -484,7 +486,7 @@ class Fetcher:
                 return Hop(status, resp_headers, data, None, exchange, target, carried)
         except AddressRefused as exc:
             raise PrivateAddressError(url, exc.host, exc.range_name) from None
-        except _NETWORK_ERRORS as exc:
+        except self._network_errors as exc:
             blamed = None if via is None else proxy_failure(url, via, exc)
             raise blamed or classify(url, current if attempt.redirects else None, exc) from exc
 
