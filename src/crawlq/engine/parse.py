@@ -196,6 +196,9 @@ class ParsedPage:
         callback would: nothing of its items is stored. So is an item that is not JSON.
         """
         found, self.found = self.found, []
+        if flow.plain and not self.invalid and all(type(i) is dict for i in found):
+            self._keep_items(req, spider, found)  # nothing to validate, run or dedup
+            return
         try:
             result = await flow.run(
                 found,
@@ -216,12 +219,16 @@ class ParsedPage:
             self.error = f"parse_timeout: the item pipelines ran past {budget:g}s"
             return
         self.dropped = result.dropped
+        self._keep_items(req, spider, result.items)
+
+    def _keep_items(self, req: CrawlRequest, spider: Spider, items: list[dict[str, Any]]) -> None:
+        """The page's item records; none, and a spider error, if an item is not JSON."""
         now = time.time()
         self.items = [
             ItemRecord(req.record_fingerprint, i, req.url, spider.name, item, now)
-            for i, item in enumerate(result.items)
+            for i, item in enumerate(items)
         ]
-        bad = _first_unserialisable(result.items)
+        bad = _first_unserialisable(items)
         if bad is not None:
             detail = f"item is not JSON-serialisable: {bad}"
             self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []

@@ -107,8 +107,12 @@ async def _process(lease: Lease, deps: Deps) -> Outcome:
             lease, "lease_expired", f"delivered {lease.attempt - 1} times, never settled"
         )
     try:
-        await refresh_bench(deps)
-        via = deps.fetcher.route(req.url, req.meta)  # robots.txt: the pool's choice
+        proxied = deps.fetcher.proxies.active
+        if proxied:
+            await refresh_bench(deps)
+        via = None  # no proxies: no bench to read, no route to choose, nothing to report
+        if proxied or "proxy" in req.meta:  # meta naming a proxy this process lacks fails
+            via = deps.fetcher.route(req.url, req.meta)  # robots.txt: the pool's choice
         if deps.robots is not None:
             robots = await deps.robots.check(req.url)
             if not robots.allowed:
@@ -149,13 +153,17 @@ async def _process(lease: Lease, deps: Deps) -> Outcome:
                 truncate_body_bytes=MAX_BYTES + 1 if sitemap else None,
                 proxy=via,
             )
-            await proxy_succeeded(via, deps)
+            if via is not None:
+                await proxy_succeeded(via, deps)
             return fetched
 
-        got = await download(lease, send, deps)  # through the downloader middlewares
-        if isinstance(got, Outcome):
-            return got
-        result = got
+        if deps.middlewares.downloader:
+            got = await download(lease, send, deps)  # through the downloader middlewares
+            if isinstance(got, Outcome):
+                return got
+            result = got
+        else:
+            result = await send(req)
     except ProxyFailed as exc:
         return await proxy_failed(lease, exc, deps)
     except ProxiesBenched as exc:

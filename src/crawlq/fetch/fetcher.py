@@ -37,12 +37,12 @@ from crawlq.fetch.body import read_body
 from crawlq.fetch.failures import classify
 from crawlq.fetch.jar import CookieJar, redirect_cookies
 from crawlq.fetch.proxied import (
-    SOCKS_ERRORS,
     guard_target,
     proxy_failure,
     proxy_kwargs,
     proxy_status_failure,
     socks_connector,
+    socks_errors,
 )
 from crawlq.fetch.redirects import (
     REDIRECT_STATUSES,
@@ -73,8 +73,8 @@ _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
     aiohttp.ClientError,
     OSError,
-    *SOCKS_ERRORS,
 )
+"""What a fetch's network failure raises; a fetcher with a SOCKS5 session adds `socks_errors`."""
 _DNS_CACHE_TTL_S = 60
 _DEFAULT_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
@@ -160,6 +160,7 @@ class Fetcher:
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
         self.proxies = proxies or ProxyPool()
+        self._network_errors = _NETWORK_ERRORS
         self._jar: aiohttp.abc.AbstractCookieJar | None = None
         self._proxy_sessions: dict[str, aiohttp.ClientSession] = {}
         self._target_resolver: GuardedResolver | None = None
@@ -362,6 +363,7 @@ class Fetcher:
         if session is None:
             if proxy.scheme == "socks5":
                 connector = socks_connector(proxy, self._max_connections)
+                self._network_errors = (*_NETWORK_ERRORS, *socks_errors())
             else:  # its resolver resolves only proxy hosts: this process's own configuration
                 connector = aiohttp.TCPConnector(
                     limit=self._max_connections, use_dns_cache=True, ttl_dns_cache=_DNS_CACHE_TTL_S
@@ -406,23 +408,29 @@ class Fetcher:
             total=total_s, connect=self._connect_timeout_s, sock_read=self._timeout_s
         )
 
-    async def _check_target(self, url: str, current: str, via: Proxy | None) -> None:
-        """The private-address guard on the hop's target, before anything is sent.
+    async def _check_proxied_target(self, url: str, current: str) -> None:
+        """The private-address guard on a proxied hop's target, before anything is sent.
 
-        An IP literal is judged here (names: by `GuardedResolver` on connect); through a
-        proxy, which does the connecting, a name is resolved here first (`guard_target`).
+        A direct hop's IP literal is judged in `_exchange` and its name by `GuardedResolver`
+        on connect; through a proxy, which does the connecting, the name is resolved here
+        first (`guard_target`).
         """
         parts = urlsplit(current)
         host = parts.hostname or ""
-        refused = self.address_guard.check_literal(host)
-        if refused is not None:
-            raise PrivateAddressError(url, host, refused)
-        if via is not None:
-            try:
-                port = parts.port or (443 if parts.scheme == "https" else 80)
-                await guard_target(self.address_guard, self._guarded_resolver, url, host, port)
-            except AddressRefused as exc:
-                raise PrivateAddressError(url, exc.host, exc.range_name) from None
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            await guard_target(self.address_guard, self._guarded_resolver, url, host, port)
+        except AddressRefused as exc:
+            raise PrivateAddressError(url, exc.host, exc.range_name) from None
+
+    def _hop_headers(self, given: Mapping[str, str], current: str) -> dict[str, str]:
+        """The headers of a hop to ``current``: its host's ``Authorization``, no proxy's."""
+        headers = {k: v for k, v in given.items() if k.lower() != "proxy-authorization"}
+        credential = self._credentials.for_url(current)  # this hop's host decides
+        if credential is not None:
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["Authorization"] = credential
+        return headers
 
     async def _exchange(
         self, session: aiohttp.ClientSession, attempt: Attempt, via: Proxy | None
@@ -434,12 +442,13 @@ class Fetcher:
             raise TransientFetchError(url, "timeout", f"{self._timeout_s} s spent in redirects")
         # A first hop has the whole timeout (made once); after redirects, what is left of it.
         timeout = self._client_timeout(remaining_s) if attempt.redirects else self._timeout
-        await self._check_target(url, current, via)
-        headers = {k: v for k, v in attempt.headers.items() if k.lower() != "proxy-authorization"}
-        credential = self._credentials.for_url(current)  # this hop's host decides
-        if credential is not None:
-            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-            headers["Authorization"] = credential
+        host = urlsplit(current).hostname or ""
+        refused = self.address_guard.check_literal(host)  # names: GuardedResolver on connect
+        if refused is not None:
+            raise PrivateAddressError(url, host, refused)
+        if via is not None:
+            await self._check_proxied_target(url, current)
+        headers = self._hop_headers(attempt.headers, current)
         via_kwargs = proxy_kwargs(via, headers, current)
         try:
             async with session.request(
@@ -484,7 +493,7 @@ class Fetcher:
                 return Hop(status, resp_headers, data, None, exchange, target, carried)
         except AddressRefused as exc:
             raise PrivateAddressError(url, exc.host, exc.range_name) from None
-        except _NETWORK_ERRORS as exc:
+        except self._network_errors as exc:
             blamed = None if via is None else proxy_failure(url, via, exc)
             raise blamed or classify(url, current if attempt.redirects else None, exc) from exc
 

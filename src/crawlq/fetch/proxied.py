@@ -30,12 +30,12 @@ from crawlq.fetch.resolver import GuardedResolver
 from crawlq.proxies import PROXY_SIDE_ERRORS, SOCKS_TARGET_REPLIES, Proxy, proxy_status_error
 
 __all__ = [
-    "SOCKS_ERRORS",
     "guard_target",
     "proxy_failure",
     "proxy_kwargs",
     "proxy_status_failure",
     "socks_connector",
+    "socks_errors",
 ]
 
 
@@ -139,22 +139,31 @@ def proxy_failure(url: str, proxy: Proxy, exc: BaseException) -> FetchError | No
     return None
 
 
-def _socks_errors() -> tuple[type[BaseException], ...]:
-    """aiohttp-socks' exceptions (plain `Exception` subclasses), or () without the extra."""
-    try:
-        from aiohttp_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
-    except ImportError:  # pragma: no cover - depends on the install
-        return ()
-    return (ProxyConnectionError, ProxyError, ProxyTimeoutError)
+def socks_errors() -> tuple[type[BaseException], ...]:
+    """What a SOCKS5 proxy's refusal raises (aiohttp-socks' exceptions), or () without it.
+
+    Imported on the first call (aiohttp-socks and python-socks are ~10 ms of imports), which
+    `Fetcher` makes when it opens its first SOCKS5 session: a process without SOCKS5 proxies
+    never loads them, and no other request can raise them.
+    """
+    global _socks_errors_loaded
+    if _socks_errors_loaded is None:
+        try:
+            from aiohttp_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
+        except ImportError:  # pragma: no cover - depends on the install
+            _socks_errors_loaded = ()
+        else:
+            _socks_errors_loaded = (ProxyConnectionError, ProxyError, ProxyTimeoutError)
+    return _socks_errors_loaded
 
 
-SOCKS_ERRORS = _socks_errors()
-"""What a SOCKS5 proxy's refusal raises (aiohttp-socks): `Fetcher` catches them too."""
+_socks_errors_loaded: tuple[type[BaseException], ...] | None = None
 
 
 def _socks_failure(url: str, proxy: Proxy, exc: BaseException) -> FetchError | None:
     """The failure an aiohttp-socks exception shows (its ``error_code``: the SOCKS5 reply)."""
-    if not SOCKS_ERRORS or not isinstance(exc, SOCKS_ERRORS):
+    errors = socks_errors()
+    if not errors or not isinstance(exc, errors):
         return None
     code = getattr(exc, "error_code", None)
     if code is None and type(exc).__name__ != "ProxyError":  # no connection, or a timeout

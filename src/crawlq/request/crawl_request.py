@@ -159,7 +159,13 @@ class CrawlRequest:
             object.__setattr__(self, "cookies", check_cookies(self.cookies))
         if type(self.revisit) is not bool:
             raise ValueError(f"revisit must be true or false, got {self.revisit!r:.40}")
-        self._check_extras()
+        if (  # the usual request: none of the extras, nothing to check or set
+            self.headers is not NO_HEADERS
+            or self.errback is not None
+            or self.dont_filter is not False
+            or self.visit != ""
+        ):
+            self._check_extras()
         keys = url_keys(self.url)
         method = self.method
         if method == "GET" and not self.body:
