@@ -176,7 +176,8 @@ def test_items_table_needs_postgresql_and_a_declared_type(
         "--items-table", "t", check=False,
     )  # fmt: skip
     assert sqlite.returncode == 2
-    assert "items_table: --items-table t needs a PostgreSQL store" in sqlite.stderr
+    assert "--items-table t needs a PostgreSQL store" in sqlite.stderr
+    assert "Traceback" not in sqlite.stderr
     untyped = run_crawlq(
         "crawl", f"{site}/a.html", "--store", store, "--frontier", str(tmp_path / "f.db"),
         *FAST, "--items-table", "t", check=False,

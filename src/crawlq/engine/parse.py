@@ -142,6 +142,7 @@ async def parse_response(
             else:
                 page.take(found_items, found_requests, req, spider, scope, settings)
         await _flow_items(page, req, spider, settings, items, pages)
+        page.response = None  # the tree and body go now, not when the page is stored
     if spider_error_type(page.error) is not None:
         # one traceback: the callback's own exception, not again as the cause of the
         # SpiderError that wraps it
