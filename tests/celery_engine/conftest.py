@@ -181,6 +181,48 @@ def workers(
         worker.stop()
 
 
+@dataclass
+class CeleryJob:
+    """One test's Celery job: its broker, frontier, job name, queue and store, with the
+    ``workers`` fixture to start workers on it (from `celery_job`)."""
+
+    broker: str
+    frontier: str
+    job: str
+    queue: str
+    store: Path
+    start_worker: Callable[..., CeleryWorker]
+
+    def worker(self, *args: str, **env: str) -> CeleryWorker:
+        """A Celery worker on this job's broker, frontier and queue (`workers`)."""
+        return self.start_worker(self.broker, self.frontier, self.queue, *args, **env)
+
+    def crawl(
+        self, seed: str | list[str], *args: str, job: str | None = None, timeout: float = 110
+    ) -> subprocess.CompletedProcess[str]:
+        """``crawlq crawl --engine celery`` into this job's store (`crawl_celery`); ``job``:
+        another job name on the same broker, frontier, queue and store."""
+        return crawl_celery(
+            seed, self.broker, self.frontier, job or self.job, self.queue, self.store, *args,
+            timeout=timeout,
+        )  # fmt: skip
+
+
+@pytest.fixture
+def celery_job(
+    celery_redis_url: str,
+    redis_url: str,
+    job: str,
+    queue: str,
+    tmp_path: Path,
+    workers: Callable[..., CeleryWorker],
+    broker_cleanup: Callable[[str, str], None],
+) -> CeleryJob:
+    """A `CeleryJob` on the Redis broker; its queue is deleted at the end of the test."""
+    broker_cleanup(celery_redis_url, queue)
+    return CeleryJob(celery_redis_url, redis_url, job, queue, tmp_path / "store.db", workers)
+
+
 def crawl_celery(
     seed: str | list[str],
     broker: str,

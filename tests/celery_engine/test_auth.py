@@ -3,34 +3,26 @@ worker the names of the credentials' variables (``CRAWLQ_HOSTS``), never their v
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.celery_engine.conftest import crawl_celery
+from tests.celery_engine.conftest import CeleryJob
 from tests.e2e.test_auth import BASIC, BASIC_TABLE, PASSWORD, Sites, _config, _pages
 
 pytestmark = pytest.mark.e2e
 
 
 def test_a_celery_crawl_sends_the_credentials_to_their_host_only(
-    tmp_path: Path,
-    celery_redis_url: str,
-    redis_url: str,
-    job: str,
-    queue: str,
-    broker_cleanup: Callable[[str, str], None],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, celery_job: CeleryJob, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    broker_cleanup(celery_redis_url, queue)
     monkeypatch.setenv("SITE_PW", PASSWORD)
-    store = tmp_path / "store.db"
+    store = celery_job.store
     config = _config(tmp_path, BASIC_TABLE)
     with Sites(BASIC) as sites:
         seeds = [f"{sites.base}/private", f"{sites.other}/"]
-        proc = crawl_celery(
-            seeds, celery_redis_url, redis_url, job, queue, store,
+        proc = celery_job.crawl(
+            seeds,
             "--config", str(config), "--processes", "1", "--delay", "0",
         )  # fmt: skip
         assert _pages(store)[f"{sites.base}/private/2"] == 200

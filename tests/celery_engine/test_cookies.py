@@ -3,8 +3,7 @@ one worker process that serves two jobs keeps a jar per job."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -13,11 +12,9 @@ from crawlq.frontier.redis import Keyspace
 from crawlq.testing.log import RequestLog
 from crawlq.testing.server import make_fault_app
 from crawlq.testing.thread import ServerThread
-from tests.celery_engine.conftest import CeleryWorker, crawl_celery, job_counts, stored_pages
+from tests.celery_engine.conftest import CeleryJob, job_counts, stored_pages
 
 pytestmark = pytest.mark.e2e
-
-StartWorker = Callable[..., CeleryWorker]
 
 
 @pytest.fixture
@@ -31,38 +28,23 @@ def job2(redis_url: str, job: str) -> Iterator[str]:
     client.close()
 
 
-def test_a_cookie_wall_and_two_jobs_on_one_worker_process(
-    celery_redis_url: str,
-    redis_url: str,
-    job: str,
-    job2: str,
-    queue: str,
-    tmp_path: Path,
-    workers: StartWorker,
-    broker_cleanup: Callable[[str, str], None],
-) -> None:
-    broker_cleanup(celery_redis_url, queue)
+def test_a_cookie_wall_and_two_jobs_on_one_worker_process(celery_job: CeleryJob, job2: str) -> None:
     log = RequestLog()
-    store = tmp_path / "store.db"
     with ServerThread(make_fault_app(log=log)) as server:
-        worker = workers(celery_redis_url, redis_url, queue, "--concurrency", "1")
+        worker = celery_job.worker("--concurrency", "1")
         wall = server.base_url + "/cookie-wall/c"
-        proc = crawl_celery(
-            wall, celery_redis_url, redis_url, job, queue, store, "--delay", "0"
-        )  # fmt: skip
+        proc = celery_job.crawl(wall, "--delay", "0")
         assert "crawl finished" in proc.stdout, worker.log_tail()
         other = server.base_url + "/status/200"
-        proc = crawl_celery(
-            other, celery_redis_url, redis_url, job2, queue, store, "--delay", "0"
-        )  # fmt: skip
+        proc = celery_job.crawl(other, "--delay", "0", job=job2)
         assert "crawl finished" in proc.stdout, worker.log_tail()
     first, second = log.requests(path="/robots.txt")
     walls = log.requests(path="/cookie-wall/c")
     assert len([r for r in log.requests() if r.start_s < second.start_s]) <= 3
     assert [r.cookie for r in walls] == [None, "wall_c=passed"]
-    pages = {p["url"]: p for p in stored_pages(store)}
+    pages = {p["url"]: p for p in stored_pages(celery_job.store)}
     assert (pages[wall]["status"], pages[wall]["title"]) == (200, "Behind wall c")
-    counts = job_counts(redis_url, job)
+    counts = job_counts(celery_job.frontier, celery_job.job)
     assert (counts["pending"], counts["done"]) == (0, 2)  # the 302 and its revisit
     # the same worker process ran job 2: its jar holds none of job 1's cookies
     assert (first.cookie, second.cookie) == (None, None)

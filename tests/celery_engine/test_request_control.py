@@ -4,7 +4,6 @@ followed link carries its Referer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,11 +11,9 @@ import pytest
 from crawlq.testing.log import RequestLog
 from crawlq.testing.server import make_fault_app
 from crawlq.testing.thread import ServerThread
-from tests.celery_engine.conftest import CeleryWorker, crawl_celery, job_counts, stored_pages
+from tests.celery_engine.conftest import CeleryJob, job_counts, stored_pages
 
 pytestmark = pytest.mark.e2e
-
-StartWorker = Callable[..., CeleryWorker]
 
 SPIDER = """
 from crawlq.spider import Spider
@@ -38,35 +35,22 @@ class Control(Spider):
 
 
 def test_headers_and_dont_filter_through_task_messages(
-    celery_redis_url: str,
-    redis_url: str,
-    job: str,
-    queue: str,
-    tmp_path: Path,
-    workers: StartWorker,
-    broker_cleanup: Callable[[str, str], None],
+    celery_job: CeleryJob, tmp_path: Path
 ) -> None:
-    broker_cleanup(celery_redis_url, queue)
     spider = tmp_path / "control_spider.py"
     spider.write_text(SPIDER)
     spec = f"{spider}:Control"
     log = RequestLog()
-    store = tmp_path / "store.db"
     with ServerThread(make_fault_app(log=log)) as server:
-        worker = workers(
-            celery_redis_url, redis_url, queue, "--concurrency", "1", CRAWLQ_SPIDER=spec
-        )
+        worker = celery_job.worker("--concurrency", "1", CRAWLQ_SPIDER=spec)
         seed = server.base_url + "/page/1"
-        proc = crawl_celery(
-            seed, celery_redis_url, redis_url, job, queue, store,
-            "--delay", "0", "--spider", spec, "--header", "X-Job: celery",
-        )  # fmt: skip
+        proc = celery_job.crawl(seed, "--delay", "0", "--spider", spec, "--header", "X-Job: celery")
         assert "crawl finished" in proc.stdout, worker.log_tail()
     assert log.count("/page/1") == 2  # the seed, and its dont_filter copy once
     assert log.headers("X-Req", "/status/201") == ["one"]
     assert log.headers("X-Job") == ["celery"] * log.count()
     assert log.headers("Referer", "/status/201") == [seed]
     assert log.headers("Referer", "/page/1") == [None, seed]
-    pages = {p["url"]: p for p in stored_pages(store)}
+    pages = {p["url"]: p for p in stored_pages(celery_job.store)}
     assert set(pages) == {seed, seed.replace("/page/1", "/status/201")}
-    assert job_counts(redis_url, job)["pending"] == 0
+    assert job_counts(celery_job.frontier, celery_job.job)["pending"] == 0
