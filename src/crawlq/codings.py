@@ -15,13 +15,23 @@ Supported codings:
   of 31). Bytes after the end of the stream are ignored.
 * ``br`` (RFC 7932), with the ``brotli`` package (1.2 or later: its output limit keeps each
   step bounded). Bytes after the end of the stream make it corrupt (brotli refuses them).
-* ``identity``: no coding (meant for ``Accept-Encoding`` only, but some servers send it).
+* ``identity``: no coding (§12.5.3 names it for ``Accept-Encoding``, but servers send it).
 
-Anything else (``compress``, ``zstd``, a typo) raises `UnsupportedCoding` before a byte of
-the body is read: a body must never be taken for decoded when it is not. ``zstd`` is not
-supported: Python 3.11 has no zstd module and crawlq does not depend on one (it is not in
-`ACCEPT_ENCODING`, so servers should not send it). A stream that ends before its end marker
-is accepted as far as it goes, as browsers do.
+Labels that say "no coding" (`is_identity_label`) are dropped from the list, as browsers and
+curl drop them, so the body is taken as it was received: ``identity``; ``none`` (curl's alias
+of ``identity``); ``7bit``, ``8bit`` and ``binary`` (MIME's identity transfer encodings, RFC
+2045 §6.2); and charset names such as ``utf-8`` or ``iso-8859-1`` that misconfigured servers
+put in ``Content-Encoding`` instead of ``Content-Type``. Empty list items (``gzip,,``, an
+empty header) are no coding either (§5.6.1). Browsers pass any unknown coding through
+(Chromium's ``URLRequestHttpJob::SetUpSourceStream`` returns the raw stream for an unknown
+type); crawlq only passes through the labels above, and `crawlq.decode.sniff` still finds a
+compressed body that came with one of them (its signature or its share of binary bytes).
+
+Anything else (``compress``, ``zstd``, ``x-foo``, a typo) raises `UnsupportedCoding`, naming
+the label, before a byte of the body is read: a body must never be taken for decoded when it
+is not. ``zstd`` is not supported: Python 3.11 has no zstd module and crawlq does not depend
+on one (it is not in `ACCEPT_ENCODING`, so servers should not send it). A stream that ends
+before its end marker is accepted as far as it goes, as browsers do.
 
 Memory stays bounded whatever the ratio: each stage emits at most about `PIECE_BYTES` per
 step (zlib's ``max_length``, brotli's ``output_buffer_limit``) and keeps the rest of its
@@ -33,7 +43,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Protocol
+from encodings import aliases, normalize_encoding
+from typing import NamedTuple, Protocol
 
 import brotli  # type: ignore[import-untyped]  # brotli ships no type information
 
@@ -44,9 +55,12 @@ __all__ = [
     "SUPPORTED_CODINGS",
     "BodyDecoder",
     "CodingError",
+    "Codings",
     "CorruptCoding",
     "UnsupportedCoding",
+    "is_identity_label",
     "parse_codings",
+    "split_codings",
 ]
 
 SUPPORTED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "identity"})
@@ -56,14 +70,23 @@ ACCEPT_ENCODING = "gzip, deflate, br"
 """The ``Accept-Encoding`` request header: the codings crawlq asks for (§12.5.3)."""
 
 MAX_CODINGS = 4
-"""Most codings decoded in one body (``identity`` not counted); more is `UnsupportedCoding`.
-Each stage holds a decompressor (zlib's 32 KiB window, brotli's up to 16 MiB), so a header
-listing hundreds of them must not build hundreds."""
+"""Most codings decoded in one body (labels that mean no coding not counted); more is
+`UnsupportedCoding`. Each stage holds a decompressor (zlib's 32 KiB window, brotli's up to
+16 MiB), so a header listing hundreds of them must not build hundreds."""
 
 PIECE_BYTES = 64 * 1024
 """Largest output asked of a stage in one step, in bytes (brotli may exceed it a little)."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+_IDENTITY_LABELS = frozenset({"identity", "none", "7bit", "8bit", "binary"})
+"""Labels that mean no coding (module docstring): RFC 9110 §12.5.3, curl, RFC 2045 §6.2."""
+_BYTES_CODECS = frozenset(
+    {"base64_codec", "bz2_codec", "hex_codec", "quopri_codec", "rot_13", "uu_codec", "zlib_codec"}
+)
+"""Python codecs that transform bytes (or text) rather than name a charset: never identity."""
+_CHARSET_CODECS = frozenset(aliases.aliases.values()) - _BYTES_CODECS
+"""Python's charset codecs (``utf_8``, ``cp1252``...), by module name."""
 
 
 class CodingError(Exception):
@@ -86,23 +109,73 @@ class CorruptCoding(CodingError):
     """The body is not valid data of its coding (bad gzip, bad brotli…)."""
 
 
-def parse_codings(values: Iterable[str]) -> list[str]:
-    """The codings of ``Content-Encoding`` header values, in the order they were applied.
+def is_identity_label(name: str) -> bool:
+    """Whether a ``Content-Encoding`` label means no coding (rules in the module docstring).
+
+    Charset names are matched against Python's table of codec aliases (``utf8``,
+    ``iso-8859-1``, ``windows-1252``, ``us-ascii``...) without `codecs.lookup`, which keeps
+    every unknown name it is asked about for the life of the process: labels come from any
+    server.
+
+    Args:
+        name: One coding label, lower-cased and stripped (as `split_codings` gives it).
+
+    Returns:
+        True for ``identity``, ``none``, ``7bit``, ``8bit``, ``binary`` and charset names;
+        False for real codings (``gzip``) and for anything unknown (``x-foo``, ``zstd``).
+    """
+    if name in _IDENTITY_LABELS:
+        return True
+    if len(name) > 40:  # longer than any charset name
+        return False
+    key = normalize_encoding(name)
+    return aliases.aliases.get(key, key) in _CHARSET_CODECS
+
+
+class Codings(NamedTuple):
+    """The ``Content-Encoding`` of a response, read by `split_codings`.
+
+    Attributes:
+        applied: The codings to undo, in the order they were applied.
+        ignored: The labels taken as no coding (`is_identity_label`), lower-cased.
+    """
+
+    applied: list[str]
+    ignored: list[str]
+
+
+def split_codings(values: Iterable[str]) -> Codings:
+    """Read ``Content-Encoding`` header values: the codings applied, and the labels ignored.
 
     Args:
         values: Each ``Content-Encoding`` field value received (repeated lines are one list,
             RFC 9110 §5.3).
 
     Returns:
-        The coding names, lower-cased and stripped, ``identity`` and empty items dropped.
+        The coding names, lower-cased and stripped, in the order they were applied; labels
+        that mean no coding (`is_identity_label`) apart, and empty items dropped (§5.6.1).
     """
-    codings: list[str] = []
+    applied: list[str] = []
+    ignored: list[str] = []
     for value in values:
         for item in value.split(","):
             coding = item.strip().lower()
-            if coding and coding != "identity":
-                codings.append(coding)
-    return codings
+            if not coding:
+                continue
+            (ignored if is_identity_label(coding) else applied).append(coding)
+    return Codings(applied, ignored)
+
+
+def parse_codings(values: Iterable[str]) -> list[str]:
+    """The codings of ``Content-Encoding`` header values to undo, in the order applied.
+
+    Args:
+        values: As `split_codings`.
+
+    Returns:
+        `split_codings`'s ``applied``: labels that mean no coding and empty items dropped.
+    """
+    return split_codings(values).applied
 
 
 class BodyDecoder:
@@ -121,7 +194,7 @@ class BodyDecoder:
     """
 
     def __init__(self, codings: Iterable[str]) -> None:
-        names = [c for c in codings if c != "identity"]
+        names = [c for c in codings if not is_identity_label(c)]
         if len(names) > MAX_CODINGS:
             listed = ", ".join(names)
             raise UnsupportedCoding(

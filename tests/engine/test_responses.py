@@ -52,7 +52,7 @@ BINARY = {
     "/pdf": (b"%PDF-1.4\n", "application/pdf signature"),
     "/png": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "image/png signature"),
     "/zip": (b"PK\x03\x04\x14\x00\x00\x00", "application/zip signature"),
-    "/nul": (b"<html>\x00\x00\x00", "NUL byte in the first 1024 bytes"),
+    "/controls": (bytes(range(32)) * 2, "54 binary data bytes in the first 132 bytes"),
 }
 """Paths serving binary bytes labelled text/html (then markup a parser would find), and the
 reason the page record should give."""

@@ -18,7 +18,9 @@ from crawlq.codings import (
     BodyDecoder,
     CorruptCoding,
     UnsupportedCoding,
+    is_identity_label,
     parse_codings,
+    split_codings,
 )
 
 PAGE = b"<!DOCTYPE html><title>layers</title>" + b"word " * 40_000 + bytes(range(256)) * 100
@@ -141,6 +143,48 @@ def test_more_than_max_codings_are_refused() -> None:
 def test_parse_codings_joins_header_lines_and_drops_identity() -> None:
     assert parse_codings(["Deflate", " GZIP , identity,,"]) == ["deflate", "gzip"]
     assert parse_codings([]) == []
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["identity", "none", "7bit", "8bit", "binary", "utf-8", "utf8", "iso-8859-1", "latin1",
+     "windows-1252", "us-ascii", "ascii", "shift_jis", "cp1251", "koi8-r", "utf-16"],
+)  # fmt: skip
+def test_labels_that_mean_no_coding(label: str) -> None:
+    assert is_identity_label(label)
+    assert decode([label], PAGE, 4096) == PAGE  # the body as received
+    assert BodyDecoder(["gzip", label]).codings == ("gzip",)
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["gzip", "x-gzip", "deflate", "br", "compress", "x-compress", "zstd", "x-foo", "x-unknown",
+     "base64", "zlib", "bz2", "hex", "quopri", "uu", "rot13", "*", "utf-8" * 20],
+)  # fmt: skip
+def test_codings_and_unknown_labels_are_not_identity(label: str) -> None:
+    # base64, zlib, bz2...: Python codecs that transform bytes, not charset names
+    assert not is_identity_label(label)
+
+
+def test_unknown_labels_leave_no_trace_in_the_codec_registry() -> None:
+    import encodings
+
+    before = len(encodings._cache)
+    for n in range(1000):
+        assert not is_identity_label(f"x-label-{n}")
+    assert len(encodings._cache) == before
+
+
+def test_split_codings_sets_labels_that_mean_no_coding_apart() -> None:
+    assert split_codings(["None"]) == ([], ["none"])
+    assert split_codings([""]) == ([], [])
+    assert split_codings(["UTF-8, gzip", "identity", " "]) == (["gzip"], ["utf-8", "identity"])
+    assert split_codings(["x-unknown, none"]) == (["x-unknown"], ["none"])
+    assert parse_codings(["none, br"]) == ["br"]
+
+
+def test_labels_that_mean_no_coding_do_not_count_against_max_codings() -> None:
+    assert len(BodyDecoder(["none", "utf-8", *["gzip"] * MAX_CODINGS, "8bit"]).codings) == 4
 
 
 def test_every_coding_asked_for_is_supported() -> None:

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import codecs
+import random
+import zlib
 
+import brotli  # type: ignore[import-untyped]
 import pytest
 
-from crawlq.decode import decode_body, sniff
+from crawlq.decode import (
+    BINARY_SHARE,
+    MIN_BINARY_BYTES,
+    binary_data_bytes,
+    decode_body,
+    sniff,
+)
+from crawlq.links import extract_title, parse_html
 from crawlq.request import FetchResult
 
 PAGE = b'<title>t</title><a href="/next">next</a>'
@@ -80,6 +90,9 @@ def test_a_label_is_not_second_guessed_into_html() -> None:
         (b"RIFF\x10\x20\x30\x40WEBPVP8 " + PAGE, "image/webp"),
         (b"\x1f\x8b\x08\x00" + PAGE, "application/x-gzip"),
         (b"wOF2" + PAGE, "font/woff2"),
+        (b"\x00\x00\x01\x00\x01\x00\x10\x10" + PAGE, "image/x-icon"),
+        (b"\x00\x01\x00\x00\x00\x0e\x00\x80" + PAGE, "font/ttf"),
+        (b"\x00\x00\x00\x18ftypmp42" + PAGE, "video/mp4"),
     ],
 )
 @pytest.mark.parametrize("label", ["text/html", "text/html;charset=utf-8", "application/xhtml+xml"])
@@ -88,13 +101,72 @@ def test_binary_signatures_labelled_html_are_not_html(body: bytes, kind: str, la
     assert decode_body(label, body) == (None, "")
 
 
-def test_a_nul_byte_in_the_first_kib_is_binary_after_it_is_not() -> None:
-    assert sniff("text/html", PAGE + b"\x00" + PAGE) == (
+@pytest.mark.parametrize(
+    "body",
+    [
+        PAGE + b"\x00" + PAGE,  # a stray NUL
+        b"\x00" + PAGE,
+        b"<p>\x00</p>",  # one NUL in a tiny page is most of it
+        b"<html>\x00\x00\x00" + PAGE,
+        b"<!DOCTYPE html>" + PAGE + b"a\x01b\x0bc\x1fd" * 5 + b" " * 800,  # 15 of ~1000: 1.5 %
+        b"<!DOCTYPE html>" + b" " * 1500 + b"\x00" * 500 + PAGE,  # past the first 1445 bytes
+    ],
+)
+def test_stray_binary_bytes_in_html_keep_it_html(body: bytes) -> None:
+    assert sniff("text/html", body) == (True, None)
+    _, text = decode_body("text/html", body)
+    assert text
+
+
+def test_a_nul_in_html_keeps_its_title_and_links_through_the_parser() -> None:
+    body = b"<!DOCTYPE html><title>T\x00itle</title>\x00<p>a\x00b</p><a href=/next>n</a>"
+    _, text = decode_body("text/html; charset=utf-8", body)
+    tree = parse_html(text)
+    assert extract_title(tree) == "T\ufffditle"  # RCDATA: NUL -> U+FFFD (HTML Standard)
+    assert [a.attributes["href"] for a in tree.css("a")] == ["/next"]
+    assert tree.body is not None and "ab" in tree.body.text()  # NUL in text: dropped
+
+
+def test_binary_data_bytes_are_whatwg_mime_sniffing_s_set() -> None:
+    everything = bytes(range(256))
+    assert binary_data_bytes(everything) == 27  # 0x00-0x08, 0x0B, 0x0E-0x1A, 0x1C-0x1F
+    assert binary_data_bytes(b"\t\n\x0c\r\x1b <html>\xff") == 0
+    assert binary_data_bytes(b"\x00\x08\x0b\x0e\x1a\x1c\x1f") == 7
+
+
+def test_a_high_share_of_binary_data_bytes_is_binary() -> None:
+    sample = 1445
+    at_share = int(BINARY_SHARE * sample) + 1
+    body = b"\x00" * at_share + b"a" * (sample - at_share) + PAGE
+    assert sniff("text/html", body) == (
         False,
-        "NUL byte in the first 1024 bytes",
+        f"{at_share} binary data bytes in the first {sample} bytes",
     )
-    late = b"<!DOCTYPE html>" + b" " * 1100 + b"\x00" + PAGE
-    assert sniff("text/html", late) == (True, None)
+    below = at_share - 2
+    body = b"\x00" * below + b"a" * (sample - below) + PAGE
+    assert sniff("text/html", body) == (True, None)
+    short = b"\x01" * MIN_BINARY_BYTES + b"<p>"
+    assert (
+        sniff("text/html", short).binary
+        == f"{MIN_BINARY_BYTES} binary data bytes in the first 11 bytes"
+    )
+    assert sniff("text/html", short[1:]) == (True, None)
+
+
+def test_compressed_bytes_labelled_html_without_their_coding_are_binary() -> None:
+    page = b"<!DOCTYPE html><title>t</title>" + b"".join(
+        b'<p>Paragraph %d, <a href="/p/%d">link %d</a></p>\n' % (n, n, n) for n in range(400)
+    )
+    raw_deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    for body in (
+        zlib.compress(page),
+        raw_deflate.compress(page) + raw_deflate.flush(),
+        brotli.compress(page),
+        random.Random(7).randbytes(5000),
+    ):
+        verdict = sniff("text/html", body)
+        assert not verdict.html and verdict.binary is not None
+        assert " binary data bytes in the first " in verdict.binary
 
 
 @pytest.mark.parametrize(

@@ -257,8 +257,9 @@ async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     """Parse the page and run the spider on the page thread (`crawlq.engine.pagework`).
 
     A body labelled HTML whose bytes are binary (`crawlq.decode.sniff`: a PDF, PNG or ZIP
-    signature, a NUL byte) is not parsed: no title, no links; it is stored with the error
-    ``binary_body: <why>``, and its callback sees it as any binary response (empty text).
+    signature, a high share of binary data bytes; a stray NUL is not) is not parsed: no
+    title, no links; it is stored with the error ``binary_body: <why>``, and its callback
+    sees it as any binary response (empty text).
     """
     req = lease.request
     page = await parse_response(

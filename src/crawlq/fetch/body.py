@@ -3,20 +3,25 @@
 The cap (``max_body_bytes``) applies to the decoded body and to the bytes received too, so a
 compression bomb or a stream of empty gzip members stops at the cap: `BodyTooLarge`, or a
 cut body when the caller asks to truncate (robots.txt, RFC 9309 §2.5). Codings (RFC 9110
-§8.4) are undone by `crawlq.codings`; an unknown one is ``unsupported_content_coding`` and a
-body that is not valid data of its coding a ``protocol_error`` (`PermanentFetchError`).
+§8.4) are undone by `crawlq.codings`; a label that means no coding (``identity``, ``none``,
+a charset name: `crawlq.codings.is_identity_label`) is dropped with a debug line, an unknown
+one is ``unsupported_content_coding`` and a body that is not valid data of its coding a
+``protocol_error`` (`PermanentFetchError`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import aiohttp
 
-from crawlq.codings import BodyDecoder, CodingError, UnsupportedCoding, parse_codings
+from crawlq.codings import BodyDecoder, CodingError, UnsupportedCoding, split_codings
 from crawlq.errors import BodyTooLarge, PermanentFetchError
 
 __all__ = ["read_body"]
+
+logger = logging.getLogger(__name__)
 
 _CHUNK_BYTES = 64 * 1024
 
@@ -37,8 +42,11 @@ async def read_body(
     codings = resp.headers.getall("Content-Encoding", ())
     if not codings and declared is not None and declared <= limit:
         return await resp.read()  # the body is the declared length: within the cap
+    applied, ignored = split_codings(codings)
+    if ignored:
+        logger.debug("%s: Content-Encoding %s taken as no coding", url, ", ".join(ignored))
     try:
-        decoder = BodyDecoder(parse_codings(codings))
+        decoder = BodyDecoder(applied)
     except UnsupportedCoding as exc:
         raise PermanentFetchError(url, "unsupported_content_coding", str(exc)) from None
     body = _CappedBody(url, limit, truncate=truncate_bytes is not None)
