@@ -45,8 +45,12 @@ def redis_answers(url: str) -> bool:
 class RedisServer:
     """A private redis-server on a spare loopback port, in its own temp dir (stopped by PID)."""
 
-    def __init__(self, *, appendonly: bool = True, port: int | None = None) -> None:
+    def __init__(
+        self, *, appendonly: bool = True, port: int | None = None, args: tuple[str, ...] = ()
+    ) -> None:
         self.port = port or free_port()
+        self.args = args
+        """More ``redis-server`` options (``--maxmemory 20mb`` …)."""
         self.dir = Path(tempfile.mkdtemp(prefix="crawlq-redis-"))
         self.appendonly = appendonly
         self.proc: subprocess.Popen[bytes] | None = None
@@ -60,6 +64,7 @@ class RedisServer:
             "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
             "--dir", str(self.dir), "--save", "",
             "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", "always",
+            *self.args,
         ]  # fmt: skip
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "ManualClock", "SystemClock"]
+__all__ = ["Clock", "Every", "ManualClock", "SystemClock"]
 
 
 class Clock(Protocol):
@@ -61,3 +61,32 @@ class ManualClock:
         """Move both clocks forward by ``seconds`` (float seconds, >= 0)."""
         self._now_ms += round(seconds * 1000)
         self._mono_s += seconds
+
+
+class Every:
+    """Says when a lasting state is worth another log line: at once, then once per period.
+
+    A worker on a Redis at its ``maxmemory`` logs that state once a minute instead of once per
+    refused write (`crawlq.engine.outage.FullFrontier`).
+
+    Args:
+        period_s: Seconds between two ``True`` answers of `due` (> 0).
+        clock: Where the monotonic time comes from (default `SystemClock`).
+    """
+
+    def __init__(self, period_s: float, clock: Clock | None = None) -> None:
+        self.period_s = period_s
+        self.clock: Clock = clock or SystemClock()
+        self._last_s: float | None = None
+
+    def due(self) -> bool:
+        """True the first time and when ``period_s`` passed since the last True (then reset)."""
+        now = self.clock.monotonic_s()
+        if self._last_s is not None and now - self._last_s < self.period_s:
+            return False
+        self._last_s = now
+        return True
+
+    def reset(self) -> None:
+        """Forget the last True: the next `due` is True (the state ended and may come back)."""
+        self._last_s = None

@@ -1,12 +1,17 @@
 """End to end: Redis refusing writes (maxmemory) or losing a job (restart without persistence).
 
 Each test runs its own private ``redis-server`` (stopped by PID) and real ``crawlq``
-processes against a loopback site. Permanent Redis errors stop a worker with one line and
-exit 1; a worker never writes into a job it did not join.
+processes against a loopback site. A Redis at its ``maxmemory`` (``noeviction``) drains
+itself: a seed says how many it queued and how many Redis refused; a worker goes on leasing,
+storing and settling, and only the links it finds are refused (``frontier_full``, counted).
+Permanent Redis errors stop a worker with one line and exit 1; a worker never writes into a
+job it did not join.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -100,7 +105,7 @@ def test_seed_into_a_full_redis_reports_the_count_and_resumes(
     assert "out of memory" in line and "maxmemory" in line, line
     assert "re-run the same command to resume" in line, line
     queued = int(line.split("queued ", 1)[1].split(" of ", 1)[0])
-    assert f"queued {queued} of {len(urls)} before Redis refused" in line
+    assert f"queued {queued} of {len(urls)}; {len(urls) - queued} refused: Redis is full" in line
     assert 0 < queued < len(urls)
     stats = client.hgetall(Keyspace("full").stats)
     assert int(stats[b"seen"]) == int(stats[b"queued"]) == queued  # the count is exact
@@ -122,37 +127,111 @@ def test_seed_into_a_full_redis_reports_the_count_and_resumes(
     client.close()
 
 
-def test_worker_stops_on_a_full_redis_keeping_its_results_and_the_job_resumes(
-    private_redis: RedisServer, tmp_path: Path
-) -> None:
-    root = generate_site(tmp_path / "site", n_pages=60)
-    client = client_of(private_redis)
-    with ServerThread(make_static_app(root)) as http:
-        store = tmp_path / "store.db"
-        run_crawlq(
-            "seed", http.base_url + "/index.html", "--frontier", private_redis.url,
-            "--job", "oom", "--store", str(store), "--delay", "0.1", "--host-concurrency", "1",
-            env={"CRAWLQ_VISIBILITY_TIMEOUT_S": "3"},
-        )  # fmt: skip
-        procs = [worker(private_redis.url, "oom", "--exit-when-done", store=store)]
-        wait_for_pages(store, 10, procs)
-        client.config_set("maxmemory-policy", "noeviction")
-        client.config_set("maxmemory", "1")  # every write refused from now on
-        [(code, err)] = finish(procs, 15)
-        assert code == 1, err
-        assert "out of memory" in err and "maxmemory" in err, err
-        assert "frontier unavailable" not in err
-        stored = stored_count(store)
-        assert stored >= 10
+MAXMEMORY = 20 * 1024 * 1024
+ROOM_BYTES = 450_000
+"""Room left under ``maxmemory`` after the padding: the job and one seed chunk
+(`crawlq.engine.seeding.SEED_CHUNK` URLs, about 200 KB) fit, the next chunk is refused."""
 
-        client.config_set("maxmemory", "0")
-        [(code, err)] = finish(
-            [worker(private_redis.url, "oom", "--exit-when-done", store=store)], 120
+N_PAGES = 1000
+
+
+@pytest.fixture
+def full_redis() -> Iterator[RedisServer]:
+    """A private Redis at 20 MB with ``noeviction`` and no persistence."""
+    server = RedisServer(
+        appendonly=False, args=("--maxmemory", "20mb", "--maxmemory-policy", "noeviction")
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+def write_site(root: Path) -> list[str]:
+    """Pages ``p<i>.html``, each linking to one page never seeded, ``n<i>.html``."""
+    root.mkdir()
+    paths = []
+    for i in range(N_PAGES):
+        (root / f"p{i}.html").write_text(
+            f'<html><head><title>p{i}</title></head><body><a href="n{i}.html">next</a></body>'
+            "</html>\n"
         )
-        assert code == 0, err
-    urls = stored_urls(store)
-    assert len(urls) == 60  # nothing lost
-    assert max(urls.values()) == 1
+        paths.append(f"/p{i}.html")
+    return paths
+
+
+def pad(client: redis.Redis) -> None:
+    """Fill the Redis with padding strings up to about `ROOM_BYTES` under its maxmemory.
+
+    Small strings: a big one (or APPEND, which allocates ahead) would overshoot.
+    """
+    n = 0
+    while (gap := MAXMEMORY - int(client.info("memory")["used_memory"]) - ROOM_BYTES) > 0:
+        client.set(f"padding:{n}", b"x" * min(gap, 30_000))
+        n += 1
+    assert MAXMEMORY - int(client.info("memory")["used_memory"]) < 2 * ROOM_BYTES
+
+
+def seed_stdin(
+    server: RedisServer, urls: list[str], store: Path
+) -> subprocess.CompletedProcess[str]:
+    """``crawlq seed -`` of ``urls`` into job ``full`` (no politeness delay, 8 at once)."""
+    return subprocess.run(
+        [
+            sys.executable, "-m", "crawlq", "seed", "-", "--frontier", server.url, "--job",
+            "full", "--store", str(store), "--delay", "0", "--host-concurrency", "8",
+        ],
+        input="\n".join(urls) + "\n", capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_a_full_redis_drains_its_queue_and_refuses_only_new_links(
+    full_redis: RedisServer, tmp_path: Path
+) -> None:
+    paths = write_site(tmp_path / "site")
+    client = redis.Redis.from_url(full_redis.url)
+    pad(client)
+    store = tmp_path / "store.db"
+    with ServerThread(make_static_app(tmp_path / "site")) as http:
+        urls = [http.base_url + path for path in paths]
+        seeded = seed_stdin(full_redis, urls, store)
+        assert seeded.returncode == 1, seeded.stderr
+        found = re.search(r"queued (\d+) of (\d+); (\d+) refused: Redis is full", seeded.stderr)
+        assert found, seeded.stderr
+        queued, given, refused = map(int, found.groups())
+        assert given == N_PAGES and queued + refused == N_PAGES and 0 < queued < N_PAGES
+        keys = Keyspace("full")
+        assert int(client.hget(keys.stats, "queued") or 0) == queued  # the count is exact
+        # Keep Redis full while the worker drains (as if other jobs held the memory freed):
+        # no link can be pushed, so the counts below are exact.
+        used = int(client.info("memory")["used_memory"])
+        client.config_set("maxmemory", str(used - 1_000_000))
+
+        worker = run_crawlq(
+            "worker", "--frontier", full_redis.url, "--job", "full", "--store", str(store),
+            "--exit-when-done", timeout=240, check=False,
+        )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr
+    stored = stored_urls(store)
+    assert max(stored.values()) == 1  # nothing twice
+    assert set(stored) == set(urls[:queued])  # every page queued was stored, and only those
+    stats = client.hgetall(keys.stats)
+    assert [int(stats.get(name, 0)) for name in (b"queued", b"inflight", b"dead")] == [0, 0, 0]
+    assert int(stats[b"done"]) == queued  # nothing lost
+    counted = re.search(r"^links not followed: (\d+) .*frontier_full (\d+)", worker.stdout, re.M)
+    assert counted, worker.stdout
+    assert int(counted.group(1)) == int(counted.group(2)) == queued  # each page's one link
+    assert client.scard(keys.seen) == queued  # none of them was pushed
+    warnings = [line for line in worker.stderr.splitlines() if "Redis is full" in line]
+    assert 1 <= len(warnings) <= 3, worker.stderr  # a state line, not one per refused push
+    assert json.loads(run_crawlq("status", "--frontier", full_redis.url, "--job", "full",
+                                 "--json").stdout)["queued"] == 0  # fmt: skip
+
+    client.config_set("maxmemory", "0")  # room again: the same seed queues what was refused
+    again = seed_stdin(full_redis, urls, store)
+    assert again.returncode == 0, again.stderr
+    assert f"queued {refused} new of {N_PAGES}" in again.stdout, again.stdout
     client.close()
 
 

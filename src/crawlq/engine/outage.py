@@ -8,6 +8,12 @@ Every wait of that kind in the engines (the native worker's lease, store write a
 settle calls, a worker waiting for its frontier at start, the final counts of a
 multi-process run, the Celery crawl's watch loop and its tasks) is computed here.
 
+A Redis at its ``maxmemory`` (`crawlq.errors.FrontierFull`) is not an outage and not fatal
+to a worker either: its queue drains (leases, settles and heartbeats are allowed at
+``maxmemory``, see `crawlq.frontier.redis.scripts`), and only its pushes of new URLs are
+refused. `FullFrontier` counts those links as not followed (``frontier_full``) and logs the
+state once per `FULL_LOG_EVERY_S`.
+
 All values are seconds.
 """
 
@@ -18,7 +24,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from crawlq.errors import FrontierUnavailable, StoreUnavailable
+from crawlq.clock import Clock, Every
+from crawlq.errors import FrontierFull, FrontierUnavailable, StoreUnavailable
+from crawlq.frontier.values import FRONTIER_FULL
+from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 
 __all__ = [
@@ -26,12 +35,17 @@ __all__ = [
     "CELERY_RESEND_BASE_S",
     "CELERY_RESEND_CAP_S",
     "CELERY_WATCH_CAP_S",
+    "FULL_LOG_EVERY_S",
     "OUTAGE_BASE_S",
     "OUTAGE_CAP_S",
+    "OUTAGE_LOG_EVERY",
+    "OUTAGE_LOG_FIRST",
     "READ_CAP_S",
     "READ_TRIES",
+    "FullFrontier",
     "call_through_outage",
     "celery_resend_delay_s",
+    "outage_logged",
     "outage_wait_s",
     "read_through_outage",
 ]
@@ -43,8 +57,17 @@ _T = TypeVar("_T")
 OUTAGE_BASE_S = 0.5
 """First wait after a failed call to a backend that is down."""
 
-OUTAGE_CAP_S = 30.0
-"""Longest wait between two tries of a worker's call to a backend that is down."""
+OUTAGE_CAP_S = 2.0
+"""Longest wait between two tries of a worker's call to a backend that is down: a worker
+polls a restarting Redis or PostgreSQL, so it is back within this many seconds of the
+backend's return (a longer cap left workers idle for up to twice as long as the outage)."""
+
+OUTAGE_LOG_EVERY = 15
+"""After the first `OUTAGE_LOG_FIRST` failed tries in a row, one log line per this many tries
+(about every 20 s at `OUTAGE_CAP_S`): a long outage is not a line per poll."""
+
+OUTAGE_LOG_FIRST = 3
+"""Failed tries in a row that are each logged."""
 
 READ_CAP_S = 15.0
 """Longest wait between two tries of the final counts a command reads at its end."""
@@ -75,6 +98,14 @@ def outage_wait_s(failures: int, cap_s: float = OUTAGE_CAP_S) -> float:
     Exponential from `OUTAGE_BASE_S`, equal jitter, at most ``cap_s``.
     """
     return backoff_s(failures, OUTAGE_BASE_S, cap_s)
+
+
+def outage_logged(failures: int) -> bool:
+    """Whether the ``failures``-th failed try in a row (>= 1) of a backend call gets a log line.
+
+    The first `OUTAGE_LOG_FIRST` do, then one in `OUTAGE_LOG_EVERY`.
+    """
+    return failures <= OUTAGE_LOG_FIRST or failures % OUTAGE_LOG_EVERY == 0
 
 
 def celery_resend_delay_s() -> float:
@@ -126,14 +157,79 @@ async def call_through_outage(
                 raise
             failures += 1
             delay = outage_wait_s(failures)
-            logger.warning(
-                "frontier unavailable during %s (%s); keeping results, retrying in %.1fs",
-                what,
-                exc,
-                delay,
-            )
+            if outage_logged(failures):
+                logger.warning(
+                    "frontier unavailable during %s (%s); keeping results, try %d, retrying in"
+                    " %.1fs",
+                    what,
+                    exc,
+                    failures,
+                    delay,
+                )
             await asyncio.sleep(delay)
             continue
         if failures:
             logger.warning("frontier reachable again after %d failed tries", failures)
         return result
+
+
+FULL_LOG_EVERY_S = 60.0
+"""Seconds between two log lines of a worker whose Redis stays at its ``maxmemory``."""
+
+
+class FullFrontier:
+    """A worker's pushes of new URLs to a frontier whose Redis is at its ``maxmemory``.
+
+    `push` pushes; when Redis refuses (`FrontierFull`) the links are not followed: the
+    caller counts them with the reason ``frontier_full`` (`FRONTIER_FULL`, as a scope
+    reason), and the state is logged at once, then once per `FULL_LOG_EVERY_S` while it
+    lasts (with the links refused so far), instead of once per push.
+
+    Args:
+        clock: Where the monotonic time of the log lines comes from (tests).
+    """
+
+    reason = FRONTIER_FULL
+    """The not-followed reason of a link Redis refused."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.full = False
+        """The last push was refused."""
+        self.refused = 0
+        """Links refused in all."""
+        self._full_log = Every(FULL_LOG_EVERY_S, clock)
+        self._room_log = Every(FULL_LOG_EVERY_S, clock)
+
+    async def push(
+        self,
+        links: list[CrawlRequest],
+        push: Callable[[list[CrawlRequest]], Awaitable[int]],
+    ) -> int | None:
+        """``push(links)``; None (and the state noted) when Redis is full and refused them.
+
+        Raises:
+            FrontierError: Any other error of ``push`` (an outage is ``push``'s to ride out).
+        """
+        try:
+            queued = await push(links)
+        except FrontierFull as exc:
+            self.refused_links(len(links), exc)
+            return None
+        if self.full:
+            self.full = False
+            if self._room_log.due():
+                logger.warning("Redis has room again: new links are queued again")
+        return queued
+
+    def refused_links(self, n: int, exc: FrontierFull) -> None:
+        """Note ``n`` links refused by a full Redis; log the state if a line is due."""
+        self.full = True
+        self.refused += n
+        if self._full_log.due():
+            logger.warning(
+                "Redis is full (at its maxmemory): still draining the queue; new links are"
+                " not followed (%s: %d so far). %s",
+                FRONTIER_FULL,
+                self.refused,
+                exc,
+            )

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.multiprocess import MultiProcessCrawl, MultiProcessWorker, counted_since
-from crawlq.engine.outage import outage_wait_s
+from crawlq.engine.outage import outage_logged, outage_wait_s
 from crawlq.engine.plan import spider_scope
 from crawlq.engine.progress import CrawlReport, WorkerHost, counted_pages, job_counts
 from crawlq.engine.seeding import SeedResult, seed
@@ -143,13 +143,14 @@ class WorkerService(WorkerHost):
                     raise
                 failures += 1
                 delay = outage_wait_s(failures)
-                logger.warning(
-                    "frontier %s unavailable at start (%s); attempt %d, retrying in %.1fs",
-                    redact(self.settings.frontier or ""),
-                    exc,
-                    failures,
-                    delay,
-                )
+                if outage_logged(failures):
+                    logger.warning(
+                        "frontier %s unavailable at start (%s); attempt %d, retrying in %.1fs",
+                        redact(self.settings.frontier or ""),
+                        exc,
+                        failures,
+                        delay,
+                    )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop_event.wait(), delay)
                 if self._stop_asked is not None:

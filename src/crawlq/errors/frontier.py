@@ -36,10 +36,13 @@ class FrontierUnavailable(FrontierError):
 
 
 class FrontierFull(FrontierError):
-    """Redis is at its ``maxmemory`` and refuses writes (``OOM``): permanent until an operator acts.
+    """Redis is at its ``maxmemory`` and refuses writes (``OOM``) until an operator acts.
 
-    Raised by the Redis frontier and the Celery engine's state (`crawlq.frontier.redis.errors`).
-    ``job`` names the job; the message says what to do.
+    Raised by the Redis frontier and the Celery engine's state (`crawlq.frontier.redis.errors`)
+    for a step that may grow memory (a push of new URLs, job creation); the steps that drain a
+    job go on at ``maxmemory``, so a native worker keeps draining and counts the links it could
+    not push (``frontier_full``, `crawlq.engine.outage.FullFrontier`). ``job`` names the job;
+    the message says what to do.
     """
 
     def __init__(self, job: str, detail: str) -> None:
@@ -104,10 +107,13 @@ class SeedInterrupted(FrontierError):
     """
 
     def __init__(self, queued: int, given: int, cause: FrontierError) -> None:
-        why = "waiting for room" if isinstance(cause, QueueFullTimeout) else "Redis refused"
+        if isinstance(cause, FrontierFull):
+            what = f"queued {queued} of {given}; {given - queued} refused: Redis is full. {cause}"
+        else:
+            why = "waiting for room" if isinstance(cause, QueueFullTimeout) else "Redis refused"
+            what = f"queued {queued} of {given} before {why}: {cause}"
         super().__init__(
-            f"queued {queued} of {given} before {why}: {cause}; re-run the same "
-            "command to resume (already-queued URLs are skipped)"
+            f"{what}; re-run the same command to resume (already-queued URLs are skipped)"
         )
         self.queued = queued
         self.given = given

@@ -45,9 +45,11 @@ push ─► queued ──lease──► leased ──ack──► done
 
 Errors: every method may raise `crawlq.errors.FrontierUnavailable` when the backend cannot be
 reached or is not ready; callers back off and retry. Any other `crawlq.errors.FrontierError`
-is permanent (a Redis at its maxmemory: `FrontierFull`; a shared job that is gone or was
-replaced: `JobGone`): retrying does not fix it, and a worker stops on it. Arguments out of
-range raise ``ValueError`` naming them.
+is permanent (a shared job that is gone or was replaced: `JobGone`): retrying does not fix
+it, and a worker stops on it. A Redis at its maxmemory refuses only `push` (and the other
+steps that add URLs) with `FrontierFull`; the calls that drain a job go on, and a worker
+counts the links it could not push (``frontier_full``). Arguments out of range raise
+``ValueError`` naming them.
 
 The values these methods take and return (`FrontierStats`, `QueueBounds`, `UrlState`,
 `DeadLetter`, ...) are defined in `crawlq.frontier.values` and re-exported here. What status

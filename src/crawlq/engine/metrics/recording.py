@@ -20,7 +20,7 @@ counted as a hop, not a page, since the revisit's record replaces it: one page p
 | ``crawlq_retries_total`` | counter | ``reason`` | transient failures sent back for a retry |
 | ``crawlq_dead_letters_total`` | counter | ``reason`` | URLs dead-lettered |
 | ``crawlq_filtered_total`` | counter | ``reason`` | URLs filtered after leasing (robots.txt…) |
-| ``crawlq_links_not_followed_total`` | counter | ``reason`` | discovered links out of scope |
+| ``crawlq_links_not_followed_total`` | counter | ``reason`` | links not followed, by reason |
 | ``crawlq_spider_errors_total`` | counter | | pages whose callback failed |
 | ``crawlq_items_dropped_total`` | counter | ``pipeline``, ``reason`` | items not stored |
 | ``crawlq_leases_in_flight`` | gauge | | URLs being processed now |

@@ -28,7 +28,8 @@ class WorkerCounters:
         retries: Transient failures sent back for a retry.
         dead: URLs dead-lettered, by reason.
         filtered: URLs skipped after leasing (robots.txt), by reason.
-        skipped: Discovered links not followed, by scope reason (per occurrence).
+        skipped: Discovered links not followed, by scope reason (per occurrence), or
+            ``frontier_full``: refused by a Redis at its maxmemory (also in ``links``).
         spider_errors: Pages stored with a spider error, by kind (``KeyError`` …; see
             `crawlq.records.spider_error_type`).
         dropped: Items not stored, by ``"<pipeline>: <reason>"`` (``validation: invalid: field

@@ -7,6 +7,10 @@ writes the store first, then pushes the new links, then acks, dead-letters or se
 lease: settling only after the store write returned is what makes a crash at any moment
 re-deliver a URL instead of losing it.
 
+A Redis at its ``maxmemory`` refuses only the push of the new links: the batch is stored
+and settled all the same, and its links are not followed (``frontier_full``, counted on
+their pages' outcomes like a scope reason; `crawlq.engine.outage.FullFrontier`).
+
 A store outage (`StoreUnavailable`) keeps the batch and retries the write with backoff while
 the worker leases nothing new (``store_down``); a frontier outage is ridden out by
 `crawlq.engine.outage.call_through_outage`. Any other error is the worker's to stop on.
@@ -23,7 +27,12 @@ from typing import TypeVar
 
 from crawlq.engine.known import KnownFingerprints
 from crawlq.engine.metrics import WorkerMetrics
-from crawlq.engine.outage import call_through_outage, outage_wait_s
+from crawlq.engine.outage import (
+    FullFrontier,
+    call_through_outage,
+    outage_logged,
+    outage_wait_s,
+)
 from crawlq.engine.outcome import Kind, Outcome, result_batch
 from crawlq.engine.worker.counters import WorkerCounters
 from crawlq.engine.worker.held import HeldLeases
@@ -87,6 +96,8 @@ class Flusher:
         self.metrics = metrics
         self.counters = WorkerCounters()
         """The run's counters (the worker sets its own at the start of a run)."""
+        self.full = FullFrontier()
+        """Pushes refused by a Redis at its ``maxmemory`` (counted, logged once a minute)."""
         self.pending: list[Outcome] = []
         self.lock = asyncio.Lock()
         self.store_down = False
@@ -101,6 +112,19 @@ class Flusher:
     async def retrying(self, what: str, op: Callable[[], Awaitable[_T]]) -> _T:
         """Run a frontier operation through an outage (`call_through_outage`)."""
         return await call_through_outage(what, op, forced=self.forced)
+
+    async def push(self, links: list[CrawlRequest]) -> int | None:
+        """Push discovered links through an outage (`FullFrontier.push`).
+
+        Returns:
+            How many were new, or None when Redis is at its ``maxmemory`` and refused them
+            (the caller counts them ``frontier_full``).
+        """
+
+        async def push(batch: list[CrawlRequest]) -> int:
+            return await self.retrying("push", lambda: self.frontier.push(batch))
+
+        return await self.full.push(links, push)
 
     async def loop(self) -> None:
         """Flush as outcomes come, until cancelled or an error stops the worker."""
@@ -140,8 +164,14 @@ class Flusher:
             queued = await self._push_revisits([x for x in links if x.fingerprint in revisits])
             links = [x for x in links if x.fingerprint not in revisits]
             if links:
-                await self.retrying("push", lambda: self.frontier.push(links))
-                self.known.add_all(link.fingerprint for link in links)
+                if await self.push(links) is None:  # Redis is full: not followed, counted
+                    refused = {link.fingerprint for link in links}
+                    for o in batch:
+                        n = sum(link.fingerprint in refused for link in o.links)
+                        if n:
+                            o.skipped[FullFrontier.reason] += n
+                else:
+                    self.known.add_all(link.fingerprint for link in links)
             self._stored(batch, queued)
             # A lease lost to another worker (see HeldLeases) is that worker's to settle.
             held = self.held
@@ -183,7 +213,10 @@ class Flusher:
         """
         queued: set[bytes] = set()
         for link in revisits:
-            if await self.retrying("push", functools.partial(self.frontier.push, [link])):
+            new = await self.push([link])
+            if new is None:  # Redis is full: the outcome whose revisit it is counts it
+                continue
+            if new:
                 queued.add(link.fingerprint)
             self.known.add_all([link.fingerprint])
         return queued
@@ -215,11 +248,13 @@ class Flusher:
                 self.store_down = True
                 failures += 1
                 delay = outage_wait_s(failures)
-                logger.warning(
-                    "store write of %d records failed (%s); keeping them and leasing nothing new,"
-                    " retrying in %.1fs",
-                    len(batch),
-                    exc,
-                    delay,
-                )
+                if outage_logged(failures):
+                    logger.warning(
+                        "store write of %d records failed (%s); keeping them and leasing nothing"
+                        " new, try %d, retrying in %.1fs",
+                        len(batch),
+                        exc,
+                        failures,
+                        delay,
+                    )
                 await asyncio.sleep(delay)

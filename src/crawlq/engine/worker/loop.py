@@ -5,8 +5,10 @@ the outcomes (`crawlq.engine.worker.flush`) → flush them in batches. Leases ar
 heartbeats (`crawlq.engine.worker.held`).
 
 Frontier errors: a `FrontierUnavailable` (Redis restarting, a lost connection) is ridden out
-with backoff, results kept. Any other `FrontierError` is permanent (Redis at its maxmemory:
-`FrontierFull`; the job lost in a Redis restart without persistence: `JobGone`; a refused
+with backoff, results kept. A Redis at its maxmemory refuses only the pushes of new links
+(`crawlq.engine.outage.FullFrontier`: not followed, ``frontier_full``): the worker drains the
+queue meanwhile. Any other `FrontierError` is permanent (a `FrontierFull` from a step that
+must write, the job lost in a Redis restart without persistence: `JobGone`; a refused
 login): the worker stops leasing, lets its running fetches finish, writes every result it
 has to the store, and `run` raises the error. It does not settle or release its leases: they
 expire and go back to the queue, so nothing is lost (and nothing is written into a job that
@@ -32,7 +34,7 @@ from typing import TypeVar
 from crawlq.engine.deps import Deps
 from crawlq.engine.known import KnownFingerprints
 from crawlq.engine.metrics import recorder
-from crawlq.engine.outage import outage_wait_s
+from crawlq.engine.outage import outage_logged, outage_wait_s
 from crawlq.engine.outcome import Kind, Outcome, internal_error, stored_job
 from crawlq.engine.step import process
 from crawlq.engine.worker.counters import WorkerCounters
@@ -235,7 +237,10 @@ class Worker:
             except FrontierUnavailable as exc:
                 failures += 1
                 delay = outage_wait_s(failures)
-                logger.warning("frontier unavailable (%s); retrying in %.1fs", exc, delay)
+                if outage_logged(failures):
+                    logger.warning(
+                        "frontier unavailable (%s); try %d, retrying in %.1fs", exc, failures, delay
+                    )
                 await asyncio.sleep(delay)
                 continue
             except FrontierError as exc:
@@ -342,8 +347,10 @@ class Worker:
         """
         links = self._known.unknown(outcome.links)
         if links:
-            await self._retrying("push", lambda: self.frontier.push(links))
-            self._known.add_all(link.fingerprint for link in links)
+            if await self._flusher.push(links) is None:  # Redis is full: not followed
+                outcome.skipped[self._flusher.full.reason] += len(links)
+            else:
+                self._known.add_all(link.fingerprint for link in links)
         self.counters.links += len(outcome.links)
         self.counters.skipped.update(outcome.skipped)
 

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 from redis.asyncio import Redis
 
 from crawlq.clock import Clock
-from crawlq.errors import ConfigError
+from crawlq.errors import ConfigError, FrontierFull
 from crawlq.frontier.base import HostPolicy
 from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
 from crawlq.frontier.redis.bloom import BloomDedup
@@ -228,7 +228,7 @@ class RedisFrontier(
             if due_retries:
                 await self._requeue("promote", k.delayed, due_retries, now)
             if inbox_len or worker_id in self._claim_pending:
-                await self.drain_inbox(worker_id)
+                await self._drain_unless_full(worker_id)
             ready = await self._call(
                 lambda: self.client.zrangebyscore(k.ready, "-inf", now, start=0, num=n_hosts)
             )
@@ -239,6 +239,30 @@ class RedisFrontier(
             if self.paused:  # look again after a while (resume also wakes idle workers)
                 return [], now + PAUSE_POLL_MS
         return [], await self._next_wake_ms()
+
+    async def _drain_unless_full(self, worker_id: str) -> None:
+        """Drain the inbox; on a Redis at its ``maxmemory`` leave the entries waiting.
+
+        A worker keeps draining the queue while Redis is full (`crawlq.frontier.redis.scripts`):
+        the entries wait in the inbox, or in the worker's claim list when the push of a drain
+        was refused (the next lease drains that claim first), until Redis has room (logged
+        once per `FULL_LOG_EVERY_S`).
+        """
+        try:
+            await self.drain_inbox(worker_id)
+        except FrontierFull:
+            self.full = True
+            self._claim_pending.add(worker_id)
+            if self._full_log.due():
+                logger.warning(
+                    "job %s: Redis is full (at its maxmemory): inbox entries wait there until"
+                    " it has room",
+                    self.job,
+                )
+            return
+        if self.full:
+            self.full = False
+            self._full_log.reset()
 
     async def _lease_script(
         self,

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from crawlq.clock import Clock, SystemClock
+from crawlq.clock import Clock, Every, SystemClock
 from crawlq.frontier.base import (
     QueueBounds,
 )
@@ -28,13 +28,16 @@ from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.politeness import Politeness
 from crawlq.request import CrawlRequest
 
-__all__ = ["INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisCore"]
+__all__ = ["FULL_LOG_EVERY_S", "INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisCore"]
 
 
 _T = TypeVar("_T")
 
 INBOX_MAX_ENTRY_BYTES = 64 * 1024
 """Default largest inbox entry, in bytes (`RedisFrontier.inbox_max_entry_bytes`)."""
+
+FULL_LOG_EVERY_S = 60.0
+"""Seconds between two log lines of a frontier whose Redis stays at its ``maxmemory``."""
 
 InboxFilter = Callable[[CrawlRequest], CrawlRequest | str]
 """Decides whether an inbox request may be queued: the request to queue (the job's URL rules
@@ -82,6 +85,10 @@ class RedisCore:
         """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
         self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
         """Largest inbox entry accepted, in bytes; a larger one is rejected unread."""
+        self.full = False
+        """Redis refused the last inbox drain at its ``maxmemory`` (`FrontierFull`): its
+        entries wait in the inbox, and an idle wait polls instead of blocking."""
+        self._full_log = Every(FULL_LOG_EVERY_S, self.clock)
 
     async def _call(self, op: Callable[[], Awaitable[_T]]) -> _T:
         """Run one Redis operation (one round trip), errors translated (`errors.call`)."""

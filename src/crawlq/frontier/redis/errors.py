@@ -8,7 +8,10 @@ thing everywhere:
 * connection refused or reset, timeout, ``LOADING``, ``BUSY``, ``MASTERDOWN``, ``READONLY``,
   ``TRYAGAIN``, ``CLUSTERDOWN``: `FrontierUnavailable`, transient: a worker rides it out
   with backoff;
-* ``OOM`` (Redis at its ``maxmemory``): `FrontierFull`, permanent: a worker stops (exit 1);
+* ``OOM`` (Redis at its ``maxmemory``): `FrontierFull`, refused by a step that may grow memory
+  (a push, job creation; the draining scripts run at ``maxmemory``, see
+  `crawlq.frontier.redis.scripts`): a worker counts the links it could not push
+  (`crawlq.engine.outage.FullFrontier`), a seed stops;
 * ``CRAWLQ_JOB_GONE`` (a script's job check, ``check_job`` in ``_lib.lua``): `JobGone`,
   permanent;
 * a refused login (``NOAUTH``, ``WRONGPASS``, ``NOPERM``), ``WRONGTYPE``, ``NOSCRIPT`` after a

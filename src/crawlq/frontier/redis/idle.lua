@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): one idle entry per worker.
 -- idle.lua: register the worker as idle (waiting for work) and take one more look, at once:
 -- a settle or push that ran before the registration is visible to this look, and one after
 -- it leaves a wake-up token (see make_ready in _lib.lua).

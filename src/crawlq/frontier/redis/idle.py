@@ -4,7 +4,8 @@ It registers in the job's ``idle`` set (``idle.lua``) and blocks on ``BLMOVE`` o
 into its claim list, with a timeout that ends when the next host window opens, a retry falls
 due or a lease expires. Pushes and settles that make a host ready leave one empty wake-up
 token per idle worker on the inbox (``make_ready`` in ``_lib.lua``). No polling, except while
-the inbox waits for room under a ``block`` bound (every `_FULL_INBOX_POLL_S` seconds).
+the inbox waits for room under a ``block`` bound, or while Redis is at its ``maxmemory``
+(``BLMOVE`` is refused then), every `_FULL_INBOX_POLL_S` seconds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from crawlq.errors import FrontierError
+from crawlq.errors import FrontierError, FrontierFull
 from crawlq.frontier.redis.core import RedisCore
 
 __all__ = ["IdleMixin"]
@@ -58,7 +59,7 @@ class IdleMixin(RedisCore):
         if first_ready:  # a settle that ran just before may have made a host ready soon
             timeout_s = min(timeout_s, (int(first_ready) - now) / 1000)
         drained_since = pending and not (first_ready or leased or delayed)
-        if inbox_len and self.inbox_full:  # entries wait for room: look again in a while
+        if inbox_len and (self.inbox_full or self.full):  # entries wait: look again in a while
             await self._call(lambda: self.client.zrem(k.idle, worker_id))
             await asyncio.sleep(max(0.0, min(timeout_s, _FULL_INBOX_POLL_S)))
             return
@@ -83,6 +84,9 @@ class IdleMixin(RedisCore):
             )
             if got is not None:
                 self._claim_pending.add(worker_id)
+        except FrontierFull:  # BLMOVE may grow memory: refused at maxmemory, wait here instead
+            self.full = True
+            await asyncio.sleep(max(0.0, min(timeout_s, _FULL_INBOX_POLL_S)))
         finally:
             with contextlib.suppress(FrontierError):
                 await self._call(lambda: self.client.zrem(k.idle, worker_id))

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): item dedup of pages being drained (their items are kept).
 -- item_keys.lua: claim item dedup keys for one page: each key's owner is its first page.
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] item_keys hash key digest (20 bytes) -> owner page record fingerprint (20 bytes)

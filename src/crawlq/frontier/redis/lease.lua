@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): moves queued requests to leases: a Redis at its maxmemory drains itself.
 -- lease.lua: first give back the host slots of the caller's leases whose requests are done
 -- (their owner entries get a trailing "\n"; the leases stay held), then claim up to n ready
 -- requests among the candidate hosts, highest priority first, moving each host's

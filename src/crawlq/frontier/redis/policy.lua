@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): one policy entry per host.
 -- policy.lua: set a host's politeness (delay and concurrency), keeping its breaker flags.
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] policy hash host -> "delay_ms concurrency[ flags]"

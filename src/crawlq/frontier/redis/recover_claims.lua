@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): moves dead workers' claims back to the inbox.
 -- recover_claims.lua: give the inbox claims of dead workers back to the inbox.
 -- A worker is dead when its heartbeat is older than the staleness limit (or absent).
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.

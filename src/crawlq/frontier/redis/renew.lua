@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): rewrites lease deadlines and the worker's heartbeat in place.
 -- renew.lua: extend the deadlines of leases still held by their lease ids.
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] leases zset fp..host -> deadline Unix ms   KEYS[2] owner hash fp -> "lease_id worker"

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): moves expired leases and due retries back to their queues.
 -- requeue.lua: move entries whose time has come from a timed set back to their host queues:
 -- expired leases (mode "reap": their worker died or stalled) or due retries ("promote").
 -- Each entry is re-checked here, so concurrent reapers requeue it once.

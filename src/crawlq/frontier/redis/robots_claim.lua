@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): one claim per origin.
 -- robots_claim.lua: read one origin's robots.txt record and, unless it is fresh, claim its
 -- fetch (single flight across workers). A claim holds until its Unix ms deadline; the same
 -- holder may claim again (extends it).

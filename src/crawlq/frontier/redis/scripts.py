@@ -5,6 +5,15 @@ Each ``.lua`` file beside this module is one atomic multi-key step with a KEYS/A
 `Script.run` uses the cached SHA-1 and falls back to ``SCRIPT LOAD`` when the server answers
 ``NOSCRIPT`` (a restart or ``SCRIPT FLUSH`` emptied its script cache).
 
+A Redis at its ``maxmemory`` (``noeviction``) refuses a script without flags at its first
+command that may grow memory (``OOM``, raised by that ``redis.call`` before anything was
+written). The scripts that drain a job (they move or delete its entries: ``lease``,
+``settle``, ``renew``, ``requeue``...) or write small per-host, per-origin or per-worker
+entries open with ``#!lua flags=allow-oom`` (Redis 7 script flags, which must be the first
+line of the source: `Script` puts it before ``_lib.lua``), so a full Redis can drain itself;
+``push`` (new URLs), ``drain_inbox``, ``revive`` and job creation have no flags and are
+refused (`crawlq.errors.FrontierFull`). See https://redis.io/docs/latest/develop/interact/programmability/eval-intro/#eval-flags
+
 A script whose first statement calls ``check_job()`` (every script that writes, see
 ``_lib.lua``) is given the job hash and the job id its caller joined in front of its own
 ``KEYS`` and ``ARGV`` (`Script.run`'s ``job``), and fails with ``CRAWLQ_JOB_GONE`` (see
@@ -44,7 +53,13 @@ class Script:
         body = folder.joinpath(f"{name}.lua").read_text("utf-8")
         self.checks_job = re.search(r"^(local \w+ = )?check_job\(\)", body, re.M) is not None
         """The script checks the job's id first: `run` needs ``job``."""
-        self.source = _LIB + body
+        shebang = ""
+        if body.startswith("#!lua"):  # Redis 7 script flags: the line must come first
+            shebang, _, body = body.partition("\n")
+            shebang += "\n"
+        self.allows_oom = "allow-oom" in shebang.strip().split("flags=", 1)[-1].split(",")
+        """The script runs on a Redis at its ``maxmemory`` (``#!lua flags=allow-oom``)."""
+        self.source = shebang + _LIB + body
         self.sha = hashlib.sha1(self.source.encode("utf-8"), usedforsecurity=False).hexdigest()
 
     async def run(

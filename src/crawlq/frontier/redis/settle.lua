@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): deletes or moves the entries of settled leases.
 -- settle.lua: end leases (ack, retry, dead or release) and free their hosts' slots (unless
 -- lease.lua freed a slot already: the owner entry then ends in "\n"). A lease that is no
 -- longer held (expired and re-leased, or already settled) is skipped.
