@@ -42,6 +42,7 @@ Decoding never fails: undecodable bytes become U+FFFD.
 from __future__ import annotations
 
 import codecs
+import encodings
 from typing import NamedTuple
 
 from w3lib.encoding import html_to_unicode, http_content_type_encoding
@@ -49,6 +50,7 @@ from w3lib.encoding import html_to_unicode, http_content_type_encoding
 __all__ = [
     "BINARY_SHARE",
     "BINARY_SIGNATURES",
+    "CODEC_CACHE_MAX",
     "MIN_BINARY_BYTES",
     "Sniffed",
     "binary_data_bytes",
@@ -158,6 +160,8 @@ def decode_body(content_type: str | None, body: bytes) -> tuple[str | None, str]
         ``(encoding, text)``: a Python codec name and the decoded text, or ``(None, "")`` for a
         binary body.
     """
+    if len(encodings._cache) > CODEC_CACHE_MAX:  # the stdlib cache: forget_unknown_codecs
+        forget_unknown_codecs()
     kind = media_type(content_type)
     sniffed = sniff(content_type, body)
     if sniffed.html:
@@ -168,6 +172,23 @@ def decode_body(content_type: str | None, body: bytes) -> tuple[str | None, str]
     encoding = http_content_type_encoding(content_type) or detect_encoding(body) or "utf-8"
     encoding = _codec_name(encoding)
     return encoding, body.decode(encoding, errors="replace")
+
+
+CODEC_CACHE_MAX = 1024
+"""Entries Python's codec registry cache may hold before its misses are forgotten."""
+
+
+def forget_unknown_codecs() -> None:
+    """Drop the codec registry's cached misses: the charset names no codec has.
+
+    `codecs.lookup` (through the stdlib ``encodings`` search function) keeps a None for every
+    name it could not find, for the life of the process; w3lib looks up the charset each page
+    names (``Content-Type``, ``<meta charset>``), so a site that names a new made-up charset on
+    every page would grow a worker's memory without bound. Known codecs stay cached.
+    """
+    cache = encodings._cache  # the stdlib's own cache; no public way to trim it
+    for name in [name for name, codec in cache.items() if codec is None]:
+        cache.pop(name, None)
 
 
 def _is_text(kind: str) -> bool:

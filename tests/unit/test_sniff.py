@@ -193,3 +193,17 @@ def test_fetch_result_exposes_the_verdict() -> None:
     pdf = result({"content-type": "text/html"}, b"%PDF-1.4" + PAGE)
     assert (pdf.is_html, pdf.binary) == (False, "application/pdf signature")
     assert result({"content-type": "image/png"}, b"\x89PNG\r\n\x1a\n").binary is None
+
+
+def test_made_up_charsets_do_not_grow_the_codec_cache_without_bound() -> None:
+    """Each page naming a new charset would leave a miss in Python's codec cache for good."""
+    import encodings
+
+    from crawlq.decode import CODEC_CACHE_MAX, decode_body
+
+    for i in range(3 * CODEC_CACHE_MAX):
+        body = b"<meta charset='y-made-up-%d'><title>t</title>" % i
+        _encoding, text = decode_body(f"text/html; charset=x-made-up-{i}", body)
+        assert "<title>t</title>" in text
+    assert len(encodings._cache) <= CODEC_CACHE_MAX + 3  # this call's misses, at most
+    assert decode_body("text/html; charset=latin-1", b"caf\xe9")[1] == "café"
