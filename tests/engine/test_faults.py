@@ -240,7 +240,8 @@ async def test_redirect_out_of_scope_is_recorded_not_followed(db: Path, base: st
         r = await crawl(db, [url])
     assert_nothing_lost(r, [url])
     page = r.pages[url]
-    assert (page.status, page.final_url, page.attempt) == (302, target, 1)
+    # final_url is the last URL fetched: the refused target never was
+    assert (page.status, page.final_url, page.attempt) == (302, url, 1)
     assert page.error == f"redirect_not_followed: {target}"
     assert r.report.counters.skipped == {"offsite": 1}
     assert elsewhere.requests() == []  # the seeds' host is the only one in scope

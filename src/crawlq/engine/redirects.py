@@ -35,6 +35,11 @@ record per URL, the last response. A meta refresh back into its chain is a revis
 with a new cookie; otherwise it is deduplicated as any link, since its page is stored with
 its title and nothing is lost.
 
+A redirect that is not followed (out of scope, or a ``Location`` that is no URL) is stored
+with ``final_url`` = the URL fetched, the last one actually requested, and the error
+``redirect_not_followed: <Location>`` or ``redirect_invalid: <why>``; a followed one with
+``final_url`` = its target as queued.
+
 A hop keeps its request's ``headers`` (they hold no credentials or cookies:
 `crawlq.headers`), ``errback`` and ``dont_filter``, except that a 301/302/303 which turns a
 POST into a GET drops the body and its content headers (``Content-Type``,
@@ -138,7 +143,8 @@ async def hop(
         else:
             skipped[reason] += 1
             error = f"redirect_not_followed: {location}"
-    final_url = location if target is None else target.url  # as queued: URL rules applied
+    # a followed hop: its target as queued (URL rules applied); else the URL last fetched
+    final_url = result.final_url if error is not None or target is None else target.url
     record = await page_record(
         lease,
         result,
