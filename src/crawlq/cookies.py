@@ -149,12 +149,14 @@ def fit_cookies(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, str], int]:
 
 
 def revisit_fingerprint(fingerprint: bytes, cookies: Mapping[str, str]) -> bytes:
-    """The fingerprint of a redirect hop back to a URL of its own chain (a cookie wall).
+    """The fingerprint of a redirect hop back to a URL of its own chain (a revisit).
 
-    Such a hop is the same request as the one that got the redirect except for the cookies
-    the redirect set, so its fingerprint covers them: SHA-1 of the request's own fingerprint
-    and its cookies sorted by name. With no cookies it is the request's own fingerprint, so
-    a hop that carries nothing new is deduplicated as before (a redirect loop ends).
+    Such a hop is the same request as one its chain sent already except, for a cookie wall,
+    the cookies a redirect set, so its fingerprint is its own: SHA-1 of the request's own
+    fingerprint and its cookies sorted by name (none for a redirect to the page's own
+    fragment, ``/p`` -> ``/p#top``), which differs from the request's own fingerprint.
+    Which hops are revisits, and when a chain is a loop instead, is decided by
+    `crawlq.engine.redirects.comeback`.
 
     Args:
         fingerprint: The request's fingerprint (`crawlq.urls.request_fingerprint`).
@@ -163,8 +165,6 @@ def revisit_fingerprint(fingerprint: bytes, cookies: Mapping[str, str]) -> bytes
     Returns:
         20 raw bytes.
     """
-    if not cookies:
-        return fingerprint
     digest = hashlib.sha1(fingerprint, usedforsecurity=False)
     for name in sorted(cookies):
         digest.update(b"\0")

@@ -137,7 +137,11 @@ def test_fetch_refuses_a_redirect_to_a_private_non_seed_host(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     ("path", "says"),
-    [("/status/503", "http_503"), ("/redirect-loop/a", "too_many_redirects")],
+    [
+        ("/status/503", "http_503"),
+        ("/redirect-loop/a", "redirect_loop"),
+        ("/redirect/12", "too_many_redirects"),
+    ],
 )
 def test_fetch_failures_are_one_line_and_exit_1(fault: str, path: str, says: str) -> None:
     proc = run_crawlq("fetch", f"{fault}{path}", check=False)

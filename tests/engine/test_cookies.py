@@ -61,14 +61,14 @@ async def test_a_cookie_wall_on_the_shared_redis_frontier(
     assert log.count() <= 3
 
 
-async def test_without_cookies_a_cookie_wall_stays_a_redirect(
+async def test_without_cookies_a_cookie_wall_ends_as_a_redirect_loop(
     db: Path, base: str, log: RequestLog
 ) -> None:
     url = f"{base}/cookie-wall/n"
     r = await crawl(db, [url], cookies_enabled=False)
     assert_nothing_lost(r, [url])
-    assert (r.pages[url].status, r.pages[url].final_url) == (302, url)  # its hop was seen
-    assert log.cookies("/cookie-wall/n") == [None]
+    assert r.dead[url].reason == "redirect_loop"  # fetched again once, then the loop ends
+    assert log.cookies("/cookie-wall/n") == [None, None]
 
 
 async def test_a_self_redirect_that_sets_the_same_cookie_again_ends(
@@ -77,9 +77,10 @@ async def test_a_self_redirect_that_sets_the_same_cookie_again_ends(
     url = f"{base}/cookie-wall/again?never=1"
     r = await crawl(db, [url])
     assert_nothing_lost(r, [url])
-    assert r.pages[url].status == 302
-    # the revisit with the cookie, then a hop with nothing new: deduplicated
+    assert (r.dead[url].reason, r.dead[url].attempts) == ("redirect_loop", 1)
+    # the revisit with the cookie, then a hop with nothing new: a loop, recorded
     assert log.cookies("/cookie-wall/again") == [None, "wall_again=passed"]
+    assert r.counts.dead_by_reason == {"redirect_loop": 1}
 
 
 async def test_a_self_redirect_that_always_sets_a_new_cookie_ends_at_max_redirects(

@@ -98,15 +98,19 @@ async def test_404_is_a_page_fetched_once(db: Path, base: str, log: RequestLog) 
     assert r.report.counters.retries == 0
 
 
-async def test_redirect_loop_ends_when_it_comes_back_to_a_seen_url(
+async def test_a_redirect_loop_is_followed_once_then_recorded(
     db: Path, base: str, log: RequestLog
 ) -> None:
     a, b = f"{base}/redirect-loop/a", f"{base}/redirect-loop/b"
     r = await crawl(db, [a])
     assert_nothing_lost(r, [a, b])
     assert (r.pages[a].status, r.pages[a].final_url) == (302, b)
-    assert (r.pages[b].status, r.pages[b].final_url) == (302, a)  # a was seen: not queued
-    assert (log.count("/redirect-loop/a"), log.count("/redirect-loop/b")) == (1, 1)
+    # a, b, a again, b again: back to a URL its chain fetched twice, nothing new
+    dead = r.dead[b]
+    assert (dead.reason, dead.attempts) == ("redirect_loop", 1)
+    assert dead.detail.endswith(f"{a} -> {b} -> {a} -> {b} -> {a}")
+    assert (log.count("/redirect-loop/a"), log.count("/redirect-loop/b")) == (2, 2)
+    assert r.counts.dead_by_reason == {"redirect_loop": 1}
 
 
 async def test_too_many_redirects_is_dead(db: Path, base: str, log: RequestLog) -> None:
@@ -236,7 +240,8 @@ async def test_redirect_out_of_scope_is_recorded_not_followed(db: Path, base: st
         r = await crawl(db, [url])
     assert_nothing_lost(r, [url])
     page = r.pages[url]
-    assert (page.status, page.final_url, page.attempt) == (302, target, 1)
+    # final_url is the last URL fetched: the refused target never was
+    assert (page.status, page.final_url, page.attempt) == (302, url, 1)
     assert page.error == f"redirect_not_followed: {target}"
     assert r.report.counters.skipped == {"offsite": 1}
     assert elsewhere.requests() == []  # the seeds' host is the only one in scope

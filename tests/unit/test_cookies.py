@@ -96,7 +96,9 @@ def test_cookies_are_not_in_the_fingerprint_except_for_a_revisit() -> None:
     other = CrawlRequest(URL, cookies={"sid": "2"}, revisit=True)
     assert len({plain.fingerprint, revisit.fingerprint, other.fingerprint}) == 3
     assert revisit.record_fingerprint == other.record_fingerprint == plain.fingerprint
-    assert CrawlRequest(URL, revisit=True).fingerprint == plain.fingerprint  # nothing new
+    # a revisit with no cookie (``/p`` -> ``/p#top``) is not the request that redirected
+    assert CrawlRequest(URL, revisit=True).fingerprint != plain.fingerprint
+    assert CrawlRequest(URL, revisit=True).record_fingerprint == plain.fingerprint
     reordered = CrawlRequest(URL, cookies={"b": "2", "a": "1"}, revisit=True)
     assert (
         reordered.fingerprint

@@ -14,13 +14,31 @@ does.
 
 Cookies travel with the hop: its ``cookies`` are the ones the fetcher says its target gets
 (`crawlq.request.FetchResult.location_cookies`: the request's own and those the redirect
-set, where RFC 6265 sends them), so whichever worker fetches the hop sends them. A hop back
-to a URL of its own chain is a ``revisit`` (`_revisits`): its fingerprint covers its cookies,
-so a cookie wall (``GET /p`` -> ``302 Set-Cookie: ok=1; Location: /p``) is fetched again
-with the cookie instead of being dropped as already seen (Scrapy's issue #1225), while a hop
-that brings no new cookie is deduplicated as before and a redirect loop still ends. Its
-record replaces the redirect's (both have the URL's ``record_fingerprint``): one record per
-URL, the last response.
+set, where RFC 6265 sends them), so whichever worker fetches the hop sends them.
+
+A 3xx back into its own chain (`comeback`: the target's canonical URL is one the chain
+fetched, `crawlq.urls.url_keys`) is a ``revisit``, whose fingerprint is its own
+(`crawlq.cookies.revisit_fingerprint`), so dedup does not drop it:
+
+- once per URL of the chain: ``/p`` -> ``302 Location: /p#top``, or ``/p?a=1&b=2`` ->
+  ``/p?b=2&a=1`` (the same canonical URL, the server's own spelling), is fetched again;
+- and each time the redirect sets a cookie the redirected request did not send: a cookie
+  wall (``GET /p`` -> ``302 Set-Cookie: ok=1; Location: /p``) is fetched again with the
+  cookie (Scrapy's issue #1225), and a wall that sets a new value every time ends at
+  ``max_redirects`` (``too_many_redirects``, the detail naming the cookies).
+
+A 3xx back to a URL the chain fetched twice already, with no new cookie, is a dead letter
+``redirect_loop`` (its detail the chain), counted as any dead letter: a server that
+redirects a page to itself forever costs two requests and is never lost silently. A
+revisit's record replaces the redirect's (both have the URL's ``record_fingerprint``): one
+record per URL, the last response. A meta refresh back into its chain is a revisit only
+with a new cookie; otherwise it is deduplicated as any link, since its page is stored with
+its title and nothing is lost.
+
+A redirect that is not followed (out of scope, or a ``Location`` that is no URL) is stored
+with ``final_url`` = the URL fetched, the last one actually requested, and the error
+``redirect_not_followed: <Location>`` or ``redirect_invalid: <why>``; a followed one with
+``final_url`` = its target as queued.
 
 A hop keeps its request's ``headers`` (they hold no credentials or cookies:
 `crawlq.headers`), ``errback`` and ``dont_filter``, except that a 301/302/303 which turns a
@@ -34,7 +52,9 @@ redirect (a loop still ends at ``max_redirects``).
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from crawlq.engine.deps import Deps
@@ -49,7 +69,18 @@ from crawlq.urls import url_keys
 if TYPE_CHECKING:
     from crawlq.engine.parse import ParsedPage
 
-__all__ = ["hop", "redirected"]
+__all__ = ["Comeback", "comeback", "hop", "redirected"]
+
+
+class Comeback(enum.Enum):
+    """What a redirect to a URL does, given its chain (`comeback`; module docstring)."""
+
+    HOP = "hop"
+    """A URL the chain has not fetched: a plain hop, deduplicated as any request."""
+    REVISIT = "revisit"
+    """Back into the chain, to be fetched again: a ``revisit`` request."""
+    LOOP = "loop"
+    """Back to a URL fetched twice already, nothing new: a ``redirect_loop`` dead letter."""
 
 
 async def redirected(lease: Lease, result: FetchResult, location: str, deps: Deps) -> Outcome:
@@ -80,7 +111,11 @@ async def hop(
     links: list[CrawlRequest] = []
     error: str | None = None
     cookies = result.location_cookies
-    revisit = bool(cookies) and _revisits(location, [*chain, req.url])
+    back = comeback(location, [*chain, req.url], cookies, req.cookies)
+    if back is Comeback.LOOP and page is None:
+        path = " -> ".join([*(u for u in chain if isinstance(u, str)), req.url, location])
+        return dead_outcome(lease, "redirect_loop", f"back to a URL fetched twice: {path}")
+    revisit = back is Comeback.REVISIT and (page is None or _sets_cookie(cookies, req.cookies))
     try:
         target: CrawlRequest | None = CrawlRequest(
             location,
@@ -108,7 +143,8 @@ async def hop(
         else:
             skipped[reason] += 1
             error = f"redirect_not_followed: {location}"
-    final_url = location if target is None else target.url  # as queued: URL rules applied
+    # a followed hop: its target as queued (URL rules applied); else the URL last fetched
+    final_url = result.final_url if error is not None or target is None else target.url
     record = await page_record(
         lease,
         result,
@@ -155,17 +191,55 @@ def _too_many(
     return f"more than {limit} redirects: {path}"
 
 
-def _revisits(location: str, chain: list[object]) -> bool:
-    """Whether a redirect to ``location`` comes back to a URL of its chain (canonical URLs).
+def comeback(
+    location: str,
+    chain: list[object],
+    cookies: Mapping[str, str],
+    sent: Mapping[str, str],
+) -> Comeback:
+    """Whether a 3xx to ``location`` is a hop, a revisit or a loop (module docstring).
 
-    ``chain`` holds the chain's URLs so far, the redirected request's last; it comes from
-    ``meta``, which an inbox entry may fill with anything: what is not a URL is skipped.
+    The rule: a target whose canonical URL (`crawlq.urls.url_keys`) the chain has not
+    fetched is a `Comeback.HOP`. One the chain fetched is a `Comeback.REVISIT` when the
+    chain fetched it once, or when the redirect sets a cookie the redirected request did
+    not send (``cookies`` has a name or value ``sent`` lacks: a cookie wall); else a
+    `Comeback.LOOP`.
+
+    Args:
+        location: The redirect's target, an absolute URL.
+        chain: The chain's URLs so far, the redirected request's last. It comes from
+            ``meta``, which an inbox entry may fill with anything: what is not a URL is
+            skipped.
+        cookies: The cookies the target gets (`crawlq.request.FetchResult.location_cookies`).
+        sent: The cookies the redirected request sent (its ``cookies``).
+
+    Returns:
+        `Comeback.HOP`, `Comeback.REVISIT` or `Comeback.LOOP`; HOP for a ``location`` that
+        is not a URL (the caller refuses it).
     """
-    target = url_keys(location).canonical
+    try:
+        target = url_keys(location).canonical
+    except InvalidURL:
+        return Comeback.HOP
+    fetched = 0
     for url in chain:
         try:
             if isinstance(url, str) and url_keys(url).canonical == target:
-                return True
+                fetched += 1
         except InvalidURL:
             continue
-    return False
+    if fetched == 0:
+        return Comeback.HOP
+    if fetched == 1 or _sets_cookie(cookies, sent):
+        return Comeback.REVISIT
+    return Comeback.LOOP
+
+
+def _sets_cookie(cookies: Mapping[str, str], sent: Mapping[str, str]) -> bool:
+    """Whether ``cookies`` has a cookie (name and value) that ``sent`` does not."""
+    return any(sent.get(name) != value for name, value in cookies.items())
+
+
+def _revisits(location: str, chain: list[object]) -> bool:
+    """Whether a redirect to ``location`` comes back to a URL of ``chain`` (`comeback`)."""
+    return comeback(location, chain, {}, {}) is not Comeback.HOP

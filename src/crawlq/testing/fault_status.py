@@ -1,7 +1,8 @@
 """Fault endpoints answered by status and headers: errors, pushback, redirects, robots, cookies.
 
 ``/page``, ``/status``, ``/flaky``, ``/retry-after``, ``/retry-after-date``, ``/busy``,
-``/redirect``, ``/redirect-to``, ``/redirect-loop``, ``/switch``, ``/robots.txt``,
+``/redirect``, ``/redirect-to``, ``/redirect-loop``, ``/self-redirect``, ``/query-order``,
+``/switch``, ``/robots.txt``,
 ``/robots-body``, ``/cookie-wall`` and ``/set-cookie``: each is described in the endpoint
 table of `crawlq.testing.server`.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 from email.utils import formatdate
 from html import escape
+from urllib.parse import urlencode
 
 from aiohttp import web
 from multidict import CIMultiDict
@@ -32,6 +34,8 @@ def routes() -> list[web.RouteDef]:
         web.get(r"/redirect/{n:\d+}", _redirect_chain),
         web.route("*", "/redirect-to", _redirect_to),
         web.get(r"/redirect-loop/{side:[ab]}", _redirect_loop),
+        web.get(r"/self-redirect/{key}", _self_redirect),
+        web.get(r"/query-order/{order:asc|desc}", _query_order),
         web.get(r"/switch/{name}", _switch),
         web.get("/robots.txt", _robots),
         web.get("/robots-body", _robots),
@@ -123,6 +127,21 @@ async def _redirect_to(request: web.Request) -> web.StreamResponse:
 async def _redirect_loop(request: web.Request) -> web.StreamResponse:
     other = "b" if request.match_info["side"] == "a" else "a"
     return _redirect(f"/redirect-loop/{other}")
+
+
+async def _self_redirect(request: web.Request) -> web.StreamResponse:
+    key = request.match_info["key"]
+    if "forever" in request.query or bump(request, "self-redirect") == 1:
+        return _redirect(f"{request.path_qs}#top")
+    return html_response(f"Self {key}", "<p>After one redirect to itself.</p>")
+
+
+async def _query_order(request: web.Request) -> web.StreamResponse:
+    params = list(request.query.items())
+    wanted = sorted(params, key=lambda kv: kv[0], reverse=request.match_info["order"] == "desc")
+    if params != wanted:
+        return _redirect(f"{request.path}?{urlencode(wanted)}")
+    return html_response(f"Query {request.query_string}")
 
 
 async def _robots(request: web.Request) -> web.StreamResponse:

@@ -24,6 +24,12 @@ pick distinct keys do not interfere):
 ``/redirect-to?url=U&status=C``   one redirect (default 302) to ``U``; each
                                   ``&set_cookie=V`` adds a ``Set-Cookie: V`` header
 ``/redirect-loop/a``, ``/b``      a redirects to b, b to a
+``/self-redirect/{key}``          the first request of ``key`` a 302 to itself plus
+                                  ``#top``, then a 200 page "Self key" (``?forever=1``:
+                                  always the 302)
+``/query-order/{asc|desc}?Q``     a 302 to the same query sorted by name (``desc``:
+                                  reversed) unless it is already so; then a 200 page
+                                  titled "Query Q"
 ``/switch/{name}``                503 while `FaultState.switch_down` is set, then a 200 page
                                   titled ``name`` (a host that fails until a flag flips)
 ``/delay/{s}``                    sleeps ``s`` seconds before answering 200

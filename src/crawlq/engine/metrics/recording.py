@@ -7,13 +7,14 @@ queues), never URLs.
 
 Worker metrics (`WorkerMetrics`), updated by both engines when an outcome is written to the
 store (so that, once a job is settled, the counters of all its workers add up to the store's
-pages, dead letters and filtered records; a cookie wall's redirect whose revisit was queued is
+pages, dead letters and filtered records; a redirect back to its own URL whose revisit was
+queued, a cookie wall's or one to the page's own fragment (`crawlq.engine.redirects`), is
 counted as a hop, not a page, since the revisit's record replaces it: one page per URL):
 
 | metric | type | labels | what |
 |---|---|---|---|
 | ``crawlq_pages_total`` | counter | ``status_class`` (``2xx``…) | pages stored |
-| ``crawlq_cookie_wall_hops_total`` | counter | | cookie-wall redirects fetched again |
+| ``crawlq_cookie_wall_hops_total`` | counter | | redirects to their own URL fetched again |
 | ``crawlq_items_total`` | counter | | items stored |
 | ``crawlq_response_bytes_total`` | counter | | body bytes of the pages stored |
 | ``crawlq_fetch_duration_seconds`` | histogram | | fetch time of each page stored |
@@ -96,7 +97,8 @@ class WorkerMetrics:
         )
         self.cookie_wall_hops = pc.Counter(
             "crawlq_cookie_wall_hops",
-            "Redirects back to their own URL with a cookie, fetched again with it.",
+            "Redirects back to their own URL (a cookie wall's, or to the page's own fragment), "
+            "fetched again.",
             registry=reg,
         )
         self.items = pc.Counter("crawlq_items", "Items stored.", registry=reg)
