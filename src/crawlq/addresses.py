@@ -23,7 +23,9 @@ Refused ranges and their sources (IANA IPv4 and IPv6 Special-Purpose Address Reg
   ``::ffff:0:0/96`` (RFC 4291 §2.5.5.2), 6to4 ``2002::/16`` (RFC 3056 §2) and the NAT64
   well-known prefix ``64:ff9b::/96`` (RFC 6052 §2.1).
 
-Everything here is pure (no I/O) and uses only the standard library.
+Everything here is pure (no I/O). Hosts are compared in the one written form of
+`crawlq.urls.canonical_host`, so ``[::ffff:7f00:1d]`` and ``[::ffff:127.0.0.29]`` are one
+exempt host.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from crawlq.urls.canonical import host_name
 
 __all__ = ["AddressGuard", "bare_host", "is_ip_literal", "refusal"]
 
@@ -121,16 +125,12 @@ def is_ip_literal(host: str) -> bool:
 
 
 def bare_host(value: str) -> str:
-    """``"Example.COM:8080"`` -> ``"example.com"``; ``"[::1]:80"`` -> ``"::1"``.
+    """``"Example.COM:8080"`` -> ``"example.com"``; ``"[::0001]:80"`` -> ``"::1"``.
 
-    Lower-cased, without port, IPv6 brackets or a trailing dot.
+    Without port, IPv6 brackets or a trailing dot, in the written form of
+    `crawlq.urls.canonical_host` (lower case, IPv4 dotted, IPv6 as RFC 5952 writes it).
     """
-    host = value.strip().lower()
-    if host.startswith("["):
-        host = host[1 : host.find("]")] if "]" in host else host[1:]
-    elif host.count(":") == 1:
-        host = host.rsplit(":", 1)[0]
-    return host.rstrip(".")
+    return host_name(value).rstrip(".")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,7 @@ class AddressGuard:
         allow_private: Allow every address (``--allow-private``): the guard is off.
         allowed_hosts: Host names (or IP literals) whose addresses are allowed whatever they
             are: a job's seed hosts, so that crawling your own intranet or localhost works
-            without a flag. Compared case-insensitively, ports ignored (`bare_host`).
+            without a flag. Compared in one written form, ports ignored (`bare_host`).
     """
 
     allow_private: bool = False

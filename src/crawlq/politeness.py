@@ -44,6 +44,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from crawlq.errors import FetchError, RetryableStatus, RobotsUnreachable
+from crawlq.urls.canonical import host_name
 
 if TYPE_CHECKING:
     from crawlq.settings import Settings
@@ -149,7 +150,8 @@ class Politeness:
 
     Attributes:
         default: Politeness of hosts without an override.
-        overrides: Per-host politeness by bare host name (lower case; applies to subdomains).
+        overrides: Per-host politeness by bare host name (`crawlq.urls.host_name`: lower
+            case, an IP literal in one written form; applies to subdomains).
         max_crawl_delay_s: Largest robots.txt Crawl-delay honoured, in seconds.
         max_retry_after_s: Largest Retry-After honoured, in seconds.
         host_backoff_s: First backoff of a host after a pushback or failure, in seconds.
@@ -184,7 +186,7 @@ class Politeness:
         """The rules of ``settings`` (the one place both engines build host politeness)."""
         s = settings
         overrides = {
-            host.lower(): HostPolicy(
+            host_name(host): HostPolicy(
                 s.delay_s if delay_s is None else delay_s,
                 s.host_concurrency if concurrency is None else concurrency,
             )
@@ -214,7 +216,7 @@ class Politeness:
         """
         if not self.overrides:
             return None
-        name = _bare(host)
+        name = host_name(host)
         while True:
             policy = self.overrides.get(name)
             if policy is not None:
@@ -334,11 +336,3 @@ def rules_with_default(
     if politeness is not None:
         return politeness
     return Politeness(default=default_policy or HostPolicy())
-
-
-def _bare(host: str) -> str:
-    """``"Example.com:8080"`` -> ``"example.com"``; ``"[::1]:80"`` -> ``"::1"``."""
-    host = host.lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from crawlq.secrecy import redact
+from crawlq.urls.canonical import host_name
 
 __all__ = [
     "FAILURES_TO_BENCH",
@@ -294,7 +295,10 @@ class ProxyPool:
         return proxy
 
     def choose(self, url: str, host: str, now_ms: int) -> Proxy | None:
-        """The proxy for a request of ``url`` (politeness key ``host``), or None (direct).
+        """The proxy for a request of ``url`` to ``host``, or None (direct).
+
+        ``host`` (a host name or politeness key; a port is ignored) is read in one written
+        form (`crawlq.urls.host_name`), so one host in two notations rotates as one.
 
         Raises:
             AllBenched: Every proxy the request could take is benched.
@@ -306,6 +310,7 @@ class ProxyPool:
             raise AllBenched(min(self.states[p.id].until_ms for p in self.proxies))
         if self.rotation == "request":
             return free[next(self._turn) % len(free)]
+        host = host_name(host)
         return max(free, key=lambda p: hashlib.sha1(f"{host}\n{p.id}".encode()).digest())
 
     def _benched(self, proxy: Proxy, now_ms: int) -> bool:
@@ -316,7 +321,7 @@ class ProxyPool:
         if not self._env_proxies:
             return None
         parts = urlsplit(url)
-        if _bypassed(parts.hostname or "", self._env.get("no", "")):
+        if _bypassed(host_name(url), self._env.get("no", "")):
             return None
         proxy = self._env_proxies.get(parts.scheme) or self._env_proxies.get("all")
         if proxy is not None and self._benched(proxy, now_ms):
@@ -337,9 +342,13 @@ def _env_proxies(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def _bypassed(host: str, no_proxy: str) -> bool:
-    """Whether ``NO_PROXY`` (comma-separated names, ``.name`` or ``*``) covers ``host``."""
-    host = host.lower().rstrip(".")
-    for entry in (e.strip().lower().lstrip(".").rstrip(".") for e in no_proxy.split(",")):
+    """Whether ``NO_PROXY`` (comma-separated names, ``.name`` or ``*``) covers ``host``.
+
+    Both are read in one written form (`crawlq.urls.host_name`: an IP literal in any
+    notation, an IPv6 address with or without brackets), without a port.
+    """
+    host = host_name(host).rstrip(".")
+    for entry in (host_name(e.strip().lstrip(".")).rstrip(".") for e in no_proxy.split(",")):
         if entry == "*" or (entry and (host == entry or host.endswith("." + entry))):
             return True
     return False

@@ -30,13 +30,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
-from urllib.parse import urlsplit
 
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
 from crawlq.request.limits import MAX_URL_LENGTH
 from crawlq.settings import Settings
-from crawlq.urls import UrlRules
+from crawlq.urls import UrlRules, host_name
 
 __all__ = [
     "MAX_URL_LENGTH",
@@ -136,7 +135,7 @@ class Scope:
         max_query_params: int | None = None,
         url_rules: UrlRules | None = None,
     ) -> None:
-        self.allowed_domains = frozenset(_bare_host(d) for d in allowed_domains if d)
+        self.allowed_domains = frozenset(host_name(d) for d in allowed_domains if d)
         self._include = [re.compile(p) for p in include]
         self._exclude = [re.compile(p) for p in exclude]
         self.max_depth = max_depth
@@ -206,7 +205,7 @@ class Scope:
         return allowed
 
     def _match_host(self, host_key: str) -> bool:
-        host = _bare_host(host_key)
+        host = host_name(host_key)
         if host in self.allowed_domains:
             return True
         dot = host.find(".")
@@ -216,16 +215,6 @@ class Scope:
                 return True
             dot = host.find(".")
         return False
-
-
-def _bare_host(value: str) -> str:
-    """``"Example.com:8080"`` or ``"http://example.com/"`` -> ``"example.com"``."""
-    value = value.strip().lower()
-    if "//" in value:
-        return urlsplit(value).hostname or ""
-    if value.startswith("["):
-        return value[1 : value.find("]")]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 def _params(query: str) -> int:

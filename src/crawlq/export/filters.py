@@ -12,10 +12,9 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TypeVar
-from urllib.parse import urlsplit
 
 from crawlq.errors import InvalidURL
-from crawlq.urls import host_key
+from crawlq.urls import host_key, host_name, split_host
 
 __all__ = ["RecordFilter", "kept"]
 
@@ -35,7 +34,8 @@ class RecordFilter:
 
     Attributes:
         status: Comma-separated codes or classes: ``200``, ``4xx``, ``301,302``.
-        host: A host name (``docs.example.org``: any port) or ``host:port``; lower-cased.
+        host: A host name (``docs.example.org``: any port) or ``host:port``; any case, an
+            IP literal in any notation (`crawlq.urls.split_host`).
         spider: The spider's name as stored (``Spider.name``).
     """
 
@@ -90,13 +90,13 @@ class RecordFilter:
         return False
 
     def _host_ok(self, url: str) -> bool:
-        wanted = (self.host or "").strip().lower()
-        if ":" in wanted and not wanted.startswith("["):
+        wanted, port = split_host(self.host or "")
+        if port:
             try:
-                return host_key(url) == wanted
+                return split_host(host_key(url)) == (wanted, port)
             except InvalidURL:
                 return False
-        return (urlsplit(url).hostname or "") == wanted.strip("[]")
+        return host_name(url) == wanted
 
 
 async def kept(records: AsyncIterator[_R], where: RecordFilter | None) -> AsyncIterator[_R]:

@@ -23,12 +23,11 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.headers import header_problem
 from crawlq.settings import Settings
-from crawlq.urls import host_key
+from crawlq.urls import host_key, host_name, split_host
 
 __all__ = ["CREDENTIAL_HEADERS", "REDACTED", "HostCredentials"]
 
@@ -43,13 +42,14 @@ class HostCredentials:
     """The ``Authorization`` value for each configured host (module docstring).
 
     Args:
-        values: Host key (``host`` or ``host:port``, lower case) -> header value.
+        values: Host key (``host`` or ``host:port``; any case, an IP literal in any
+            notation: keys are kept as `crawlq.urls.host_key` writes hosts) -> header value.
     """
 
     __slots__ = ("_values",)
 
     def __init__(self, values: Mapping[str, str]) -> None:
-        self._values = dict(values)
+        self._values = {_key(host): value for host, value in values.items()}
 
     @classmethod
     def from_settings(
@@ -109,6 +109,11 @@ class HostCredentials:
         value = self._values.get(key)
         if value is not None:
             return value
-        hostname = urlsplit(url).hostname or ""
-        bare = f"[{hostname}]" if ":" in hostname else hostname
-        return self._values.get(bare)
+        return self._values.get(_key(host_name(url)))
+
+
+def _key(value: str) -> str:
+    """``value`` (``host``, ``host:port``, ``[v6]:port``) as `crawlq.urls.host_key` writes it."""
+    host, port = split_host(value)
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port else host

@@ -59,7 +59,7 @@ from crawlq.proxies import AllBenched, Proxy, ProxyPool, parse_proxy
 from crawlq.request import FetchResult
 from crawlq.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
-from crawlq.urls import url_keys
+from crawlq.urls import host_name, url_keys
 
 __all__ = ["AUTO", "Fetcher"]
 
@@ -344,7 +344,7 @@ class Fetcher:
         if not self.proxies.active:
             return None
         try:
-            return self.proxies.choose(url, urlsplit(url).hostname or "", int(time.time() * 1000))
+            return self.proxies.choose(url, host_name(url), int(time.time() * 1000))
         except AllBenched as exc:
             raise ProxiesBenched(url, exc.until_ms) from None
 
@@ -416,7 +416,7 @@ class Fetcher:
         first (`guard_target`).
         """
         parts = urlsplit(current)
-        host = parts.hostname or ""
+        host = host_name(current)
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
             await guard_target(self.address_guard, self._guarded_resolver, url, host, port)
@@ -442,7 +442,7 @@ class Fetcher:
             raise TransientFetchError(url, "timeout", f"{self._timeout_s} s spent in redirects")
         # A first hop has the whole timeout (made once); after redirects, what is left of it.
         timeout = self._client_timeout(remaining_s) if attempt.redirects else self._timeout
-        host = urlsplit(current).hostname or ""
+        host = host_name(current)
         refused = self.address_guard.check_literal(host)  # names: GuardedResolver on connect
         if refused is not None:
             raise PrivateAddressError(url, host, refused)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from crawlq.cookies import NO_COOKIES
 from crawlq.errors import InvalidURL, PermanentFetchError
 from crawlq.headers import without_content_headers
-from crawlq.urls import decode_location, normalize
+from crawlq.urls import decode_location, host_name, normalize
 
 __all__ = [
     "REDIRECT_STATUSES",
@@ -107,6 +107,6 @@ def resolve_location(url: str, current: str, location: str) -> str:
         raise PermanentFetchError(url, "bad_redirect", f"{current} -> {location!r}") from exc
 
 
-def _origin(url: str) -> tuple[str, str | None, int | None]:
+def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
-    return parts.scheme, parts.hostname, parts.port
+    return parts.scheme, host_name(url), parts.port

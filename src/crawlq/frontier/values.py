@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from crawlq.request import CrawlRequest
+from crawlq.urls import split_host
 
 __all__ = [
     "EVERY_DEAD",
@@ -234,11 +235,14 @@ def host_matches(host: str, wanted: str) -> bool:
 
     ``wanted`` is a politeness key (``example.com``, ``127.0.0.1:8080``, ``[::1]:8080``):
     it matches that key, and a key without a port also matches the host on any port.
-    Letters are compared case-insensitively.
+    Hosts are compared in one written form (`crawlq.urls.split_host`: any case, an IP
+    literal in any notation, an IPv6 address with or without brackets).
     """
-    wanted = wanted.lower()
-    has_port = "]:" in wanted if wanted.startswith("[") else ":" in wanted
-    return host == wanted or (not has_port and host.startswith(wanted + ":"))
+    if host == wanted:
+        return True
+    wanted_host, wanted_port = split_host(wanted)
+    host_name, port = split_host(host)
+    return host_name == wanted_host and (not wanted_port or port == wanted_port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,10 @@
 Pure functions, no I/O; errors are `crawlq.errors.InvalidURL`, naming the URL and why.
 
 * `crawlq.urls.canonical`: the *request URL* (`normalize`: absolute, made safe, fragment and
-  userinfo dropped, an IPv4 host dotted), the *canonical URL* (`canonicalize`: what two
-  spellings of one page share), the politeness key (`host_key`), the 20-byte request
-  `fingerprint`, and the cached `url_keys` of a URL.
+  userinfo dropped, an IP host in one written form), the *canonical URL* (`canonicalize`:
+  what two spellings of one page share), the one written form of a host (`canonical_host`,
+  and `host_name` / `split_host` of a ``host:port``), the politeness key (`host_key`), the
+  20-byte request `fingerprint`, and the cached `url_keys` of a URL.
 * `crawlq.urls.ipv4`: hosts that end in a number read as the WHATWG URL Standard's IPv4
   parser reads them (``127.1``, ``0x7f.1``, ``2130706433`` are ``127.0.0.1``;
   ``1.2.3.999`` is no host).
@@ -20,11 +21,14 @@ from __future__ import annotations
 
 from crawlq.urls.canonical import (
     UrlKeys,
+    canonical_host,
     canonicalize,
     fingerprint,
     host_key,
+    host_name,
     normalize,
     request_fingerprint,
+    split_host,
     url_keys,
 )
 from crawlq.urls.references import decode_location, encode_query, query_codec, resolve
@@ -33,14 +37,17 @@ from crawlq.urls.rules import UrlRules
 __all__ = [
     "UrlKeys",
     "UrlRules",
+    "canonical_host",
     "canonicalize",
     "decode_location",
     "encode_query",
     "fingerprint",
     "host_key",
+    "host_name",
     "normalize",
     "query_codec",
     "request_fingerprint",
     "resolve",
+    "split_host",
     "url_keys",
 ]

@@ -4,19 +4,26 @@ Two forms of a URL matter to crawlq:
 
 * the *request URL* (`normalize`): absolute, percent-encoded where the browser would encode,
   fragment and userinfo (``user:password@``) dropped, an IPv4 host in any notation written
-  dotted (`crawlq.urls.ipv4`). It is what we fetch and what users see in exports.
+  dotted (`crawlq.urls.ipv4`), an IPv6 host in its one text form (`canonical_host`). It is
+  what we fetch and what users see in exports.
 * the *canonical URL* (`canonicalize`): the request URL with scheme and host lower-cased,
   default port dropped, query arguments sorted, percent-encoding normalised (w3lib's
   ``canonicalize_url``). Two request URLs with one canonical URL are one page, so the
   fingerprint (20-byte SHA-1) is taken over the canonical URL.
 
+Every comparison of hosts (scope, politeness, robots.txt origins, cookies, per-host
+credentials and overrides, the private-address guard, proxy rotation, filters) reads a host
+through `canonical_host`, here, directly or by `host_key`, `host_name` or `split_host`: one
+host, one written form, whatever notation a link or a setting used.
+
 Errors: `InvalidURL` naming the URL and why (not http(s), no host, a bad port, a host that
-ends in a number but is no IPv4 address).
+ends in a number but is no IPv4 address, a bracketed host that is no IPv6 address).
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import re
 from functools import lru_cache
 from typing import NamedTuple
@@ -28,11 +35,14 @@ from crawlq.urls.references import resolve
 
 __all__ = [
     "UrlKeys",
+    "canonical_host",
     "canonicalize",
     "fingerprint",
     "host_key",
+    "host_name",
     "normalize",
     "request_fingerprint",
+    "split_host",
     "url_keys",
 ]
 
@@ -68,12 +78,15 @@ def normalize(url: str, base: str | None = None) -> str:
         unsafe characters percent-encoded), its fragment, a default port and any userinfo
         (``user:password@``) removed: crawlq never sends credentials from a URL (no Basic
         auth), and never stores or logs them. An IPv4 host in another notation (``127.1``,
-        ``0x7f.1``, ``2130706433``) is written dotted, as browsers write it (`dotted`).
+        ``0x7f.1``, ``2130706433``) is written dotted, as browsers write it (`dotted`); an
+        IPv6 host compressed, as browsers write it, in RFC 5952 form (`canonical_host`:
+        ``[0:0:0:0:0:0:0:1]`` is ``[::1]``, ``[::ffff:7f00:1d]`` is ``[::ffff:127.0.0.29]``).
 
     Raises:
         InvalidURL: The result is not http/https or has no host, its host ends in a number
-            but is not an IPv4 address (``1.2.3.999``, ``foo.123``), or ``url`` cannot be
-            resolved against ``base``; the message names the URL.
+            but is not an IPv4 address (``1.2.3.999``, ``foo.123``), its bracketed host is
+            not an IPv6 address, or ``url`` cannot be resolved against ``base``; the
+            message names the URL.
     """
     raw = url.strip()
     if base is not None:
@@ -111,13 +124,24 @@ def _fast_host(url: str, plain: str, match: re.Match[str]) -> str:
 
 
 def _dotted_netloc(url: str, netloc: str) -> str:
-    """``netloc`` (``host[:port]``, no userinfo) with an IPv4 host written dotted.
+    """``netloc`` (``host[:port]``, no userinfo) with an IP host in its one written form.
 
-    The host is percent-decoded and lower-cased first, as the URL Standard's host parser
-    does before it looks for a number (``127%2E1`` is ``127.0.0.1``).
+    An IPv4 host is written dotted; the host is percent-decoded and lower-cased first, as
+    the URL Standard's host parser does before it looks for a number (``127%2E1`` is
+    ``127.0.0.1``). An IPv6 literal is written as `canonical_host` writes it.
+
+    Raises:
+        InvalidURL: The host ends in a number but is no IPv4 address, or is bracketed but
+            no IPv6 address (URL Standard §3.5: either fails the URL).
     """
     if netloc.startswith("["):  # IPv6 literal
-        return netloc
+        end = netloc.find("]")
+        written = netloc[1:end] if end > 0 else ""
+        try:
+            fixed = _ipv6_text(written.lower())
+        except ValueError as exc:
+            raise InvalidURL(url, f"[{written}] is not an IPv6 address") from exc
+        return netloc if fixed == written else f"[{fixed}]{netloc[end + 1 :]}"
     host, colon, port = netloc.partition(":")
     text = (unquote(host) if "%" in host else host).lower()
     try:
@@ -125,6 +149,84 @@ def _dotted_netloc(url: str, netloc: str) -> str:
     except IPv4Error as exc:
         raise InvalidURL(url, str(exc)) from exc
     return netloc if fixed == text else fixed + colon + port
+
+
+def _ipv6_text(address: str) -> str:
+    """The RFC 5952 text of an IPv6 address (no brackets; a ``%zone`` kept as written).
+
+    Raises:
+        ValueError: ``address`` is not an IPv6 address.
+    """
+    parsed = ipaddress.IPv6Address(address)
+    mapped = parsed.ipv4_mapped
+    if mapped is None:
+        return str(parsed)  # RFC 5952 §4: lower case, no leading zeros, longest "::"
+    zone = "" if parsed.scope_id is None else f"%{parsed.scope_id}"
+    return f"::ffff:{mapped}{zone}"  # RFC 5952 §5: IPv4-mapped, the IPv4 part dotted
+
+
+@lru_cache(maxsize=4096)
+def canonical_host(host: str) -> str:
+    """Return the one written form of a host: what every comparison of hosts uses.
+
+    Args:
+        host: A host as a URL or a setting writes it, without port: a name, an IPv4 address
+            in any notation, or an IPv6 address with or without its brackets.
+
+    Returns:
+        The host lower-cased, without brackets; an IPv4 address dotted (``127.1`` is
+        ``127.0.0.1``, URL Standard §3.5); an IPv6 address in RFC 5952 §4 text form (lower
+        case, leading zeros dropped, the longest run of zero groups written ``::``), an
+        IPv4-mapped one with its IPv4 part dotted as RFC 5952 §5 recommends, so
+        ``[0:0:0:0:0:0:0:1]``, ``::0001`` and ``::1`` are ``::1``, and
+        ``::ffff:7f00:1d`` and ``::FFFF:127.0.0.29`` are ``::ffff:127.0.0.29``. A host
+        that only looks like an address (``1.2.3.999``, ``1::2::3``) is returned
+        lower-cased: it is no host, and `normalize` refuses a URL with it.
+    """
+    text = host.strip().lower()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    try:
+        if ":" in text:
+            return _ipv6_text(text)
+        return _dotted_host(text)
+    except ValueError:  # IPv4Error included
+        return text
+
+
+def split_host(value: str) -> tuple[str, str]:
+    """Split a host key, ``host[:port]``, ``[v6][:port]`` or absolute URL into host and port.
+
+    Args:
+        value: As a user, a setting or `host_key` writes a host; a bare IPv6 address (two
+            colons or more, no brackets) is a host without port.
+
+    Returns:
+        ``(host, port)``: the host as `canonical_host` writes it (no brackets) and the port
+        as written (``""`` when none; a URL's default port is not filled in).
+    """
+    text = value.strip()
+    if "//" in text:
+        try:
+            parts = urlsplit(text)
+            number = parts.port
+        except ValueError:
+            return canonical_host(text), ""
+        return canonical_host(parts.hostname or ""), "" if number is None else str(number)
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            return canonical_host(text[1:]), ""
+        return canonical_host(text[1:end]), text[end + 1 :].removeprefix(":")
+    if text.count(":") == 1:
+        host, _, port = text.partition(":")
+        return canonical_host(host), port
+    return canonical_host(text), ""
+
+
+def host_name(value: str) -> str:
+    """The host of ``value`` (see `split_host`) without port: ``"[::0001]:80"`` -> ``"::1"``."""
+    return split_host(value)[0]
 
 
 def _with_dotted_host(url: str, out: str) -> str:
@@ -180,11 +282,12 @@ def canonicalize(url: str) -> str:
         url: An absolute http(s) URL, normally the output of `normalize`.
 
     Returns:
-        The canonical URL; fragments are always dropped; an IPv4 host in another notation
-        is written dotted (as `normalize` writes it).
+        The canonical URL; fragments are always dropped; an IP host is written as
+        `normalize` writes it (IPv4 dotted, IPv6 as `canonical_host` writes it).
 
     Raises:
-        InvalidURL: The host ends in a number but is not an IPv4 address (``1.2.3.999``).
+        InvalidURL: The host ends in a number but is not an IPv4 address (``1.2.3.999``),
+            or is bracketed but not an IPv6 address.
     """
     match = _CANONICAL_URL.fullmatch(url)
     if match is not None and "/." not in url and _is_plain(match):
@@ -195,13 +298,15 @@ def canonicalize(url: str) -> str:
 
 
 def host_key(url: str) -> str:
-    """Return the politeness key of ``url``: lower-cased ``host`` or ``host:port``.
+    """Return the politeness key of ``url``: its ``host`` or ``host:port``.
 
-    Default ports (80 for http, 443 for https) are left out, so ``http://A.com:80/`` and
-    ``http://a.com/`` share one key and one politeness budget.
+    The host is written as `canonical_host` writes it (an IPv6 literal in brackets), and
+    default ports (80 for http, 443 for https) are left out, so ``http://A.com:80/`` and
+    ``http://a.com/`` share one key and one politeness budget, as do
+    ``http://[::ffff:7f00:1d]/`` and ``http://[::ffff:127.0.0.29]/``.
 
     Raises:
-        InvalidURL: ``url`` has no host.
+        InvalidURL: ``url`` has no host, or a bad port.
     """
     parts = urlsplit(url)
     host = parts.hostname
@@ -211,6 +316,7 @@ def host_key(url: str) -> str:
         port = parts.port
     except ValueError as exc:
         raise InvalidURL(url, str(exc)) from exc
+    host = canonical_host(host)
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     if port is None or (parts.scheme, port) in (("http", 80), ("https", 443)):
