@@ -37,6 +37,17 @@ def test_lines_come_back_in_batches_in_order_with_their_fields() -> None:
         assert [r.url for b in spool.batches(500) for r in b] == [r.url for r in got]  # again
 
 
+def test_a_line_break_inside_an_argument_does_not_split_it() -> None:
+    given = '{"url": "http://a.example/x",\n "priority": 2}'
+    with SeedSpool() as spool:
+        spool.read_lines([("input 1", given), ("input 2", "http://a.example/y")])
+        got = [r for batch in spool.batches() for r in batch]
+    assert [(r.url, r.priority) for r in got] == [
+        ("http://a.example/x", 2),
+        ("http://a.example/y", 0),
+    ]
+
+
 def test_bad_lines_are_counted_and_the_first_ones_named() -> None:
     lines = [(f"line {n}", "not a url" if n % 2 else f"http://a.example/{n}") for n in range(40)]
     with SeedSpool() as spool:

@@ -71,7 +71,7 @@ _URL_LINE = b"U"
 
 def _parse_kept(line: bytes) -> CrawlRequest:
     """The request of one line that `SeedSpool` wrote (already parsed once, so it parses)."""
-    text = line[1:].rstrip(b"\n").decode()
+    text = line[1:].rstrip(b"\n").decode(errors="surrogatepass")
     if line[:1] == _URL_LINE:
         priority, url = text.split(" ", 1)
         return CrawlRequest(url, priority=int(priority))
@@ -150,15 +150,20 @@ class SeedSpool:
                 if len(self.bad) < BAD_SHOWN:
                     self.bad.append(f"{where}: {exc}")
                 continue
-            self._keep(
-                kind + str(priority).encode() + b" " if kind == _URL_LINE else kind,
-                line,
-                request.host,
-            )
+            if "\n" in line:  # an argument may hold one: keep the request's own JSON
+                self.add(request)
+            elif kind == _URL_LINE:
+                self._keep(kind + str(priority).encode() + b" ", line, request.host)
+            else:
+                self._keep(kind, line, request.host)
 
     def _keep(self, kind: bytes, text: str, host: str) -> None:
-        """Write one line of the spool: ``kind`` and ``text`` (which holds no line break)."""
-        self._file.write(kind + text.encode() + b"\n")
+        """Write one line of the spool: ``kind`` and ``text`` (which holds no line break).
+
+        Surrogates (an argument's undecodable bytes) pass through, so the text reads back
+        as it was given.
+        """
+        self._file.write(kind + text.encode(errors="surrogatepass") + b"\n")
         self._hosts[host] = None
         self.given += 1
 
