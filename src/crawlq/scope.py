@@ -92,7 +92,14 @@ def crawl_domains(
 
 
 class FilterReason(StrEnum):
-    """Why a URL was not followed or not fetched."""
+    """Why a URL was not followed or not fetched.
+
+    A page's link is counted for the first rule that refuses it: `Scope.check`'s reasons in
+    its order, then the page's own ``extension`` and ``nofollow`` (not members here: the
+    link extraction's, `crawlq.spider.Response.skipped_links`); ``robots_txt`` and
+    ``private_address`` are decided when a URL is about to be fetched
+    (`crawlq.engine.parse.ParsedPage.take`).
+    """
 
     OFFSITE = "offsite"
     MAX_DEPTH = "max_depth"

@@ -9,7 +9,7 @@
 * `without_password`: a URL with its password removed (the user name kept), as a shared job
   stores its ``store`` setting; each worker supplies the password itself.
 * `create_private`: create a file readable and writable by its owner only (``0600``); the
-  process umask can only make it stricter.
+  process umask can only make it stricter. `private_opener`: the same for `open`.
 * `loggable_entry`: how a log line may show a request entry (an inbox entry): not at all
   when it may hold cookies, whose values are secrets (session ids, login tokens).
 """
@@ -25,6 +25,7 @@ __all__ = [
     "create_private",
     "has_password",
     "loggable_entry",
+    "private_opener",
     "quote_userinfo",
     "redact",
     "without_password",
@@ -35,7 +36,8 @@ MASK = "***"
 
 PRIVATE_MODE = 0o600
 """Mode of the files crawlq creates (SQLite stores and frontiers, their lock files, WARC
-files): they can hold page bodies and job data, so only their owner may read them."""
+files, export files): they can hold page bodies and job data, so only their owner may read
+them."""
 
 _AUTHORITY = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*:/{1,3})(?P<authority>[^/\s'\"<>]*)")
 """A URL's scheme and authority: up to the first ``/``, whitespace or quote. A password may
@@ -159,6 +161,19 @@ def create_private(path: str | os.PathLike[str], mode: int = PRIVATE_MODE) -> bo
         return False
     os.close(fd)
     return True
+
+
+def private_opener(path: str, flags: int) -> int:
+    """`open`'s ``opener`` for a file crawlq may create: mode `PRIVATE_MODE`, less by the umask.
+
+    The mode applies only when ``flags`` create the file (``"w"``, ``"a"``, ``"x"`` on a
+    missing path, as ``O_CREAT`` does); an existing file keeps its mode, as with
+    `create_private`.
+
+    Raises:
+        OSError: As `os.open`.
+    """
+    return os.open(path, flags, PRIVATE_MODE)
 
 
 def loggable_entry(raw: bytes, limit: int = 200) -> str:

@@ -64,6 +64,12 @@ PAGES: dict[str, str] = {
     "/ext/index": '<a href="/files/manual.pdf">pdf</a><a href="/files/logo.PNG?v=2">png</a>'
     '<a href="/files/manual.pdf#p2">pdf again</a><a href="/ext/page.html">page</a>',
     "/ext/page.html": "",
+    # out of scope first, then the extension, then nofollow (issue 23.8e)
+    "/ext/offsite": '<a href="http://other.example/report.pdf">offsite pdf</a>'
+    '<a href="http://other.example/page.html">offsite page</a>'
+    '<a rel="nofollow" href="http://other.example/nf.html">offsite nofollow</a>'
+    '<a rel="nofollow" href="/files/manual.pdf">onsite pdf, nofollow</a>'
+    '<a rel="nofollow" href="/ext/page.html">onsite nofollow</a>',
 }
 
 
@@ -278,6 +284,19 @@ async def test_links_with_a_skipped_extension_are_not_requested_and_counted(
     assert requested(log) == ["/ext/index", "/ext/page.html"]
     assert r.report.counters.skipped == {"extension": 2}  # the pdf (twice linked) and the png
     assert "links not followed: 2 (extension 2)" in summary(r)
+
+
+async def test_a_link_out_of_scope_is_counted_offsite_before_its_extension_or_nofollow(
+    db: Path, site: str, log: RequestLog
+) -> None:
+    start = f"{site}/ext/offsite"
+    r = await crawl(db, [start])
+    assert_nothing_lost(r, [start])
+    assert requested(log) == ["/ext/offsite"]
+    # the offsite pdf, page and nofollow link are offsite (scope first); the onsite pdf is
+    # an extension (before its nofollow); the onsite nofollow page is nofollow
+    assert r.report.counters.skipped == {"offsite": 3, "extension": 1, "nofollow": 1}
+    assert "links not followed: 5 (offsite 3, extension 1, nofollow 1)" in summary(r)
 
 
 async def test_the_skipped_extensions_are_a_setting(db: Path, site: str, log: RequestLog) -> None:

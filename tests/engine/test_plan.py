@@ -35,7 +35,7 @@ def test_domains_come_from_settings_then_spider_then_seeds() -> None:
 
 def test_seed_plans_like_crawl_without_a_spider() -> None:
     requests = [CrawlRequest("http://a.example:8080/"), CrawlRequest("http://b.example/")]
-    planned = plan_seed(settings(), requests)
+    planned = plan_seed(settings(), [r.host for r in requests])
     assert planned.allowed_domains == ("a.example:8080", "b.example")
     assert planned.seed_hosts == ("a.example", "b.example")
     assert planned.store == os.path.abspath("crawl.db")

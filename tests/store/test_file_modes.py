@@ -1,8 +1,9 @@
-"""Issue 12.12: the files crawlq creates are its owner's only (0600), whatever a loose umask.
+"""Issue 12.12 (and 23.8c, export files): the files crawlq creates are its owner's only (0600).
 
 SQLite stores and frontiers (with their ``-wal``, ``-shm`` and ``.lock`` files) can hold page
-bodies (``--store-body``) and WARC files always do, so under the usual umask 022 they must not
-come out world-readable (0644), and a stricter umask still wins.
+bodies (``--store-body``), WARC files always do and export files (``crawlq export -o``,
+``crawlq crawl -o/-O``, every format) hold what the store holds, so under the usual umask
+022 they must not come out world-readable (0644), and a stricter umask still wins.
 """
 
 from __future__ import annotations
@@ -109,3 +110,42 @@ def test_a_crawl_under_umask_022_leaves_no_readable_file(
     created = [store, Path(f"{store}.lock"), *warc.iterdir()]
     assert len(created) >= 3
     assert {p.name: oct(mode(p)) for p in created} == {p.name: "0o600" for p in created}
+
+
+def _crawlq_022(*args: str) -> None:
+    """``crawlq ARGS`` under umask 022; it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "crawlq", *args],
+        capture_output=True, text=True, timeout=120, check=False, umask=0o022,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "name"),
+    [("-O", "x.jsonl"), ("-O", "x.json"), ("-o", "x.csv"), ("-O", "x.parquet")],
+)
+def test_crawl_output_files_are_0600_under_umask_022(
+    server: ServerThread, tmp_path: Path, flag: str, name: str
+) -> None:
+    out = tmp_path / name
+    _crawlq_022("crawl", f"{server.base_url}/page/1", "--store", str(tmp_path / "crawl.db"),
+                "--max-pages", "3", "--delay", "0", "--output-what", "pages", flag, str(out),
+                "-q")  # fmt: skip
+    assert out.stat().st_size > 0
+    assert oct(mode(out)) == "0o600"  # as the store beside it, not 0644
+
+
+def test_export_files_are_0600_under_umask_022_and_existing_ones_keep_their_mode(
+    server: ServerThread, tmp_path: Path
+) -> None:
+    store = tmp_path / "crawl.db"
+    _crawlq_022("crawl", f"{server.base_url}/page/1", "--store", str(store), "--max-pages", "3",
+                "--delay", "0", "-q")  # fmt: skip
+    for name in ["p.jsonl", "p.json", "p.csv", "p.parquet"]:
+        out = tmp_path / name
+        _crawlq_022("export", "--store", str(store), "--what", "pages", "-o", str(out))
+        assert out.stat().st_size > 0 and oct(mode(out)) == "0o600", name
+        out.chmod(0o644)  # a file that exists is the owner's choice: replaced, mode kept
+        _crawlq_022("export", "--store", str(store), "--what", "pages", "-o", str(out))
+        assert oct(mode(out)) == "0o644", name

@@ -26,7 +26,7 @@ from crawlq.cli.export_options import format_for
 from crawlq.errors import CrawlqError
 from crawlq.export import export
 from crawlq.items.schema import ItemField, item_fields
-from crawlq.secrecy import redact
+from crawlq.secrecy import private_opener, redact
 from crawlq.store import open_store
 
 __all__ = ["CrawlOutput", "crawl_output_options"]
@@ -148,9 +148,10 @@ class CrawlOutput:
         raise SystemExit(1)
 
     def _open(self) -> TextIO:
+        """The output file, created ``0600`` (`crawlq.secrecy.private_opener`) if new."""
         if self.append:
-            return open(self.path, "a", encoding="utf-8", newline="")
-        return open(self.path, "w", encoding="utf-8", newline="")
+            return open(self.path, "a", encoding="utf-8", newline="", opener=private_opener)
+        return open(self.path, "w", encoding="utf-8", newline="", opener=private_opener)
 
     async def _write(self, store_url: str) -> int:
         store = await open_store(store_url, read_only=True)

@@ -16,7 +16,7 @@ from crawlq.errors import ConfigError, CrawlqError
 from crawlq.export import export as export_records
 from crawlq.export.filters import RecordFilter
 from crawlq.items.schema import ItemField, item_fields
-from crawlq.secrecy import redact
+from crawlq.secrecy import private_opener, redact
 from crawlq.spider.item_type import load_item_type
 from crawlq.store import open_store
 
@@ -129,7 +129,9 @@ def export(
             with contextlib.ExitStack() as stack:
                 out: TextIO = sys.stdout
                 if output is not None:
-                    out = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+                    out = stack.enter_context(
+                        open(output, "w", encoding="utf-8", newline="", opener=private_opener)
+                    )
                 export_args = (cast(What, what), cast(Format, fmt), out, since_at, body, csv_raw)
                 rows = asyncio.run(_export(store, *export_args, errors_only, where))
                 out.flush()  # a closed pipe shows here, not in the interpreter's final flush

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -16,10 +17,9 @@ from crawlq.cli.options import (
     sitemap_option,
     sitemap_urls,
 )
+from crawlq.engine.seeding import SeedSpool
 from crawlq.engine.service import seed as seed_job
-from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
-from crawlq.request import CrawlRequest
-from crawlq.scope import check_url_length
+from crawlq.errors import ConfigError, CrawlqError, SeedInterrupted
 from crawlq.secrecy import redact
 from crawlq.sitemap import sitemap_request
 
@@ -48,35 +48,35 @@ def seed(
     seeds' hosts —, spider, store, and the seed hosts exempt from the private-address guard)
     for every worker that joins. URLs that only reach the job through its inbox are never
     seed hosts; use --allow-private to crawl private addresses on any host. Every input is checked
-    before anything is queued: an invalid one stops the command (exit 2) and names it.
+    before anything is queued: an invalid one stops the command (exit 2) and names it. Stdin is
+    read to its end first (kept in a temporary file, not in memory), then queued in batches.
     JSON requests look like {"url": "...", "priority": 5, "meta": {...}}.
     """
-    numbered = [(f"input {n}", url) for n, url in enumerate(urls, 1)]
+    numbered: Iterable[tuple[str, str]] = ((f"input {n}", url) for n, url in enumerate(urls, 1))
     if list(urls) == ["-"]:  # numbered by line of stdin, blank lines included, to find them
-        numbered = [(f"line {n}", t.strip()) for n, t in enumerate(sys.stdin, 1) if t.strip()]
-    lines = [line for _, line in numbered]
-    sitemaps = sitemap_urls(sitemap)
-    if not lines and not sitemaps and not options.get("frontier"):
-        raise click.UsageError("no URLs to seed: give URL... or - for stdin")
-    requests: list[CrawlRequest] = []
-    bad: list[str] = []
-    for where, line in numbered:
-        try:
-            if not line.startswith("{"):
-                check_url_length(line)
-            if line.startswith("{"):
-                requests.append(CrawlRequest.from_json(line))
-            else:
-                requests.append(CrawlRequest(line, priority=priority))
-        except (InvalidURL, ValueError) as exc:
-            bad.append(f"{where}: {exc}")
-    requests += [sitemap_request(url, priority=priority) for url in sitemaps]
-    if bad:
-        more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
-        raise click.UsageError("nothing queued; bad input:\n  " + "\n  ".join(bad[:10]) + more)
+        numbered = ((f"line {n}", t.strip()) for n, t in enumerate(sys.stdin, 1) if t.strip())
+    with SeedSpool() as spool:
+        spool.read_lines(numbered, priority=priority)  # read once, kept on disk, not in memory
+        if spool.bad_count:
+            more = spool.bad_count - len(spool.bad)
+            raise click.UsageError(
+                "nothing queued; bad input:\n  "
+                + "\n  ".join(spool.bad)
+                + (f" (and {more} more)" if more else "")
+            )
+        sitemaps = sitemap_urls(sitemap)
+        if not spool.given and not sitemaps and not options.get("frontier"):
+            raise click.UsageError("no URLs to seed: give URL... or - for stdin")
+        for url in sitemaps:
+            spool.add(sitemap_request(url, priority=priority))
+        _seed(spool, retry_dead, options)
+
+
+def _seed(spool: SeedSpool, retry_dead: bool, options: dict[str, Any]) -> None:
+    """Push the checked seeds of ``spool`` into the job the options name; print the count."""
     settings = build_settings(options)
     try:
-        result = asyncio.run(seed_job(settings, requests, retry_dead=retry_dead))
+        result = asyncio.run(seed_job(settings, spool, retry_dead=retry_dead))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except SeedInterrupted as exc:  # part of it is queued: say how much, and how to resume

@@ -22,6 +22,7 @@ from crawlq.engine.deps import Deps
 from crawlq.engine.item_flow import ItemFlow, PipelineFailed
 from crawlq.engine.outcome import Outcome
 from crawlq.engine.pagework import PageTimeout, PageWork
+from crawlq.errors import InvalidURL
 from crawlq.links import (
     DEPTH_CHECK_MIN_TAGS,
     LinkRules,
@@ -256,6 +257,8 @@ class ParsedPage:
         self.found = found_items
         if self.link_skips:
             self.skipped.update(self.link_skips)
+            if self.response is not None:
+                self._scope_first(self.response.skipped_link_urls, req, scope)
         cap = settings.max_links_per_page
         for place, yielded in enumerate(found_requests[:cap]):
             child, reason = scope.admit(_yielded(yielded, req, place))  # traps refused
@@ -267,6 +270,45 @@ class ParsedPage:
         if found > cap and self.error is None:
             self.error = f"links_capped: {cap} of {found}"
             logger.warning("%s: %d links, only the first %d taken", req.url, found, cap)
+
+    def _scope_first(
+        self, left_out: dict[str, tuple[str, ...]], req: CrawlRequest, scope: Scope
+    ) -> None:
+        """Count the left-out links the scope refuses under its reason (``offsite``...).
+
+        The page's extraction left them out for ``extension`` or ``nofollow``. What "links
+        not followed" counts a link as is the first of these rules that refuses it:
+
+        1. the crawl's scope (`crawlq.scope.Scope.check`, in its own order: ``max_depth``,
+           ``url_too_long``, ``offsite``, ``excluded``, ``not_included``, the traps), as a
+           Scrapy link extractor applies its domains and patterns before
+           ``deny_extensions``;
+        2. ``skip_extensions`` (``extension``), for links the scope would have followed;
+        3. ``rel="nofollow"`` and ``<meta name="robots" content="nofollow">``
+           (``nofollow``), for the links `crawlq.spider.Response.follow_all` leaves out.
+
+        robots.txt is decided when a request is about to be sent, so a link left out here
+        is never counted as ``robots_txt``. The page's extraction (`crawlq.links`) does not
+        know the scope and leaves links out first; this counts them again, as links of
+        depth ``req.depth + 1``, as the page's own requests are checked.
+
+        Args:
+            left_out: The links left out, by reason (`Response.skipped_link_urls`).
+            req: The page's request.
+            scope: The crawl's scope.
+        """
+        depth = min(req.depth + 1, MAX_DEPTH)
+        for why, urls in left_out.items():
+            for url in urls:
+                try:
+                    reason = scope.admit(CrawlRequest(url, depth=depth, referrer=req.url))[1]
+                except (InvalidURL, ValueError):
+                    continue  # not a request at all: left out for ``why``, as counted
+                if reason is not None:
+                    self.skipped[why] -= 1
+                    self.skipped[reason] += 1
+            if why in self.skipped and self.skipped[why] <= 0:
+                del self.skipped[why]
 
 
 def _yielded(yielded: CrawlRequest, req: CrawlRequest, place: int) -> CrawlRequest:

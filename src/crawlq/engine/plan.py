@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawlq.engine.item_flow import ItemFlow
-from crawlq.engine.seed_hosts import with_seed_hosts
+from crawlq.engine.seed_hosts import with_seed_host_names, with_seed_hosts
 from crawlq.errors import ConfigError
 from crawlq.middleware import Middlewares
 from crawlq.request import CrawlRequest
@@ -200,15 +200,21 @@ def check_process_code(settings: Settings, spider: Spider) -> None:
     items_table_of(settings, type(spider))
 
 
-def plan_seed(settings: Settings, requests: Sequence[CrawlRequest]) -> Settings:
-    """Plan a ``crawlq seed``: the job's settings for these seed requests.
+def plan_seed(settings: Settings, hosts: Sequence[str]) -> Settings:
+    """Plan a ``crawlq seed``: the job's settings for seed requests on these hosts.
 
     The spider is not loaded here (a producer may not have its code): the domains are the
     settings', else the seeds' hosts (`crawlq.scope.crawl_domains` without a spider).
+
+    Args:
+        settings: The producer's settings.
+        hosts: The seeds' hosts (`CrawlRequest.host`), in order; the seeds themselves are
+            not needed, so a producer of millions keeps only these
+            (`crawlq.engine.seeding.SeedSpool`).
     """
-    domains = crawl_domains(settings.allowed_domains, (), (r.host for r in requests))
+    domains = crawl_domains(settings.allowed_domains, (), hosts)
     settings = absolute_store(dataclasses.replace(settings, allowed_domains=domains))
-    return with_seed_hosts(settings, requests)
+    return with_seed_host_names(settings, hosts)
 
 
 def spider_scope(settings: Settings, spider: Spider) -> Scope:

@@ -19,7 +19,12 @@ from crawlq.addresses import AddressGuard, bare_host, is_ip_literal
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
 
-__all__ = ["new_private_seed_hosts", "warn_private_seed_hosts", "with_seed_hosts"]
+__all__ = [
+    "new_private_seed_hosts",
+    "warn_private_seed_hosts",
+    "with_seed_host_names",
+    "with_seed_hosts",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +40,18 @@ def with_seed_hosts(settings: Settings, requests: Iterable[CrawlRequest]) -> Set
     The value is computed, not given: it is not added to ``settings.explicit``, so a job
     that already exists keeps its own seed hosts instead of refusing the producer.
     """
-    hosts = dict.fromkeys(bare_host(h) for h in settings.seed_hosts)
-    hosts.update(dict.fromkeys(bare_host(r.host) for r in requests))
-    return dataclasses.replace(settings, seed_hosts=tuple(h for h in hosts if h))
+    return with_seed_host_names(settings, (r.host for r in requests))
+
+
+def with_seed_host_names(settings: Settings, hosts: Iterable[str]) -> Settings:
+    """``settings`` with ``hosts`` (`CrawlRequest.host` values) added to ``seed_hosts``.
+
+    As `with_seed_hosts`, for a producer that keeps its seeds' hosts but not the seeds
+    (`crawlq.engine.seeding.SeedSpool`).
+    """
+    names = dict.fromkeys(bare_host(h) for h in settings.seed_hosts)
+    names.update(dict.fromkeys(bare_host(h) for h in hosts))
+    return dataclasses.replace(settings, seed_hosts=tuple(h for h in names if h))
 
 
 async def new_private_seed_hosts(proposed: Settings, job: Settings) -> list[str]:

@@ -1,7 +1,12 @@
 """``crawlq seed``: push seed requests into a job's frontier, deduplicated, in chunks.
 
-The job's settings are planned from the seeds (`crawlq.engine.plan.plan_seed`) and stored by
-the first producer. The requests go in chunks of `SEED_CHUNK`; while the frontier is full
+The seeds are read twice, so that their number does not matter (``crawlq seed -`` of
+millions of lines keeps its memory flat): first into a `SeedSpool`, which checks each one and
+keeps its JSON line in an unnamed temporary file, its host and the count; then back from
+that file, `SEED_CHUNK` at a time, into the frontier. The job's settings are planned from the
+seeds' hosts (`crawlq.engine.plan.plan_seed`) and stored by the first producer; a bad seed
+stops the producer before anything is opened. The requests go in chunks of `SEED_CHUNK`;
+while the frontier is full
 (``max_queued``, ``when_full = "block"``) the producer offers them again every
 `PUSH_RETRY_S` seconds, for at most ``max_push_wait_s``. A replay of dead letters is a
 producer too (`replay_into_room`: ``seed --retry-dead``, ``crawlq dead replay``): it waits
@@ -12,25 +17,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from types import TracebackType
+from typing import IO, Self
 
 from crawlq.engine.backends import open_backends
 from crawlq.engine.plan import plan_seed
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.errors import (
     FrontierError,
+    InvalidURL,
     QueueFullTimeout,
     SeedInterrupted,
 )
 from crawlq.frontier import Frontier
 from crawlq.frontier.base import EVERY_DEAD, DeadFilter, DeadLetter, QueueBounds, Replay
 from crawlq.request import CrawlRequest
+from crawlq.scope import check_url_length
 from crawlq.settings import Settings
 from crawlq.urls import UrlRules
 
-__all__ = ["PUSH_RETRY_S", "SEED_CHUNK", "SeedResult", "replay_into_room", "seed"]
+__all__ = [
+    "BAD_SHOWN",
+    "PUSH_RETRY_S",
+    "SEED_CHUNK",
+    "SeedResult",
+    "SeedSpool",
+    "replay_into_room",
+    "seed",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +58,142 @@ part way (the Redis frontier pushes at most this many in one script)."""
 
 PUSH_RETRY_S = 0.5
 """How often a producer offers its waiting requests again while the frontier is full."""
+
+BAD_SHOWN = 10
+"""Bad seed lines a `SeedSpool` keeps the message of (the others are only counted)."""
+
+
+_JSON_LINE = b"J"
+"""A spool line holding a request's JSON (`CrawlRequest.to_json` or a producer's own)."""
+_URL_LINE = b"U"
+"""A spool line holding a URL line: ``U<priority> <url>``."""
+
+
+def _parse_kept(line: bytes) -> CrawlRequest:
+    """The request of one line that `SeedSpool` wrote (already parsed once, so it parses)."""
+    text = line[1:].rstrip(b"\n").decode(errors="surrogatepass")
+    if line[:1] == _URL_LINE:
+        priority, url = text.split(" ", 1)
+        return CrawlRequest(url, priority=int(priority))
+    return CrawlRequest.from_json(text)
+
+
+class SeedSpool:
+    """Checked seed requests in an unnamed temporary file: their count, their hosts, batches.
+
+    A producer may be given any number of seeds (``crawlq seed -`` reads stdin to its end).
+    The job's settings need every seed's host before the first push (`plan_seed`), and a bad
+    seed stops the producer before anything is queued, so the seeds are read twice: `add`
+    writes a request's JSON line (`CrawlRequest.to_json`, the SQLite frontier's own form)
+    to the file and `read_lines` each input line it checked, as given; `batches` reads them
+    back, parsed again, a batch at a time. Memory grows with the number of distinct hosts,
+    never with the number of seeds.
+
+    The file comes from `tempfile.TemporaryFile` (``TMPDIR``): mode 0600 and unlinked as it
+    is created, so it is gone when the spool is closed or the process dies. It holds what the
+    requests hold, cookie values included, as the frontier will.
+
+    Attributes:
+        given: Requests added.
+        hosts: Their distinct hosts (`CrawlRequest.host`), in order of first appearance.
+        bad: Of the lines `read_lines` refused, the first `BAD_SHOWN` as ``"WHERE: why"``.
+        bad_count: How many lines `read_lines` refused in all.
+    """
+
+    def __init__(self) -> None:
+        self.given = 0
+        self.bad: list[str] = []
+        self.bad_count = 0
+        self._hosts: dict[str, None] = {}
+        self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The distinct hosts of the requests added, in order of first appearance."""
+        return tuple(self._hosts)
+
+    @classmethod
+    def of(cls, requests: Iterable[CrawlRequest]) -> SeedSpool:
+        """A spool holding ``requests`` (a caller's list, or any iterable read once)."""
+        spool = cls()
+        for request in requests:
+            spool.add(request)
+        return spool
+
+    def add(self, request: CrawlRequest) -> None:
+        """Keep ``request`` (its JSON line) for `batches`."""
+        self._keep(_JSON_LINE, request.to_json(), request.host)
+
+    def read_lines(self, numbered: Iterable[tuple[str, str]], *, priority: int = 0) -> None:
+        """Check and keep the seed lines of a producer's input, read once, line by line.
+
+        A line is an absolute http(s) URL (queued with ``priority``; at most
+        `crawlq.scope.MAX_URL_LENGTH` characters) or, when it starts with ``{``, a JSON
+        request (`CrawlRequest.from_json`, its own priority). A line that is neither is
+        counted in ``bad_count`` (and named in ``bad``) instead. A line is kept as it was
+        given, and `batches` parses it again the same way.
+
+        Args:
+            numbered: ``(where, line)`` pairs, ``where`` naming the line for a message
+                (``"line 7"``), ``line`` as it is to be read (stripped by the caller).
+            priority: The priority of URL lines.
+        """
+        for where, line in numbered:
+            try:
+                if line.startswith("{"):
+                    kind, request = _JSON_LINE, CrawlRequest.from_json(line)
+                else:
+                    check_url_length(line)
+                    kind, request = _URL_LINE, CrawlRequest(line, priority=priority)
+            except (InvalidURL, ValueError) as exc:
+                self.bad_count += 1
+                if len(self.bad) < BAD_SHOWN:
+                    self.bad.append(f"{where}: {exc}")
+                continue
+            if "\n" in line:  # an argument may hold one: keep the request's own JSON
+                self.add(request)
+            elif kind == _URL_LINE:
+                self._keep(kind + str(priority).encode() + b" ", line, request.host)
+            else:
+                self._keep(kind, line, request.host)
+
+    def _keep(self, kind: bytes, text: str, host: str) -> None:
+        """Write one line of the spool: ``kind`` and ``text`` (which holds no line break).
+
+        Surrogates (an argument's undecodable bytes) pass through, so the text reads back
+        as it was given.
+        """
+        self._file.write(kind + text.encode(errors="surrogatepass") + b"\n")
+        self._hosts[host] = None
+        self.given += 1
+
+    def batches(self, size: int = SEED_CHUNK) -> Iterator[list[CrawlRequest]]:
+        """The requests added, in order, ``size`` at a time (from the start on every call)."""
+        self._file.flush()
+        self._file.seek(0)
+        batch: list[CrawlRequest] = []
+        for line in self._file:
+            batch.append(_parse_kept(line))
+            if len(batch) == size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def close(self) -> None:
+        """Remove the file (already unlinked: its space is freed)."""
+        self._file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +217,10 @@ class SeedResult:
 
 
 async def seed(
-    settings: Settings, requests: Sequence[CrawlRequest], *, retry_dead: bool = False
+    settings: Settings,
+    requests: Iterable[CrawlRequest] | SeedSpool,
+    *,
+    retry_dead: bool = False,
 ) -> SeedResult:
     """Push seed requests into the job's frontier (deduplicated), storing the job's settings.
 
@@ -74,6 +231,13 @@ async def seed(
     returned in `SeedResult.private_hosts`. With ``retry_dead`` the job's dead letters are
     requeued first.
 
+    Args:
+        settings: The producer's settings.
+        requests: The seeds: a `SeedSpool` (kept open; the caller closes it), or any
+            iterable, read once into a spool of this call's own. Either way they are pushed
+            `SEED_CHUNK` at a time and memory does not grow with their number.
+        retry_dead: Requeue the job's dead letters first.
+
     Raises:
         ConfigError: Settings conflict with the job's, or no job name on a shared frontier.
         FrontierUnavailable: The frontier cannot be reached.
@@ -81,7 +245,15 @@ async def seed(
             outage) after the job was opened; it says how many requests were queued before
             (``queued``). Re-running the same seed resumes: queued ones are skipped.
     """
-    settings = plan_seed(settings, requests)
+    if isinstance(requests, SeedSpool):
+        return await _seed_spool(settings, requests, retry_dead)
+    with SeedSpool.of(requests) as spool:
+        return await _seed_spool(settings, spool, retry_dead)
+
+
+async def _seed_spool(settings: Settings, spool: SeedSpool, retry_dead: bool) -> SeedResult:
+    """`seed` of the requests of ``spool``."""
+    settings = plan_seed(settings, spool.hosts)
     async with open_backends(settings, create=True, runs_spider=False) as backends:
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
@@ -91,15 +263,14 @@ async def seed(
                 backends.frontier, max_wait_s=backends.settings.max_push_wait_s
             )
             if timeout is not None:
-                raise SeedInterrupted(0, len(requests), timeout)
+                raise SeedInterrupted(0, spool.given, timeout)
             replayed = replay.queued
         rules = UrlRules(backends.settings.strip_url_params)  # the job's, as for its links
-        requests = [r.rewritten(rules) for r in requests]
         queued = 0
         s = backends.settings
         try:
-            for start in range(0, len(requests), SEED_CHUNK):
-                chunk = list(requests[start : start + SEED_CHUNK])
+            for batch in spool.batches(SEED_CHUNK):
+                chunk = [r.rewritten(rules) for r in batch]
                 waited_since: float | None = None
                 while True:
                     offer = await backends.frontier.offer(chunk)
@@ -113,8 +284,8 @@ async def seed(
                 if waited_since is not None:
                     logger.warning("frontier has room again: seeding goes on")
         except FrontierError as exc:
-            raise SeedInterrupted(queued, len(requests), exc) from exc
-        return SeedResult(len(requests), queued, backends.settings, tuple(private), replayed)
+            raise SeedInterrupted(queued, spool.given, exc) from exc
+        return SeedResult(spool.given, queued, backends.settings, tuple(private), replayed)
 
 
 async def replay_into_room(

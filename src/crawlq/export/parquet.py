@@ -44,6 +44,7 @@ from crawlq.items.schema import (
     json_text,
 )
 from crawlq.records import ItemRecord, PageRecord
+from crawlq.secrecy import create_private
 from crawlq.store.base import Store
 
 __all__ = ["BATCH_ROWS", "export_parquet", "schema_of"]
@@ -187,7 +188,9 @@ async def export_parquet(
     Args:
         store: The store to read.
         what: Which records: ``pages``, ``items``, ``dead``, ``filtered`` or ``errors``.
-        path: The file to write (replaced if it exists).
+        path: The file to write: created with mode ``0600`` (owner only; a stricter umask
+            wins: `crawlq.secrecy.create_private`, as stores and WARC files are), or
+            replaced if it exists, keeping its mode.
         since: Only records from this Unix time on, in seconds (as `crawlq.export.export`).
         with_body: Pages only: add each page's stored body as the ``body`` column.
         spider_errors_only: Pages only: just those with a spider error.
@@ -231,6 +234,7 @@ async def export_parquet(
     if (with_body and what == "pages") or what == "errors":
         batch_rows = _BODY_BATCH_ROWS
     written = 0
+    create_private(path)  # Arrow would create it by the umask alone (0644)
     with pq.ParquetWriter(os.fspath(path), schema) as writer:
         pending: list[dict[str, Any]] = []
         async for row in rows:

@@ -12,9 +12,11 @@ something about the page itself: its base URL, a ``<meta http-equiv="refresh">``
 resolved against the page URL), fragments dropped, non-http(s) schemes and asset URLs (the
 ``skip_extensions`` setting, by default `IGNORED_EXTENSIONS`) skipped, each URL normalised
 with `crawlq.urls.normalize`, duplicates removed in first-seen order. `PageScan.links` also
-tells which links are all marked ``rel="nofollow"``, and counts those skipped for their
+tells which links are all marked ``rel="nofollow"``, and lists those skipped for their
 extension. Whether a link is *followed* (nofollow, domains, depth, robots.txt) is decided
-later, by the spider (`crawlq.spider.Response.follow_all`) and the engine.
+later, by the spider (`crawlq.spider.Response.follow_all`) and the engine, which also
+decides what a link left out is counted as: the scope's reason before ``extension`` before
+``nofollow`` (`crawlq.engine.parse.ParsedPage.take`).
 
 Hostile pages are bounded before lexbor sees them (`screen_html`): `html_depth_over`
 estimates how deeply the elements of a document nest, and `cut_at_links` cuts a document

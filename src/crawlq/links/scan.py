@@ -34,12 +34,15 @@ class PageLinks:
         urls: Absolute, normalised http(s) URLs, each once, in document order.
         nofollow: Those of ``urls`` whose every ``<a>``/``<area>`` has ``nofollow`` among its
             ``rel`` tokens (a URL also linked without it is not in here).
-        skipped_extension: Distinct links left out for their path extension.
+        skipped_extension: The links left out for their path extension (``skip_extensions``),
+            normalised as ``urls`` are, each once, in document order. Whether the crawl
+            counts one as ``extension`` or as out of scope is the engine's decision
+            (`crawlq.engine.parse.ParsedPage.take`).
     """
 
     urls: tuple[str, ...]
     nofollow: frozenset[str]
-    skipped_extension: int
+    skipped_extension: tuple[str, ...] = ()
 
 
 _ROBOTS_NOFOLLOW = frozenset({"nofollow", "none"})
@@ -94,7 +97,7 @@ class PageScan:
 
         Args:
             skip_extensions: Path extensions (lower case, no dot) whose links are left out
-                and counted.
+                (and listed in `PageLinks.skipped_extension`).
             limit: Most links returned (the first ones); None for all.
             encoding: The page's character encoding, for the queries of its links; None
                 for UTF-8.
@@ -105,7 +108,7 @@ class PageScan:
         seen_urls: set[str] = set()
         urls: list[str] = []
         nofollow: set[str] = set()
-        skipped_extension = 0
+        skipped_extension: dict[str, None] = {}  # distinct, in order
         for node in self._anchors:
             attrs = node.attributes  # one call for href and rel: cheaper than two lookups
             href = attrs.get("href")
@@ -125,7 +128,9 @@ class PageScan:
                 continue
             if skip_extensions and has_extension(resolved, skip_extensions):
                 url_of_resolved[resolved] = None
-                skipped_extension += 1
+                skipped = normalize_or_none(resolved)
+                if skipped is not None:
+                    skipped_extension[skipped] = None
                 continue
             url = url_of_resolved[resolved] = normalize_or_none(resolved)
             if url is None:
@@ -140,7 +145,7 @@ class PageScan:
                 nofollow.add(url)
             if len(urls) == limit:
                 break
-        return PageLinks(tuple(urls), frozenset(nofollow), skipped_extension)
+        return PageLinks(tuple(urls), frozenset(nofollow), tuple(skipped_extension))
 
 
 _SCAN_SELECTOR = "a[href], area[href], base[href], meta[content], link[rel][href]"

@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 _XML_TYPES = frozenset({"text/xml", "application/xml"})
 _DEFAULT_RULES = LinkRules()
-_NO_LINKS = PageLinks(urls=(), nofollow=frozenset(), skipped_extension=0)
+_NO_LINKS = PageLinks(urls=(), nofollow=frozenset())
 _HAS_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -73,6 +73,7 @@ class Response:
         "_document_base",
         "_links",
         "_markup",
+        "_nofollow_links",
         "_result",
         "_rules",
         "_scan",
@@ -102,6 +103,7 @@ class Response:
         self._document_base: str | None = None
         self._links: PageLinks | None = None
         self._skipped: Counter[str] = Counter()
+        self._nofollow_links: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.url}>"
@@ -210,10 +212,28 @@ class Response:
 
         ``extension``: distinct links whose path extension is in ``skip_extensions``
         (counted once `links` has run); ``nofollow``: links `follow_all` left out for
-        ``rel="nofollow"`` or the page's ``<meta name="robots">``. The engine adds them to
-        the crawl's "links not followed". The counter is live: do not change it.
+        ``rel="nofollow"`` or the page's ``<meta name="robots">``; `skipped_link_urls`
+        lists them. The engine adds them to the crawl's "links not followed", where a link
+        that the crawl's scope refuses as well is counted under the scope's reason
+        (``offsite``...) instead (`crawlq.engine.parse.ParsedPage.take`). The counter is
+        live: do not change it.
         """
         return self._skipped
+
+    @property
+    def skipped_link_urls(self) -> dict[str, tuple[str, ...]]:
+        """The links counted in `skipped_links`, by reason (``extension``, ``nofollow``).
+
+        Normalised as `links` returns URLs, each once, in document order; a reason is
+        there once `links` (``extension``) or `follow_all` (``nofollow``) has left a link
+        out for it. A new dict on each call.
+        """
+        urls: dict[str, tuple[str, ...]] = {}
+        if self._links is not None and self._links.skipped_extension:
+            urls["extension"] = self._links.skipped_extension
+        if self._nofollow_links:
+            urls["nofollow"] = self._nofollow_links
+        return urls
 
     def links(self, *, include_nofollow: bool = True) -> list[str]:
         """Return the page's crawlable links (`crawlq.links.extract_links`, base = `url`).
@@ -249,7 +269,7 @@ class Response:
             scan = self._page_scan()
             self._links = scan.links(self._rules.skip_extensions, encoding=self.encoding)
             if self._links.skipped_extension:
-                self._skipped["extension"] = self._links.skipped_extension
+                self._skipped["extension"] = len(self._links.skipped_extension)
         return self._links
 
     def _followed_links(self) -> list[str]:
@@ -260,6 +280,8 @@ class Response:
         followed = self.links(include_nofollow=False)
         if len(followed) < len(links.urls):
             self._skipped["nofollow"] = len(links.urls) - len(followed)
+            kept = set(followed)
+            self._nofollow_links = tuple(url for url in links.urls if url not in kept)
         return followed
 
     def urljoin(self, href: str) -> str:

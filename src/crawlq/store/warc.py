@@ -35,10 +35,10 @@ from warcio.warcwriter import WARCWriter
 
 from crawlq.errors import StoreError
 from crawlq.request import FetchResult
+from crawlq.secrecy import private_opener
 from crawlq.store.warc_files import (
     OPEN_SUFFIX,
     SUFFIX,
-    private_opener,
     repair_open_files,
     safe_host,
 )

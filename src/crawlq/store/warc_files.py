@@ -22,9 +22,7 @@ import socket
 import zlib
 from pathlib import Path
 
-from crawlq.secrecy import PRIVATE_MODE
-
-__all__ = ["OPEN_SUFFIX", "SUFFIX", "private_opener", "repair_open_files", "safe_host"]
+__all__ = ["OPEN_SUFFIX", "SUFFIX", "repair_open_files", "safe_host"]
 
 logger = logging.getLogger("crawlq.store.warc")  # one logger for WARC archiving
 
@@ -49,11 +47,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def private_opener(path: str, flags: int) -> int:
-    """`open`'s opener for a new WARC file: mode ``0600``, less by the umask."""
-    return os.open(path, flags, PRIVATE_MODE)
 
 
 def repair_open_files(directory: str | os.PathLike[str]) -> list[str]:
