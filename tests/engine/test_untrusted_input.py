@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -126,3 +127,40 @@ async def test_corrupt_job_settings_in_redis_are_one_clear_error(
     finally:
         await client.aclose()
         await frontier.close()
+
+
+@pytest.mark.parametrize("own", [None, "mine.py:Mine"], ids=["none-given", "another-given"])
+async def test_a_spider_written_into_the_job_settings_is_refused_without_advice_to_run_it(
+    redis_url: str, job: str, tmp_path: Path, own: str | None
+) -> None:
+    """Whoever can write the job's keys names the spider: the refusal says the job names a
+    spider this process was not configured with and that its own configuration must name
+    one, and never offers the stranger's path back as a flag to give."""
+    import json
+
+    import redis.asyncio as aioredis
+
+    planted = str(tmp_path / "evil.py") + ":Evil"
+    seeder = Settings(job=job, frontier=redis_url)
+    frontier = await RedisFrontier.open(redis_url, job, create=True)
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await bind_job(frontier, seeder, runs_spider=False)
+        key = Keyspace(job).job_info
+        stored = json.loads(cast(bytes, await client.hget(key, "settings")))
+        await client.hset(key, "settings", json.dumps({**stored, "spider": planted}))
+        worker = Settings(job=job, frontier=redis_url, spider=own)
+        if own is not None:
+            worker = dataclasses.replace(worker, explicit=frozenset({"spider"}))
+        with pytest.raises(ConfigError) as info:
+            await bind_job(frontier, worker, create=False)
+    finally:
+        await client.aclose()
+        await frontier.close()
+    message = str(info.value)
+    assert f"names spider {planted!r}, which this process was not configured with" in message
+    assert "this process's own configuration must name it" in message
+    given = "no --spider" if own is None else f"spider {str(Path(own).absolute())!r}"
+    assert f"(it was given {given})" in message
+    assert "give --spider" not in message.lower()
+    assert f"--spider {planted}" not in message and f"--spider '{planted}'" not in message

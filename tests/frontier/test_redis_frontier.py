@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
 from crawlq.errors import ConfigError, FrontierUnavailable
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.redis import BloomDedup, Keyspace, RedisFrontier
+from crawlq.frontier.redis.idle import _blocking_move
 from crawlq.request import CrawlRequest
 from tests.services import RedisServer
 
@@ -165,6 +167,33 @@ async def test_inbox_entries_with_fields_of_the_wrong_form_are_rejected_not_fata
         await f.close()
 
 
+async def test_the_idle_wait_moves_an_entry_without_keeping_it(redis_url: str, job: str) -> None:
+    """`_blocking_move` answers whether an element came (nil on timeout), leaves its
+    connection clean for the next command, raises the server's error reply, and gives its
+    connection back when the wait is cancelled."""
+    client = aioredis.Redis.from_url(redis_url, max_connections=1)  # one connection, reused
+    k = Keyspace(job)
+    big = b"y" * (3 * 1024 * 1024 + 5)  # many chunks of _DROP_CHUNK_BYTES, and a remainder
+    try:
+        assert await _blocking_move(client, k.inbox, k.claim("w"), 0.1) is False
+        await client.lpush(k.inbox, big)
+        assert await _blocking_move(client, k.inbox, k.claim("w"), 0.1) is True
+        assert await client.lrange(k.claim("w"), 0, -1) == [big]  # moved whole, in Redis
+        await client.set(k.inbox, "not a list")
+        with pytest.raises(ResponseError, match="WRONGTYPE"):
+            await _blocking_move(client, k.inbox, k.claim("w"), 0.1)
+        assert await client.ping() is True
+        await client.delete(k.inbox)
+        waiting = asyncio.create_task(_blocking_move(client, k.inbox, k.claim("w"), 30))
+        await asyncio.sleep(0.3)
+        waiting.cancel()  # a worker shutting down: the connection goes back disconnected
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert await asyncio.wait_for(client.ping(), 10) is True
+    finally:
+        await client.aclose()
+
+
 async def test_inbox_claim_of_a_dead_worker_goes_back(redis_url: str, job: str) -> None:
     client = aioredis.Redis.from_url(redis_url)
     keys = Keyspace(job)
@@ -291,7 +320,7 @@ async def test_poison_inbox_entries_are_rejected_and_the_valid_ones_queued(
         assert kept["encoding"] == "base64" and base64.b64decode(kept["entry"]) == binary
         big = by_size[len(poison[4])]
         assert big["truncated"] is True and big["reason"].startswith("entry_too_large")
-        assert len(big["entry"]) == 1024
+        assert len(big["entry"]) == 256  # its first bytes only: Redis gave no more
         assert await client.llen(Keyspace(job).claim("w")) == 0
         assert (await f.stats()).queued == 0
     finally:

@@ -190,9 +190,10 @@ def _refuse_conflicts(stored: dict[str, Any], proposed: dict[str, Any], settings
     """Raise if a setting this process gave explicitly differs from the job's.
 
     Raises:
-        ConfigError: Named after the first setting that differs. A local path the job names
-            (`_local_value`) is refused alone, with the flag that gives the job's value (the
-            advice of `_refuse_job_code`); other settings are listed together.
+        ConfigError: Named after the first setting that differs. The job's spider is
+            refused alone (`_spider_refusal`), and so is a local path the job names
+            (`_local_value`), with the flag that gives the job's value (the advice of
+            `_refuse_job_code`); other settings are listed together.
     """
     differ = [
         name
@@ -200,6 +201,8 @@ def _refuse_conflicts(stored: dict[str, Any], proposed: dict[str, Any], settings
         if name in settings.explicit and name in stored and not _same(name, stored, proposed)
     ]
     for name in differ:
+        if name == "spider":
+            raise ConfigError(name, _spider_refusal(settings, stored[name], proposed[name]))
         if _local_value(name, stored[name]):
             raise ConfigError(
                 name,
@@ -252,7 +255,9 @@ def _refuse_job_code(
         value = stored.get(name)
         if value is None or name in settings.explicit or _same(name, stored, proposed):
             continue
-        if name == "spider" and not runs_spider:
+        if name == "spider":
+            if runs_spider:
+                raise ConfigError(name, _spider_refusal(settings, value, proposed[name]))
             continue
         if name == "store" and not _local_value(name, value):
             continue  # a database server, not a file here (its password is the worker's)
@@ -266,6 +271,31 @@ def _refuse_job_code(
             "local paths are never taken from the job's settings in Redis, which anyone who "
             "can write them would choose; --trust-job-code takes them all)",
         )
+
+
+def _spider_refusal(settings: Settings, job_spider: Any, own: Any) -> str:
+    """Why this process does not run ``job_spider``, the spider its job names (``own``: its own).
+
+    The job's settings live in Redis, where anyone who can write them chooses their values
+    (docs/architecture.md invariant 7: code comes from a process's own configuration). The
+    message names the job's spider (as ``repr``: control characters escaped) but never offers
+    it back as a command to run: the way out is this process's own configuration.
+    """
+    given = "no --spider" if own is None else f"spider {own!r}"
+    trust = (
+        ""
+        if settings.trust_job_code
+        else " (--trust-job-code takes code and local paths from the job, for a job whose "
+        "keys only trusted people can write)"
+    )
+    return (
+        f"job {settings.job!r} names spider {job_spider!r}, which this process was not "
+        f"configured with (it was given {given}): crawlq runs only a spider named by the "
+        "process's own configuration (--spider or CRAWLQ_SPIDER), never one named by the "
+        "job's settings in Redis, which anyone who can write them would choose. To run the "
+        f"job's spider, this process's own configuration must name it{trust}; or use "
+        "another --job"
+    )
 
 
 def _same(name: str, stored: dict[str, Any], proposed: dict[str, Any]) -> bool:

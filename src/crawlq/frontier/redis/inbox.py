@@ -4,7 +4,9 @@ Producers ``LPUSH`` entries on the job's ``inbox`` list; a worker moves them to 
 ``claim:{worker}`` list (``drain_inbox.lua``), parses them and pushes them (``push.lua``
 deletes the claim), so nothing taken is lost if it dies in between: `InboxMixin._recover_claims`
 gives dead workers' claims back (``recover_claims.lua``). An entry that is not a valid
-request ends on the ``rejected`` list with the reason, as JSON (`InboxMixin._rejection`).
+request ends on the ``rejected`` list with the reason, as JSON (`InboxMixin._rejection`); one
+larger than the job's ``inbox_max_entry_bytes`` is refused inside Redis, so only its size and
+first bytes ever reach a worker.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ logger = logging.getLogger(__name__)
 _STALE_WORKER_MS = 60_000
 _STALE_IDLE_MS = 60_000
 _MAX_REASON_CHARS = 500
-_REJECTED_PREFIX_BYTES = 1024
+_REJECTED_SAMPLE_BYTES = 256
+"""How many first bytes of an entry over `inbox_max_entry_bytes` its rejection keeps: all that
+``drain_inbox.lua`` returns of it."""
 
 
 class InboxMixin(PushMixin):
@@ -40,7 +44,9 @@ class InboxMixin(PushMixin):
         Entries are plain URLs or JSON requests (`CrawlRequest.to_json`); empty entries are
         wake-up tokens. Every other entry, whatever its bytes, ends as a queued request or
         as a record on the job's ``rejected`` list with the reason (see `_rejection`), and
-        is logged: larger than `inbox_max_entry_bytes`, not UTF-8, not a valid request
+        is logged: larger than `inbox_max_entry_bytes` (checked inside Redis by
+        ``drain_inbox.lua``, which gives this process only the size and the first 256 bytes of
+        such an entry, so a worker's memory never holds one), not UTF-8, not a valid request
         (`CrawlRequest.from_json` checks types, ranges and nesting), or refused by
         `inbox_filter` (method, scope). An entry can make nothing here raise but the
         frontier's own errors, so it never stops a worker or strands the entries claimed
@@ -56,14 +62,20 @@ class InboxMixin(PushMixin):
             return 0  # a "block" bound: the entries wait in the inbox (see QueueBounds)
         if room is not None:
             n = min(n, room)
-        entries = await self._script("drain_inbox", [k.inbox, k.claim(worker_id)], [n])
+        limit = self.inbox_max_entry_bytes
+        entries = await self._script(
+            "drain_inbox", [k.inbox, k.claim(worker_id)], [n, limit, _REJECTED_SAMPLE_BYTES]
+        )
         self._claim_pending.discard(worker_id)
         if not entries:
             return 0
         requests: list[CrawlRequest] = []
         rejected: list[str] = []
-        for raw in entries:
-            raw = bytes(raw)
+        for entry in entries:
+            if isinstance(entry, list):  # over the limit: its size and first bytes only
+                rejected.append(self._oversized(int(entry[0]), bytes(entry[1])))
+                continue
+            raw = bytes(entry)
             if not raw.strip():
                 continue
             try:
@@ -72,10 +84,7 @@ class InboxMixin(PushMixin):
                 raise
             except Exception as exc:  # an entry is untrusted: whatever it raises rejects it
                 reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-                reason = reason[:_MAX_REASON_CHARS]
-                shown = loggable_entry(raw)
-                logger.warning("rejected inbox entry %s of job %s: %s", shown, self.job, reason)
-                rejected.append(self._rejection(raw, reason))
+                rejected.append(self._reject(raw, reason[:_MAX_REASON_CHARS]))
         if rejected:
             await self._call(lambda: self.client.lpush(k.rejected, *rejected))
         added = 0
@@ -94,17 +103,13 @@ class InboxMixin(PushMixin):
         return max(0, b.max_queued - int(queued or 0))
 
     def _inbox_request(self, raw: bytes) -> CrawlRequest:
-        """The request an inbox entry asks for.
+        """The request an inbox entry (no larger than `inbox_max_entry_bytes`) asks for.
 
         Raises:
-            ValueError: The entry is too large, not UTF-8, not a valid request, or refused by
+            ValueError: The entry is not UTF-8, not a valid request, or refused by
                 `inbox_filter` (the message is the reason); anything else a malformed entry
                 may raise while it is parsed.
         """
-        if len(raw) > self.inbox_max_entry_bytes:
-            raise ValueError(
-                f"entry_too_large: {len(raw)} bytes (the limit is {self.inbox_max_entry_bytes})"
-            )
         text = raw.decode("utf-8").strip()  # UnicodeDecodeError is a ValueError
         request = CrawlRequest.from_json(text) if text.startswith("{") else CrawlRequest(text)
         check_url_length(request.url)
@@ -115,18 +120,42 @@ class InboxMixin(PushMixin):
             request = verdict
         return request
 
-    def _rejection(self, raw: bytes, reason: str) -> str:
+    def _reject(self, raw: bytes, reason: str) -> str:
+        """Log a rejected entry and return its ``rejected`` record (`_rejection`)."""
+        logger.warning(
+            "rejected inbox entry %s of job %s: %s", loggable_entry(raw), self.job, reason
+        )
+        return self._rejection(raw, reason, len(raw))
+
+    def _oversized(self, size: int, sample: bytes) -> str:
+        """Log an entry of ``size`` bytes, over `inbox_max_entry_bytes`, and return its record.
+
+        ``drain_inbox.lua`` checked its size inside Redis and gave only its first
+        `_REJECTED_SAMPLE_BYTES` (``sample``): the entry itself never reaches this process.
+        """
+        limit = self.inbox_max_entry_bytes
+        reason = f"entry_too_large: {size} bytes (the limit is {limit})"
+        logger.warning(
+            "rejected inbox entry of %d bytes of job %s, starting %s: %s",
+            size,
+            self.job,
+            loggable_entry(sample),
+            reason,
+        )
+        return self._rejection(sample, reason, size)
+
+    @staticmethod
+    def _rejection(kept: bytes, reason: str, size: int) -> str:
         """The ``rejected`` record of an entry: JSON with ``entry``, ``reason`` and ``size``.
 
-        ``entry`` is the entry as text when it is UTF-8, else its base64 with
-        ``"encoding": "base64"`` (lossless either way). An entry over
-        `inbox_max_entry_bytes` keeps only its first `_REJECTED_PREFIX_BYTES` (1 KiB), with
-        ``"truncated": true``; ``size`` is always the whole entry's, in bytes.
+        ``entry`` is ``kept`` as text when it is UTF-8, else its base64 with
+        ``"encoding": "base64"`` (lossless either way). ``kept`` is the whole entry, or for
+        an entry over `inbox_max_entry_bytes` its first `_REJECTED_SAMPLE_BYTES` (256), with
+        ``"truncated": true`` (a sample cut inside a UTF-8 sequence is base64). ``size`` is
+        always the whole entry's, in bytes.
         """
-        record: dict[str, Any] = {"reason": reason, "size": len(raw)}
-        kept = raw
-        if len(raw) > self.inbox_max_entry_bytes:
-            kept = raw[:_REJECTED_PREFIX_BYTES]
+        record: dict[str, Any] = {"reason": reason, "size": size}
+        if size > len(kept):
             record["truncated"] = True
         try:
             record["entry"] = kept.decode("utf-8")
