@@ -4,13 +4,24 @@ A private ``redis-server`` (stopped by PID) gets ``maxmemory 1`` once the job's 
 admitted, so every command that may grow memory is refused (``OOM``). A task still takes its
 pending URLs, records its runner, takes host slots, reschedules, settles and beats; orphans
 are taken back; only `CeleryState.admit` (new URLs) raises `FrontierFull`, writing nothing.
+
+End to end, ``crawl --engine celery`` seeds a loopback site into a private 20 MB
+``noeviction`` Redis (padded near full, with `tests.e2e.test_redis_failures`' helpers; the
+broker is the test Redis's own DB), Redis is then made full, and one ``celery worker`` drains
+the job: every page stored once, its links counted ``frontier_full``, the crawl ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
+import redis
 import redis.asyncio as aioredis
 
 from crawlq.celery.state import TAKE_DUPLICATE, TAKE_RUN, TAKE_UNSEEN, CeleryState
@@ -21,7 +32,13 @@ from crawlq.frontier.redis import Keyspace
 from crawlq.frontier.redis.scripts import Script
 from crawlq.politeness import HostPolicy
 from crawlq.request import CrawlRequest
+from crawlq.testing.static import make_static_app
+from crawlq.testing.thread import ServerThread
+from tests.celery_engine.conftest import CeleryWorker, job_counts, stored_urls, wait_for
+from tests.e2e.test_redis_failures import full_redis, pad
 from tests.services import RedisServer
+
+__all__ = ["full_redis"]  # a fixture of the native engine's test of a full Redis
 
 
 def reqs(*paths: str) -> list[CrawlRequest]:
@@ -97,3 +114,80 @@ async def test_a_full_redis_runs_the_tasks_already_sent_and_refuses_new_urls(
     await state.end_task("host-1:42:7")
     assert await state.settle([c.fingerprint], []) == 1
     assert (await state.counts()).pending == 0
+
+
+N_PAGES = 40
+
+
+def write_site(root: Path) -> list[str]:
+    """Pages ``p<i>.html``, each linking to one page never seeded, ``n<i>.html``."""
+    root.mkdir()
+    for i in range(N_PAGES):
+        (root / f"p{i}.html").write_text(
+            f'<html><head><title>p{i}</title></head><body><a href="n{i}.html">next</a></body>'
+            "</html>\n"
+        )
+    return [f"/p{i}.html" for i in range(N_PAGES)]
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(400)
+def test_a_celery_crawl_drains_a_full_redis_and_ends_counting_the_refused_links(
+    full_redis: RedisServer,
+    celery_redis_url: str,
+    queue: str,
+    broker_cleanup: Callable[[str, str], None],
+    workers: Callable[..., CeleryWorker],
+    tmp_path: Path,
+) -> None:
+    broker_cleanup(celery_redis_url, queue)
+    paths = write_site(tmp_path / "site")
+    client = redis.Redis.from_url(full_redis.url)
+    pad(client)  # near its 20 MB maxmemory (the job's state is on this Redis, the broker not)
+    store = tmp_path / "store.db"  # the workers' store too (`workers`)
+    with ServerThread(make_static_app(tmp_path / "site")) as http:
+        urls = [http.base_url + path for path in paths]
+        cmd = [
+            sys.executable, "-m", "crawlq", "crawl", *urls, "--engine", "celery",
+            "--broker", celery_redis_url, "--frontier", full_redis.url, "--job", "full",
+            "--store", str(store), "--delay", "0", "-q",
+        ]  # fmt: skip
+        env = {**os.environ, "CRAWLQ_CELERY_QUEUE": queue}
+        crawl = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            wait_for(
+                lambda: job_counts(full_redis.url, "full").get("pending") == N_PAGES,
+                120,
+                "the seeds to be admitted",
+            )
+            # Redis is full now, and stays full while the worker drains (as if other jobs
+            # held the memory freed): no link can be admitted, so the counts below are exact
+            used = int(client.info("memory")["used_memory"])
+            client.config_set("maxmemory", str(used - 1_000_000))
+            worker = workers(celery_redis_url, full_redis.url, queue, "--concurrency", "1")
+            out, err = crawl.communicate(timeout=300)
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+                crawl.communicate()
+    assert crawl.returncode == 0, err
+    assert "crawl finished" in out, out
+    assert stored_urls(store) == Counter(urls)  # each page once, and none of its links
+    counts = job_counts(full_redis.url, "full")
+    assert (counts["pending"], counts["seen"], counts["done"], counts.get("dead", 0)) == (
+        0,
+        N_PAGES,
+        N_PAGES,
+        0,
+    )  # nothing lost: admitted = stored + dead
+    assert counts["frontier_full"] == N_PAGES  # each page's one link, counted once
+    assert (
+        f"links not followed: {N_PAGES} by this job (frontier_full {N_PAGES}): Redis was full"
+        in out
+    ), out
+    worker.stop()
+    warnings = [line for line in worker.log_tail(10_000).splitlines() if "Redis is full" in line]
+    assert 1 <= len(warnings) <= 3, worker.log_tail()  # a state line, not one per page
+    client.close()
