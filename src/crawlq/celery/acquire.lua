@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): takes small per-host slot entries and moves the window.
 -- acquire.lua: Celery engine politeness. Take up to n request slots on one host if its window
 -- is open now, moving its next-allowed time in the same step, for every worker at once.
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.

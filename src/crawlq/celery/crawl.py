@@ -312,4 +312,5 @@ def _stats(counts: Counts) -> FrontierStats:
         dead=counts.dead,
         seen=counts.seen,
         over_budget=counts.over_budget,
+        frontier_full=counts.frontier_full,
     )

@@ -9,6 +9,11 @@ here after a backoff (`crawlq.engine.outage.outage_wait_s`), for at most `OUTAGE
 seconds. A task of a job that is gone (`JobGone`) is dropped: running it would rebuild a
 fragment of the lost job.
 
+A Redis at its ``maxmemory`` does not send a task back: the runtime runs it, refusing only
+its new links (`crawlq.celery.runtime`). A `FrontierFull` that still reaches `deliver` comes
+from a step that must grow memory before anything was settled (creating a job nobody
+seeded): the task is sent again, as for an outage, until Redis has room.
+
 A worker that refuses the job (`crawlq.errors.ConfigError`: its store, spider or a setting
 differs from the job's) says so in the job's Redis (worker, reason, time; what ``crawl
 --engine celery`` and ``crawlq status`` show) and sends the URLs again for another worker,
@@ -97,7 +102,7 @@ def deliver(
             results, again = _refused(runtimes, job, entries, exc)
         except (FrontierUnavailable, FrontierFull, StoreUnavailable) as exc:
             # not the URLs' fault: nothing was settled, so send them again (no attempt
-            # counted)
+            # counted; a full Redis refused a step that must grow memory, see above)
             results, again = [], entries
             logger.warning("job %s: %s; sending the task's %d URLs again", job, exc, len(again))
         if not again or _send_again(job, again, publish, tries, give_up):

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): one small entry per worker process.
 -- heartbeat.lua: record a Celery worker process's heartbeat in a job that still exists.
 -- KEYS[1] job hash   KEYS[2] workers zset worker -> last heartbeat Unix ms
 -- ARGV[1] the worker process (host:pid)   ARGV[2] now (Unix ms)

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom (see scripts.py): deletes dead runners and moves due times.
 -- orphans.lua: Celery engine. Take the URLs that dead workers were running, and free the
 -- politeness slots they held, in one step: every entry of `running` whose worker process
 -- has not beaten within the staleness limit is removed; those of its fingerprints still

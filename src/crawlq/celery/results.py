@@ -6,6 +6,13 @@
 3. retries (a new task per URL, with its backoff as countdown) and politeness re-schedules;
 4. the settle (`CeleryState.settle`): only then do the URLs stop being pending.
 
+A Redis at its ``maxmemory`` refuses step 2 only (`crawlq.errors.FrontierFull`): the links are
+not followed, counted on their pages' outcomes as ``frontier_full`` (the worker metrics'
+``crawlq_links_not_followed_total``, as a scope reason) and in the job's ``frontier_full``
+count (by the settle, which runs at ``maxmemory``; ``crawl --engine celery`` reports it), and
+logged once a minute (`crawlq.engine.outage.FullFrontier`); the pages are stored and settled
+all the same, so the job drains.
+
 The worker metrics of the outcomes are counted after the store write and the links (a cookie
 wall's redirect whose revisit was published counts as a hop, not a page) and before the
 settle, as the native worker does.
@@ -19,6 +26,7 @@ from crawlq.celery.config import clamp_priority
 from crawlq.celery.state import CeleryState
 from crawlq.celery.wire import Entry, Publish, chunks
 from crawlq.engine.metrics import recorder
+from crawlq.engine.outage import FullFrontier
 from crawlq.engine.outcome import Kind, Outcome, result_batch, stored_job
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
@@ -34,6 +42,7 @@ async def write_outcomes(
     outcomes: list[tuple[Entry, Outcome]],
     later: list[tuple[Entry, float]],
     publish: Publish,
+    full: FullFrontier | None = None,
 ) -> None:
     """Write one task's outcomes in the order of the module docstring, settle last.
 
@@ -44,6 +53,8 @@ async def write_outcomes(
         outcomes: Each finished entry with its outcome.
         later: Entries sent back to wait for their host, with the wait in seconds.
         publish: Sends entries as a task.
+        full: Counts and logs the links a Redis at its ``maxmemory`` refuses (default: one of
+            this call's own).
     """
     done: list[bytes] = []
     dead: list[bytes] = []
@@ -61,7 +72,9 @@ async def write_outcomes(
     batch = result_batch((o for _, o in outcomes), job=stored_job(settings))
     if len(batch):
         await store.write(batch)
-    published = await _enqueue_links(state, settings, outcomes, publish)
+    published, refused = await _enqueue_links(
+        state, settings, outcomes, publish, full or FullFrontier()
+    )
     metrics = recorder()  # counted before the settle, as the native worker does
     if metrics is not None:
         for _, o in outcomes:
@@ -86,7 +99,7 @@ async def write_outcomes(
         for chunk in chunks(group, settings.celery_batch):
             publish(chunk, band, longest[band])
         await state.reschedule([e.request.fingerprint for e in group], longest[band])
-    await state.settle(done, dead, sorted(answered))
+    await state.settle(done, dead, sorted(answered), frontier_full=refused)
 
 
 async def _enqueue_links(
@@ -94,20 +107,32 @@ async def _enqueue_links(
     settings: Settings,
     outcomes: list[tuple[Entry, Outcome]],
     publish: Publish,
-) -> set[bytes]:
+    full: FullFrontier,
+) -> tuple[set[bytes], int]:
     """Admit the outcomes' links (shared dedup) and publish the new ones, by host and band.
 
     Returns:
-        The fingerprints published (new to the job).
+        The fingerprints published (new to the job), and how many links a Redis at its
+        ``maxmemory`` refused (each counted ``frontier_full`` on its page's outcome too).
     """
     pairs: list[tuple[CrawlRequest, str]] = []
     for entry, o in outcomes:
         owner = entry.request.fingerprint.hex()
         pairs += [(link, owner) for link in o.links]
     if not pairs:
-        return set()
+        return set(), 0
     links = [link for link, _ in pairs]
-    flags = await state.admit(pairs, run=False, budget=settings.max_pages_per_host)
+    flags: list[bool] = []
+
+    async def admit(_: list[CrawlRequest]) -> int:
+        flags[:] = await state.admit(pairs, run=False, budget=settings.max_pages_per_host)
+        return sum(flags)
+
+    if await full.push(links, admit) is None:  # Redis is full: not followed, counted
+        for _, o in outcomes:
+            if o.links:
+                o.skipped[FullFrontier.reason] += len(o.links)
+        return set(), len(links)
     groups: dict[tuple[str, int], list[Entry]] = defaultdict(list)
     published: set[bytes] = set()
     for link, ok in zip(links, flags, strict=True):
@@ -118,4 +143,4 @@ async def _enqueue_links(
     for (_, band), group in sorted(groups.items(), key=lambda kv: -kv[0][1]):
         for chunk in chunks(group, settings.celery_batch):
             publish(chunk, band, 0.0)
-    return published
+    return published, 0

@@ -9,6 +9,11 @@ settle (`crawlq.celery.results`).
 The Celery task is acknowledged after `run` returns; a worker killed before that has its task
 delivered again, the URLs are fetched again, and the store's upserts absorb the repeat.
 
+A Redis at its ``maxmemory`` refuses only new URLs: the tasks already sent take their
+pending URLs, run, store and settle them, and the links their pages find are not followed
+(``frontier_full``: counted and logged once a minute, `crawlq.engine.outage.FullFrontier`);
+a ``scrape.delay`` task whose URL was never admitted is dropped with that reason.
+
 Politeness: before each fetch the host's slot is taken in Redis; a host that is not ready
 sends its URLs back for later (`crawlq.celery.host_slots`). The task's wire format is
 `crawlq.celery.wire`.
@@ -31,15 +36,22 @@ from collections.abc import Sequence
 from crawlq.celery.config import dedup_redis_url
 from crawlq.celery.host_slots import HostSlots
 from crawlq.celery.results import write_outcomes
-from crawlq.celery.state import CeleryState, Heartbeat, process_id
-from crawlq.celery.task_results import TaskResult, deferred, duplicate, outcome_result
+from crawlq.celery.state import TAKE_RUN, TAKE_UNSEEN, CeleryState, Heartbeat, process_id
+from crawlq.celery.task_results import (
+    TaskResult,
+    deferred,
+    dropped,
+    duplicate,
+    outcome_result,
+)
 from crawlq.celery.wire import MAX_ATTEMPT, MAX_ENTRY_CHARS, Entry, Publish, parse_entries
 from crawlq.engine.deps import Deps
 from crawlq.engine.job import bind_job
+from crawlq.engine.outage import FullFrontier
 from crawlq.engine.outcome import Kind, Outcome, internal_error
 from crawlq.engine.plan import spider_scope
 from crawlq.engine.step import process
-from crawlq.errors import ConfigError, FrontierError
+from crawlq.errors import ConfigError, FrontierError, FrontierFull
 from crawlq.fetch import Fetcher
 from crawlq.frontier.redis.refusals import Refusal
 from crawlq.politeness import Politeness
@@ -77,6 +89,8 @@ class JobRuntime:
         self.deps = deps
         self.fetcher = fetcher
         self.worker_id = f"{process_id()}:{threading.get_ident()}"
+        self.full = FullFrontier()
+        """Links a Redis at its ``maxmemory`` refused (counted, logged once a minute)."""
         self._page_host_deps: dict[str, Deps] = {}  # host -> deps whose scope is that host
 
     @classmethod
@@ -150,16 +164,10 @@ class JobRuntime:
         """
         rules = self.deps.scope.url_rules  # scrape.delay(url) gets the job's URL rules too
         entries = [dataclasses.replace(e, request=e.request.rewritten(rules)) for e in entries]
-        budget = self.settings.max_pages_per_host
-        flags = await self.state.admit(
-            [(e.request, "task") for e in entries], run=True, budget=budget
-        )
-        todo = [e for e, ok in zip(entries, flags, strict=True) if ok]
         retried = sum(1 for e in entries if e.retry)
-        if retried:
-            await self.state.add_delayed(-retried)
         job = self.state.job
         results = {e.request.fingerprint: duplicate(e, job) for e in entries}
+        todo = await self._take(entries, retried, results)
         if not todo:
             return list(results.values())
         # if this process dies now, its heartbeat goes stale and these URLs are sent again
@@ -174,7 +182,9 @@ class JobRuntime:
             await asyncio.gather(
                 *(slots.run(host, group, outcomes, later) for host, group in by_host.items())
             )
-            await write_outcomes(self.state, self.store, self.settings, outcomes, later, publish)
+            await write_outcomes(
+                self.state, self.store, self.settings, outcomes, later, publish, self.full
+            )
         finally:
             with contextlib.suppress(FrontierError):
                 await self.state.end_task(self.worker_id)
@@ -184,6 +194,39 @@ class JobRuntime:
         for entry, wait in later:
             results[entry.request.fingerprint] = deferred(entry, job, wait)
         return [results[e.request.fingerprint] for e in entries]
+
+    async def _take(
+        self, entries: list[Entry], retried: int, results: dict[bytes, TaskResult]
+    ) -> list[Entry]:
+        """The entries to run: pending ones, and new ones admitted now (`CeleryState.take`).
+
+        A new one (a ``scrape.delay`` task) that a Redis at its ``maxmemory`` cannot admit is
+        not run: its result in ``results`` says ``frontier_full`` (logged as the refused
+        links are).
+        """
+        fps = [e.request.fingerprint for e in entries]
+        flags = await self.state.take(fps, retries_started=retried)
+        unseen = [e for e, flag in zip(entries, flags, strict=True) if flag == TAKE_UNSEEN]
+        admitted: set[bytes] = set()
+        if unseen:
+            budget = self.settings.max_pages_per_host
+            try:
+                got = await self.state.admit(
+                    [(e.request, "task") for e in unseen], run=True, budget=budget
+                )
+            except FrontierFull as exc:
+                self.full.refused_links(len(unseen), exc)
+                for e in unseen:
+                    results[e.request.fingerprint] = dropped(
+                        e.request.url, self.state.job, f"{FullFrontier.reason}: {exc}"
+                    )
+            else:
+                admitted = {e.request.fingerprint for e, ok in zip(unseen, got, strict=True) if ok}
+        return [
+            e
+            for e, flag in zip(entries, flags, strict=True)
+            if flag == TAKE_RUN or e.request.fingerprint in admitted
+        ]
 
     async def _process(self, entry: Entry, token: str) -> Outcome:
         req = entry.request

@@ -140,6 +140,11 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
             f"over max_pages_per_host: {report.frontier.over_budget} links not queued "
             "(their host had its budget of URLs)"
         )
+    if report.frontier.frontier_full:
+        lines.append(
+            f"links not followed: {report.frontier.frontier_full} by this job "
+            f"(frontier_full {report.frontier.frontier_full}): Redis was full (at its maxmemory)"
+        )
     f = report.frontier
     lines += [
         f"queued: {f.queued}, delayed: {f.delayed}, in flight: {f.in_flight}"

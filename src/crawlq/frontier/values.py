@@ -92,6 +92,9 @@ class FrontierStats:
             not push again a link it remembers pushing, so mostly once per worker).
         hosts: The busiest hosts by queue length (at most 20).
         backoff: Hosts in backoff (at most 20), the latest next-allowed time first.
+        frontier_full: Links not followed because Redis was at its ``maxmemory``, as the
+            job counts them (the Celery engine's; a native worker counts its own in its
+            summary's links not followed, so 0 here).
     """
 
     queued: int
@@ -103,6 +106,7 @@ class FrontierStats:
     over_budget: int = 0
     hosts: tuple[HostStats, ...] = field(default=())
     backoff: tuple[HostBackoff, ...] = field(default=())
+    frontier_full: int = 0
 
     @property
     def pending(self) -> int:

@@ -10,6 +10,10 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
   once. A task delivered again after its worker died re-enqueues the links it had admitted
   (they are pending under its own fingerprint), so a crash between admitting and publishing
   loses nothing.
+* **A full Redis** (``maxmemory``, ``noeviction``): only ``admit`` is refused
+  (`crawlq.errors.FrontierFull`): a task takes its pending URLs (``take``), runs and settles
+  them, and the links its pages find are not followed, counted in ``frontier_full``
+  (`crawlq.celery.results`); so the job drains and its crawl ends.
 * **Done**: the crawl is finished when ``pending`` is empty: every admitted URL has a stored
   outcome (page, filtered or dead letter).
 * **Politeness** (``acquire``): a host's next-allowed time and its held slots (each with a
@@ -48,7 +52,12 @@ This package is the only part of the Celery engine that imports redis.
 
 from __future__ import annotations
 
-from crawlq.celery.state.admission import AdmissionMixin
+from crawlq.celery.state.admission import (
+    TAKE_DUPLICATE,
+    TAKE_RUN,
+    TAKE_UNSEEN,
+    AdmissionMixin,
+)
 from crawlq.celery.state.heartbeat import Heartbeat, process_id
 from crawlq.celery.state.reads import ReadsMixin
 from crawlq.celery.state.refusals import (
@@ -67,6 +76,9 @@ __all__ = [
     "REFUSED_DEAD",
     "REFUSED_RESEND",
     "REFUSED_SETTLED",
+    "TAKE_DUPLICATE",
+    "TAKE_RUN",
+    "TAKE_UNSEEN",
     "CeleryState",
     "Counts",
     "Grant",

@@ -1,22 +1,40 @@
-"""Dedup and pending URLs of the Celery engine: admit, settle, replay, reschedule, stale.
+"""Dedup and pending URLs of the Celery engine: admit, take, settle, replay, reschedule, stale.
 
 A URL's fingerprint enters ``seen`` once (``admit.lua``) and stays in ``pending`` until its
 outcome is stored (``settle.lua``); ``pending_at`` holds when each pending URL is due, so that
-`AdmissionMixin.stale` finds URLs whose task message was lost.
+`AdmissionMixin.stale` finds URLs whose task message was lost. A task about to run takes its
+pending URLs (``take.lua``).
+
+A Redis at its ``maxmemory`` refuses only `AdmissionMixin.admit` (new URLs:
+`crawlq.errors.FrontierFull`); taking, settling and rescheduling go on
+(`crawlq.celery.state.core.SCRIPTS`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 from crawlq.celery.state.core import StateCore
 from crawlq.celery.state.entries import owner_and_request, packed_fingerprints
 from crawlq.celery.state.values import ENGINE_FIELD
+from crawlq.errors import FrontierFull
 from crawlq.request import CrawlRequest
 
-__all__ = ["AdmissionMixin"]
+__all__ = ["TAKE_DUPLICATE", "TAKE_RUN", "TAKE_UNSEEN", "AdmissionMixin"]
+
+logger = logging.getLogger(__name__)
+
+TAKE_DUPLICATE = 0
+"""`AdmissionMixin.take`: the URL is settled (its outcome is stored): do not run it."""
+
+TAKE_RUN = 1
+"""`AdmissionMixin.take`: the URL is pending: run it."""
+
+TAKE_UNSEEN = 2
+"""`AdmissionMixin.take`: the URL was never admitted (a ``scrape.delay`` task): admit it."""
 
 
 class AdmissionMixin(StateCore):
@@ -50,6 +68,7 @@ class AdmissionMixin(StateCore):
             One bool per entry.
 
         Raises:
+            FrontierFull: Redis is at its ``maxmemory``: nothing was admitted.
             FrontierUnavailable: Redis does not answer.
         """
         if not entries:
@@ -62,20 +81,59 @@ class AdmissionMixin(StateCore):
         keys = [k.seen, k.pending, k.pending_at, k.stats, k.admitted]
         flags = await self._script("admit", keys, args)
         if not self._marked:  # once per instance (after the job check): a Celery-engine job
-            await self._call(lambda: self.client.hsetnx(k.job_info, ENGINE_FIELD, "celery"))
-            self._marked = True
+            try:
+                await self._call(lambda: self.client.hsetnx(k.job_info, ENGINE_FIELD, "celery"))
+                self._marked = True
+            except FrontierFull:  # the URLs are admitted: the mark waits for the next admit
+                logger.debug("job %s: Redis is full; the engine mark waits", self.job)
         return [bool(x) for x in flags]
 
+    async def take(self, fingerprints: Sequence[bytes], *, retries_started: int = 0) -> list[int]:
+        """A task is about to run these URLs: which are pending (due now), settled or unseen.
+
+        One step (``take.lua``) that adds no entry, so it runs on a Redis at its
+        ``maxmemory`` too: the tasks already sent run. A URL never admitted (`TAKE_UNSEEN`,
+        a ``scrape.delay`` task) is the caller's to `admit` with ``run``.
+
+        Args:
+            fingerprints: The task's URLs.
+            retries_started: Retries among them, which leave the ``delayed`` count.
+
+        Returns:
+            One of `TAKE_RUN`, `TAKE_DUPLICATE`, `TAKE_UNSEEN` per fingerprint.
+
+        Raises:
+            JobGone: The job is gone or replaced.
+            FrontierUnavailable: Redis does not answer.
+        """
+        if not fingerprints:
+            return []
+        k = self.keys
+        args: list[Any] = [self.clock.wall_ms(), max(0, retries_started), *fingerprints]
+        got = await self._script("take", [k.seen, k.pending, k.pending_at, k.stats], args)
+        return [int(x) for x in got]
+
     async def settle(
-        self, done: Sequence[bytes], dead: Sequence[bytes], answered: Sequence[str] = ()
+        self,
+        done: Sequence[bytes],
+        dead: Sequence[bytes],
+        answered: Sequence[str] = (),
+        *,
+        frontier_full: int = 0,
     ) -> int:
         """Take URLs whose outcome is stored out of ``pending`` (idempotent).
+
+        Runs on a Redis at its ``maxmemory`` (``settle.lua``).
 
         Args:
             done: Fingerprints stored as a page or filtered record.
             dead: Fingerprints dead-lettered.
             answered: Hosts that answered a request: their strikes in a row and breaker flags
                 are cleared, as an ack does in the native frontier.
+            frontier_full: Links of these pages that `admit` could not admit (Redis at its
+                ``maxmemory``): added to the job's ``frontier_full`` count
+                (`crawlq.celery.state.Counts`) if this call settles any URL, so a task run
+                again after it settled counts them once.
 
         Returns:
             How many were still pending.
@@ -83,7 +141,7 @@ class AdmissionMixin(StateCore):
         if not done and not dead and not answered:
             return 0
         k = self.keys
-        args = [len(done), len(answered), *answered, *done, *dead]
+        args = [len(done), len(answered), max(0, frontier_full), *answered, *done, *dead]
         keys = [k.pending, k.pending_at, k.stats, k.strikes, k.policy, k.dead_requests]
         return int(await self._script("settle", keys, args))
 
@@ -138,12 +196,16 @@ class AdmissionMixin(StateCore):
     async def reschedule(self, fingerprints: Sequence[bytes], delay_s: float) -> None:
         """Record that pending URLs were sent with a countdown: they run in ``delay_s`` s.
 
-        Their due time (``pending_at``, Unix ms) moves to now + ``delay_s``.
+        Their due time (``pending_at``, Unix ms) moves to now + ``delay_s`` (one step,
+        ``reschedule.lua``, which runs on a Redis at its ``maxmemory`` too).
         """
         if fingerprints:
-            due_ms = self.clock.wall_ms() + round(delay_s * 1000)
-            mapping: Mapping[Any, Any] = dict.fromkeys(fingerprints, due_ms)
-            await self._call(lambda: self.client.zadd(self.keys.pending_at, mapping, xx=True))
+            await self._reschedule(fingerprints, delay_s, 0)
+
+    async def _reschedule(self, fingerprints: Sequence[bytes], delay_s: float, n: int) -> None:
+        due_ms = self.clock.wall_ms() + round(delay_s * 1000)
+        keys = [self.keys.pending_at, self.keys.stats]
+        await self._script("reschedule", keys, [due_ms, n, *fingerprints])
 
     async def stale(self, late_s: float, limit: int = 500) -> list[CrawlRequest]:
         """Pending URLs due more than ``late_s`` seconds ago: their task message was lost.
@@ -181,15 +243,10 @@ class AdmissionMixin(StateCore):
         return out
 
     async def add_delayed(self, n: int) -> None:
-        """Count ``n`` retries scheduled (negative: started)."""
-        if n < 0:
-            await self._call(lambda: self.client.hincrby(self.keys.stats, "delayed", n))
-        elif n > 0:  # also the job's count of retries ever scheduled (`crawlq dashboard`)
+        """Count ``n`` retries scheduled (negative: started).
 
-            async def both() -> None:
-                async with self.client.pipeline(transaction=False) as pipe:
-                    pipe.hincrby(self.keys.stats, "delayed", n)
-                    pipe.hincrby(self.keys.stats, "retries", n)
-                    await pipe.execute()
-
-            await self._call(both)
+        A positive ``n`` also counts in the job's retries ever scheduled (``retries``, for
+        ``crawlq dashboard``). Runs on a Redis at its ``maxmemory`` (``reschedule.lua``).
+        """
+        if n:
+            await self._reschedule((), 0.0, n)

@@ -31,9 +31,19 @@ __all__ = ["SCRIPTS", "StateCore"]
 _T = TypeVar("_T")
 SCRIPTS = {
     name: Script(name, "crawlq.celery")
-    for name in ("admit", "settle", "acquire", "orphans", "inspect", "replay", "refuse")
-}
-"""The Celery engine's scripts (``*.lua`` in `crawlq.celery`), by name."""
+    for name in (
+        "admit", "take", "settle", "acquire", "orphans", "start_task", "reschedule", "inspect",
+        "replay", "refuse",
+    )
+}  # fmt: skip
+"""The Celery engine's scripts (``*.lua`` in `crawlq.celery`), by name.
+
+A Redis at its ``maxmemory`` (``noeviction``) still runs the ones that move or delete a job's
+entries or write small per-host and per-worker ones (``take``, ``settle``, ``acquire``,
+``orphans``, ``start_task``, ``reschedule``, and the process heartbeat's ``heartbeat``: they
+open with ``#!lua flags=allow-oom``, see `crawlq.frontier.redis.scripts`), so the tasks
+already sent run to their end; ``admit`` (new URLs), ``replay`` and ``refuse`` are refused
+(`crawlq.errors.FrontierFull`)."""
 
 
 class StateCore:

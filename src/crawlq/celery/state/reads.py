@@ -61,11 +61,13 @@ class ReadsMixin(StateCore):
         async def read() -> list[Any]:
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.hlen(k.pending)
-                pipe.hmget(k.stats, ["seen", "done", "dead", "delayed", "over_budget"])
+                pipe.hmget(
+                    k.stats, ["seen", "done", "dead", "delayed", "over_budget", "frontier_full"]
+                )
                 pipe.hget(k.job_info, "id")
                 return await pipe.execute()
 
-        pending, (seen, done, dead, delayed, over), job_id = await self._call(read)
+        pending, (seen, done, dead, delayed, over, full), job_id = await self._call(read)
         found = None if job_id is None else bytes(job_id).decode()
         if found != self.job_id:
             raise JobGone(self.job, self.job_id, found)
@@ -76,6 +78,7 @@ class ReadsMixin(StateCore):
             int(dead or 0),
             max(0, int(delayed or 0)),
             int(over or 0),
+            int(full or 0),
         )
 
     async def live_workers(self, stale_s: float) -> int:

@@ -21,17 +21,17 @@ class RunnersMixin(StateCore):
         Args:
             runner: ``process_id()`` and ``":"`` and the thread: one task at a time.
             fingerprints: The URLs its task is about to run (replacing its earlier task's).
+
+        Runs on a Redis at its ``maxmemory`` (``start_task.lua``: one entry per runner).
+
+        Raises:
+            JobGone: The job is gone or replaced.
+            FrontierUnavailable: Redis does not answer.
         """
         k = self.keys
         process = runner.rpartition(":")[0]
-
-        async def write() -> None:
-            async with self.client.pipeline(transaction=True) as pipe:
-                pipe.zadd(k.workers, {process: self.clock.wall_ms()})
-                pipe.hset(k.running, runner, b"".join(fingerprints))
-                await pipe.execute()
-
-        await self._call(write)
+        args = [runner, process, self.clock.wall_ms(), b"".join(fingerprints)]
+        await self._script("start_task", [k.running, k.workers], args)
 
     async def end_task(self, runner: str) -> None:
         """``runner``'s task is over: its URLs are settled or sent again as new tasks."""

@@ -51,6 +51,8 @@ class Counts:
         delayed: Retries scheduled and not started yet (approximate: a worker killed while
             holding one leaves it counted).
         over_budget: New URLs not admitted because their host was at ``max_pages_per_host``.
+        frontier_full: Links not followed because Redis was at its ``maxmemory`` when the
+            page that found them was stored (counted once per page, at its settle).
     """
 
     pending: int
@@ -59,6 +61,7 @@ class Counts:
     dead: int
     delayed: int
     over_budget: int = 0
+    frontier_full: int = 0
 
 
 @dataclass(frozen=True, slots=True)
