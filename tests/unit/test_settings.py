@@ -78,6 +78,10 @@ def test_unknown_keys_are_errors_naming_the_key(source: dict, name: str) -> None
         ({"max_pages": -5}, "max_pages"),
         ({"concurrency": "many"}, "concurrency"),
         ({"obey_robots": "perhaps"}, "obey_robots"),
+        ({"user_agent": ""}, "user_agent"),
+        ({"user_agent": "  "}, "user_agent"),
+        ({"user_agent": "/1.0"}, "user_agent"),
+        ({"user_agent": "bot/1\r\nX-Evil: 1"}, "user_agent"),
     ],
 )
 def test_bad_values_are_errors_naming_the_setting(cli: dict, name: str) -> None:
