@@ -87,3 +87,69 @@ def test_a_worker_refuses_a_bad_user_agent_in_the_job_settings(
     assert "user_agent" in proc.stderr and f"job {job!r}" in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if "user_agent" in line]
     assert len(errors) == 1 and errors[0].startswith("Error: user_agent: ''"), proc.stderr
+
+
+SPIDERS = """
+import logging
+
+from crawlq.spider import Spider
+
+
+class InitBoom(Spider):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        raise RuntimeError("no API key")
+
+
+class Starts(Spider):
+    name = "starts"
+    start_urls = ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]
+
+
+class NoStarts(Spider):
+    pass
+"""
+
+
+@pytest.fixture
+def spiders(tmp_path: Path) -> str:
+    path = tmp_path / "spiders" / "qa_spiders.py"
+    path.parent.mkdir()
+    path.write_text(SPIDERS)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("cls", "said"),
+    [("Nope", "'Nope'"), ("InitBoom", "InitBoom() raised RuntimeError: no API key")],
+)
+def test_seed_loads_and_checks_the_spider_first(
+    tmp_path: Path, spiders: str, cls: str, said: str
+) -> None:
+    store = tmp_path / "s.db"
+    proc = run_crawlq(
+        "seed", SEED, "--store", str(store), "--spider", f"{spiders}:{cls}", check=False
+    )
+    _one_line_refusal(proc, "--spider", said)
+    assert not store.exists() and not Path(f"{store}.lock").exists()
+
+
+def test_seed_refuses_a_spider_file_that_is_not_there(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    proc = run_crawlq("seed", SEED, "--store", str(store), "--spider", "nope.py:X", check=False)
+    _one_line_refusal(proc, "--spider", "nope.py")
+    assert not store.exists()
+
+
+def test_seed_with_no_urls_seeds_the_spiders_start_urls(tmp_path: Path, spiders: str) -> None:
+    store = tmp_path / "s.db"
+    proc = run_crawlq("seed", "--store", str(store), "--spider", f"{spiders}:Starts")
+    assert proc.stdout.startswith("queued 2 new of 2"), proc.stdout
+
+
+def test_seed_with_no_urls_and_a_spider_without_start_urls_says_so(
+    tmp_path: Path, spiders: str
+) -> None:
+    store = tmp_path / "s.db"
+    proc = run_crawlq("seed", "--store", str(store), "--spider", f"{spiders}:NoStarts", check=False)
+    _one_line_refusal(proc, "no URLs to seed")
