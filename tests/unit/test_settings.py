@@ -78,6 +78,10 @@ def test_unknown_keys_are_errors_naming_the_key(source: dict, name: str) -> None
         ({"max_pages": -5}, "max_pages"),
         ({"concurrency": "many"}, "concurrency"),
         ({"obey_robots": "perhaps"}, "obey_robots"),
+        ({"user_agent": ""}, "user_agent"),
+        ({"user_agent": "  "}, "user_agent"),
+        ({"user_agent": "/1.0"}, "user_agent"),
+        ({"user_agent": "bot/1\r\nX-Evil: 1"}, "user_agent"),
     ],
 )
 def test_bad_values_are_errors_naming_the_setting(cli: dict, name: str) -> None:
@@ -103,3 +107,34 @@ def test_parse_bytes(text: str, value: int) -> None:
 def test_parse_bytes_rejects_garbage() -> None:
     with pytest.raises(ValueError, match="byte size"):
         parse_bytes("ten megs")
+
+
+@pytest.mark.parametrize(
+    ("scrapy", "ours"),
+    [
+        ("DOWNLOAD_DELAY", "delay_s"),
+        ("CONCURRENT_REQUESTS", "concurrency"),
+        ("USER_AGENT_X", None),
+        ("ROBOTSTXT_OBEY", "obey_robots"),
+        ("DEPTH_LIMIT", "max_depth"),
+        ("CLOSESPIDER_PAGECOUNT", "max_pages"),
+        ("ITEM_PIPELINES", "item_pipelines"),
+        ("DOWNLOADER_MIDDLEWARES", "downloader_middlewares"),
+    ],
+)
+def test_scrapy_setting_names_suggest_crawlqs_and_are_not_accepted(
+    scrapy: str, ours: str | None
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.build(env={}, spider_settings={scrapy: 0})
+    if ours is not None:
+        assert f"did you mean {ours}?" in str(info.value)
+
+
+def test_crawl_help_names_every_output_format() -> None:
+    from click.testing import CliRunner
+
+    from crawlq.cli.app import cli
+
+    out = CliRunner().invoke(cli, ["crawl", "--help"]).output
+    assert "(.jsonl, .json, .csv, .parquet)" in " ".join(out.split())

@@ -59,7 +59,7 @@ from crawlq.request import CrawlRequest, Lease
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import Settings
-from crawlq.spider import load_spider
+from crawlq.spider import load_spider, spider_closed
 from crawlq.spider.item_type import items_table_of
 from crawlq.store import Store, open_store
 
@@ -127,10 +127,15 @@ class JobRuntime:
         return cls(settings, state, store, deps, fetcher)
 
     async def close(self) -> None:
-        """Close the item pipelines, the fetcher, the store and the Redis connection."""
+        """Close the pipelines, the spider, the fetcher, the store and the Redis connection.
+
+        The spider's ``closed("shutdown")`` (Scrapy's hook) runs after the pipelines close:
+        a Celery worker process ends at its shutdown.
+        """
         if self.deps.items is not None:
             with contextlib.suppress(Exception):
                 await self.deps.items.close()
+        await spider_closed(self.deps.spider, "shutdown")
         with contextlib.suppress(Exception):
             await self.fetcher.close()
         with contextlib.suppress(Exception):

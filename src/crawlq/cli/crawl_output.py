@@ -43,7 +43,7 @@ def crawl_output_options(f: F) -> F:
             "append_to",
             type=click.Path(dir_okay=False),
             default=None,
-            help="When the crawl ends, append its items to FILE (.jsonl, .csv).",
+            help="When the crawl ends, append its items to FILE (.jsonl, .json, .csv, .parquet).",
         ),
         click.option(
             "-O",

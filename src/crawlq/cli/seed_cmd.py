@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from crawlq.cli.option_settings import option_error
 from crawlq.cli.options import (
     build_settings,
     frontier_options,
@@ -17,11 +18,15 @@ from crawlq.cli.options import (
     sitemap_option,
     sitemap_urls,
 )
+from crawlq.engine.plan import check_process_code
 from crawlq.engine.seeding import SeedSpool
 from crawlq.engine.service import seed as seed_job
-from crawlq.errors import ConfigError, CrawlqError, SeedInterrupted
+from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
+from crawlq.scope import check_url_length
 from crawlq.secrecy import redact
+from crawlq.settings import Settings
 from crawlq.sitemap import sitemap_request
+from crawlq.spider import load_spider, new_spider, start_requests_of
 
 __all__ = ["seed"]
 
@@ -44,6 +49,11 @@ def seed(
     With no URLs, creates the job (its settings) for producers that feed its inbox
     directly: `crawlq seed --frontier redis://… --job J --allow-domain example.com`.
 
+    With --spider, the spider is loaded and checked first, as by `crawlq crawl` (a spider
+    that cannot be loaded, or whose __init__ or start_requests raises, stops the command
+    before the job is created); with no URL and no --sitemap, its start_urls (or
+    start_requests) are the seeds, as for `crawlq crawl --spider`.
+
     The first seed of a job stores its settings (politeness, retries, scope — by default the
     seeds' hosts —, spider, store, and the seed hosts exempt from the private-address guard)
     for every worker that joins. URLs that only reach the job through its inbox are never
@@ -65,16 +75,46 @@ def seed(
                 + (f" (and {more} more)" if more else "")
             )
         sitemaps = sitemap_urls(sitemap)
+        settings = _checked_settings(spool, bool(sitemaps), options)
         if not spool.given and not sitemaps and not options.get("frontier"):
             raise click.UsageError("no URLs to seed: give URL... or - for stdin")
         for url in sitemaps:
             spool.add(sitemap_request(url, priority=priority))
-        _seed(spool, retry_dead, options)
+        _seed(spool, retry_dead, settings)
 
 
-def _seed(spool: SeedSpool, retry_dead: bool, options: dict[str, Any]) -> None:
-    """Push the checked seeds of ``spool`` into the job the options name; print the count."""
-    settings = build_settings(options)
+def _checked_settings(spool: SeedSpool, sitemaps: bool, options: dict[str, Any]) -> Settings:
+    """The settings; with --spider, the spider loaded and checked as ``crawl`` does it.
+
+    A spider that cannot be imported, whose ``__init__`` or ``start_requests`` raises, or
+    whose middlewares, pipelines or item type cannot be loaded
+    (`crawlq.engine.plan.check_process_code`) stops the command before the job is created.
+    With no URL and no --sitemap, the spider's start requests (``start_urls``,
+    ``sitemap_urls`` or its own ``start_requests``) are the seeds, as for ``crawl``.
+
+    Raises:
+        click.UsageError: A setting or the spider is wrong; the message names it.
+    """
+    if options.get("spider") is None:
+        return build_settings(options)
+    try:
+        spider_cls = load_spider(options["spider"])
+        settings = build_settings(options, spider_cls)
+        spider = new_spider(spider_cls)
+        check_process_code(settings, spider)
+        if not spool.given and not sitemaps:
+            for request in start_requests_of(spider):
+                check_url_length(request.url)
+                spool.add(request)
+    except InvalidURL as exc:
+        raise click.UsageError(f"spider {options['spider']}: start request: {exc}") from None
+    except ConfigError as exc:
+        raise option_error(exc, options) from None
+    return settings
+
+
+def _seed(spool: SeedSpool, retry_dead: bool, settings: Settings) -> None:
+    """Push the checked seeds of ``spool`` into the job ``settings`` name; print the count."""
     try:
         result = asyncio.run(seed_job(settings, spool, retry_dead=retry_dead))
     except ConfigError as exc:

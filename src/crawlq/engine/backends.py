@@ -21,7 +21,7 @@ from crawlq.politeness import Politeness
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope
 from crawlq.settings import Settings
-from crawlq.spider import Spider
+from crawlq.spider import CLOSE_REASONS, Spider, spider_closed
 from crawlq.spider.item_type import items_table_of
 from crawlq.store import Store, open_store
 
@@ -187,10 +187,7 @@ async def assembled_worker(
         frontier = backends.frontier
         robots = RobotsCache.from_settings(fetcher, s, frontier) if s.obey_robots else None
         deps = Deps(s, fetcher, robots, spider, scope, frontier, frontier.politeness, warc)
-        stack.callback(deps.pages.close)
-        if deps.items is not None:
-            stack.push_async_callback(deps.items.close)
-        yield Worker(
+        worker = Worker(
             backends.frontier,
             backends.store,
             deps,
@@ -199,6 +196,17 @@ async def assembled_worker(
             flush_max_items=s.flush_max_items,
             flush_interval_s=s.flush_interval_s,
         )
+
+        async def closed(exc_type: type[BaseException] | None, *_: object) -> None:
+            # after the pipelines close (an exit stack unwinds last in, first out)
+            reason = CLOSE_REASONS.get(worker.stopped_by or "done", "finished")
+            await spider_closed(spider, "shutdown" if exc_type is not None else reason)
+
+        stack.push_async_exit(closed)
+        stack.callback(deps.pages.close)
+        if deps.items is not None:
+            stack.push_async_callback(deps.items.close)
+        yield worker
 
 
 async def open_warc(s: Settings) -> WarcWriter | None:

@@ -49,6 +49,10 @@ __all__ = ["FlowResult", "ItemFlow", "ItemKeys", "PipelineFailed", "pipeline_spe
 
 logger = logging.getLogger(__name__)
 
+_OPENERS = ("open", "open_spider")
+"""A pipeline's opening hooks, called with the spider in this order: crawlq's name, then
+Scrapy's (``open_spider(spider)``), so a pipeline ported from Scrapy runs unchanged."""
+
 REASON_CHARS = 80
 """Characters of a `DropItem` reason that count (the rest is cut)."""
 
@@ -196,20 +200,24 @@ class ItemFlow:
         return result
 
     async def close(self) -> None:
-        """Call each opened pipeline's ``close()`` (once; errors are logged, not raised)."""
+        """Call each opened pipeline's ``close()``, then Scrapy's ``close_spider(spider)``.
+
+        Once; errors are logged, not raised. A pipeline may define either name, or both.
+        """
         if not self._opened:
             return
         self._opened = False
         for pipe in self._pipes:
-            closer = getattr(pipe.obj, "close", None)
-            if not callable(closer):
-                continue
-            try:
-                done = closer()
-                if inspect.isawaitable(done):
-                    await done
-            except Exception:
-                logger.exception("item pipeline %s: close() failed", pipe.name)
+            for name, args in (("close", ()), ("close_spider", (self.spider,))):
+                closer = getattr(pipe.obj, name, None)
+                if not callable(closer):
+                    continue
+                try:
+                    done = closer(*args)
+                    if inspect.isawaitable(done):
+                        await done
+                except Exception:
+                    logger.exception("item pipeline %s: %s() failed", pipe.name, name)
 
     def _invalid(self, result: FlowResult, url: str, why: str) -> None:
         logger.warning("%s: bad item not stored: invalid: %s", url, why)
@@ -218,11 +226,12 @@ class ItemFlow:
     async def _open(self) -> None:
         self._opened = True
         for pipe in self._pipes:
-            opener = getattr(pipe.obj, "open", None)
-            if callable(opener):
-                done = opener(self.spider)
-                if inspect.isawaitable(done):
-                    await done
+            for name in _OPENERS:
+                opener = getattr(pipe.obj, name, None)
+                if callable(opener):
+                    done = opener(self.spider)
+                    if inspect.isawaitable(done):
+                        await done
 
     async def _pipelines(
         self, items: list[Any], response: Any, pages: PageWork, dropped: Counter[str]

@@ -26,14 +26,16 @@ class Pipeline(Protocol):
     The engine makes one instance per worker process (no arguments) and calls, each optional
     but ``process_item``:
 
-    * ``open(spider)``: once, before its first item, with the spider instance.
+    * ``open(spider)``: once, before its first item, with the spider instance (Scrapy's
+      ``open_spider(spider)`` is called too, after it, when the pipeline defines it).
     * ``process_item(item, response) -> item | None``: for every item the pages yield, in
       the order the pipelines are listed; the item is what the callback yielded (a dict, a
       dataclass...) or what the pipeline before returned. None drops it (reason
       ``dropped``); `DropItem` drops it with a reason; any other exception is a spider error
       of the page (none of its items is stored). ``response`` is the page's
       `crawlq.spider.Response` (None for the items of an errback of a dead letter).
-    * ``close()``: once, when the worker or crawl ends.
+    * ``close()``: once, when the worker or crawl ends (then Scrapy's
+      ``close_spider(spider)``, when defined).
 
     Each may be ``async def``: it runs on the worker's event loop; a plain method runs on the
     page thread, where synchronous callbacks run, within ``parse_timeout_s``.

@@ -41,6 +41,7 @@ def check(settings: Settings) -> None:
     _ranges(settings)
     _bounds(settings)
     _spellings(settings)
+    _user_agent(settings)
     _headers(settings)
     _proxies(settings)
 
@@ -182,6 +183,31 @@ def _spellings(settings: Settings) -> None:
                 re.compile(pattern)
             except re.error as exc:
                 raise ConfigError(name, f"bad regex {pattern!r}: {exc}") from exc
+
+
+_PRODUCT = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:/\S*)?(?:\s|$)")
+"""A ``User-Agent`` value's first product: a token, optionally ``/version`` (RFC 9110
+§10.1.5); its token is what robots.txt groups are matched against (RFC 9309 §2.2.1)."""
+
+
+def _user_agent(settings: Settings) -> None:
+    """``user_agent`` starts with a product token and holds no control character.
+
+    An empty or blank value would leave robots.txt nothing to match (the robots cache
+    refuses it) and send no identification; CR, LF or NUL cannot be in a header (RFC 9110
+    §5.5).
+    """
+    value = settings.user_agent
+    if not isinstance(value, str) or not _PRODUCT.match(value):
+        raise ConfigError(
+            "user_agent",
+            f"{value!r:.60} does not start with a product token (RFC 9110 §10.1.5); "
+            "give e.g. 'mybot/1.0 (+https://example.com/bot)'",
+        )
+    if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
+        raise ConfigError(
+            "user_agent", "holds a control character (CR, LF, NUL…) a header may not hold"
+        )
 
 
 def _headers(settings: Settings) -> None:

@@ -27,13 +27,43 @@ _HINTS: dict[str, Any] = {}
 _UNIT_SUFFIXES = ("_s", "_bytes")
 
 
+SCRAPY_NAMES = {
+    "DOWNLOAD_DELAY": "delay_s",
+    "CONCURRENT_REQUESTS": "concurrency",
+    "CONCURRENT_REQUESTS_PER_DOMAIN": "host_concurrency",
+    "CONCURRENT_REQUESTS_PER_IP": "host_concurrency",
+    "USER_AGENT": "user_agent",
+    "ROBOTSTXT_OBEY": "obey_robots",
+    "DEPTH_LIMIT": "max_depth",
+    "CLOSESPIDER_PAGECOUNT": "max_pages",
+    "ITEM_PIPELINES": "item_pipelines",
+    "DOWNLOADER_MIDDLEWARES": "downloader_middlewares",
+    "SPIDER_MIDDLEWARES": "spider_middlewares",
+    "DOWNLOAD_TIMEOUT": "timeout_s",
+    "RETRY_TIMES": "max_retries",
+    "DOWNLOAD_MAXSIZE": "max_body_bytes",
+    "REDIRECT_MAX_TIMES": "max_redirects",
+    "DEFAULT_REQUEST_HEADERS": "default_headers",
+    "COOKIES_ENABLED": "cookies_enabled",
+    "AUTOTHROTTLE_ENABLED": "autothrottle",
+    "AUTOTHROTTLE_MAX_DELAY": "max_delay_s",
+}
+"""Scrapy's setting names (``custom_settings`` of a ported spider) -> crawlq's nearest setting,
+the one suggestion for them. Suggested, never accepted: values and units may differ (a Scrapy
+``ITEM_PIPELINES`` dict is a crawlq list; ``DOWNLOAD_MAXSIZE`` is bytes in both)."""
+
+
 def suggest(name: str, *, limit: int = 3) -> list[str]:
     """The setting names closest to an unknown ``name``, best first (possibly none).
 
-    A name missing only its unit (``delay`` for ``delay_s``, ``max_body`` for
-    ``max_body_bytes``) is the one answer; else close spellings (`difflib`).
+    A Scrapy setting's name (`SCRAPY_NAMES`: ``DOWNLOAD_DELAY`` for ``delay_s``) or a name
+    missing only its unit (``delay`` for ``delay_s``, ``max_body`` for ``max_body_bytes``) is
+    the one answer; else close spellings (`difflib`).
     """
     names = Settings.field_names()
+    scrapy = SCRAPY_NAMES.get(name.strip().upper().replace("-", "_"))
+    if scrapy is not None:
+        return [scrapy]
     key = name.strip().lower().replace("-", "_")
     with_unit = [key + suffix for suffix in _UNIT_SUFFIXES if key + suffix in names]
     if with_unit:

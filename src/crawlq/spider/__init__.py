@@ -31,7 +31,8 @@ Where each part is written (import them from here):
 * `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path
   (`spider_file`: the file such a path names).
 * `crawlq.spider.starting`: `new_spider` and `start_requests_of`, the user's errors in
-  ``__init__``/``start_requests`` as one `ConfigError` line.
+  ``__init__``/``start_requests`` as one `ConfigError` line; `spider_closed`, Scrapy's
+  ``closed(reason)`` called at a worker's end.
 * `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
 * `crawlq.errors.spider`: `SpiderError`, re-exported here.
 * `crawlq.request`: `CrawlRequest`, re-exported here (Scrapy users import ``Request`` from
@@ -48,9 +49,10 @@ from crawlq.spider.loading import load_object, load_spider, spider_file
 from crawlq.spider.response import Response
 from crawlq.spider.run import CallbackRun, run_callback, start_callback, start_errback
 from crawlq.spider.sitemap_rules import sitemap_rules_of
-from crawlq.spider.starting import new_spider, start_requests_of
+from crawlq.spider.starting import CLOSE_REASONS, new_spider, spider_closed, start_requests_of
 
 __all__ = [
+    "CLOSE_REASONS",
     "CallbackRun",
     "CrawlRequest",
     "Failure",
@@ -64,6 +66,7 @@ __all__ = [
     "new_spider",
     "run_callback",
     "sitemap_rules_of",
+    "spider_closed",
     "spider_file",
     "start_callback",
     "start_errback",

@@ -8,6 +8,7 @@ sitemap ones) are read by the engine; its own methods are never callbacks a requ
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,16 @@ class Spider:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+    @property
+    def logger(self) -> logging.LoggerAdapter[logging.Logger]:
+        """A logger named after the spider (``logging.getLogger(self.name)``), as Scrapy's.
+
+        A `logging.LoggerAdapter` whose records carry the spider as ``extra={"spider":
+        self}``: ``self.logger.info("found %d rows", n)`` in a callback logs through the
+        worker's own logging configuration (``-v``, ``--log-format``).
+        """
+        return logging.LoggerAdapter(logging.getLogger(self.name), {"spider": self})
 
     def start_requests(self) -> Iterable[CrawlRequest]:
         """Yield the seed requests: one per `start_urls` entry, depth 0, priority 0.

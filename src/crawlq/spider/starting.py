@@ -10,13 +10,18 @@ traceback goes to the ``crawlq.spider`` logger at DEBUG (``-vv``).
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.request import CrawlRequest
 from crawlq.spider.base import Spider
 
-__all__ = ["new_spider", "start_requests_of"]
+__all__ = ["CLOSE_REASONS", "new_spider", "spider_closed", "start_requests_of"]
+
+CLOSE_REASONS = {"done": "finished", "max_pages": "closespider_pagecount", "stopped": "shutdown"}
+"""A worker's ``stopped_by`` -> the reason its spider's ``closed(reason)`` is given: Scrapy's
+names (``finished``, ``closespider_pagecount``, ``shutdown``)."""
 
 logger = logging.getLogger("crawlq.spider")
 
@@ -51,6 +56,24 @@ def start_requests_of(spider: Spider) -> list[CrawlRequest]:
         raise
     except Exception as exc:
         raise _spider_error(f"{type(spider).__name__}.start_requests", exc) from exc
+
+
+async def spider_closed(spider: Spider, reason: str) -> None:
+    """Call ``spider.closed(reason)`` when the spider defines it, as Scrapy does at its end.
+
+    ``closed`` may be a plain method or ``async def``. Once per worker process, after its item
+    pipelines are closed; what it raises is logged (ERROR, with the traceback), not raised:
+    the crawl has ended already.
+    """
+    closed = getattr(spider, "closed", None)
+    if not callable(closed):
+        return
+    try:
+        done = closed(reason)
+        if inspect.isawaitable(done):
+            await done
+    except Exception:
+        logger.exception("%s.closed(%r) raised", type(spider).__name__, reason)
 
 
 def _spider_error(where: str, exc: Exception) -> ConfigError:
