@@ -40,8 +40,36 @@ _NOT_FIELDS = frozenset({"submit", "image", "reset", "button", "file"})
 class FormRequest:
     """Requests that submit a form (as Scrapy's ``FormRequest``); every one is a `CrawlRequest`.
 
-    For a form written by hand, use `CrawlRequest.form`.
+    ``FormRequest(url, formdata={...})`` is a form written by hand, as in Scrapy: a POST of
+    ``formdata`` urlencoded (a GET with ``method="GET"``, or when there is no ``formdata``),
+    made by `CrawlRequest.form`; `from_response` submits a form of a page.
     """
+
+    def __new__(  # type: ignore[misc]  # a CrawlRequest, as Scrapy's FormRequest is a Request
+        cls,
+        url: str,
+        formdata: FormData | None = None,
+        *,
+        method: str | None = None,
+        **kwargs: Any,
+    ) -> CrawlRequest:
+        """The request that submits ``formdata`` to ``url`` (`CrawlRequest.form`).
+
+        Args:
+            url: The form's action URL.
+            formdata: The fields (a mapping, a list for a repeated name, or pairs).
+            method: ``POST`` when ``formdata`` is given, else ``GET`` (Scrapy's default).
+            **kwargs: Other `CrawlRequest` fields (``callback``, ``headers``, ``meta``...).
+
+        Raises:
+            ValueError: A field, or another `CrawlRequest` field, is invalid.
+            InvalidURL: ``url`` cannot be crawled.
+        """
+        if method is None:
+            method = "POST" if formdata else "GET"
+        if not formdata and method.upper() == "GET":
+            return CrawlRequest(url, **kwargs)  # nothing to submit: the URL as it is
+        return CrawlRequest.form(url, formdata or (), method, **kwargs)
 
     @staticmethod
     def from_response(

@@ -407,6 +407,8 @@ class Response:
         headers: Mapping[str, str] | None = None,
         errback: Callable[..., Any] | str | None = None,
         dont_filter: bool = False,
+        css: str | None = None,
+        xpath: str | None = None,
     ) -> list[CrawlRequest]:
         """Return a `follow` request for each of ``hrefs``, skipping invalid ones silently.
 
@@ -426,15 +428,26 @@ class Response:
             headers: As in `follow`.
             errback: As in `follow`.
             dont_filter: As in `follow`.
+            css: In place of ``hrefs``, the elements this CSS selector picks (Scrapy's
+                ``follow_all(css=...)``): each one's ``href``, or the attribute value a
+                selector such as ``a::attr(href)`` gives.
+            xpath: The same with an XPath.
 
         Returns:
             The requests, in the order of ``hrefs``.
 
         Raises:
+            ValueError: More than one of ``hrefs``, ``css`` and ``xpath`` given.
             TypeError: ``callback`` or ``errback`` is neither a spider method nor a string.
             ValueError: ``cookies`` breaks a rule of `crawlq.cookies.check_cookies`, or
                 ``headers`` one of `crawlq.headers.check_headers`.
         """
+        if sum(x is not None for x in (hrefs, css, xpath)) > 1:
+            raise ValueError("follow_all takes one of hrefs, css and xpath")
+        if css is not None:
+            hrefs = self.css(css)
+        elif xpath is not None:
+            hrefs = self.xpath(xpath)
         name = callback_name(callback)  # raise on a bad callback even with no links
         errback_name = callback_name(errback)
         cookies = check_cookies(cookies) if cookies else None  # and on bad cookies
