@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from crawlq.cli.output import PROGRESS_LOGGER, ProgressDisplay
+from crawlq.cli.logs import PROGRESS_LOGGER
+from crawlq.cli.tables import ProgressDisplay
 from crawlq.engine import CrawlReport, Progress
 from crawlq.errors import ConfigError, CrawlqError
 

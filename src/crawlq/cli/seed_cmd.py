@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
+from crawlq.cli.option_settings import build_settings
 from crawlq.cli.options import (
-    build_settings,
     frontier_options,
     guard_options,
     job_options,
@@ -18,7 +18,7 @@ from crawlq.cli.options import (
     sitemap_urls,
 )
 from crawlq.engine.seeding import SeedSpool
-from crawlq.engine.service import seed as seed_job
+from crawlq.engine.seeding import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, SeedInterrupted
 from crawlq.secrecy import redact
 from crawlq.sitemap import sitemap_request

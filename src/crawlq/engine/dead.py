@@ -24,11 +24,11 @@ from crawlq.engine.seeding import replay_into_room
 from crawlq.errors import ConfigError, QueueFullTimeout
 from crawlq.export import iso_utc
 from crawlq.frontier import Frontier
-from crawlq.frontier.base import DeadFilter, DeadLetter, QueueBounds
+from crawlq.frontier.values import DeadFilter, DeadLetter, QueueBounds
 from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import coerce_settings
 from crawlq.store import Store
-from crawlq.store.base import LOOKUP_MAX
+from crawlq.store.outcomes import LOOKUP_MAX
 
 __all__ = [
     "DeadRow",

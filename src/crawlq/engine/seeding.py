@@ -34,7 +34,7 @@ from crawlq.errors import (
     SeedInterrupted,
 )
 from crawlq.frontier import Frontier
-from crawlq.frontier.base import EVERY_DEAD, DeadFilter, DeadLetter, QueueBounds, Replay
+from crawlq.frontier.values import EVERY_DEAD, DeadFilter, DeadLetter, QueueBounds, Replay
 from crawlq.request import CrawlRequest
 from crawlq.scope import check_url_length
 from crawlq.settings import Settings

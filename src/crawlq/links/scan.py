@@ -20,7 +20,7 @@ from crawlq.links.document import resolve_base_href
 from crawlq.links.hrefs import HrefResolver, has_extension, normalize_or_none
 from crawlq.links.refresh import Refresh, refresh_of
 from crawlq.links.rules import IGNORED_EXTENSIONS
-from crawlq.scope import MAX_URL_LENGTH
+from crawlq.request.limits import MAX_URL_LENGTH
 from crawlq.urls import encode_query, query_codec
 
 __all__ = ["PageLinks", "PageScan", "extract_links", "scan_page"]

@@ -18,13 +18,11 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlq.clock import Clock, Every, SystemClock
-from crawlq.frontier.base import (
-    QueueBounds,
-)
 from crawlq.frontier.redis.bloom import BloomDedup
 from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
+from crawlq.frontier.values import QueueBounds
 from crawlq.politeness import Politeness
 from crawlq.request import CrawlRequest
 

@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crawlq.frontier.base import FRONTIER_FULL, Offer, QueueBounds
 from crawlq.frontier.sqlite.core import FrontierFile, logger
 from crawlq.frontier.sqlite.tables import DEAD, OVER_BUDGET, QUEUED
+from crawlq.frontier.values import FRONTIER_FULL, Offer, QueueBounds
 from crawlq.request import CrawlRequest
 
 __all__ = ["BoundedPushMixin", "evict_lowest", "host_counts", "queue_full"]

@@ -14,9 +14,9 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 
-from crawlq.frontier.base import Offer
 from crawlq.frontier.sqlite.bounded import SEEN, BoundedPushMixin
 from crawlq.frontier.sqlite.tables import QUEUED
+from crawlq.frontier.values import Offer
 from crawlq.request import CrawlRequest
 
 __all__ = ["PushMixin"]

@@ -13,7 +13,7 @@ strikes (`crawlq.politeness`): ``flags`` is ``'p'`` while probing (one request a
 
 from __future__ import annotations
 
-from crawlq.frontier.base import StateName
+from crawlq.frontier.values import StateName
 
 __all__ = [
     "CHUNK",
