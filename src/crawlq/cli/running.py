@@ -26,7 +26,10 @@ _REFRESH_S = 0.5
 
 
 class Runner(Protocol):
-    """What `run_in_foreground` drives (`crawlq.engine.Crawl`, `crawlq.engine.WorkerService`)."""
+    """What `run_in_foreground` drives.
+
+    `crawlq.engine.Crawl` or `crawlq.engine.service.WorkerService`.
+    """
 
     async def run(self) -> CrawlReport:
         """Work until done or stopped."""

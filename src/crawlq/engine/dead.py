@@ -43,7 +43,7 @@ SCOPE_FIELDS = ("allowed_domains", "include", "exclude", "max_depth")
 """The job settings that make its scope (`crawlq.scope.Scope`)."""
 
 BOUND_FIELDS = ("max_queued", "max_queued_per_host", "when_full")
-"""The job settings that bound its queue (`crawlq.frontier.base.QueueBounds`)."""
+"""The job settings that bound its queue (`crawlq.frontier.values.QueueBounds`)."""
 
 
 @dataclass(frozen=True, slots=True)

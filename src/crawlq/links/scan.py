@@ -56,10 +56,10 @@ class PageScan:
             when it is an http(s) URL, else the page URL.
         refresh: The first ``<meta http-equiv="refresh">`` whose content parses
             (`parse_refresh`) and whose target is an http(s) URL (of a content at most
-            `crawlq.scope.MAX_URL_LENGTH` + 100 characters long), or None. Its target is
+            `crawlq.request.limits.MAX_URL_LENGTH` + 100 characters long), or None. Its target is
             resolved against `base`.
         canonical_url: The first ``<link rel="canonical" href>`` that is an http(s) URL of
-            at most `crawlq.scope.MAX_URL_LENGTH` characters, resolved against `base` and
+            at most `crawlq.request.limits.MAX_URL_LENGTH` characters, resolved against `base` and
             normalised; None when there is none.
         robots: Directives of every ``<meta name="robots" content>`` (comma-separated,
             lower-cased), e.g. ``{"noindex", "nofollow"}``. Names for one crawler

@@ -78,7 +78,7 @@ class RedisCore:
         self.inbox_full = False
         """The last inbox drain found the job at its ``block`` bound and took nothing."""
         self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
+        """The job's queue bounds (`crawlq.frontier.values.QueueBounds`)."""
         self.paused = False
         """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
         self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES

@@ -1,6 +1,6 @@
 """Pushing under queue bounds: a full queue refuses (``offer``) or drops the lowest priority.
 
-With `crawlq.frontier.base.QueueBounds` set (``max_queued``, ``max_queued_per_host``), requests
+With `crawlq.frontier.values.QueueBounds` set (``max_queued``, ``max_queued_per_host``), requests
 are inserted row by row: each new one is checked against the host's page budget
 (``max_pages_per_host``, as without bounds), then against the job's and its host's queue. A
 full queue refuses a producer's request (``offer``: counted as refused, its fingerprint stays
@@ -66,7 +66,7 @@ class BoundedPushMixin(FrontierFile):
             )
 
     def _push_bounded_sync(self, requests: Sequence[CrawlRequest], producer: bool) -> Offer:
-        """`push`/`offer` under `bounds` (`crawlq.frontier.base.QueueBounds`), row by row.
+        """`push`/`offer` under `bounds` (`crawlq.frontier.values.QueueBounds`), row by row.
 
         The page budget (``max_pages_per_host``) is checked first, as in `_push_sync`.
         """

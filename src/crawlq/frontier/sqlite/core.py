@@ -68,7 +68,7 @@ class FrontierFile:
         self._counts: Counter[int] = Counter()
         self._wakeup: asyncio.Event | None = None
         self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
+        """The job's queue bounds (`crawlq.frontier.values.QueueBounds`)."""
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()

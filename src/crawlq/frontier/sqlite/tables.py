@@ -46,7 +46,7 @@ STATE_NAMES: dict[int, StateName] = {
     DONE: "done",
     DEAD: "dead",
 }
-"""The contract's name of each state (`crawlq.frontier.base.UrlState`)."""
+"""The contract's name of each state (`crawlq.frontier.values.UrlState`)."""
 
 HOST_CONCURRENCY = (
     "CASE flags WHEN 'p' THEN 1 WHEN 'd' THEN 1000000 ELSE coalesce(concurrency, ?) END"
