@@ -38,7 +38,6 @@ from crawlq.settings import Settings
 from crawlq.urls import UrlRules, host_name
 
 __all__ = [
-    "MAX_URL_LENGTH",
     "FilterReason",
     "Scope",
     "check_url_length",

@@ -14,7 +14,7 @@ from crawlq.celery.config import (
     visibility_timeout_s,
 )
 from crawlq.celery.crawl import celery_settings
-from crawlq.celery.runtime import Entry, parse_entries
+from crawlq.celery.wire import Entry, parse_entries
 from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings

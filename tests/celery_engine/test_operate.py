@@ -16,8 +16,7 @@ from aiohttp import web
 
 from crawlq.celery.state import CeleryState
 from crawlq.engine.job import bind_job
-from crawlq.frontier.base import HostPolicy
-from crawlq.politeness import Politeness
+from crawlq.politeness import HostPolicy, Politeness
 from crawlq.records import DeadRecord, FilteredRecord, PageRecord
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from crawlq.celery.state import CeleryState
 from crawlq.engine.job import bind_job
-from crawlq.frontier.base import HostPolicy
-from crawlq.politeness import Politeness
+from crawlq.politeness import HostPolicy, Politeness
 from crawlq.records import PageRecord
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings

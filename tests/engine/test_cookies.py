@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 
-from crawlq.engine.job import inbox_filter
+from crawlq.engine.inbox import inbox_filter
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from crawlq.engine.service import seed
+from crawlq.engine.seeding import seed
 from crawlq.errors import ConfigError
 from crawlq.fetch import Fetcher
 from crawlq.request import CrawlRequest

@@ -13,7 +13,8 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from crawlq.engine.service import WorkerService, seed
+from crawlq.engine.seeding import seed
+from crawlq.engine.service import WorkerService
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings

@@ -15,7 +15,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlq.engine.job import inbox_filter
+from crawlq.engine.inbox import inbox_filter
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope

@@ -274,7 +274,7 @@ async def test_seed_and_inbox_entries_of_a_shared_job_get_the_jobs_url_rules(
     import redis.asyncio as aioredis
 
     from crawlq.engine.backends import assembled_worker, open_backends
-    from crawlq.engine.service import seed
+    from crawlq.engine.seeding import seed
     from crawlq.frontier.redis import Keyspace
     from crawlq.request import CrawlRequest
     from crawlq.scope import Scope

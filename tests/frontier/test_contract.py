@@ -12,9 +12,9 @@ import redis.asyncio as aioredis
 
 from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
-from crawlq.frontier.base import DeadFilter, DeadLetter, QueueBounds
 from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
+from crawlq.frontier.values import DeadFilter, DeadLetter, QueueBounds
 from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.proxies import BenchPlan, ProxyState, parse_proxy
 from crawlq.request import CrawlRequest, Lease

@@ -215,7 +215,7 @@ async def test_version_4_file_gains_the_dead_time_and_keeps_its_dead_letters(
 ) -> None:
     import sqlite3
 
-    from crawlq.frontier.base import DeadFilter
+    from crawlq.frontier.values import DeadFilter
 
     path = tmp_path / "f.db"
     f = await SqliteFrontier.open(path, default_policy=POLICY)

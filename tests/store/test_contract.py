@@ -471,7 +471,7 @@ async def test_lookup_tells_each_fingerprint_its_one_outcome(store: Store) -> No
 
 
 async def test_lookup_takes_a_bounded_number_of_fingerprints(store: Store) -> None:
-    from crawlq.store.base import LOOKUP_MAX
+    from crawlq.store.outcomes import LOOKUP_MAX
 
     with pytest.raises(ValueError, match=f"at most {LOOKUP_MAX}"):
         await store.lookup([fp(n) for n in range(LOOKUP_MAX + 1)])

@@ -20,7 +20,7 @@ from .test_contract import dead, filtered, item, page
 
 pq = pytest.importorskip("pyarrow.parquet")
 
-from crawlq.export_parquet import BATCH_ROWS, export_parquet  # noqa: E402
+from crawlq.export.parquet import BATCH_ROWS, export_parquet  # noqa: E402
 
 
 def stored_pages() -> list[PageRecord]:

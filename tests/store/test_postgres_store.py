@@ -21,7 +21,8 @@ from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
 from crawlq.store import postgres_schema  # noqa: E402
-from crawlq.store.postgres import SCHEMA_VERSION, PostgresStore  # noqa: E402
+from crawlq.store.postgres import PostgresStore  # noqa: E402
+from crawlq.store.postgres_schema import SCHEMA_VERSION  # noqa: E402
 
 
 def page(n: int, **changes: Any) -> PageRecord:

@@ -19,7 +19,8 @@ import pytest
 from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, PageRecord
 from crawlq.store import ResultBatch, open_store
-from crawlq.store.sqlite import SCHEMA_VERSION, SqliteStore
+from crawlq.store.sqlite import SqliteStore
+from crawlq.store.sqlite_schema import SCHEMA_VERSION
 from tests.store.conftest import sqlite_store_at_version
 
 

@@ -11,7 +11,8 @@ from crawlq.addresses import AddressGuard
 from crawlq.errors import StoreError
 from crawlq.fetch import Fetcher
 from crawlq.request import FetchResult
-from crawlq.store.warc import WarcWriter, read_response
+from crawlq.store.warc import WarcWriter
+from crawlq.store.warc_read import read_response
 from crawlq.testing import ServerThread, make_fault_app
 
 MB = 10**6

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from crawlq.cli.options import build_settings
+from crawlq.cli.option_settings import build_settings
 from crawlq.cookies import (
     MAX_COOKIE_BYTES,
     MAX_COOKIE_HEADER_BYTES,
@@ -15,7 +15,8 @@ from crawlq.cookies import (
     fit_cookies,
     revisit_fingerprint,
 )
-from crawlq.engine.job import JOB_FIELDS, inbox_filter
+from crawlq.engine.inbox import inbox_filter
+from crawlq.engine.job import JOB_FIELDS
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope
 from crawlq.secrecy import loggable_entry

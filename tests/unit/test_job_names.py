@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlq.engine.job import default_job_name
+from crawlq.engine.plan import default_job_name
 from crawlq.errors import ConfigError
 from crawlq.settings import JOB_NAME_RULE, Settings, check_job_name
 

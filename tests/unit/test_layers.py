@@ -38,7 +38,6 @@ LAYERS: dict[str, int] = {
     "headers": 0,
     "items": 0,  # item values, validation, pipeline contract, declared fields (stores read them)
     "export": 3,
-    "export_parquet": 3,
     "fetch": 2,
     "robots": 2,
     "frontier": 1,
@@ -169,7 +168,6 @@ SIDEWAYS = {
     ("middleware", "spider"),  # middlewares are loaded as spiders are, and see its Response
     ("spider", "decode"),
     ("links", "decode"),
-    ("export_parquet", "export"),
     ("frontier", "store"),
     ("store", "frontier"),
 }

@@ -8,11 +8,11 @@ from collections import Counter
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from crawlq.cli.output import JsonFormatter
+from crawlq.cli.logs import JsonFormatter
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.render import panel, sparkline
 from crawlq.engine.metrics import FrontierCollector, WorkerMetrics, status_class
-from crawlq.engine.step import Kind, Outcome
+from crawlq.engine.outcome import Kind, Outcome
 from crawlq.records import DeadRecord, FilteredRecord, PageRecord
 from crawlq.request import CrawlRequest, Lease
 

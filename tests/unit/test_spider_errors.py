@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 from rich.console import Console
 
-from crawlq.cli.output import ProgressDisplay, print_summary, spider_errors_warning
+from crawlq.cli.summary import print_summary, spider_errors_warning
+from crawlq.cli.tables import ProgressDisplay
 from crawlq.engine import CrawlReport, Progress
 from crawlq.engine.worker import WorkerCounters
 from crawlq.frontier import FrontierStats

@@ -35,13 +35,13 @@ from crawlq.celery.wire import Entry
 from crawlq.engine.dead import DeadRow, ReplayReport
 from crawlq.engine.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.errors import BrokerUnavailable
-from crawlq.frontier.base import DeadFilter
+from crawlq.frontier.values import DeadFilter
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.store import Store
-from crawlq.store.base import LOOKUP_MAX, StoredOutcome
+from crawlq.store.outcomes import LOOKUP_MAX, StoredOutcome
 from crawlq.urls import UrlKeys, host_key
 
 __all__ = ["celery_dead_rows", "celery_story", "replay_celery", "task_sender"]

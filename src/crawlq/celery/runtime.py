@@ -44,7 +44,7 @@ from crawlq.celery.task_results import (
     duplicate,
     outcome_result,
 )
-from crawlq.celery.wire import MAX_ATTEMPT, MAX_ENTRY_CHARS, Entry, Publish, parse_entries
+from crawlq.celery.wire import Entry, Publish
 from crawlq.engine.deps import Deps
 from crawlq.engine.job import bind_job
 from crawlq.engine.outage import FullFrontier
@@ -63,16 +63,7 @@ from crawlq.spider import load_spider, spider_closed
 from crawlq.spider.item_type import items_table_of
 from crawlq.store import Store, open_store
 
-__all__ = [
-    "MAX_ATTEMPT",
-    "MAX_ENTRY_CHARS",
-    "Entry",
-    "JobRuntime",
-    "Publish",
-    "Runtimes",
-    "parse_entries",
-    "unsupported",
-]
+__all__ = ["JobRuntime", "Runtimes", "unsupported"]
 
 logger = logging.getLogger(__name__)
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import click
 
+from crawlq.cli.consoles import terminal_console
 from crawlq.cli.crawl_output import CrawlOutput, crawl_output_options
+from crawlq.cli.logs import configure_logging
 from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
-from crawlq.cli.option_settings import option_error
+from crawlq.cli.option_settings import build_settings, option_error
 from crawlq.cli.options import (
-    build_settings,
     frontier_options,
     guard_options,
     job_options,
@@ -24,20 +25,18 @@ from crawlq.cli.options import (
     sitemap_option,
     sitemap_urls,
 )
-from crawlq.cli.output import (
+from crawlq.cli.running import Runner, run_or_exit
+from crawlq.cli.summary import (
     EXIT_NOTHING_STORED,
     EXIT_SPIDER_ERRORS,
-    configure_logging,
     nothing_stored_line,
     print_summary,
     spider_errors_warning,
-    terminal_console,
 )
-from crawlq.cli.running import Runner, run_or_exit
 from crawlq.engine import Crawl
+from crawlq.engine.multiprocess import MultiProcessCrawl
 from crawlq.engine.plan import plan_crawl
 from crawlq.engine.progress import CrawlReport
-from crawlq.engine.service import MultiProcessCrawl
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider

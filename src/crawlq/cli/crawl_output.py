@@ -157,7 +157,7 @@ class CrawlOutput:
         store = await open_store(store_url, read_only=True)
         try:
             if self.fmt == "parquet":
-                from crawlq.export_parquet import export_parquet
+                from crawlq.export.parquet import export_parquet
 
                 return await export_parquet(
                     store, self.what, self.path, since=self.started_at, item_fields=self.item_fields

@@ -17,10 +17,11 @@ from typing import Any
 
 import click
 
-from crawlq.cli.dead_filters import dead_filter, dead_options, parse_since
+from crawlq.cli.consoles import stdout_console
+from crawlq.cli.dead_filters import dead_filter, dead_options
 from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.options import wide_option
-from crawlq.cli.output import dead_table, stdout_console
+from crawlq.cli.tables import dead_table
 from crawlq.engine.dead import (
     DeadRow,
     ReplayReport,
@@ -30,9 +31,9 @@ from crawlq.engine.dead import (
     replay_native,
 )
 from crawlq.errors import CrawlqError
-from crawlq.frontier.base import DeadFilter
+from crawlq.frontier.values import DeadFilter
 
-__all__ = ["dead", "parse_since"]
+__all__ = ["dead"]
 
 
 @click.group()

@@ -2,9 +2,9 @@
 
 `dead_options` adds the filters (``--reason``, ``--host``, ``--since``), the crawl's location
 (``--frontier``, ``--job``, ``--store``) and ``--json``; `dead_filter` turns the filters into a
-`crawlq.frontier.base.DeadFilter` (``since_ms``: Unix milliseconds), or a
+`crawlq.frontier.values.DeadFilter` (``since_ms``: Unix milliseconds), or a
 ``click.BadParameter`` naming the option. ``--since`` is read by `crawlq.cli.since` (as for
-``crawlq export``); `parse_since` is re-exported from there.
+``crawlq export``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 import click
 
-from crawlq.cli.since import parse_since, since_option, since_s
+from crawlq.cli.since import since_option, since_s
 from crawlq.errors import CrawlqError
-from crawlq.frontier.base import DeadFilter
+from crawlq.frontier.values import DeadFilter
 
-__all__ = ["dead_filter", "dead_options", "parse_since"]
+__all__ = ["dead_filter", "dead_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -9,9 +9,9 @@ from typing import Literal, TextIO, cast
 
 import click
 
-from crawlq.cli.export_options import check_readable, format_for, since_s
-from crawlq.cli.output import exit_on_broken_pipe
-from crawlq.cli.since import since_option
+from crawlq.cli.consoles import exit_on_broken_pipe
+from crawlq.cli.export_options import check_readable, format_for
+from crawlq.cli.since import since_option, since_s
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.export import export as export_records
 from crawlq.export.filters import RecordFilter
@@ -203,7 +203,7 @@ async def _export_parquet(
     fields: tuple[ItemField, ...] | None = None,
 ) -> int:
     try:
-        from crawlq.export_parquet import export_parquet
+        from crawlq.export.parquet import export_parquet
     except ImportError as exc:
         raise click.ClickException(f"{_PARQUET_EXTRA} ({exc})") from None
     store = await open_store(store_url, read_only=True)

@@ -1,6 +1,6 @@
 """``crawlq export``'s option checks: the output format, ``--since`` and ``--store``.
 
-``--since`` is read as ``crawlq dead list`` reads it (`crawlq.cli.since.since_s`, re-exported).
+``--since`` is read as ``crawlq dead list`` reads it (`crawlq.cli.since.since_s`).
 
 Each raises the click error that names its option (``click.UsageError`` for a format that
 cannot be told or contradicts ``-o FILE``'s extension, ``click.BadParameter`` otherwise), so a
@@ -13,11 +13,10 @@ from pathlib import Path
 
 import click
 
-from crawlq.cli.since import since_s
 from crawlq.errors import ConfigError
 from crawlq.settings import check_store
 
-__all__ = ["check_readable", "format_for", "since_s"]
+__all__ = ["check_readable", "format_for"]
 
 
 def check_readable(store: str) -> None:

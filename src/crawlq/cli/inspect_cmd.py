@@ -16,9 +16,10 @@ from typing import Any
 
 import click
 
+from crawlq.cli.consoles import stdout_console
 from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.options import wide_option
-from crawlq.cli.output import stdout_console, story_table
+from crawlq.cli.tables import story_table
 from crawlq.engine.story import UrlStory, native_story
 from crawlq.errors import CrawlqError, InvalidURL
 from crawlq.settings import Settings

@@ -1,7 +1,7 @@
 """Options shared by several commands, as decorators.
 
 Their mapping onto `Settings` (which option sets which setting, and which flag an invalid
-setting came from) is `crawlq.cli.option_settings`; `build_settings` is re-exported here.
+setting came from) is `crawlq.cli.option_settings` (`build_settings`).
 """
 
 from __future__ import annotations
@@ -11,21 +11,18 @@ from typing import Any, TypeVar
 
 import click
 
-from crawlq.cli.option_settings import build_settings, setting_of_option
 from crawlq.errors import InvalidURL
 from crawlq.headers import REFERRER_POLICIES
 from crawlq.settings import DEFAULT_USER_AGENT
 from crawlq.sitemap import sitemap_request
 
 __all__ = [
-    "build_settings",
     "frontier_options",
     "guard_options",
     "job_options",
     "observe_options",
     "output_options",
     "process_options",
-    "setting_of_option",
     "sitemap_option",
     "sitemap_urls",
     "wide_option",

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from crawlq.cli.output import PROGRESS_LOGGER, ProgressDisplay
+from crawlq.cli.logs import PROGRESS_LOGGER
+from crawlq.cli.tables import ProgressDisplay
 from crawlq.engine import CrawlReport, Progress
 from crawlq.errors import ConfigError, CrawlqError
 
@@ -25,7 +26,10 @@ _REFRESH_S = 0.5
 
 
 class Runner(Protocol):
-    """What `run_in_foreground` drives (`crawlq.engine.Crawl`, `crawlq.engine.WorkerService`)."""
+    """What `run_in_foreground` drives.
+
+    `crawlq.engine.Crawl` or `crawlq.engine.service.WorkerService`.
+    """
 
     async def run(self) -> CrawlReport:
         """Work until done or stopped."""

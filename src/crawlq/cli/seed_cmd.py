@@ -9,9 +9,8 @@ from typing import Any
 
 import click
 
-from crawlq.cli.option_settings import option_error
+from crawlq.cli.option_settings import build_settings, option_error
 from crawlq.cli.options import (
-    build_settings,
     frontier_options,
     guard_options,
     job_options,
@@ -20,7 +19,7 @@ from crawlq.cli.options import (
 )
 from crawlq.engine.plan import check_process_code
 from crawlq.engine.seeding import SeedSpool
-from crawlq.engine.service import seed as seed_job
+from crawlq.engine.seeding import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
 from crawlq.scope import check_url_length
 from crawlq.secrecy import redact

@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
-from crawlq.cli.options import setting_of_option, wide_option
-from crawlq.cli.output import table_width
+from crawlq.cli.consoles import table_width
+from crawlq.cli.option_settings import setting_of_option
+from crawlq.cli.options import wide_option
 from crawlq.settings import Settings, suggest
 
 __all__ = ["settings", "settings_table"]

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from crawlq.cli.consoles import stdout_console
 from crawlq.cli.options import wide_option
-from crawlq.cli.output import status_table, stdout_console
+from crawlq.cli.tables import status_table
 from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact

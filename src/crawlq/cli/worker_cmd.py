@@ -10,18 +10,21 @@ from typing import Any
 
 import click
 
+from crawlq.cli.consoles import terminal_console
+from crawlq.cli.logs import configure_logging
 from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
+from crawlq.cli.option_settings import build_settings
 from crawlq.cli.options import (
-    build_settings,
     frontier_options,
     job_options,
     observe_options,
     output_options,
     process_options,
 )
-from crawlq.cli.output import configure_logging, print_summary, terminal_console
 from crawlq.cli.running import run_or_exit
-from crawlq.engine.service import MultiProcessWorker, WorkerService
+from crawlq.cli.summary import print_summary
+from crawlq.engine.multiprocess import MultiProcessWorker
+from crawlq.engine.service import WorkerService
 from crawlq.errors import ConfigError
 
 __all__ = ["worker"]

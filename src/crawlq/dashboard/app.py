@@ -5,8 +5,7 @@ works without the script and can be linked to), ``/panel`` the job sections the 
 swaps in, ``/inspect?q=URL&job=J`` the search box's answer alone, ``/api/jobs`` each job's
 report as JSON (``crawlq status --json``'s, ``paused`` included).
 
-Who may see it (loopback, the token check, the security headers) is `crawlq.dashboard.access`;
-`TOKEN_COOKIE` and `is_loopback` are re-exported here.
+Who may see it (loopback, the token check, the security headers) is `crawlq.dashboard.access`.
 """
 
 from __future__ import annotations
@@ -20,14 +19,14 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from crawlq.dashboard import render
-from crawlq.dashboard.access import TOKEN_COOKIE, headers_middleware, is_loopback, token_middleware
+from crawlq.dashboard.access import headers_middleware, is_loopback, token_middleware
 from crawlq.dashboard.assets import CSS, JS
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.lookup import Lookup, lookup
 from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
 
-__all__ = ["TOKEN_COOKIE", "Dashboard", "is_loopback", "make_app", "serve"]
+__all__ = ["Dashboard", "make_app", "serve"]
 
 logger = logging.getLogger(__name__)
 

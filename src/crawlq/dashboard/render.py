@@ -11,11 +11,10 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from crawlq.dashboard.assets import CSS, JS
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.lookup import Lookup
 
-__all__ = ["CSS", "JS", "page", "panel", "search_result", "sparkline"]
+__all__ = ["page", "panel", "search_result", "sparkline"]
 
 _NOW = (
     ("queue", "queued"),

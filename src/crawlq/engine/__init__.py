@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from crawlq.engine.crawl import Crawl, CrawlReport, Progress
-from crawlq.engine.step import Deps, Kind, Outcome, process
+from crawlq.engine.crawl import Crawl
+from crawlq.engine.deps import Deps
+from crawlq.engine.outcome import Kind, Outcome
+from crawlq.engine.progress import CrawlReport, Progress
+from crawlq.engine.step import process
 from crawlq.engine.worker import Worker, WorkerCounters
 
 __all__ = [

@@ -16,7 +16,7 @@ from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, open_frontier
-from crawlq.frontier.base import QueueBounds
+from crawlq.frontier.values import QueueBounds
 from crawlq.politeness import Politeness
 from crawlq.robots import RobotsCache
 from crawlq.scope import Scope

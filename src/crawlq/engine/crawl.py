@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.plan import CrawlPlan, plan_crawl
-from crawlq.engine.progress import CrawlReport, Progress, WorkerHost, counted_pages, job_counts
+from crawlq.engine.progress import CrawlReport, WorkerHost, counted_pages, job_counts
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 
-__all__ = ["Crawl", "CrawlReport", "Progress", "WorkerHost", "warn_private_seed_hosts"]
+__all__ = ["Crawl"]
 
 logger = logging.getLogger(__name__)
 

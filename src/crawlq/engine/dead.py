@@ -24,11 +24,11 @@ from crawlq.engine.seeding import replay_into_room
 from crawlq.errors import ConfigError, QueueFullTimeout
 from crawlq.export import iso_utc
 from crawlq.frontier import Frontier
-from crawlq.frontier.base import DeadFilter, DeadLetter, QueueBounds
+from crawlq.frontier.values import DeadFilter, DeadLetter, QueueBounds
 from crawlq.scope import Scope, crawl_domains
 from crawlq.settings import coerce_settings
 from crawlq.store import Store
-from crawlq.store.base import LOOKUP_MAX
+from crawlq.store.outcomes import LOOKUP_MAX
 
 __all__ = [
     "DeadRow",
@@ -43,7 +43,7 @@ SCOPE_FIELDS = ("allowed_domains", "include", "exclude", "max_depth")
 """The job settings that make its scope (`crawlq.scope.Scope`)."""
 
 BOUND_FIELDS = ("max_queued", "max_queued_per_host", "when_full")
-"""The job settings that bound its queue (`crawlq.frontier.base.QueueBounds`)."""
+"""The job settings that bound its queue (`crawlq.frontier.values.QueueBounds`)."""
 
 
 @dataclass(frozen=True, slots=True)

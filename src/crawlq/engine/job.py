@@ -36,23 +36,13 @@ import dataclasses
 import shlex
 from typing import Any
 
-from crawlq.engine.inbox import inbox_filter
-from crawlq.engine.plan import absolute_local, default_job_name, local_path, same_local_file
-from crawlq.engine.seed_hosts import new_private_seed_hosts, with_seed_hosts
+from crawlq.engine.plan import absolute_local, local_path, same_local_file
 from crawlq.errors import ConfigError
 from crawlq.frontier import Frontier
 from crawlq.secrecy import without_password
 from crawlq.settings import Settings, coerce_settings
 
-__all__ = [
-    "JOB_FIELDS",
-    "LOCAL_FIELDS",
-    "bind_job",
-    "default_job_name",
-    "inbox_filter",
-    "new_private_seed_hosts",
-    "with_seed_hosts",
-]
+__all__ = ["JOB_FIELDS", "LOCAL_FIELDS", "bind_job"]
 
 JOB_FIELDS = (
     "delay_s",

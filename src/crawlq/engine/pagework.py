@@ -76,7 +76,7 @@ class PageWork:
     """A worker's page thread (see the module docstring).
 
     The thread is started on first use and replaced when it is abandoned; `close` lets it
-    exit. `crawlq.engine.step.Deps` holds one per worker.
+    exit. `crawlq.engine.deps.Deps` holds one per worker.
     """
 
     def __init__(self) -> None:

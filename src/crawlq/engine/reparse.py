@@ -6,7 +6,7 @@ and each page's items and error are replaced in the store (`crawlq.store.Store.r
 idempotent: items are keyed by page fingerprint and index). No HTTP request is sent: there is
 no fetcher here.
 
-What runs is the parse step of the crawl itself (`crawlq.engine.step.parse_response`): the
+What runs is the parse step of the crawl itself (`crawlq.engine.parse.parse_response`): the
 same statuses reach the callbacks (2xx and the spider's ``handle_httpstatus_list``; redirects
 never), with the same HTML screening, ``parse_timeout_s`` and ``max_links_per_page``. Each
 page's callback is the one its request named (the store keeps the request, with its
@@ -208,7 +208,7 @@ class Reparse:
                 self.report.no_body += 1
                 self.report.no_warc_dir += 1
                 return None
-            from crawlq.store.warc import read_response  # needs the warc extra
+            from crawlq.store.warc_read import read_response  # needs the warc extra
 
             try:
                 record = await asyncio.to_thread(

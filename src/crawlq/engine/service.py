@@ -17,11 +17,9 @@ import time
 from collections.abc import Callable
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.multiprocess import MultiProcessCrawl, MultiProcessWorker, counted_since
 from crawlq.engine.outage import outage_logged, outage_wait_s
 from crawlq.engine.plan import spider_scope
 from crawlq.engine.progress import CrawlReport, WorkerHost, counted_pages, job_counts
-from crawlq.engine.seeding import SeedResult, seed
 from crawlq.errors import (
     ConfigError,
     CrawlqError,
@@ -31,15 +29,7 @@ from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import load_spider, new_spider
 
-__all__ = [
-    "PARENT_CHECK_S",
-    "MultiProcessCrawl",
-    "MultiProcessWorker",
-    "SeedResult",
-    "WorkerService",
-    "counted_since",
-    "seed",
-]
+__all__ = ["PARENT_CHECK_S", "WorkerService"]
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ import time
 from crawlq.engine.deps import Deps
 from crawlq.engine.downloading import download
 from crawlq.engine.host_feedback import apply_crawl_delay, failed_fetch, throttle
-from crawlq.engine.outcome import Kind, Outcome, dead_outcome, result_batch
+from crawlq.engine.outcome import Kind, Outcome, dead_outcome
 from crawlq.engine.page_record import page_record
 from crawlq.engine.pagework import PageTimeout
 from crawlq.engine.parse import dead_errback, parse_response
@@ -55,7 +55,7 @@ from crawlq.scope import FilterReason
 from crawlq.settings import Settings
 from crawlq.sitemap import MAX_BYTES, is_sitemap, read_sitemap, robots_sitemaps
 
-__all__ = ["Deps", "Kind", "Outcome", "parse_response", "process", "result_batch"]
+__all__ = ["process"]
 
 logger = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawlq.export import iso_utc
-from crawlq.frontier.base import UrlState
+from crawlq.frontier.values import UrlState
 from crawlq.request import CrawlRequest
-from crawlq.store.base import StoredOutcome
+from crawlq.store.outcomes import StoredOutcome
 from crawlq.urls import UrlKeys
 
 __all__ = ["UrlStory", "iso_ms", "native_story", "request_fields", "stored_story"]

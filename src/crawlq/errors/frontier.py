@@ -102,7 +102,7 @@ class QueueFullTimeout(FrontierError):
 class SeedInterrupted(FrontierError):
     """Seeding stopped part way: ``queued`` of ``given`` requests were queued before ``cause``.
 
-    Raised by `crawlq.engine.service.seed`. Re-running the same seed resumes it: the job's
+    Raised by `crawlq.engine.seeding.seed`. Re-running the same seed resumes it: the job's
     dedup skips what is already queued.
     """
 

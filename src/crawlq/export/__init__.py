@@ -4,7 +4,7 @@
 * `crawlq.export.jsonl_csv`: `export`, JSON Lines or CSV to a text stream.
 * `crawlq.export.cells`: CSV cell text and the formula-injection guard (`neutralise`).
 * `crawlq.export.parquet`: `export_parquet` (needs the ``parquet`` extra, pyarrow; not
-  imported here, so this package works without it; ``crawlq.export_parquet`` still names it).
+  imported here, so this package works without it).
 """
 
 from __future__ import annotations

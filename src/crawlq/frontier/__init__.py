@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError
-from crawlq.frontier.base import Frontier, FrontierStats, HostPolicy, HostStats
+from crawlq.frontier.base import Frontier
 from crawlq.frontier.status import JobStatus, job_status
-from crawlq.politeness import Politeness
+from crawlq.frontier.values import FrontierStats, HostStats
+from crawlq.politeness import HostPolicy, Politeness
 
 if TYPE_CHECKING:
     from crawlq.frontier.redis import BloomDedup

@@ -52,7 +52,7 @@ counts the links it could not push (``frontier_full``). Arguments out of range r
 ``ValueError`` naming them.
 
 The values these methods take and return (`FrontierStats`, `QueueBounds`, `UrlState`,
-`DeadLetter`, ...) are defined in `crawlq.frontier.values` and re-exported here. What status
+`DeadLetter`, ...) are defined in `crawlq.frontier.values` (import them from there). What status
 reports beyond `Frontier.stats` comes through `crawlq.frontier.status.job_status`, which needs
 nothing more from a backend than this contract.
 """
@@ -64,44 +64,20 @@ from typing import Any, Protocol
 
 from crawlq.frontier.values import (
     EVERY_DEAD,
-    FRONTIER_FULL,
     DeadFilter,
     DeadLetter,
     FrontierStats,
-    HostBackoff,
-    HostStats,
     Offer,
     QueueBounds,
     Replay,
-    StateName,
     UrlState,
-    backoff_state,
-    host_matches,
 )
 from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
 from crawlq.proxies import BenchPlan, ProxyState
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import RobotsRecord
 
-__all__ = [
-    "EVERY_DEAD",
-    "FRONTIER_FULL",
-    "DeadFilter",
-    "DeadLetter",
-    "Frontier",
-    "FrontierStats",
-    "HostBackoff",
-    "HostPolicy",
-    "HostStats",
-    "Offer",
-    "QueueBounds",
-    "Replay",
-    "RobotsRecord",
-    "StateName",
-    "UrlState",
-    "backoff_state",
-    "host_matches",
-]
+__all__ = ["Frontier"]
 
 
 class Frontier(Protocol):

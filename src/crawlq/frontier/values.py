@@ -1,7 +1,7 @@
 """The values the frontier contract speaks in: counts, bounds, one URL's state, dead letters.
 
 Frozen, slotted dataclasses and a few pure helpers, shared by every backend and by the
-callers of `crawlq.frontier.base.Frontier` (which re-exports them). Times are Unix ms
+callers of `crawlq.frontier.base.Frontier`. Times are Unix ms
 (``*_ms``); counts are requests.
 """
 

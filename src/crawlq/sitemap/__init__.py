@@ -12,28 +12,26 @@ Pure functions and plain types, no I/O: the engine fetches a sitemap like any re
 (`crawlq.engine.step`) and hands its body to `read_sitemap` on the page thread.
 """
 
-from crawlq.sitemap.listed import (
+from crawlq.sitemap.listed import Listed, read_sitemap, robots_sitemaps
+from crawlq.sitemap.marker import (
     LASTMOD_KEY,
     MAX_NESTING,
     NESTING_KEY,
     SITEMAP_CALLBACK,
-    Listed,
-    SitemapRules,
     is_sitemap,
     listed_priority,
-    read_sitemap,
-    robots_sitemaps,
     sitemap_request,
 )
-from crawlq.sitemap.parse import (
+from crawlq.sitemap.model import (
     MAX_BYTES,
     MAX_URLS,
     MAX_VALUE_CHARS,
     Sitemap,
     SitemapEntry,
     SitemapKind,
-    parse_sitemap,
 )
+from crawlq.sitemap.parse import parse_sitemap
+from crawlq.sitemap.rules import SitemapRules
 
 __all__ = [
     "LASTMOD_KEY",

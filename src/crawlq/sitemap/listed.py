@@ -1,7 +1,7 @@
 """What a sitemap leads to: the requests for the URLs it lists and the sitemaps it names.
 
 (The request marker lives in `crawlq.sitemap.marker`, the spider's rules in
-`crawlq.sitemap.rules`; both are re-exported here.)
+`crawlq.sitemap.rules`.)
 
 A sitemap is a `CrawlRequest` whose callback is `SITEMAP_CALLBACK` (`sitemap_request`
 makes one). That name is not a Python identifier, so no spider method can be called by it,
@@ -42,34 +42,14 @@ from crawlq.sitemap.marker import (
     LASTMOD_KEY,
     MAX_NESTING,
     NESTING_KEY,
-    SITEMAP_CALLBACK,
-    is_sitemap,
     listed_priority,
     sitemap_request,
 )
-from crawlq.sitemap.parse import (
-    MAX_BYTES,
-    MAX_URLS,
-    Sitemap,
-    SitemapEntry,
-    SitemapKind,
-    parse_sitemap,
-)
+from crawlq.sitemap.model import MAX_BYTES, MAX_URLS, Sitemap, SitemapEntry, SitemapKind
+from crawlq.sitemap.parse import parse_sitemap
 from crawlq.sitemap.rules import SitemapRules
 
-__all__ = [
-    "LASTMOD_KEY",
-    "MAX_NESTING",
-    "NESTING_KEY",
-    "SITEMAP_CALLBACK",
-    "Listed",
-    "SitemapRules",
-    "is_sitemap",
-    "listed_priority",
-    "read_sitemap",
-    "robots_sitemaps",
-    "sitemap_request",
-]
+__all__ = ["Listed", "read_sitemap", "robots_sitemaps"]
 
 
 @dataclass(slots=True)

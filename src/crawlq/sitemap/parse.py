@@ -39,23 +39,12 @@ from crawlq.sitemap.body import body_chunks, first_content
 from crawlq.sitemap.model import (
     MAX_BYTES,
     MAX_URLS,
-    MAX_VALUE_CHARS,
     Sitemap,
-    SitemapEntry,
-    SitemapKind,
 )
 from crawlq.sitemap.text_reader import TextReader
 from crawlq.sitemap.xml_reader import XmlReader
 
-__all__ = [
-    "MAX_BYTES",
-    "MAX_URLS",
-    "MAX_VALUE_CHARS",
-    "Sitemap",
-    "SitemapEntry",
-    "SitemapKind",
-    "parse_sitemap",
-]
+__all__ = ["parse_sitemap"]
 
 
 def parse_sitemap(body: bytes, *, max_urls: int = MAX_URLS, max_bytes: int = MAX_BYTES) -> Sitemap:

@@ -8,7 +8,9 @@ from __future__ import annotations
 from crawlq.errors import ConfigError
 from crawlq.items.schema import ItemTable
 from crawlq.settings import check_store
-from crawlq.store.base import ParseUpdate, ResultBatch, Store, StoreCounts, StoredOutcome
+from crawlq.store.base import Store
+from crawlq.store.batch import ParseUpdate, ResultBatch
+from crawlq.store.outcomes import StoreCounts, StoredOutcome
 
 __all__ = ["ParseUpdate", "ResultBatch", "Store", "StoreCounts", "StoredOutcome", "open_store"]
 

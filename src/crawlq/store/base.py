@@ -27,8 +27,7 @@ Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, 
 
 What a store is given: `crawlq.store.batch`; what it answers (counts, lookups):
 `crawlq.store.outcomes`; the SQL and row layouts the SQL backends share: `crawlq.store.sql`,
-`crawlq.store.rows`.
-All their names are re-exported here.
+`crawlq.store.rows` (import their names from there).
 """
 
 from __future__ import annotations
@@ -37,34 +36,10 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store.batch import FINGERPRINT_BYTES, ParseUpdate, ResultBatch, last_update_wins
-from crawlq.store.outcomes import LOOKUP_MAX, StoreCounts, StoredOutcome, spider_error_counts
-from crawlq.store.rows import (
-    dead_from_row,
-    filtered_from_row,
-    item_from_row,
-    outcomes_from_rows,
-    page_from_row,
-)
-from crawlq.store.sql import SPIDER_ERROR_SQL
+from crawlq.store.batch import ParseUpdate, ResultBatch
+from crawlq.store.outcomes import StoreCounts, StoredOutcome
 
-__all__ = [
-    "FINGERPRINT_BYTES",
-    "LOOKUP_MAX",
-    "SPIDER_ERROR_SQL",
-    "ParseUpdate",
-    "ResultBatch",
-    "Store",
-    "StoreCounts",
-    "StoredOutcome",
-    "dead_from_row",
-    "filtered_from_row",
-    "item_from_row",
-    "last_update_wins",
-    "outcomes_from_rows",
-    "page_from_row",
-    "spider_error_counts",
-]
+__all__ = ["Store"]
 
 
 class Store(Protocol):

@@ -1,6 +1,6 @@
 """Keyset streaming, shared by the SQL stores: a table read in key order, one short query a chunk.
 
-A `Keyset` is a read written once per kind of record (`crawlq.store.sql.Reads`): the query
+A `Keyset` is a read written once per kind of record (`crawlq.store.reads.Queries`): the query
 of the first chunk, the query of every later chunk (the rows after the key of the last row
 read: ``WHERE (k1, k2) > (?, ?)``), which columns of a row make its key, and the chunk size.
 Both queries end with ``ORDER BY <key> LIMIT <mark>``; `stream` binds the chunk size last

@@ -44,13 +44,13 @@ from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.keyset import Row
 from crawlq.store.outcomes import StoreCounts
 from crawlq.store.postgres_items import ensure_table
-from crawlq.store.postgres_pool import DEFAULT_SCHEMA, Conn, Pool, parse_target
-from crawlq.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration
+from crawlq.store.postgres_pool import Conn, Pool, parse_target
+from crawlq.store.postgres_schema import SCHEMA_VERSION
 from crawlq.store.postgres_writes import BatchRows, Reparsed
 from crawlq.store.reads import Queries, SqlReader
 from crawlq.store.sql import POSTGRES, CountQueries, store_counts
 
-__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStore"]
+__all__ = ["PostgresStore"]
 
 _SPIDER_ERROR_KIND = "split_part(substr(error, 15), ':', 1)"
 """A spider-error page's kind text: between the prefix and the next ':'."""

@@ -216,7 +216,7 @@ def store_counts(
     groups: Sequence[Sequence[Sequence[Any]]],
     spider_errors: Sequence[Sequence[Any]],
 ) -> StoreCounts:
-    """`crawlq.store.base.StoreCounts` from the rows of the count queries.
+    """`crawlq.store.outcomes.StoreCounts` from the rows of the count queries.
 
     ``totals`` is the row of `CountQueries.totals`, ``groups`` the rows of each of
     `CountQueries.groups`, ``spider_errors`` the rows of `CountQueries.spider_errors`.

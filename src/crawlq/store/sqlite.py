@@ -38,7 +38,7 @@ from crawlq.store.reads import Queries, SqlReader
 from crawlq.store.sql import SQLITE, CountQueries, store_counts
 from crawlq.store.sqlite_schema import SCHEMA_VERSION, connect, translate
 
-__all__ = ["SCHEMA_VERSION", "SqliteStore"]
+__all__ = ["SqliteStore"]
 
 _T = TypeVar("_T")
 

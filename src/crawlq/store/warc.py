@@ -11,7 +11,7 @@ exchange) and when the writer closes. Each exchange is flushed to the operating 
 `WarcWriter.write` returns, and the store only records a page after that, so every
 ``(warc_file, warc_offset)`` in the store names a complete record.
 
-Where the rest lives (every name re-exported here):
+Where the rest lives:
 
 * `crawlq.store.warc_records`: what a record holds (decoded payloads, renamed headers);
 * `crawlq.store.warc_files`: file names, modes, and the repair of files left ``.open``;
@@ -42,17 +42,9 @@ from crawlq.store.warc_files import (
     repair_open_files,
     safe_host,
 )
-from crawlq.store.warc_read import ArchivedResponse, read_response
 from crawlq.store.warc_records import ORIGINAL_PREFIX, request_record, response_record
 
-__all__ = [
-    "DEFAULT_MAX_SIZE_BYTES",
-    "ArchivedResponse",
-    "WarcLocation",
-    "WarcWriter",
-    "read_response",
-    "repair_open_files",
-]
+__all__ = ["DEFAULT_MAX_SIZE_BYTES", "WarcLocation", "WarcWriter"]
 
 logger = logging.getLogger(__name__)
 

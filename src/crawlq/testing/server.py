@@ -67,11 +67,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from crawlq.testing import fault_bodies, fault_status
-from crawlq.testing.fault_bodies import CHARSET_SAMPLES
-from crawlq.testing.fault_state import FAULT_STATE, FaultState, fault_state
+from crawlq.testing.fault_state import FAULT_STATE, FaultState
 from crawlq.testing.log import RequestLog
 
-__all__ = ["CHARSET_SAMPLES", "FAULT_STATE", "FaultState", "fault_state", "make_fault_app"]
+__all__ = ["make_fault_app"]
 
 
 def make_fault_app(log: RequestLog | None = None) -> web.Application:

@@ -47,10 +47,8 @@ from redis.asyncio import Redis
 
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError, FrontierFull
-from crawlq.frontier.base import HostPolicy
 from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
 from crawlq.frontier.redis.bloom import BloomDedup
-from crawlq.frontier.redis.core import INBOX_MAX_ENTRY_BYTES, InboxFilter
 from crawlq.frontier.redis.dead_letters import DeadLettersMixin
 from crawlq.frontier.redis.hosts import HostsMixin
 from crawlq.frontier.redis.idle import IdleMixin
@@ -65,11 +63,11 @@ from crawlq.frontier.redis.robots import RobotsMixin
 from crawlq.frontier.redis.settle import SettleMixin
 from crawlq.frontier.redis.stats import StatsMixin
 from crawlq.frontier.redis.url_state import UrlStateMixin
-from crawlq.politeness import Politeness
+from crawlq.politeness import HostPolicy, Politeness
 from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
 
-__all__ = ["INBOX_MAX_ENTRY_BYTES", "BloomDedup", "InboxFilter", "RedisFrontier"]
+__all__ = ["RedisFrontier"]
 
 logger = logging.getLogger(__name__)
 

@@ -18,13 +18,11 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlq.clock import Clock, Every, SystemClock
-from crawlq.frontier.base import (
-    QueueBounds,
-)
 from crawlq.frontier.redis.bloom import BloomDedup
 from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
+from crawlq.frontier.values import QueueBounds
 from crawlq.politeness import Politeness
 from crawlq.request import CrawlRequest
 
@@ -80,7 +78,7 @@ class RedisCore:
         self.inbox_full = False
         """The last inbox drain found the job at its ``block`` bound and took nothing."""
         self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
+        """The job's queue bounds (`crawlq.frontier.values.QueueBounds`)."""
         self.paused = False
         """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
         self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES

@@ -11,14 +11,9 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from crawlq.frontier.base import (
-    EVERY_DEAD,
-    DeadFilter,
-    DeadLetter,
-    Replay,
-)
 from crawlq.frontier.redis.core import RedisCore
 from crawlq.frontier.redis.replies import reply_int, reply_text
+from crawlq.frontier.values import EVERY_DEAD, DeadFilter, DeadLetter, Replay
 from crawlq.request import CrawlRequest
 
 __all__ = ["DeadLettersMixin"]

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawlq.frontier.base import (
-    HostPolicy,
-)
 from crawlq.frontier.redis.core import RedisCore
-from crawlq.politeness import Strike, StrikePlan
+from crawlq.politeness import HostPolicy, Strike, StrikePlan
 
 __all__ = ["HostsMixin"]
 

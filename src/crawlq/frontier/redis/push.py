@@ -11,10 +11,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from crawlq.frontier.base import (
-    Offer,
-)
 from crawlq.frontier.redis.core import RedisCore
+from crawlq.frontier.values import Offer
 from crawlq.request import CrawlRequest
 
 __all__ = ["PUSH_CHUNK", "PushMixin"]

@@ -15,16 +15,11 @@ import contextlib
 from typing import Any
 
 from crawlq.errors import FrontierError, JobGone
-from crawlq.frontier.base import (
-    FrontierStats,
-    HostBackoff,
-    HostStats,
-    backoff_state,
-)
 from crawlq.frontier.redis.core import RedisCore
 from crawlq.frontier.redis.refusals import read_refusals
 from crawlq.frontier.redis.replies import reply_text
 from crawlq.frontier.status import JobStatus, WorkerBeat
+from crawlq.frontier.values import FrontierStats, HostBackoff, HostStats, backoff_state
 
 __all__ = ["StatsMixin"]
 

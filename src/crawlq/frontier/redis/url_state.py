@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from crawlq.errors import JobGone
-from crawlq.frontier.base import (
-    UrlState,
-)
 from crawlq.frontier.redis.core import RedisCore
 from crawlq.frontier.redis.replies import reply_int, reply_request, reply_text
 from crawlq.frontier.redis.scripts import SCRIPTS
+from crawlq.frontier.values import UrlState
 
 __all__ = ["UrlStateMixin"]
 

@@ -1,6 +1,6 @@
 """Pushing under queue bounds: a full queue refuses (``offer``) or drops the lowest priority.
 
-With `crawlq.frontier.base.QueueBounds` set (``max_queued``, ``max_queued_per_host``), requests
+With `crawlq.frontier.values.QueueBounds` set (``max_queued``, ``max_queued_per_host``), requests
 are inserted row by row: each new one is checked against the host's page budget
 (``max_pages_per_host``, as without bounds), then against the job's and its host's queue. A
 full queue refuses a producer's request (``offer``: counted as refused, its fingerprint stays
@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crawlq.frontier.base import FRONTIER_FULL, Offer, QueueBounds
 from crawlq.frontier.sqlite.core import FrontierFile, logger
 from crawlq.frontier.sqlite.tables import DEAD, OVER_BUDGET, QUEUED
+from crawlq.frontier.values import FRONTIER_FULL, Offer, QueueBounds
 from crawlq.request import CrawlRequest
 
 __all__ = ["BoundedPushMixin", "evict_lowest", "host_counts", "queue_full"]
@@ -66,7 +66,7 @@ class BoundedPushMixin(FrontierFile):
             )
 
     def _push_bounded_sync(self, requests: Sequence[CrawlRequest], producer: bool) -> Offer:
-        """`push`/`offer` under `bounds` (`crawlq.frontier.base.QueueBounds`), row by row.
+        """`push`/`offer` under `bounds` (`crawlq.frontier.values.QueueBounds`), row by row.
 
         The page budget (``max_pages_per_host``) is checked first, as in `_push_sync`.
         """

@@ -24,10 +24,10 @@ from typing import Any, Self, TypeVar
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierUnavailable
-from crawlq.frontier.base import HostPolicy, QueueBounds
 from crawlq.frontier.sqlite import schema
 from crawlq.frontier.sqlite.tables import CHUNK, HELD, OVER_BUDGET
-from crawlq.politeness import Politeness
+from crawlq.frontier.values import QueueBounds
+from crawlq.politeness import HostPolicy, Politeness
 from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import Lease
 
@@ -68,7 +68,7 @@ class FrontierFile:
         self._counts: Counter[int] = Counter()
         self._wakeup: asyncio.Event | None = None
         self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.base.QueueBounds`)."""
+        """The job's queue bounds (`crawlq.frontier.values.QueueBounds`)."""
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from crawlq.frontier.base import HostPolicy
 from crawlq.frontier.sqlite.core import FrontierFile
-from crawlq.politeness import Strike, StrikePlan
+from crawlq.politeness import HostPolicy, Strike, StrikePlan
 
 __all__ = ["HostsMixin"]
 

@@ -15,10 +15,17 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from crawlq.errors import FrontierError
-from crawlq.frontier.base import EVERY_DEAD, FRONTIER_FULL, DeadFilter, DeadLetter, Replay, UrlState
 from crawlq.frontier.sqlite.bounded import evict_lowest, host_counts, queue_full
 from crawlq.frontier.sqlite.core import FrontierFile, logger
 from crawlq.frontier.sqlite.tables import CHUNK, DEAD, QUEUED, STATE_NAMES
+from crawlq.frontier.values import (
+    EVERY_DEAD,
+    FRONTIER_FULL,
+    DeadFilter,
+    DeadLetter,
+    Replay,
+    UrlState,
+)
 from crawlq.request import CrawlRequest
 
 __all__ = ["InspectionMixin"]

@@ -11,9 +11,9 @@ import json
 import sqlite3
 from typing import Any
 
-from crawlq.frontier.base import FrontierStats, HostBackoff, HostStats, backoff_state
 from crawlq.frontier.sqlite.core import FrontierFile
 from crawlq.frontier.sqlite.tables import DEAD, DELAYED, DONE, LEASED, QUEUED
+from crawlq.frontier.values import FrontierStats, HostBackoff, HostStats, backoff_state
 
 __all__ = ["MetaMixin"]
 

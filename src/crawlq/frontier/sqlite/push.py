@@ -2,7 +2,7 @@
 
 `PushMixin.push` and `PushMixin.offer` insert each new fingerprint as a queued row and count
 it on its host row (``queued``, and ``admitted`` for ``max_pages_per_host``), in one
-transaction per call. Without `crawlq.frontier.base.QueueBounds` rows are inserted host by
+transaction per call. Without `crawlq.frontier.values.QueueBounds` rows are inserted host by
 host with ``INSERT OR IGNORE``; with bounds, row by row (`crawlq.frontier.sqlite.bounded`),
 so that a full queue can refuse (``offer``) or dead-letter the lowest-priority request as
 ``frontier_full``.
@@ -14,9 +14,9 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 
-from crawlq.frontier.base import Offer
 from crawlq.frontier.sqlite.bounded import SEEN, BoundedPushMixin
 from crawlq.frontier.sqlite.tables import QUEUED
+from crawlq.frontier.values import Offer
 from crawlq.request import CrawlRequest
 
 __all__ = ["PushMixin"]
