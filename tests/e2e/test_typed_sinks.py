@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import json
 import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +187,164 @@ def test_items_table_needs_postgresql_and_a_declared_type(
     )  # fmt: skip
     assert untyped.returncode == 2
     assert "needs a declared item type" in untyped.stderr
+
+
+SALES = """
+import dataclasses
+import datetime as dt
+import decimal
+import os
+
+import pydantic
+
+from crawlq.spider import Spider
+
+
+@dataclasses.dataclass
+class Sale:
+    page: str
+    price: decimal.Decimal
+    day: dt.date
+    when: dt.datetime
+    raw: bytes
+
+
+class PydanticSale(pydantic.BaseModel):
+    page: str
+    price: decimal.Decimal
+    day: dt.date
+    when: dt.datetime
+    raw: bytes
+
+
+class SaleSpider(Spider):
+    name = "sales"
+    item_type = PydanticSale if os.environ.get("SALE_MODEL") == "pydantic" else Sale
+
+    def parse(self, response):
+        name = response.url.rsplit("/", 1)[-1].removesuffix(".html")
+        yield self.item_type(
+            page=name,
+            price=decimal.Decimal("19.90"),
+            day=dt.date(2026, 1, 2),
+            when=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
+            raw=b"\\xff\\xfe" + name.encode(),  # not UTF-8
+        )
+        yield from response.follow_all()
+"""
+WHEN = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+
+
+@pytest.fixture
+def sales(tmp_path: Path) -> str:
+    path = tmp_path / "sales.py"
+    path.write_text(SALES)
+    return str(path)
+
+
+@pytest.mark.parametrize("model", ["dataclass", "pydantic"])
+def test_decimal_date_datetime_and_bytes_fill_the_typed_columns(
+    site: str,
+    store: str,
+    sales: str,
+    tmp_path: Path,
+    jobs: tuple[str, list[str]],
+    model: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SALE_MODEL", model)
+    out = tmp_path / "sales.parquet"
+    spider = ["--spider", f"{sales}:SaleSpider", "--items-table", "sales"]
+    _crawl(site, store, jobs, *spider, "-O", str(out))
+    types = _query(
+        store,
+        "SELECT column_name, data_type FROM information_schema.columns"
+        " WHERE table_name = 'sales' AND table_schema = current_schema()"
+        " ORDER BY ordinal_position",
+    )
+    assert types[5:] == [
+        ("page", "text"),
+        ("price", "numeric"),
+        ("day", "date"),
+        ("when", "timestamp with time zone"),
+        ("raw", "bytea"),
+    ]
+    rows = _query(store, 'SELECT page, price, day, "when", raw FROM sales ORDER BY page')
+    assert [(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows] == [
+        (n, Decimal("19.90"), datetime.date(2026, 1, 2), WHEN, b"\xff\xfe" + n.encode())
+        for n in "abcde"
+    ]
+    # The JSONB items: ISO 8601 text, the Decimal's text, base64 bytes (RFC 4648).
+    assert _query(store, "SELECT data FROM items ORDER BY data->>'page' LIMIT 1") == [
+        ({"page": "a", "price": "19.90", "day": "2026-01-02",
+          "when": "2026-01-02T03:04:05+00:00", "raw": "//5h"},)
+    ]  # fmt: skip
+    schema = pq.read_schema(out)
+    assert [(f.name, str(f.type)) for f in schema][5:] == [
+        ("page", "string"),
+        ("price", "string"),
+        ("day", "date32[day]"),
+        ("when", "timestamp[us, tz=UTC]"),
+        ("raw", "binary"),
+    ]
+    table = pq.read_table(out).sort_by("page").to_pylist()
+    assert [(r["page"], r["price"], r["day"], r["when"], r["raw"]) for r in table] == [
+        (n, "19.90", datetime.date(2026, 1, 2), WHEN, b"\xff\xfe" + n.encode()) for n in "abcde"
+    ]
+
+
+def test_a_sqlite_crawl_keeps_the_json_forms_and_exports_typed_parquet(
+    site: str, sales: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "sales.db"
+    run_crawlq("crawl", f"{site}/a.html", "--store", str(db), *FAST,
+               "--spider", f"{sales}:SaleSpider")  # fmt: skip
+    lines = run_crawlq("export", "--store", str(db), "--what", "items").stdout.splitlines()
+    items = sorted((json.loads(line) for line in lines), key=lambda i: i["page"])
+    assert len(items) == PAGES
+    assert {k: items[0][k] for k in ("price", "day", "when", "raw")} == {
+        "price": "19.90", "day": "2026-01-02", "when": "2026-01-02T03:04:05+00:00",
+        "raw": "//5h",
+    }  # fmt: skip
+    out = tmp_path / "typed.parquet"
+    run_crawlq("export", "--store", str(db), "--what", "items", "-o", str(out),
+               "--item-type", f"{sales}:Sale")  # fmt: skip
+    rows = pq.read_table(out).sort_by("page").to_pylist()
+    assert [(r["price"], r["day"], r["when"], r["raw"]) for r in rows[:1]] == [
+        ("19.90", datetime.date(2026, 1, 2), WHEN, b"\xff\xfea")
+    ]
+    assert len(rows) == PAGES
+
+
+TYPES = """
+import dataclasses
+
+
+@dataclasses.dataclass
+class Priced:
+    title: str
+    cost: float  # required: the pages' items have no such field
+
+
+@dataclasses.dataclass
+class Other:  # another spider's items: none of these fields
+    sku: str | None = None
+"""
+
+
+def test_an_item_missing_a_required_field_gets_no_typed_row(
+    site: str, spider: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "pages.db"
+    run_crawlq("crawl", f"{site}/a.html", "--store", str(db), *FAST, "--spider", spider)
+    types = tmp_path / "types.py"
+    types.write_text(TYPES)
+    for name, why in [
+        ("Priced", "field 'cost': missing or null, and not Optional"),
+        ("Other", "none of the declared fields is in the item"),
+    ]:
+        out = tmp_path / f"{name}.parquet"
+        proc = run_crawlq("export", "--store", str(db), "--what", "items", "-o", str(out),
+                          "--item-type", f"{types}:{name}")  # fmt: skip
+        assert pq.read_table(out).num_rows == 0  # no rows of NULLs
+        assert proc.stderr.count(why) == PAGES, proc.stderr

@@ -283,25 +283,30 @@ async def test_spider_exception_is_recorded_and_the_crawl_continues(
     assert r.report.stopped_by == "done"
 
 
-class YieldsADatetimeOnPage2(Spider):
+class Opaque:
+    """A value no JSON rule knows (crawlq.items.encode)."""
+
+
+class YieldsAnOpaqueValueOnPage2(Spider):
     def parse(self, response: Response) -> Iterator[Any]:
-        yield {"url": response.url}
+        yield {"url": response.url, "when": datetime(2024, 1, 1)}  # a datetime is stored
         if response.url.endswith("/page/2"):
-            yield {"when": datetime(2024, 1, 1)}
+            yield {"what": Opaque()}
         yield from response.follow_all()
 
 
 async def test_unserialisable_item_is_a_spider_error_without_items(
     db: Path, base: str, log: RequestLog
 ) -> None:
-    r = await crawl(db, [f"{base}/page/1"], YieldsADatetimeOnPage2, max_depth=2)
+    r = await crawl(db, [f"{base}/page/1"], YieldsAnOpaqueValueOnPage2, max_depth=2)
     urls = {f"{base}/page/{n}" for n in (1, 2, 3, 4, 5)}
     assert_nothing_lost(r, urls)
     bad = r.pages[f"{base}/page/2"]
     assert bad.error is not None
     assert bad.error.startswith("spider_error: UnserialisableItem: item is not JSON-serialisable")
-    assert "datetime" in bad.error
+    assert "field 'what': Object of type Opaque" in bad.error
     assert [i for i in r.items if i.url == bad.url] == []  # not even its good first item
+    assert {i.data["when"] for i in r.items} == {"2024-01-01T00:00:00"}  # ISO 8601
     assert sorted(i.url for i in r.items) == sorted(urls - {bad.url})
     assert r.counts.items == 4
     assert r.report.stopped_by == "done"

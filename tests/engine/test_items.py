@@ -7,6 +7,8 @@ those pages, and the store is read back.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import decimal
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -150,6 +152,65 @@ async def test_dataclass_attrs_pydantic_and_typeddict_items_are_stored_as_dicts(
         (3, {"title": "p", "lines": 14}),
     ]
     assert r.report.counters.dropped == {}
+
+
+@dataclasses.dataclass
+class Sale:
+    price: decimal.Decimal
+    day: dt.date
+    when: dt.datetime
+    raw: bytes
+
+
+class PydanticSale(pydantic.BaseModel):
+    price: decimal.Decimal
+    day: dt.date
+    when: dt.datetime
+    raw: bytes
+
+
+SALE = (
+    decimal.Decimal("19.90"),
+    dt.date(2026, 1, 2),
+    dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+)
+SALE_JSON = {"price": "19.90", "day": "2026-01-02", "when": "2026-01-02T03:04:05+00:00"}
+
+
+class Sales(Spider):
+    """Decimal, date, datetime and bytes (UTF-8 and not) in every kind of item."""
+
+    def parse(self, response: Response) -> Any:
+        yield Sale(*SALE, b"\xff\xfe")
+        yield PydanticSale(price=SALE[0], day=SALE[1], when=SALE[2], raw=b"\xff\xfe")
+        yield PydanticSale(price=SALE[0], day=SALE[1], when=SALE[2], raw=b"\x00\x01")
+        yield {"price": SALE[0], "day": SALE[1], "when": SALE[2], "raw": b"\xff\xfe"}
+
+
+class DictSales(Spider):
+    """Dict items only, no pipeline: the fast path that skips the item flow."""
+
+    def parse(self, response: Response) -> Any:
+        for raw in (b"\xff\xfe", b"\x00\x01"):
+            yield {"price": SALE[0], "day": SALE[1], "when": SALE[2], "raw": raw}
+
+
+async def test_decimal_date_datetime_and_bytes_items_are_stored_as_json_text(
+    db: Path, base: str
+) -> None:
+    seed = f"{base}/status/200"
+    r = await crawl(db, [seed], Sales)
+    assert r.pages[seed].error is None
+    assert [i.data for i in sorted(r.items, key=lambda i: i.index)] == [
+        {**SALE_JSON, "raw": "//4="},  # base64 of b"\xff\xfe" (RFC 4648), never UTF-8
+        {**SALE_JSON, "raw": "//4="},
+        {**SALE_JSON, "raw": "AAE="},  # UTF-8 bytes are base64 too, never text
+        {**SALE_JSON, "raw": "//4="},
+    ]
+    db.unlink()
+    r = await crawl(db, [seed], DictSales)
+    assert r.pages[seed].error is None
+    assert sorted(i.data["raw"] for i in r.items) == ["//4=", "AAE="]
 
 
 class BadItems(Spider):

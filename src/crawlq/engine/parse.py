@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import logging
 import time
 from collections import Counter
@@ -23,6 +22,7 @@ from crawlq.engine.item_flow import ItemFlow, PipelineFailed
 from crawlq.engine.outcome import Outcome
 from crawlq.engine.pagework import PageTimeout, PageWork
 from crawlq.errors import InvalidURL
+from crawlq.items import Unserialisable, jsonable
 from crawlq.links import (
     DEPTH_CHECK_MIN_TAGS,
     LinkRules,
@@ -195,11 +195,15 @@ class ParsedPage:
         """Take ``found`` through ``flow`` (`crawlq.engine.item_flow`) into ``items``.
 
         A pipeline that fails, or runs past ``parse_timeout_s``, fails the page as its
-        callback would: nothing of its items is stored. So is an item that is not JSON.
+        callback would: nothing of its items is stored. So does an item with a value JSON
+        cannot hold (`crawlq.items.encode`): a spider error of the stored page.
         """
         found, self.found = self.found, []
         if flow.plain and not self.invalid and all(type(i) is dict for i in found):
-            self._keep_items(req, spider, found)  # nothing to validate, run or dedup
+            try:  # nothing to validate, run or dedup
+                self._keep_items(req, spider, [jsonable(i) for i in found])
+            except Unserialisable as exc:
+                self._unserialisable(exc)
             return
         try:
             result = await flow.run(
@@ -220,20 +224,24 @@ class ParsedPage:
             logger.warning("%s: item pipelines ran past parse_timeout_s (%gs)", req.url, budget)
             self.error = f"parse_timeout: the item pipelines ran past {budget:g}s"
             return
+        except Unserialisable as exc:
+            self._unserialisable(exc)
+            return
         self.dropped = result.dropped
         self._keep_items(req, spider, result.items)
 
     def _keep_items(self, req: CrawlRequest, spider: Spider, items: list[dict[str, Any]]) -> None:
-        """The page's item records; none, and a spider error, if an item is not JSON."""
+        """The page's item records, of items made JSON (`crawlq.items.jsonable`)."""
         now = time.time()
         self.items = [
             ItemRecord(req.record_fingerprint, i, req.url, spider.name, item, now)
             for i, item in enumerate(items)
         ]
-        bad = _first_unserialisable(items)
-        if bad is not None:
-            detail = f"item is not JSON-serialisable: {bad}"
-            self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []
+
+    def _unserialisable(self, exc: Unserialisable) -> None:
+        """No items, and a spider error of the page: an item holds what JSON cannot."""
+        detail = f"item is not JSON-serialisable: {exc}"
+        self.error, self.items = spider_error(UNSERIALISABLE_ITEM, detail), []
 
     def spider_failed(self, exc: SpiderError) -> None:
         """Record a failed callback: user code, so the page is stored and the crawl goes on."""
@@ -445,16 +453,6 @@ def _follows_refresh(refresh: Refresh, result: FetchResult, settings: Settings) 
         and refresh.delay_s <= settings.meta_refresh_max_delay_s
         and not 300 <= result.status < 400
     )
-
-
-def _first_unserialisable(items: list[dict[str, Any]]) -> str | None:
-    """Why the first item that cannot be stored as JSON fails (NaN included), or None."""
-    for item in items:
-        try:
-            json.dumps(item, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            return str(exc)
-    return None
 
 
 async def dead_errback(outcome: Outcome, deps: Deps) -> None:

@@ -14,8 +14,11 @@ Columns, by ``what`` (times as ``timestamp[us, UTC]``, fingerprints as lower-cas
   object in a string column (items have no fixed columns; read it with e.g. DuckDB's
   ``json_extract`` or ``pandas.json_normalize``). With a declared item type (``item_fields``):
   crawlq_url, crawlq_spider, crawlq_created_at, crawlq_fingerprint, crawlq_index, then one
-  typed column per field (`crawlq.items.schema.ARROW_TYPES`); an item whose value does not
-  fit its field is left out with a warning naming the field (`typed_schema`).
+  typed column per field (`crawlq.items.schema.ARROW_TYPES`), the stored JSON turned back
+  into the field's type (`crawlq.items.schema.field_cells`: ISO text to a timestamp or
+  date, base64 to binary); an item whose value does not fit its field, that lacks a field
+  that is not Optional, or that holds none of the fields, is left out with a warning naming
+  the field (`typed_schema`).
 * ``dead``: url, reason, detail, attempts (int32), depth (int32), at, fingerprint, referrer.
 * ``filtered``: url, reason, depth (int32), at, fingerprint.
 * ``errors``: url, final_url, status (int32), error_type, error, callback, spider,
@@ -40,7 +43,7 @@ from crawlq.items.schema import (
     PARQUET_KEY_COLUMNS,
     ItemField,
     WrongType,
-    cell,
+    field_cells,
     json_text,
 )
 from crawlq.records import ItemRecord, PageRecord
@@ -283,18 +286,14 @@ async def _typed_items(
             )
         )
         try:
-            for f in fields:
-                value = cell(f.kind, item.data.get(f.name))
-                if f.kind in ("json", "decimal") and value is not None:
-                    value = json_text(value) if f.kind == "json" else str(value)
-                row[f.name] = value
+            cells = field_cells(fields, item.data)
         except WrongType as exc:
             logger.warning(
-                "typed Parquet export: item %d of %s left out (field %r: %s)",
-                item.index,
-                item.url,
-                f.name,
-                exc,
+                "typed Parquet export: item %d of %s left out (%s)", item.index, item.url, exc
             )
             continue
+        for f, value in zip(fields, cells, strict=True):
+            if f.kind in ("json", "decimal") and value is not None:
+                value = json_text(value) if f.kind == "json" else str(value)
+            row[f.name] = value
         yield row

@@ -1,4 +1,4 @@
-"""Typed items to plain dicts (`adapt`), and the key of item dedup (`item_key`).
+"""Typed items to plain dicts of JSON values (`adapt`), and the key of item dedup (`item_key`).
 
 itemadapter is imported on the first value that is not a dict (it imports pydantic, attrs
 and their kin when they are installed: ~50 ms and ~8 MB per process), so a crawl of dict
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from crawlq.items.encode import Unserialisable, jsonable
 
 if TYPE_CHECKING:
     from itemadapter import ItemAdapter
@@ -31,25 +33,43 @@ def is_item(value: object) -> bool:
 
 
 def adapt(item: object) -> dict[str, Any]:
-    """The item as a plain ``dict`` of its fields, as the stores keep it.
+    """The item as the plain ``dict`` of JSON values the stores keep.
 
-    A dict is returned as it is (not copied). A dataclass, attrs class or pydantic model
-    becomes ``{field: value}`` with nested items made dicts too (itemadapter's
-    ``ItemAdapter.asdict``; a pydantic model through ``model_dump``).
+    A dict whose values are JSON already is returned as it is (not copied). A dataclass,
+    attrs class or pydantic model becomes ``{field: value}`` with nested items made dicts
+    too (itemadapter's ``ItemAdapter.asdict``; a pydantic model through
+    ``model_dump(mode="python")``, so a ``bytes`` field is never decoded as UTF-8). Then the
+    values become JSON by `crawlq.items.encode.jsonable` (datetime to ISO 8601 text, Decimal
+    to text, bytes to base64...); a pydantic model's other values (``HttpUrl``, ``Path``...)
+    as pydantic writes them in JSON.
 
     Raises:
         TypeError: ``item`` is not an item (`is_item`).
+        Unserialisable: A value JSON cannot hold, or the item's own serialisation (a
+            pydantic serializer, an attrs field) raised; the message says which.
     """
     if isinstance(item, dict):
-        return item
+        return jsonable(item)
     if not is_item(item):
         raise TypeError(f"{type(item).__name__} is not an item")
-    dump = getattr(item, "model_dump", None)
-    if callable(dump):  # pydantic v2: its own serialisation (aliases aside) of nested models
-        out = dump(mode="json")
-        if isinstance(out, dict):
-            return out
-    return dict(_adapter()(item).asdict())
+    try:
+        dump = getattr(item, "model_dump", None)
+        if callable(dump):  # pydantic v2: its own serialisation (aliases aside) of nested models
+            out = dump(mode="python")
+            if isinstance(out, dict):
+                return jsonable(out, _pydantic_json())
+        return jsonable(dict(_adapter()(item).asdict()))
+    except Unserialisable:
+        raise
+    except Exception as exc:  # user code (a serializer, a property) must not lose the page
+        raise Unserialisable(f"{type(item).__name__}: {type(exc).__name__}: {exc}") from exc
+
+
+def _pydantic_json() -> Callable[[Any], Any]:
+    """The JSON form pydantic gives of one value (``pydantic_core.to_jsonable_python``)."""
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python
 
 
 def _adapter() -> type[ItemAdapter]:

@@ -19,21 +19,24 @@ anything else             json        ``jsonb``             ``string`` (JSON tex
 ========================  ==========  ====================  ======================
 
 ``Optional[X]`` / ``X | None`` is X, nullable; another union is json. ``Annotated[X, ...]`` is
-X. `cell` converts one stored item value (the JSON form the stores keep: a datetime arrives
-as its ISO 8601 text, a Decimal as a number or text) to the Python value of its kind, or
-raises `WrongType`. `ItemTable` is what a store is opened with for ``--items-table``.
+X. `cell` converts one stored item value (the JSON form the stores keep,
+`crawlq.items.encode`: a datetime arrives as its ISO 8601 text, a Decimal as text or a
+number, bytes as base64 text) to the Python value of its kind, or raises `WrongType`;
+`field_cells` does it for all of an item's fields (both typed sinks use it). `ItemTable` is
+what a store is opened with for ``--items-table``.
 Pure: no I/O, no database client.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime as dt
 import decimal
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +54,7 @@ __all__ = [
     "cell",
     "check_identifier",
     "column_kind",
+    "field_cells",
     "item_fields",
     "json_text",
 ]
@@ -244,7 +248,8 @@ def cell(kind: str, value: object) -> object:
     Accepted: text a ``str``; int an ``int`` (not a bool) in the 64-bit range; float an
     ``int`` or ``float`` (not a bool); bool a ``bool``; timestamp a ``datetime`` or ISO 8601
     text (without an offset: UTC); date a ``date`` or ISO text; decimal a number or numeric
-    text; bytes ``bytes``; json any value (returned as it is).
+    text; bytes ``bytes`` or base64 text (RFC 4648, as `crawlq.items.encode` stores bytes);
+    json any value (returned as it is).
 
     Raises:
         WrongType: The value does not fit; the message names the kind and the value's type
@@ -302,6 +307,8 @@ def _decimal(v: object) -> object:
 
 
 def _bytes(v: object) -> object:
+    if isinstance(v, str):  # the stored form (crawlq.items.encode): base64, RFC 4648
+        return base64.b64decode(v, validate=True)
     return v if isinstance(v, bytes) else _NO
 
 
@@ -357,24 +364,33 @@ class ItemTable:
         return cls(name, qual, fields)
 
     def row(self, data: Mapping[str, object]) -> list[object]:
-        """The field cells of one item's data, in field order.
+        """The field cells of one item's data, in field order (`field_cells`)."""
+        return field_cells(self.fields, data)
 
-        A missing key is None, extra keys are ignored (the JSONB row keeps them).
 
-        Raises:
-            WrongType: A value does not fit its field, or a field that is not nullable is
-                missing or None; the message names the field.
-        """
-        out: list[object] = []
-        for f in self.fields:
-            value = data.get(f.name)
-            if value is None and not f.nullable:
-                raise WrongType(f"field {f.name!r}: missing or null, and not Optional")
-            try:
-                out.append(cell(f.kind, value))
-            except WrongType as exc:
-                raise WrongType(f"field {f.name!r}: {exc}") from None
-        return out
+def field_cells(fields: Sequence[ItemField], data: Mapping[str, object]) -> list[object]:
+    """The cells of one item's stored data for ``fields``, in field order.
+
+    A missing key of a nullable field is None; extra keys are ignored (the JSON of the item
+    keeps them).
+
+    Raises:
+        WrongType: A value does not fit its field (`cell`), a field that is not nullable is
+            missing or None, or the data holds none of the fields at all (an item of
+            another type); the message names the field, never the value.
+    """
+    out: list[object] = []
+    for f in fields:
+        value = data.get(f.name)
+        if value is None and not f.nullable:
+            raise WrongType(f"field {f.name!r}: missing or null, and not Optional")
+        try:
+            out.append(cell(f.kind, value))
+        except WrongType as exc:
+            raise WrongType(f"field {f.name!r}: {exc}") from None
+    if fields and not any(f.name in data for f in fields):
+        raise WrongType("none of the declared fields is in the item")
+    return out
 
 
 def json_text(value: object) -> str:
