@@ -67,7 +67,7 @@ PUBLIC: dict[str, str] = {
     ),
     "crawlq.frontier.redis": "BloomDedup INBOX_MAX_ENTRY_BYTES InboxFilter Keyspace RedisFrontier",
     "crawlq.frontier.sqlite": "SCHEMA_VERSION SqliteFrontier",
-    "crawlq.items": "DropItem Pipeline adapt invalid is_item item_key",
+    "crawlq.items": "DropItem Pipeline Unserialisable adapt invalid is_item item_key jsonable",
     "crawlq.links": (
         "DEPTH_CHECK_MIN_TAGS IGNORED_EXTENSIONS LinkRules PageLinks PageScan Refresh Screened "
         "cut_at_links document_base extract_links extract_title html_depth_over parse_html "
@@ -89,9 +89,9 @@ PUBLIC: dict[str, str] = {
         "parse_sitemap read_sitemap robots_sitemaps sitemap_request"
     ),
     "crawlq.spider": (
-        "CLOSE_REASONS CallbackRun CrawlRequest Failure FormRequest Response Spider SpiderError is_callback "
-        "load_object load_spider new_spider run_callback sitemap_rules_of spider_closed spider_file "
-        "start_callback start_errback start_requests_of"
+        "CLOSE_REASONS CallbackRun CrawlRequest Failure FormRequest Response Spider SpiderError "
+        "is_callback load_object load_spider new_spider run_callback sitemap_rules_of "
+        "spider_closed spider_file start_callback start_errback start_requests_of"
     ),
     "crawlq.store": "ParseUpdate ResultBatch Store StoreCounts StoredOutcome open_store",
     "crawlq.testing": (
