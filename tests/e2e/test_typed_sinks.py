@@ -184,3 +184,30 @@ def test_items_table_needs_postgresql_and_a_declared_type(
     )  # fmt: skip
     assert untyped.returncode == 2
     assert "needs a declared item type" in untyped.stderr
+
+
+def test_a_refused_items_table_leaves_no_redis_job(
+    site: str, store: str, spider: str, jobs: tuple[str, list[str]]
+) -> None:
+    import redis
+
+    from crawlq.frontier.redis import Keyspace
+
+    redis_url, names = jobs
+    names.append(f"test-{uuid.uuid4().hex[:12]}")
+    schema = store.rsplit("search_path%3D", 1)[1]
+    with psycopg.connect(store) as conn:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        conn.execute(f'CREATE TABLE "{schema}".t (other integer)')
+    proc = run_crawlq(
+        "crawl", f"{site}/a.html", "--store", store, "--frontier", redis_url,
+        "--job", names[-1], "--spider", spider, "--items-table", "t", *FAST, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "other columns" in proc.stderr, proc.stderr
+    client = redis.Redis.from_url(redis_url)
+    try:  # README: checked before any store file, lock or job exists
+        assert client.exists(Keyspace(names[-1]).job_info) == 0
+        assert list(client.scan_iter(match=Keyspace(names[-1]).pattern())) == []
+    finally:
+        client.close()
