@@ -84,7 +84,8 @@ def test_celery_spider_errors_are_counted_and_reparsed_without_a_request(
             f"{base}/page/1", celery_redis_url, redis_url, job, queue, store,
             "--spider", broken, "--store-body", "--max-depth", "2", "--delay", "0",
         )  # fmt: skip
-        assert "spider errors: 2 in store (KeyError 1, TypeError 1)" in proc.stdout.splitlines()
+        spider_errors = "spider errors: 2 this run, 2 in store (KeyError 1, TypeError 1)"
+        assert spider_errors in proc.stdout.splitlines()
         assert "crawlq: warning: 2 pages have spider errors (KeyError 1, TypeError 1)" in (
             proc.stderr
         )

@@ -348,3 +348,30 @@ def test_an_item_missing_a_required_field_gets_no_typed_row(
                           "--item-type", f"{types}:{name}")  # fmt: skip
         assert pq.read_table(out).num_rows == 0  # no rows of NULLs
         assert proc.stderr.count(why) == PAGES, proc.stderr
+
+
+def test_a_refused_items_table_leaves_no_redis_job(
+    site: str, store: str, spider: str, jobs: tuple[str, list[str]]
+) -> None:
+    import redis
+
+    from crawlq.frontier.redis import Keyspace
+
+    redis_url, names = jobs
+    names.append(f"test-{uuid.uuid4().hex[:12]}")
+    schema = store.rsplit("search_path%3D", 1)[1]
+    with psycopg.connect(store) as conn:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        conn.execute(f'CREATE TABLE "{schema}".t (other integer)')
+    proc = run_crawlq(
+        "crawl", f"{site}/a.html", "--store", store, "--frontier", redis_url,
+        "--job", names[-1], "--spider", spider, "--items-table", "t", *FAST, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "other columns" in proc.stderr, proc.stderr
+    client = redis.Redis.from_url(redis_url)
+    try:  # README: checked before any store file, lock or job exists
+        assert client.exists(Keyspace(names[-1]).job_info) == 0
+        assert list(client.scan_iter(match=Keyspace(names[-1]).pattern())) == []
+    finally:
+        client.close()

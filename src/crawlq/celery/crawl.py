@@ -9,7 +9,10 @@ many pool processes, and stops it at the end.
 
 A worker that refuses the job (its store, spider or a setting differs) is reported within
 about a second, and the URLs it refused too often are stored as ``worker_refused`` dead
-letters (`crawlq.celery.refused`). Stopping the local worker is bounded
+letters (`crawlq.celery.refused`). The summary's items, drops, links not followed and
+retries of this run are the job's run counters that the workers' settles added in Redis
+(`crawlq.celery.results.outcome_counts`), read at the start and at the end; its pages, the
+store's gain. Stopping the local worker is bounded
 (`crawlq.celery.local_worker`); the broker checks are `crawlq.celery.broker`.
 """
 
@@ -33,6 +36,7 @@ from crawlq.celery.broker import (
 from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
 from crawlq.celery.local_worker import LocalWorker
 from crawlq.celery.refused import RefusalWatch
+from crawlq.celery.results import run_counters
 from crawlq.celery.runtime import unsupported
 from crawlq.celery.state import CeleryState, Counts
 from crawlq.celery.tasks import make_app
@@ -40,7 +44,7 @@ from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
 from crawlq.engine.multiprocess import counted_since
 from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
-from crawlq.engine.progress import CrawlReport, Progress, job_pages
+from crawlq.engine.progress import CrawlReport, Progress, job_counts
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
@@ -157,6 +161,7 @@ class CeleryCrawl:
             try:
                 self._state, self._store = state, backends.store
                 self._before = await backends.store.counts()
+                run_before = await state.run_counts()  # the job's earlier runs
                 self.settings = s
                 self._app = make_app(s)
                 seeded = await self._seed(state, s)
@@ -166,6 +171,7 @@ class CeleryCrawl:
                 stopped = await self._wait(state)
                 await self._refusals.look(now=True)  # the last worker_refused dead letters
                 counts = await self._final_counts(state)
+                run_now = await self._run_counts(state)
             finally:
                 self._state = self._store = None
                 await state.close()
@@ -175,16 +181,19 @@ class CeleryCrawl:
                 if self._worker is not None:
                     await self._worker.shutdown()
             store = await backends.store.counts()
-            mine = await job_pages(backends.store, s)
+            mine = await job_counts(backends.store, s)
+        pages = counted_since(self._before, store)
         return CrawlReport(
             stopped_by="stopped" if stopped else "done",
-            counters=counted_since(self._before, store),
+            counters=pages if run_now is None else run_counters(run_now, run_before, pages=pages),
             store=store,
             frontier=_stats(counts),
             elapsed_s=time.monotonic() - self._started,
             seeded=seeded,
-            full_counters=False,
-            job_pages=mine,
+            full_counters=run_now is not None,
+            round_trips=False,
+            job_pages=None if mine is None else mine.pages,
+            job_store=mine,
         )
 
     async def _seed(self, state: CeleryState, settings: Settings) -> int:
@@ -287,6 +296,17 @@ class CeleryCrawl:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), POLL_S)
         return True
+
+    async def _run_counts(self, state: CeleryState) -> dict[str, int] | None:
+        """The job's run counters at the end (`CeleryState.run_counts`), or None.
+
+        None when Redis does not answer now: the summary then has the store's counts only.
+        """
+        try:
+            return await state.run_counts()
+        except FrontierUnavailable as exc:
+            logger.warning("%s; the summary counts only what the store gained", exc)
+            return None
 
     async def _final_counts(self, state: CeleryState) -> Counts:
         """The job's counts at the end, waiting out a Redis outage (unless stopped again)."""

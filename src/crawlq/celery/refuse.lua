@@ -9,7 +9,8 @@
 -- KEYS[4] seen          set   fingerprints ever admitted
 -- KEYS[5] pending       hash  fingerprint -> owner "\n" request JSON, until settled
 -- KEYS[6] pending_at    zset  pending fingerprint -> due Unix ms
--- KEYS[7] stats         hash  counters: seen, dead, refused (task deliveries refused)
+-- KEYS[7] stats         hash  counters: seen, dead, refused (task deliveries refused), and the
+--                             run counter of these dead letters, "run:dead\nworker_refused"
 -- KEYS[8] dead_requests hash  fingerprint -> owner "\n" request JSON of a dead-lettered URL
 -- ARGV[1] worker name; ARGV[2] its refusal record (JSON); ARGV[3] limit (>= 1)
 -- ARGV[4] most workers kept in `refusals`
@@ -54,5 +55,8 @@ for i = 5, #ARGV, 3 do
     end
   end
 end
-if dead > 0 then redis.call("HINCRBY", stats, "dead", dead) end
+if dead > 0 then
+  redis.call("HINCRBY", stats, "dead", dead)
+  redis.call("HINCRBY", stats, "run:dead\nworker_refused", dead)
+end
 return out

@@ -13,6 +13,13 @@ count (by the settle, which runs at ``maxmemory``; ``crawl --engine celery`` rep
 logged once a minute (`crawlq.engine.outage.FullFrontier`); the pages are stored and settled
 all the same, so the job drains.
 
+The settle also adds each settled URL's run counters to the job's stats (`outcome_counts`:
+items stored and dropped by reason, links not followed by reason, retries, dead letters and
+filtered URLs by reason) only for the URLs it takes out of
+``pending``, so a task delivered again after it settled counts nothing twice;
+``crawl --engine celery`` reads them back (`run_counters`) for its summary, as a native
+worker counts its own (`crawlq.engine.worker.WorkerCounters`).
+
 The worker metrics of the outcomes are counted after the store write and the links (a cookie
 wall's redirect whose revisit was published counts as a hop, not a page) and before the
 settle, as the native worker does.
@@ -21,6 +28,7 @@ settle, as the native worker does.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from crawlq.celery.config import clamp_priority
 from crawlq.celery.state import CeleryState
@@ -28,11 +36,60 @@ from crawlq.celery.wire import Entry, Publish, chunks
 from crawlq.engine.metrics import recorder
 from crawlq.engine.outage import FullFrontier
 from crawlq.engine.outcome import Kind, Outcome, result_batch, stored_job
+from crawlq.engine.worker import WorkerCounters
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
 from crawlq.store import Store
 
-__all__ = ["write_outcomes"]
+__all__ = ["outcome_counts", "run_counters", "write_outcomes"]
+
+_NUMBERS = ("items", "retries", "links")
+_BY_REASON = ("dead", "filtered", "skipped", "dropped")
+
+
+def outcome_counts(entry: Entry, outcome: Outcome) -> dict[str, int]:
+    r"""The run counters of one settled outcome, as flat fields of the job's stats.
+
+    Counted as `crawlq.engine.worker.WorkerCounters.count` counts a settled outcome, plus its
+    retries (``entry.attempt - 1``: the transient failures before it, each of which sent a
+    retry task; counted once the URL settles, so a retry task delivered twice counts once).
+    Pages are not here: the crawl counts them in the store.
+
+    Returns:
+        ``items``, ``retries``, ``links`` -> count, and ``<counter>\n<reason>`` -> count for
+        ``dead``, ``filtered``, ``skipped`` and ``dropped`` (zeros left out; spider errors
+        are counted in the store).
+    """
+    c = WorkerCounters()
+    c.count(outcome)
+    c.retries = max(0, entry.attempt - 1)
+    out = {name: getattr(c, name) for name in _NUMBERS if getattr(c, name)}
+    for name in _BY_REASON:
+        out.update({f"{name}\n{reason}": n for reason, n in getattr(c, name).items() if n})
+    return out
+
+
+def run_counters(
+    now: Mapping[str, int], before: Mapping[str, int], *, pages: WorkerCounters
+) -> WorkerCounters:
+    """This run's counters: the job's run counters now minus ``before`` (`outcome_counts`).
+
+    Args:
+        now: `CeleryState.run_counts` at the end of the run.
+        before: The same at its start.
+        pages: The counters of what the store gained (pages, spider errors by kind: the
+            store's, which a ``reparse`` may change too), completed here and returned.
+    """
+    for field, n in now.items():
+        delta = n - before.get(field, 0)
+        name, _, reason = field.partition("\n")
+        if delta <= 0:
+            continue
+        if name in _NUMBERS and not reason:
+            setattr(pages, name, getattr(pages, name) + delta)
+        elif name in _BY_REASON and reason:
+            getattr(pages, name)[reason] += delta
+    return pages
 
 
 async def write_outcomes(
@@ -56,17 +113,16 @@ async def write_outcomes(
         full: Counts and logs the links a Redis at its ``maxmemory`` refuses (default: one of
             this call's own).
     """
-    done: list[bytes] = []
-    dead: list[bytes] = []
+    done: list[tuple[Entry, Outcome]] = []
+    dead: list[tuple[Entry, Outcome]] = []
     answered: set[str] = set()
     retries: list[tuple[Entry, Outcome]] = []
     for entry, o in outcomes:
-        fp = entry.request.fingerprint
         if o.kind is Kind.PAGE or o.kind is Kind.FILTERED:
-            done.append(fp)
+            done.append((entry, o))
             answered.add(entry.request.host)
         elif o.kind is Kind.DEAD:
-            dead.append(fp)
+            dead.append((entry, o))
         elif o.kind is Kind.RETRY:
             retries.append((entry, o))
     batch = result_batch((o for _, o in outcomes), job=stored_job(settings))
@@ -99,7 +155,13 @@ async def write_outcomes(
         for chunk in chunks(group, settings.celery_batch):
             publish(chunk, band, longest[band])
         await state.reschedule([e.request.fingerprint for e in group], longest[band])
-    await state.settle(done, dead, sorted(answered), frontier_full=refused)
+    await state.settle(
+        [e.request.fingerprint for e, _ in done],
+        [e.request.fingerprint for e, _ in dead],
+        sorted(answered),
+        frontier_full=refused,
+        run_counts=[outcome_counts(e, o) for e, o in done + dead],  # after the links' skips
+    )
 
 
 async def _enqueue_links(

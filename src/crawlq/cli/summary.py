@@ -129,12 +129,12 @@ def print_summary(report: CrawlReport, out: TextIO, *, worker: bool = False) -> 
     if report.full_counters:  # else a worker process ended without its counts
         run = "" if report.job_store is None else " this run"  # the job's are elsewhere
         skipped = _reasons(c.skipped).replace(" (", f"{run} (", 1) if c.skipped else f"0{run}"
-        lines += [
-            f"links not followed: {skipped}",
-            f"retries: {c.retries}{run}",
-            f"frontier round trips: {c.round_trips}{run}"
-            + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else ""),
-        ]
+        lines += [f"links not followed: {skipped}", f"retries: {c.retries}{run}"]
+        if report.round_trips:
+            lines.append(
+                f"frontier round trips: {c.round_trips}{run}"
+                + (f" ({c.round_trips / c.pages:.2f} per page)" if c.pages else "")
+            )
     if report.frontier.over_budget:
         lines.append(
             f"over max_pages_per_host: {report.frontier.over_budget} links not queued "

@@ -99,18 +99,31 @@ async def open_backends(
             raise ConfigError(
                 "frontier", f"{url!r}: expected redis://host:port/DB or a SQLite file (*.db)"
             )
+        # a new Redis job is created only once its store opens (below): joined first
+        on_redis = url.startswith(("redis://", "rediss://", "unix://"))
         frontier = await open_frontier(
-            url, job=settings.job, politeness=rules, bloom=bloom, create=create
+            url, job=settings.job, politeness=rules, bloom=bloom, create=create and not on_redis
         )
     try:
         store: Store | None = None
         opened = settings.store
         if settings.frontier is not None:
             if create and await frontier.job_settings(None) is None:
-                # A new job records its store: make sure that store opens before it does,
-                # or a typo in --store would be pinned to the job (and the fixed command
-                # refused as a conflict).
+                # A new job records its store: make sure that store opens (and takes its
+                # --items-table) before the job exists, or a typo in --store would be
+                # pinned to the job (and the fixed command refused as a conflict), or a
+                # refused store leave an empty job behind.
                 store = await open_store(settings.store, items_table=items_table_of(settings))
+            if create and on_redis:
+                try:
+                    await frontier.close()
+                    frontier = await open_frontier(
+                        url, job=settings.job, politeness=rules, bloom=bloom, create=True
+                    )
+                except BaseException:
+                    if store is not None:
+                        await store.close()
+                    raise
             try:
                 settings = await bind_job(
                     frontier, settings, create=create, runs_spider=runs_spider

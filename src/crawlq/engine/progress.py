@@ -56,6 +56,8 @@ class CrawlReport:
         full_counters: False when ``counters`` hold only the pages stored (the work was
             done by other processes: each worker reports its own links, retries and round
             trips).
+        round_trips: False when ``counters.round_trips`` is not counted (the Celery engine's
+            workers do not report theirs): the summary leaves that line out.
         replayed: Dead letters of earlier runs put back in the queue first (``retry_dead``).
         job_pages: Pages in the store that the shared job wrote (`job_pages`), fewer than
             ``store.pages`` when other jobs write to the store too; None for an embedded crawl.
@@ -71,6 +73,7 @@ class CrawlReport:
     elapsed_s: float
     seeded: int
     full_counters: bool = True
+    round_trips: bool = True
     replayed: int = 0
     job_pages: int | None = None
     job_store: StoreCounts | None = None

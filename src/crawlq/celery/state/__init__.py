@@ -69,13 +69,14 @@ from crawlq.celery.state.refusals import (
 )
 from crawlq.celery.state.runners import RunnersMixin
 from crawlq.celery.state.slots import SlotsMixin
-from crawlq.celery.state.values import ENGINE_FIELD, Counts, Grant, TaskState
+from crawlq.celery.state.values import ENGINE_FIELD, RUN_PREFIX, Counts, Grant, TaskState
 
 __all__ = [
     "ENGINE_FIELD",
     "REFUSED_DEAD",
     "REFUSED_RESEND",
     "REFUSED_SETTLED",
+    "RUN_PREFIX",
     "TAKE_DUPLICATE",
     "TAKE_RUN",
     "TAKE_UNSEEN",

@@ -13,13 +13,14 @@ A Redis at its ``maxmemory`` refuses only `AdmissionMixin.admit` (new URLs:
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crawlq.celery.state.core import StateCore
 from crawlq.celery.state.entries import owner_and_request, packed_fingerprints
-from crawlq.celery.state.values import ENGINE_FIELD
+from crawlq.celery.state.values import ENGINE_FIELD, RUN_PREFIX
 from crawlq.errors import FrontierFull
 from crawlq.request import CrawlRequest
 
@@ -120,6 +121,7 @@ class AdmissionMixin(StateCore):
         answered: Sequence[str] = (),
         *,
         frontier_full: int = 0,
+        run_counts: Sequence[Mapping[str, int]] = (),
     ) -> int:
         """Take URLs whose outcome is stored out of ``pending`` (idempotent).
 
@@ -134,14 +136,28 @@ class AdmissionMixin(StateCore):
                 ``maxmemory``): added to the job's ``frontier_full`` count
                 (`crawlq.celery.state.Counts`) if this call settles any URL, so a task run
                 again after it settled counts them once.
+            run_counts: One mapping per fingerprint of ``done`` then ``dead`` (or none): the
+                run counters of its outcome (`crawlq.celery.results.outcome_counts`), added to
+                the job's stats with the prefix `RUN_PREFIX` for each fingerprint that was
+                still pending (`crawlq.celery.state.ReadsMixin.run_counts` reads them back).
 
         Returns:
             How many were still pending.
+
+        Raises:
+            ValueError: ``run_counts`` is given and not one per fingerprint.
         """
         if not done and not dead and not answered:
             return 0
+        fps = [*done, *dead]
+        if run_counts and len(run_counts) != len(fps):
+            raise ValueError(f"{len(run_counts)} run counts for {len(fps)} fingerprints")
+        counts = [
+            json.dumps({RUN_PREFIX + f: n for f, n in c.items() if n}) if c else ""
+            for c in run_counts
+        ] or [""] * len(fps)
         k = self.keys
-        args = [len(done), len(answered), max(0, frontier_full), *answered, *done, *dead]
+        args = [len(done), len(answered), max(0, frontier_full), *answered, *fps, *counts]
         keys = [k.pending, k.pending_at, k.stats, k.strikes, k.policy, k.dead_requests]
         return int(await self._script("settle", keys, args))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from crawlq.celery.state.core import SCRIPTS, StateCore
 from crawlq.celery.state.entries import owner_and_request
-from crawlq.celery.state.values import Counts, TaskState
+from crawlq.celery.state.values import RUN_PREFIX, Counts, TaskState
 from crawlq.errors import JobGone
 from crawlq.frontier.redis.replies import reply_int, reply_text
 
@@ -80,6 +80,21 @@ class ReadsMixin(StateCore):
             int(over or 0),
             int(full or 0),
         )
+
+    async def run_counts(self) -> dict[str, int]:
+        r"""The run counters the job's workers added at their settles (one ``HGETALL``).
+
+        Returns:
+            Field (without `RUN_PREFIX`: ``items``, ``dropped\n<reason>``, ...) -> count,
+            every run of the job together; the caller takes the difference for one run.
+        """
+        got: dict[Any, Any] = await self._call(lambda: self.client.hgetall(self.keys.stats))
+        out: dict[str, int] = {}
+        for f, n in got.items():
+            field = f.decode(errors="replace") if isinstance(f, bytes) else str(f)
+            if field.startswith(RUN_PREFIX):
+                out[field.removeprefix(RUN_PREFIX)] = int(n)
+        return out
 
     async def live_workers(self, stale_s: float) -> int:
         """How many worker processes have run a task of this job in the last ``stale_s`` s.

@@ -11,7 +11,7 @@ from typing import Literal
 
 from crawlq.request import CrawlRequest
 
-__all__ = ["ENGINE_FIELD", "Counts", "Grant", "TaskState"]
+__all__ = ["ENGINE_FIELD", "RUN_PREFIX", "Counts", "Grant", "TaskState"]
 
 
 ENGINE_FIELD = "engine"
@@ -19,6 +19,13 @@ ENGINE_FIELD = "engine"
 (`CeleryState.admit`); the Redis frontier reads it for status
 (`crawlq.frontier.redis.stats`, which spells it again: the frontier does not import the
 Celery engine)."""
+
+
+RUN_PREFIX = "run:"
+r"""The prefix of the run counters' fields in the job's ``stats`` hash (``run:items``,
+``run:retries``, ``run:dropped\n<reason>``, ...): what the Celery workers' settled outcomes
+counted, as a native worker counts its own (`crawlq.engine.worker.WorkerCounters`); written by
+``settle.lua`` (and ``refuse.lua`` for its ``worker_refused`` dead letters)."""
 
 
 @dataclass(frozen=True, slots=True)
