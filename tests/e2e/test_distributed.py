@@ -38,12 +38,13 @@ from tests.services import RedisServer
 
 pytestmark = pytest.mark.e2e
 
-JITTER_S = 0.1
+JITTER_S = 0.25
 """The frontier spaces lease starts exactly; the server sees request starts that also carry
 each worker's lease-to-send latency and this test server thread's own scheduling (GIL): tens
-of milliseconds when four worker processes share a loaded 2-core machine. The pace is checked
-over every run of requests (`RequestLog.pace_violations`): one late send may shorten one gap by
-this much, never the pace of the crawl, which still tells a delay of 0.2 s from a shorter one."""
+of milliseconds when four worker processes share a 2-core machine, and 0.15 s was seen at a
+load average of 5. The pace is checked over every run of requests
+(`RequestLog.pace_violations`): one late send may shorten one gap by this much, never the pace
+of the crawl: over 30 requests at 0.2 s a delay of 0.15 s is still 1.2 s short."""
 
 
 def worker_proc(
