@@ -153,3 +153,17 @@ def test_seed_with_no_urls_and_a_spider_without_start_urls_says_so(
     store = tmp_path / "s.db"
     proc = run_crawlq("seed", "--store", str(store), "--spider", f"{spiders}:NoStarts", check=False)
     _one_line_refusal(proc, "no URLs to seed")
+
+
+def test_crawl_refuses_an_item_type_that_is_not_an_item_class(tmp_path: Path) -> None:
+    """QA round 2: ``--item-type mw.py:Tag`` (a plain class) was accepted and never used."""
+    code = tmp_path / "mw.py"
+    code.write_text("class Tag:\n    pass\n")
+    store = tmp_path / "s.db"
+    proc = run_crawlq(
+        "crawl", "http://127.0.0.1:9/", "--store", str(store), "--item-type", f"{code}:Tag",
+        check=False,
+    )  # fmt: skip
+    _one_line_refusal(proc, "item_type")
+    assert "Tag is not a dataclass, attrs class, pydantic model or TypedDict" in proc.stderr
+    assert not store.exists()

@@ -43,6 +43,7 @@ from crawlq.errors import ConfigError
 from crawlq.items import DropItem, adapt, invalid, item_key
 from crawlq.settings import Settings
 from crawlq.spider import Spider
+from crawlq.spider.item_type import load_item_type
 from crawlq.spider.loading import load_object
 
 __all__ = ["FlowResult", "ItemFlow", "ItemKeys", "PipelineFailed", "pipeline_specs"]
@@ -137,7 +138,7 @@ class ItemFlow:
         self.spider = spider
         item_type: Any = getattr(spider, "item_type", None)
         if settings.item_type is not None:
-            item_type = load_object(settings.item_type, "item_type")
+            item_type = load_item_type(settings.item_type)  # an item class, or refused
         if item_type is not None and not isinstance(item_type, type):
             raise ConfigError("item_type", f"{item_type!r} is not a class")
         self.item_type: type | None = item_type
