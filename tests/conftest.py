@@ -28,6 +28,18 @@ DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "postgresql-15-docs.tar.gz
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
+END_TO_END_DIRS = (REPO / "tests" / "e2e", REPO / "tests" / "celery_engine")
+"""Every test under these runs ``crawlq`` or ``celery worker`` processes: all are ``e2e``."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of `END_TO_END_DIRS` ``e2e``: ``-m "not e2e"`` is the fast lane
+    (CONTRIBUTING.md), in-process tests against the real services."""
+    for item in items:
+        if any(item.path.is_relative_to(d) for d in END_TO_END_DIRS):
+            item.add_marker(pytest.mark.e2e)
+
+
 def corpus_tarball() -> Path | None:
     """The real corpus: $CRAWLQ_TEST_CORPUS, else ../shared/corpora beside the repo."""
     named = os.environ.get("CRAWLQ_TEST_CORPUS")

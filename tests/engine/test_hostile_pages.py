@@ -91,7 +91,9 @@ class SleepySpider(Spider):
 async def test_a_deep_page_is_stored_as_too_deep_fetched_once_and_the_crawl_goes_on(
     site: str, db: Path, log: RequestLog
 ) -> None:
-    results = await crawl(db, [f"{site}/"], visibility_timeout_s=15, obey_robots=False)
+    # The deep page first, then one more (FIFO): not the index, whose /many adds 20,000 pages.
+    seeds = [f"{site}/deep", f"{site}/after"]
+    results = await crawl(db, seeds, visibility_timeout_s=15, obey_robots=False)
     deep = results.pages[f"{site}/deep"]
     assert deep.error == "html_too_deep: more than 512 nested elements"
     assert deep.title is None
@@ -189,6 +191,7 @@ def _wait_for(log: RequestLog, path: str, proc: subprocess.Popen[bytes]) -> None
         time.sleep(0.05)
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 def test_sigterm_during_a_blocking_callback_is_answered_promptly(tmp_path: Path) -> None:
     spider = tmp_path / "sleepy.py"
     spider.write_text(SLEEPY_SPIDER)
@@ -219,13 +222,16 @@ def test_sigterm_during_a_blocking_callback_is_answered_promptly(tmp_path: Path)
 
 _PEAK_RSS_LAUNCHER = """
 import os, subprocess, sys
-proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+env = {k: v for k, v in os.environ.items() if not k.startswith('COVERAGE_')}  # untraced
+proc = subprocess.Popen(sys.argv[1:], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 _, status, usage = os.wait4(proc.pid, 0)
 print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
 """
-"""Runs a command and prints its exit code and its own peak RSS in kB (``wait4``)."""
+"""Runs a command and prints its exit code and its own peak RSS in kB (``wait4``); the
+command runs without coverage's tracer (``pytest --cov`` measures subprocesses)."""
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 def test_a_page_with_500k_links_stays_within_150_mb(tmp_path: Path) -> None:
     log = RequestLog()
     store = tmp_path / "s.db"
@@ -261,6 +267,7 @@ class SlowOnOnePage(Spider):
 """
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 def test_two_workers_fetch_a_deep_page_once_and_stop_promptly_during_a_slow_callback(
     tmp_path: Path, redis_url: str, job: str
 ) -> None:

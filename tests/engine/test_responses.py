@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import brotli  # type: ignore[import-untyped]
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.engine.conftest import assert_nothing_lost, crawl
@@ -203,6 +204,7 @@ def streamed(body: bytes, headers: list[tuple[str, str]]) -> Iterator[bytes]:
         yield body[start : start + (1 << 16)]
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 def test_compression_bombs_stop_at_the_cap_and_rss_stays_under_150_mb(tmp_path: Path) -> None:
     gzip_body = gzip_bomb(GIB)  # 1 MB -> 1 GB
     assert 900_000 < len(gzip_body) < 1_100_000

@@ -315,6 +315,7 @@ async def test_a_sitemap_rule_naming_no_public_method_stops_the_crawl_before_it_
     assert not (tmp_path / "s.db").exists()
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 def test_cli_crawl_with_only_sitemaps_and_a_bad_one(tmp_path: Path) -> None:
     site = SitemapSite()
     with ServerThread(site.app()) as server:
@@ -343,6 +344,7 @@ def test_follow_sitemaps_needs_robots_txt() -> None:
     assert "--follow-sitemaps" in proc.stderr
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 def test_cli_seed_a_sitemap_into_a_shared_job(tmp_path: Path, redis_url: str, job: str) -> None:
     site = SitemapSite()
     with ServerThread(site.app()) as server:

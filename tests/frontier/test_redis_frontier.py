@@ -265,6 +265,7 @@ async def test_restart_with_appendonly_loses_nothing() -> None:
         b'{"v":1,"status":"parsed","fetched_at_ms":1,"expires_at_ms":2}\n\xff\xfe',
         b"\n" * (3 * 1024 * 1024),  # larger than any record: not even transferred
     ],
+    ids=["garbage", "bad-time", "evil-stale", "evil-fresh", "bad-utf8", "huge"],  # (xdist: stable)
 )
 async def test_unreadable_robots_record_is_missing_and_logged_once(
     redis_url: str, job: str, garbage: bytes, caplog: pytest.LogCaptureFixture

@@ -121,6 +121,7 @@ def _crawlq_022(*args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 @pytest.mark.parametrize(
     ("flag", "name"),
     [("-O", "x.jsonl"), ("-O", "x.json"), ("-o", "x.csv"), ("-O", "x.parquet")],
@@ -136,6 +137,7 @@ def test_crawl_output_files_are_0600_under_umask_022(
     assert oct(mode(out)) == "0o600"  # as the store beside it, not 0644
 
 
+@pytest.mark.e2e  # crawlq processes, seconds each: out of the fast lane
 def test_export_files_are_0600_under_umask_022_and_existing_ones_keep_their_mode(
     server: ServerThread, tmp_path: Path
 ) -> None:

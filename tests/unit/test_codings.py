@@ -117,7 +117,7 @@ def test_an_empty_body_decodes_to_nothing() -> None:
         (["deflate"], b"\x78\x9c" + b"\xff" * 20, "deflate"),
         (["br"], b"\xff" * 20, "br"),
         (["br"], brotli.compress(b"ok") + b"junk", "br"),
-        (["deflate", "gzip"], gzip.compress(b"not deflate at all, just text"), "deflate"),
+        (["deflate", "gzip"], gzip.compress(b"not deflate at all, just text", mtime=0), "deflate"),
     ],
 )
 def test_corrupt_data_names_its_coding(codings: list[str], body: bytes, culprit: str) -> None:

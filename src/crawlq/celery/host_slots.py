@@ -69,7 +69,7 @@ class HostSlots:
         self.worker_id = worker_id
         self.fetch = fetch
 
-    async def run(
+    async def run(  # noqa: C901  (acquire, wait, paused, down, probe, release: one slot's life in order)
         self,
         host: str,
         entries: list[Entry],

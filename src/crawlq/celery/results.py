@@ -131,20 +131,57 @@ async def write_outcomes(
     published, refused = await _enqueue_links(
         state, settings, outcomes, publish, full or FullFrontier()
     )
-    metrics = recorder()  # counted before the settle, as the native worker does
-    if metrics is not None:
-        for _, o in outcomes:
-            if o.kind is Kind.RETRY:
-                metrics.retried(o.reason)
-            else:
-                r = o.revisit()  # a cookie wall's redirect whose revisit was queued: a hop
-                metrics.settled(o, revisited=r is not None and r.fingerprint in published)
+    _count(outcomes, published)  # before the settle, as the native worker does
     for entry, o in retries:
         retry = Entry(entry.request, entry.attempt + 1, retry=True)
         publish([retry], clamp_priority(entry.request.priority), o.retry_delay_s)
         await state.reschedule([entry.request.fingerprint], o.retry_delay_s)
     if retries:
         await state.add_delayed(len(retries))
+    await _send_later(state, settings, later, publish)
+    await state.settle(
+        [e.request.fingerprint for e, _ in done],
+        [e.request.fingerprint for e, _ in dead],
+        sorted(answered),
+        frontier_full=refused,
+        run_counts=[outcome_counts(e, o) for e, o in done + dead],  # after the links' skips
+    )
+
+
+def _count(outcomes: list[tuple[Entry, Outcome]], published: set[bytes]) -> None:
+    """Count each outcome in the process's metrics, when it records them.
+
+    Args:
+        outcomes: Each finished entry with its outcome.
+        published: The fingerprints this task published (`_enqueue_links`).
+    """
+    metrics = recorder()
+    if metrics is None:
+        return
+    for _, o in outcomes:
+        if o.kind is Kind.RETRY:
+            metrics.retried(o.reason)
+        else:
+            r = o.revisit()  # a cookie wall's redirect whose revisit was queued: a hop
+            metrics.settled(o, revisited=r is not None and r.fingerprint in published)
+
+
+async def _send_later(
+    state: CeleryState,
+    settings: Settings,
+    later: list[tuple[Entry, float]],
+    publish: Publish,
+) -> None:
+    """Publish the entries that wait for their host, one band of priority at a time.
+
+    Each band's tasks (``celery_batch`` entries each) are delayed by the longest wait in it.
+
+    Args:
+        state: The job's Redis state (each entry is rescheduled there by its wait).
+        settings: The job's settings (``celery_batch``).
+        later: Entries sent back to wait for their host, with the wait in seconds.
+        publish: Sends entries as a task.
+    """
     waiting: dict[int, list[Entry]] = defaultdict(list)
     longest: dict[int, float] = defaultdict(float)
     for entry, wait in later:
@@ -155,13 +192,6 @@ async def write_outcomes(
         for chunk in chunks(group, settings.celery_batch):
             publish(chunk, band, longest[band])
         await state.reschedule([e.request.fingerprint for e in group], longest[band])
-    await state.settle(
-        [e.request.fingerprint for e, _ in done],
-        [e.request.fingerprint for e, _ in dead],
-        sorted(answered),
-        frontier_full=refused,
-        run_counts=[outcome_counts(e, o) for e, o in done + dead],  # after the links' skips
-    )
 
 
 async def _enqueue_links(

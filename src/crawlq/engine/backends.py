@@ -48,7 +48,7 @@ class Backends:
 
 
 @contextlib.asynccontextmanager
-async def open_backends(
+async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
     settings: Settings, *, create: bool = False, runs_spider: bool = True
 ) -> AsyncIterator[Backends]:
     """Open the frontier and the store of ``settings``, and close both on exit.

@@ -95,7 +95,7 @@ def request_headers(req: CrawlRequest, settings: Settings) -> dict[str, str]:
     return headers
 
 
-async def _process(lease: Lease, deps: Deps) -> Outcome:
+async def _process(lease: Lease, deps: Deps) -> Outcome:  # noqa: C901  (the shared pipeline, one step per stage)
     """`process` without the errback of a dead letter."""
     req = lease.request
     settings = deps.settings

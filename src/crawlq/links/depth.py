@@ -102,7 +102,7 @@ def chunk_count_may_exceed(text: str, limit: int) -> bool:
     return False
 
 
-def tokenised_depth_over(text: str, limit: int) -> int | None:
+def tokenised_depth_over(text: str, limit: int) -> int | None:  # noqa: C901  (tokenizer states in one loop)
     """`html_depth_over` by tokenising: None within ``limit``, else the depth found over it."""
     open_elements: list[str] = []
     in_raw_text: str | None = None  # inside <script> and the like: only its end tag counts

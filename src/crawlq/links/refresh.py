@@ -70,7 +70,7 @@ _DIGITS_AND_DOTS_RUN = re.compile(r"[0-9.]*")
 _DELAY_DIGITS = 12
 
 
-def parse_refresh(content: str) -> tuple[int, str | None] | None:
+def parse_refresh(content: str) -> tuple[int, str | None] | None:  # noqa: C901  (WHATWG steps in order)
     r"""Parse a refresh value: ``<meta http-equiv="refresh" content>`` or a ``Refresh`` header.
 
     The rules are steps 2 to 11.10 of the HTML Standard's "shared declarative refresh steps"

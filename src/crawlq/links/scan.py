@@ -87,7 +87,7 @@ class PageScan:
         """True when the page's ``<meta name="robots">`` says ``nofollow`` or ``none``."""
         return not self.robots.isdisjoint(_ROBOTS_NOFOLLOW)
 
-    def links(
+    def links(  # noqa: C901  (the per-link hot loop: HTML rules in spec order, no calls)
         self,
         skip_extensions: frozenset[str] = IGNORED_EXTENSIONS,
         limit: int | None = None,
@@ -195,18 +195,37 @@ def scan_page(tree: LexborHTMLParser, page_url: str) -> PageScan:
     base = page_url if base_href is None else resolve_base_href(base_href, page_url)
     refresh = canonical = None
     if refreshes or canonicals:  # a few pages in a crawl
-        resolver = HrefResolver(base)
-        for content in refreshes:
-            refresh = refresh_of(content, resolver, base, page_url)
-            if refresh is not None:
-                break
-        for href in canonicals:
-            resolved = resolver.resolve(href) if len(href) <= MAX_URL_LENGTH else None
-            canonical = None if resolved is None else normalize_or_none(resolved)
-            if canonical is not None:
-                break
+        refresh, canonical = _head_targets(refreshes, canonicals, base, page_url)
     robots.discard("")
     return PageScan(anchors, base, refresh, canonical, frozenset(robots))
+
+
+def _head_targets(
+    refreshes: list[str], canonicals: list[str], base: str, page_url: str
+) -> tuple[Refresh | None, str | None]:
+    """The first meta refresh and the first canonical URL that resolve (`PageScan`'s rules).
+
+    Args:
+        refreshes: The ``content`` of each ``<meta http-equiv="refresh">``, in document order.
+        canonicals: The ``href`` of each ``<link rel="canonical">``, in document order.
+        base: The document base URL.
+        page_url: The URL the document was served from.
+
+    Returns:
+        ``(refresh, canonical)``, each None when none of its candidates resolves.
+    """
+    resolver = HrefResolver(base)
+    refresh = canonical = None
+    for content in refreshes:
+        refresh = refresh_of(content, resolver, base, page_url)
+        if refresh is not None:
+            break
+    for href in canonicals:
+        resolved = resolver.resolve(href) if len(href) <= MAX_URL_LENGTH else None
+        canonical = None if resolved is None else normalize_or_none(resolved)
+        if canonical is not None:
+            break
+    return refresh, canonical
 
 
 def extract_links(

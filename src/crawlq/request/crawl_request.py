@@ -136,7 +136,7 @@ class CrawlRequest:
     host: str = field(init=False, repr=False, compare=False)
     record_fingerprint: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # noqa: C901  (one check per field)
         if type(self.depth) is not int or not 0 <= self.depth <= MAX_DEPTH:
             raise ValueError(f"depth must be an int in 0..{MAX_DEPTH}, got {self.depth!r:.40}")
         if not isinstance(self.priority, int):

@@ -199,7 +199,7 @@ class Worker:
         self._slot_freed.clear()
         await self._slot_freed.wait()
 
-    async def _lease_loop(self) -> None:
+    async def _lease_loop(self) -> None:  # noqa: C901  (lease, wait, back off, stop)
         failures = 0
         while not self._stopping:
             if self._flusher.store_down:  # keep the results we have; lease again once it is back
