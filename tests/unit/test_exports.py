@@ -37,7 +37,8 @@ PUBLIC: dict[str, str] = {
     "crawlq.celery": "CrawlqTask CrawlqTasks app install make_app scrape scrape_many",
     "crawlq.celery.state": (
         "CeleryState Counts ENGINE_FIELD Grant Heartbeat REFUSED_DEAD REFUSED_RESEND "
-        "REFUSED_SETTLED RefusedDead TAKE_DUPLICATE TAKE_RUN TAKE_UNSEEN TaskState process_id"
+        "REFUSED_SETTLED RUN_PREFIX RefusedDead TAKE_DUPLICATE TAKE_RUN TAKE_UNSEEN TaskState "
+        "process_id"
     ),
     "crawlq.cli": "main",
     "crawlq.dashboard": "Dashboard Lookup lookup make_app serve",

@@ -139,7 +139,7 @@ class AdmissionMixin(StateCore):
             run_counts: One mapping per fingerprint of ``done`` then ``dead`` (or none): the
                 run counters of its outcome (`crawlq.celery.results.outcome_counts`), added to
                 the job's stats with the prefix `RUN_PREFIX` for each fingerprint that was
-                still pending (`crawlq.celery.state.ReadsMixin.run_counts` reads them back).
+                still pending (`crawlq.celery.state.reads.ReadsMixin.run_counts` reads them back).
 
         Returns:
             How many were still pending.
