@@ -94,6 +94,7 @@ def test_redis_broker_crawls_the_manual_once(
     )  # fmt: skip
 
 
+@pytest.mark.timeout(300)  # the whole manual through RabbitMQ: past 120 s traced (--cov)
 def test_rabbitmq_broker_with_redis_dedup_crawls_the_manual_once(
     site_root: Path,
     amqp_url: str,

@@ -26,7 +26,8 @@ BIG_BYTES = 50 * 1024 * 1024
 
 _PEAK_RSS_LAUNCHER = """
 import os, signal, subprocess, sys
-proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+env = {k: v for k, v in os.environ.items() if not k.startswith('COVERAGE_')}  # untraced
+proc = subprocess.Popen(sys.argv[1:], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
 print(proc.pid, flush=True)
 _, status, usage = os.wait4(proc.pid, 0)
@@ -34,7 +35,8 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, flush=True)
 """
 """Runs a command, prints its pid, then its exit code and its own peak RSS in kB (``wait4``);
 a SIGTERM to the launcher goes to the command. A launcher, because a child forked straight
-from this (large) pytest process would count the parent's pages until its exec."""
+from this (large) pytest process would count the parent's pages until its exec. The command
+runs without coverage's tracer (``pytest --cov`` measures subprocesses)."""
 
 
 def big_entry(tag: str) -> bytes:

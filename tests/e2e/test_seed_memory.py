@@ -11,6 +11,7 @@ so the two tests stay within a few minutes on a slow machine; the spool is the s
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,20 +44,24 @@ for n in range(int(sys.argv[1])):
 
 _PEAK_RSS_LAUNCHER = """
 import os, subprocess, sys
-proc = subprocess.Popen(sys.argv[1:])
+env = {k: v for k, v in os.environ.items() if not k.startswith('COVERAGE_')}  # untraced
+proc = subprocess.Popen(sys.argv[1:], env=env)
 _, status, usage = os.wait4(proc.pid, 0)
 print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
 """
 """Runs a command (stdin, stdout and stderr its own) and then prints its exit code and its
 peak RSS in kB (``wait4``): a child forked from the large pytest process would count the
-parent's pages until its exec."""
+parent's pages until its exec. The command runs without coverage's tracer (``pytest --cov``
+measures subprocesses): the peak is crawlq's own, and a traced seed takes minutes."""
 
 
 def _seed_from_a_generator(distinct: int, *args: str) -> tuple[int, float, str, str]:
     """``crawlq seed - ARGS`` fed by the generator (``distinct`` URLs); its exit code, peak
     MB, stdout, stderr."""
     generator = subprocess.Popen(
-        [sys.executable, "-c", _GENERATOR, str(distinct)], stdout=subprocess.PIPE
+        [sys.executable, "-c", _GENERATOR, str(distinct)],
+        stdout=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")},  # untraced
     )
     assert generator.stdout is not None
     try:
