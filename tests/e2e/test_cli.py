@@ -22,6 +22,7 @@ import pytest
 from crawlq import __version__
 from crawlq.testing import RequestLog, ServerThread, make_fault_app, make_static_app
 from tests.conftest import REPO, corpus_tarball, run_crawlq
+from tests.services import need_service
 
 FAST = ["--delay", "0", "--retry-delay", "0.05", "-q"]
 
@@ -231,7 +232,7 @@ def served_site(site_root: Path) -> Iterator[str]:
 
 def test_pg_docs_spider_exports_sql_command_items(tmp_path: Path, served_site: str) -> None:
     if corpus_tarball() is None:
-        pytest.skip("needs the PostgreSQL manual corpus (sql-*.html pages)")
+        need_service("needs the PostgreSQL manual corpus (sql-*.html pages)")
     store = tmp_path / "crawl.db"
     spider = str(REPO / "examples" / "pg_docs_spider.py") + ":PgDocsSpider"
     proc = run_crawlq(
@@ -275,7 +276,7 @@ def test_pg_docs_spider_exports_sql_command_items(tmp_path: Path, served_site: s
 def test_python_dash_m_and_console_script_agree() -> None:
     script = Path(sys.executable).with_name("crawlq")
     if not script.is_file():
-        pytest.skip("the crawlq console script is not installed next to this Python")
+        need_service("the crawlq console script is not installed next to this Python")
     proc = subprocess.run(
         [str(script), "--version"],
         capture_output=True,

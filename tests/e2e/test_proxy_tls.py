@@ -18,6 +18,7 @@ from aiohttp import web
 from crawlq.testing import RequestLog, ServerThread
 from crawlq.testing.proxy import HttpProxy
 from tests.conftest import run_crawlq
+from tests.services import need_service
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.e2e
 def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 and its key (openssl)."""
     if shutil.which("openssl") is None:
-        pytest.skip("no openssl binary to make a test certificate")
+        need_service("no openssl binary to make a test certificate")
     where = tmp_path_factory.mktemp("tls")
     crt, key = where / "cert.pem", where / "key.pem"
     subprocess.run(

@@ -22,6 +22,7 @@ import pytest
 
 from crawlq.testing import RequestLog, ServerThread, make_fault_app, make_static_app
 from tests.conftest import REPO, corpus_tarball, run_crawlq
+from tests.services import need_service
 
 PG_SPIDER = str(REPO / "examples" / "pg_docs_spider.py") + ":PgDocsSpider"
 
@@ -222,7 +223,7 @@ def test_parse_prints_the_items_and_requests_of_one_callback(
 
 def test_parse_on_the_real_manual_page(tmp_path: Path, site_root: Path) -> None:
     if corpus_tarball() is None:
-        pytest.skip("needs the PostgreSQL manual corpus (sql-abort.html)")
+        need_service("needs the PostgreSQL manual corpus (sql-abort.html)")
     with ServerThread(make_static_app(site_root)) as server:
         base = server.base_url
         proc = run_crawlq(

@@ -26,6 +26,7 @@ from aiohttp.test_utils import TestServer
 
 from crawlq.testing import RequestLog, fault_state, make_fault_app
 from crawlq.testing.log import LoggedRequest
+from tests.services import need_service
 
 from .conftest import Results, crawl
 
@@ -94,7 +95,7 @@ async def crawl_two_notations(
     """
     listen, seed_form, link_form, canonical = CASES[case]
     if not reachable(listen):
-        pytest.skip(f"IPv6 sockets do not reach a server on {listen} on this machine")
+        need_service(f"IPv6 sockets do not reach a server on {listen} on this machine")
     robots = f"User-agent: *\nCrawl-delay: {CRAWL_DELAY_S}\n"
     async with serving(log, listen, robots) as port:
         links = [f"http://{link_form}:{port}/page/1", f"http://{seed_form}:{port}/page/2"]
