@@ -214,13 +214,9 @@ async def _enqueue_links(
     if not pairs:
         return set(), 0
     links = [link for link, _ in pairs]
-    flags: list[bool] = []
-
-    async def admit(_: list[CrawlRequest]) -> int:
-        flags[:] = await state.admit(pairs, run=False, budget=settings.max_pages_per_host)
-        return sum(flags)
-
-    if await full.push(links, admit) is None:  # Redis is full: not followed, counted
+    budget = settings.max_pages_per_host
+    flags = await full.attempt(len(links), lambda: state.admit(pairs, run=False, budget=budget))
+    if flags is None:  # Redis is full: not followed, counted
         for _, o in outcomes:
             if o.links:
                 o.skipped[FullFrontier.reason] += len(o.links)

@@ -210,16 +210,27 @@ class FullFrontier:
         Raises:
             FrontierError: Any other error of ``push`` (an outage is ``push``'s to ride out).
         """
+        return await self.attempt(len(links), lambda: push(links))
+
+    async def attempt(self, n: int, op: Callable[[], Awaitable[_T]]) -> _T | None:
+        """``op()``, a step that queues ``n`` links; None when a full Redis refused it.
+
+        `push` for any step that adds links (the Celery engine's ``admit`` answers one flag
+        per link): a refusal counts ``n`` links and logs the state as `refused_links` does.
+
+        Raises:
+            FrontierError: Any other error of ``op``.
+        """
         try:
-            queued = await push(links)
+            answer = await op()
         except FrontierFull as exc:
-            self.refused_links(len(links), exc)
+            self.refused_links(n, exc)
             return None
         if self.full:
             self.full = False
             if self._room_log.due():
                 logger.warning("Redis has room again: new links are queued again")
-        return queued
+        return answer
 
     def refused_links(self, n: int, exc: FrontierFull) -> None:
         """Note ``n`` links refused by a full Redis; log the state if a line is due."""
