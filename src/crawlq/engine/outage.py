@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from crawlq.clock import Clock, Every
 from crawlq.errors import FrontierFull, FrontierUnavailable, StoreUnavailable
-from crawlq.frontier.values import FRONTIER_FULL
+from crawlq.frontier.values import FRONTIER_FULL, FULL_LOG_EVERY_S
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 
@@ -35,7 +35,6 @@ __all__ = [
     "CELERY_RESEND_BASE_S",
     "CELERY_RESEND_CAP_S",
     "CELERY_WATCH_CAP_S",
-    "FULL_LOG_EVERY_S",
     "OUTAGE_BASE_S",
     "OUTAGE_CAP_S",
     "OUTAGE_LOG_EVERY",
@@ -171,10 +170,6 @@ async def call_through_outage(
         if failures:
             logger.warning("frontier reachable again after %d failed tries", failures)
         return result
-
-
-FULL_LOG_EVERY_S = 60.0
-"""Seconds between two log lines of a worker whose Redis stays at its ``maxmemory``."""
 
 
 class FullFrontier:
