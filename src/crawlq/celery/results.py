@@ -135,9 +135,7 @@ async def write_outcomes(
     for entry, o in retries:
         retry = Entry(entry.request, entry.attempt + 1, retry=True)
         publish([retry], clamp_priority(entry.request.priority), o.retry_delay_s)
-        await state.reschedule([entry.request.fingerprint], o.retry_delay_s)
-    if retries:
-        await state.add_delayed(len(retries))
+        await state.reschedule([entry.request.fingerprint], o.retry_delay_s, retries=1)
     await _send_later(state, settings, later, publish)
     await state.settle(
         [e.request.fingerprint for e, _ in done],
