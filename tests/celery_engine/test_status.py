@@ -90,3 +90,23 @@ def test_status_json_of_a_native_job_keeps_its_fields(
     )  # fmt: skip
     assert (report["engine"], report["pending"]) == ("native", None)
     assert report["hosts"] == [{"host": "127.0.0.1:9", "queued": 2, "in_flight": 0}]
+
+
+async def test_a_retry_rescheduled_counts_as_delayed_and_as_a_retry_in_one_step(
+    redis_url: str, job: str
+) -> None:
+    request = CrawlRequest("http://127.0.0.1:9/retry")
+    state = await CeleryState.open(redis_url, job)
+    try:
+        assert await state.admit([(request, "seed")], run=False) == [True]
+        before = await state.client.zscore(state.keys.pending_at, request.fingerprint)
+        await state.reschedule([request.fingerprint], 30.0, retries=1)
+        after = await state.client.zscore(state.keys.pending_at, request.fingerprint)
+        assert before is not None and after is not None and after >= before + 29_000
+        assert (await state.counts()).delayed == 1
+        assert await state.client.hget(state.keys.stats, "retries") == b"1"
+        await state.reschedule([request.fingerprint], 0.0)  # a politeness wait: no retry
+        assert (await state.counts()).delayed == 1
+        assert await state.client.hget(state.keys.stats, "retries") == b"1"
+    finally:
+        await state.close()

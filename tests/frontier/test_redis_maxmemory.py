@@ -9,18 +9,27 @@ the inbox.
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
+from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.outcome import Kind, Outcome
+from crawlq.engine.worker.flush import Flusher
+from crawlq.engine.worker.held import HeldLeases
 from crawlq.errors import FrontierFull
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.politeness import Strike, StrikePlan
+from crawlq.records import PageRecord
 from crawlq.request import CrawlRequest
 from crawlq.robots_record import RobotsRecord
+from crawlq.store import open_store
 from tests.services import RedisServer
 
 POLICY = HostPolicy(delay_s=0.0, concurrency=100)
@@ -100,3 +109,38 @@ async def test_inbox_entries_wait_in_the_inbox_of_a_full_redis(
     await client.config_set("maxmemory", "0")
     (lease,) = await f.lease(1, "w", 60, wait_s=5.0)
     assert lease.request.url == "http://a.test/from-inbox" and not f.full
+
+
+async def test_a_worker_counts_the_links_and_revisits_a_full_redis_refused(
+    full: tuple[RedisFrontier, aioredis.Redis], tmp_path: Path
+) -> None:
+    # A cookie wall's redirect (its revisit) and a plain link on one page, flushed while Redis
+    # refuses pushes: the page is stored and acked, and both links count as not followed.
+    f, _ = full
+    (lease,) = await f.lease(1, "w", 60)
+    url = lease.request.url
+    revisit = CrawlRequest(url, cookies={"session": "1"}, revisit=True)
+    link = CrawlRequest("http://a.test/new")
+    record = PageRecord(lease.request.record_fingerprint, url, url, 302, "text/html", 0, None,
+                        1.7e9, 0, 0.1, 1, None, "default")  # fmt: skip
+    outcome = Outcome(lease, Kind.PAGE, page=record, links=[revisit, link])
+    assert outcome.revisit() == revisit
+    held = HeldLeases()
+    held.add(lease)
+    store = await open_store(str(tmp_path / "store.db"))
+    flusher = Flusher(
+        f, store, held, KnownFingerprints(), max_items=10, interval_s=0.1,
+        idle=asyncio.Event(), room=asyncio.Event(), fail=lambda exc: None,
+        forced=lambda: False, metrics=None, job="full",
+    )  # fmt: skip
+    try:
+        flusher.add(outcome)
+        await flusher.flush()
+        assert (await store.counts()).pages == 1
+    finally:
+        await store.close()
+    assert outcome.skipped == Counter({"frontier_full": 2})
+    assert flusher.counters.skipped == Counter({"frontier_full": 2})
+    assert flusher.full.refused == 2
+    stats = await f.stats()
+    assert (stats.seen, stats.done, stats.in_flight) == (6, 1, 0)  # nothing pushed, page acked

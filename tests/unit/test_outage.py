@@ -13,13 +13,13 @@ import pytest
 
 from crawlq.clock import Every, ManualClock
 from crawlq.engine.outage import (
-    FULL_LOG_EVERY_S,
     OUTAGE_CAP_S,
     FullFrontier,
     outage_logged,
     outage_wait_s,
 )
 from crawlq.errors import FrontierFull, FrontierUnavailable
+from crawlq.frontier.values import FULL_LOG_EVERY_S
 from crawlq.request import CrawlRequest
 
 

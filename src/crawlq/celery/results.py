@@ -135,9 +135,7 @@ async def write_outcomes(
     for entry, o in retries:
         retry = Entry(entry.request, entry.attempt + 1, retry=True)
         publish([retry], clamp_priority(entry.request.priority), o.retry_delay_s)
-        await state.reschedule([entry.request.fingerprint], o.retry_delay_s)
-    if retries:
-        await state.add_delayed(len(retries))
+        await state.reschedule([entry.request.fingerprint], o.retry_delay_s, retries=1)
     await _send_later(state, settings, later, publish)
     await state.settle(
         [e.request.fingerprint for e, _ in done],
@@ -214,13 +212,9 @@ async def _enqueue_links(
     if not pairs:
         return set(), 0
     links = [link for link, _ in pairs]
-    flags: list[bool] = []
-
-    async def admit(_: list[CrawlRequest]) -> int:
-        flags[:] = await state.admit(pairs, run=False, budget=settings.max_pages_per_host)
-        return sum(flags)
-
-    if await full.push(links, admit) is None:  # Redis is full: not followed, counted
+    budget = settings.max_pages_per_host
+    flags = await full.attempt(len(links), lambda: state.admit(pairs, run=False, budget=budget))
+    if flags is None:  # Redis is full: not followed, counted
         for _, o in outcomes:
             if o.links:
                 o.skipped[FullFrontier.reason] += len(o.links)

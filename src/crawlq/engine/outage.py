@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from crawlq.clock import Clock, Every
 from crawlq.errors import FrontierFull, FrontierUnavailable, StoreUnavailable
-from crawlq.frontier.values import FRONTIER_FULL
+from crawlq.frontier.values import FRONTIER_FULL, FULL_LOG_EVERY_S
 from crawlq.request import CrawlRequest
 from crawlq.retry import backoff_s
 
@@ -35,7 +35,6 @@ __all__ = [
     "CELERY_RESEND_BASE_S",
     "CELERY_RESEND_CAP_S",
     "CELERY_WATCH_CAP_S",
-    "FULL_LOG_EVERY_S",
     "OUTAGE_BASE_S",
     "OUTAGE_CAP_S",
     "OUTAGE_LOG_EVERY",
@@ -173,10 +172,6 @@ async def call_through_outage(
         return result
 
 
-FULL_LOG_EVERY_S = 60.0
-"""Seconds between two log lines of a worker whose Redis stays at its ``maxmemory``."""
-
-
 class FullFrontier:
     """A worker's pushes of new URLs to a frontier whose Redis is at its ``maxmemory``.
 
@@ -210,16 +205,27 @@ class FullFrontier:
         Raises:
             FrontierError: Any other error of ``push`` (an outage is ``push``'s to ride out).
         """
+        return await self.attempt(len(links), lambda: push(links))
+
+    async def attempt(self, n: int, op: Callable[[], Awaitable[_T]]) -> _T | None:
+        """``op()``, a step that queues ``n`` links; None when a full Redis refused it.
+
+        `push` for any step that adds links (the Celery engine's ``admit`` answers one flag
+        per link): a refusal counts ``n`` links and logs the state as `refused_links` does.
+
+        Raises:
+            FrontierError: Any other error of ``op``.
+        """
         try:
-            queued = await push(links)
+            answer = await op()
         except FrontierFull as exc:
-            self.refused_links(len(links), exc)
+            self.refused_links(n, exc)
             return None
         if self.full:
             self.full = False
             if self._room_log.due():
                 logger.warning("Redis has room again: new links are queued again")
-        return queued
+        return answer
 
     def refused_links(self, n: int, exc: FrontierFull) -> None:
         """Note ``n`` links refused by a full Redis; log the state if a line is due."""

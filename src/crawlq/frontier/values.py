@@ -17,6 +17,7 @@ from crawlq.urls import split_host
 __all__ = [
     "EVERY_DEAD",
     "FRONTIER_FULL",
+    "FULL_LOG_EVERY_S",
     "DeadFilter",
     "DeadLetter",
     "FrontierStats",
@@ -33,6 +34,11 @@ __all__ = [
 
 FRONTIER_FULL = "frontier_full"
 """The dead-letter reason of a request dropped because the frontier was full (drop-lowest)."""
+
+FULL_LOG_EVERY_S = 60.0
+"""Seconds between two log lines of a Redis that stays at its ``maxmemory``: the frontier's
+waiting inbox entries (`crawlq.frontier.redis`), a worker's refused links
+(`crawlq.engine.outage.FullFrontier`)."""
 
 StateName = Literal["queued", "in_flight", "delayed", "done", "dead", "unseen"]
 """Where a fingerprint is in the frontier (`UrlState.state`)."""

@@ -209,19 +209,20 @@ class AdmissionMixin(StateCore):
         keys = [k.seen, k.pending, k.pending_at, k.stats, k.dead_requests]
         return [bool(x) for x in await self._script("replay", keys, args)]
 
-    async def reschedule(self, fingerprints: Sequence[bytes], delay_s: float) -> None:
+    async def reschedule(
+        self, fingerprints: Sequence[bytes], delay_s: float, *, retries: int = 0
+    ) -> None:
         """Record that pending URLs were sent with a countdown: they run in ``delay_s`` s.
 
-        Their due time (``pending_at``, Unix ms) moves to now + ``delay_s`` (one step,
-        ``reschedule.lua``, which runs on a Redis at its ``maxmemory`` too).
+        Their due time (``pending_at``, Unix ms) moves to now + ``delay_s``, and ``retries``
+        are counted as `add_delayed` counts them, in one step (``reschedule.lua``, which runs
+        on a Redis at its ``maxmemory`` too).
         """
-        if fingerprints:
-            await self._reschedule(fingerprints, delay_s, 0)
-
-    async def _reschedule(self, fingerprints: Sequence[bytes], delay_s: float, n: int) -> None:
+        if not fingerprints and not retries:
+            return
         due_ms = self.clock.wall_ms() + round(delay_s * 1000)
         keys = [self.keys.pending_at, self.keys.stats]
-        await self._script("reschedule", keys, [due_ms, n, *fingerprints])
+        await self._script("reschedule", keys, [due_ms, retries, *fingerprints])
 
     async def stale(self, late_s: float, limit: int = 500) -> list[CrawlRequest]:
         """Pending URLs due more than ``late_s`` seconds ago: their task message was lost.
@@ -264,5 +265,4 @@ class AdmissionMixin(StateCore):
         A positive ``n`` also counts in the job's retries ever scheduled (``retries``, for
         ``crawlq dashboard``). Runs on a Redis at its ``maxmemory`` (``reschedule.lua``).
         """
-        if n:
-            await self._reschedule((), 0.0, n)
+        await self.reschedule((), 0.0, retries=n)

@@ -161,17 +161,21 @@ class Flusher:
             await self._write_store(result_batch(batch, job=self.job))
             links = self.known.unknown([link for o in batch for link in o.links])
             revisits = {r.fingerprint for o in batch if (r := o.revisit()) is not None}
-            queued = await self._push_revisits([x for x in links if x.fingerprint in revisits])
+            refused: set[bytes] = set()  # what a Redis at its maxmemory refused to queue
+            queued = await self._push_revisits(
+                [x for x in links if x.fingerprint in revisits], refused
+            )
             links = [x for x in links if x.fingerprint not in revisits]
             if links:
-                if await self.push(links) is None:  # Redis is full: not followed, counted
-                    refused = {link.fingerprint for link in links}
-                    for o in batch:
-                        n = sum(link.fingerprint in refused for link in o.links)
-                        if n:
-                            o.skipped[FullFrontier.reason] += n
+                if await self.push(links) is None:
+                    refused.update(link.fingerprint for link in links)
                 else:
                     self.known.add_all(link.fingerprint for link in links)
+            if refused:  # not followed: counted on the outcomes that found them
+                for o in batch:
+                    n = sum(link.fingerprint in refused for link in o.links)
+                    if n:
+                        o.skipped[FullFrontier.reason] += n
             self._stored(batch, queued)
             # A lease lost to another worker (see HeldLeases) is that worker's to settle.
             held = self.held
@@ -205,16 +209,18 @@ class Flusher:
                 self.counters.count(o)
             logger.info("wrote %d results to the store; their leases will expire", len(batch))
 
-    async def _push_revisits(self, revisits: list[CrawlRequest]) -> set[bytes]:
+    async def _push_revisits(self, revisits: list[CrawlRequest], refused: set[bytes]) -> set[bytes]:
         """Push cookie-wall revisits (`Outcome.revisit`) one by one; return those queued.
 
         Whether a revisit was new decides how its redirect is counted (`_stored`); they are
-        rare (one per cookie wall), so one push each costs little.
+        rare (one per cookie wall), so one push each costs little. A revisit that a Redis at
+        its ``maxmemory`` refused goes into ``refused`` (the caller counts it on its outcome).
         """
         queued: set[bytes] = set()
         for link in revisits:
             new = await self.push([link])
-            if new is None:  # Redis is full: the outcome whose revisit it is counts it
+            if new is None:
+                refused.add(link.fingerprint)
                 continue
             if new:
                 queued.add(link.fingerprint)

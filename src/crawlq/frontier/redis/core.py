@@ -22,20 +22,17 @@ from crawlq.frontier.redis.bloom import BloomDedup
 from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
-from crawlq.frontier.values import QueueBounds
+from crawlq.frontier.values import FULL_LOG_EVERY_S, QueueBounds
 from crawlq.politeness import Politeness
 from crawlq.request import CrawlRequest
 
-__all__ = ["FULL_LOG_EVERY_S", "INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisCore"]
+__all__ = ["INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisCore"]
 
 
 _T = TypeVar("_T")
 
 INBOX_MAX_ENTRY_BYTES = 64 * 1024
 """Default largest inbox entry, in bytes (`RedisFrontier.inbox_max_entry_bytes`)."""
-
-FULL_LOG_EVERY_S = 60.0
-"""Seconds between two log lines of a frontier whose Redis stays at its ``maxmemory``."""
 
 InboxFilter = Callable[[CrawlRequest], CrawlRequest | str]
 """Decides whether an inbox request may be queued: the request to queue (the job's URL rules
