@@ -34,7 +34,6 @@ import psycopg
 import redis
 from psycopg import sql
 
-from crawlq.addresses import AddressGuard
 from crawlq.fetch import Fetcher
 from crawlq.frontier.redis import Keyspace
 from crawlq.records import ItemRecord, PageRecord
@@ -42,6 +41,7 @@ from crawlq.store import ResultBatch, Store, open_store
 from crawlq.store.warc import WarcWriter
 from crawlq.testing import ServerThread, make_static_app
 from crawlq.testing.static import unpack_corpus
+from crawlq.web.addresses import AddressGuard
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "postgresql-15-docs.tar.gz"
 BATCH = 1000

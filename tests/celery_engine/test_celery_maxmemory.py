@@ -30,8 +30,8 @@ from crawlq.clock import ManualClock
 from crawlq.errors import FrontierFull
 from crawlq.frontier.redis import Keyspace
 from crawlq.frontier.redis.scripts import Script
-from crawlq.politeness import HostPolicy
 from crawlq.request import CrawlRequest
+from crawlq.rules.politeness import HostPolicy
 from crawlq.testing.static import make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import CeleryWorker, job_counts, stored_urls, wait_for

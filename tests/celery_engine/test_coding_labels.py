@@ -1,5 +1,5 @@
 """The Celery engine reads coding labels and stray NULs by the same rules as the native one
-(`crawlq.codings`, `crawlq.decode`: issue 23); real ``celery worker`` process, real Redis,
+(`crawlq.web.codings`, `crawlq.web.decode`: issue 23); real ``celery worker`` process, real Redis,
 the raw loopback server of `tests.engine.test_coding_labels`."""
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ import redis
 from crawlq.celery.state import CeleryState
 from crawlq.errors import JobGone
 from crawlq.frontier.redis import Keyspace
-from crawlq.politeness import HostPolicy
 from crawlq.request import CrawlRequest
+from crawlq.rules.politeness import HostPolicy
 
 
 def drop_keys(redis_url: str, job: str) -> int:

@@ -16,9 +16,9 @@ from aiohttp import web
 
 from crawlq.celery.state import CeleryState
 from crawlq.engine.job import bind_job
-from crawlq.politeness import HostPolicy, Politeness
 from crawlq.records import DeadRecord, FilteredRecord, PageRecord
 from crawlq.request import CrawlRequest
+from crawlq.rules.politeness import HostPolicy, Politeness
 from crawlq.settings import Settings
 from crawlq.store import ResultBatch
 from crawlq.store.sqlite import SqliteStore

@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from crawlq.frontier.redis import Keyspace, RedisFrontier
-from crawlq.politeness import HostPolicy
+from crawlq.rules.politeness import HostPolicy
 from tests.conftest import run_crawlq
 
 pytestmark = pytest.mark.e2e

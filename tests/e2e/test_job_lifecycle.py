@@ -190,7 +190,7 @@ def test_a_celery_job_is_paused_at_its_politeness_slot(redis_url: str, job: str)
 
     from crawlq.celery.state import CeleryState
     from crawlq.frontier.redis.jobs import PAUSE_POLL_MS, JobAdmin
-    from crawlq.politeness import HostPolicy
+    from crawlq.rules.politeness import HostPolicy
 
     async def go() -> None:
         state = await CeleryState.open(redis_url, job)

@@ -23,7 +23,7 @@ import redis
 from aiohttp import web
 
 from crawlq.frontier.redis import Keyspace
-from crawlq.proxies import parse_proxy
+from crawlq.rules.proxies import parse_proxy
 from crawlq.testing import RequestLog, ServerThread
 from crawlq.testing.proxy import HttpProxy
 from tests.conftest import run_crawlq

@@ -21,7 +21,7 @@ import redis
 
 from crawlq.frontier.redis import Keyspace
 from crawlq.frontier.sqlite import SqliteFrontier
-from crawlq.politeness import HostPolicy
+from crawlq.rules.politeness import HostPolicy
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 from crawlq.engine.inbox import inbox_filter
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Response, Spider
 from crawlq.testing import RequestLog, make_fault_app

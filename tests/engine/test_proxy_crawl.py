@@ -1,4 +1,4 @@
-"""Crawls through proxies (`crawlq.proxies`): every request via the proxy, the bench, secrets."""
+"""Crawls through proxies (`crawlq.rules.proxies`): every request via the proxy, bench, secrets."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlq.engine.inbox import inbox_filter
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Failure, Response, Spider
 from crawlq.testing import RequestLog, make_fault_app

@@ -277,7 +277,7 @@ async def test_seed_and_inbox_entries_of_a_shared_job_get_the_jobs_url_rules(
     from crawlq.engine.seeding import seed
     from crawlq.frontier.redis import Keyspace
     from crawlq.request import CrawlRequest
-    from crawlq.scope import Scope
+    from crawlq.rules.scope import Scope
     from crawlq.settings import Settings
 
     cli = {"frontier": redis_url, "job": job, "store": str(tmp_path / "s.db"), "delay_s": 0}

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import pytest
 from aiohttp import web
 
-from crawlq.addresses import AddressGuard
 from crawlq.errors import ConfigError
 from crawlq.fetch import Fetcher
 from crawlq.fetch.auth import HostCredentials
 from crawlq.settings import Settings
 from crawlq.testing import RequestLog, ServerThread
+from crawlq.web.addresses import AddressGuard
 
 OPEN = AddressGuard(allow_private=True)
 BASIC = "Basic " + base64.b64encode(b"alice:pw-9").decode()

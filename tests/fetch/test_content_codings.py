@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import brotli  # type: ignore[import-untyped]
 import pytest
 
-from crawlq.addresses import AddressGuard
 from crawlq.errors import BodyTooLarge, FetchError
 from crawlq.fetch import Fetcher
+from crawlq.web.addresses import AddressGuard
 from tests.raw_server import RawServer, response
 from tests.unit.test_codings import zeros_br, zeros_gzip
 

@@ -10,9 +10,9 @@ import pytest
 from aiohttp.test_utils import TestServer
 from yarl import URL
 
-from crawlq.addresses import AddressGuard
 from crawlq.fetch import MAX_JAR_COOKIES, MAX_SET_COOKIE_CHARS, CookieJar, Fetcher
 from crawlq.testing import RequestLog, make_fault_app
+from crawlq.web.addresses import AddressGuard
 
 UA = "crawlq-test/1.0"
 OPEN = AddressGuard(allow_private=True)

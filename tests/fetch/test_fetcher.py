@@ -11,7 +11,6 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from crawlq.addresses import AddressGuard
 from crawlq.errors import (
     BodyTooLarge,
     PermanentFetchError,
@@ -22,6 +21,7 @@ from crawlq.errors import (
 from crawlq.fetch import Fetcher
 from crawlq.fetch.failures import classify as _classify
 from crawlq.testing import CHARSET_SAMPLES, RequestLog, make_fault_app
+from crawlq.web.addresses import AddressGuard
 
 UA = "crawlq-test/1.0"
 OPEN = AddressGuard(allow_private=True)

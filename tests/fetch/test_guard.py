@@ -16,12 +16,12 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.test_utils import TestServer
 
-from crawlq.addresses import AddressGuard
 from crawlq.errors import PrivateAddressError
 from crawlq.fetch import AddressRefused, Fetcher, GuardedResolver
 from crawlq.robots import RobotsCache
 from crawlq.testing import RequestLog, fault_state, make_fault_app
 from crawlq.urls import host_key
+from crawlq.web.addresses import AddressGuard
 
 UA = "crawlq-test/1.0"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.addresses import AddressGuard
 from crawlq.errors import FetchError
 from crawlq.fetch import Fetcher
-from crawlq.retry import decide
+from crawlq.rules.retry import decide
+from crawlq.web.addresses import AddressGuard
 
 HEAD_OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
 

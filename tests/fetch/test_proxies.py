@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import pytest
 from aiohttp import web
 
-from crawlq.addresses import AddressGuard
 from crawlq.errors import PermanentFetchError, PrivateAddressError, ProxiesBenched, ProxyFailed
 from crawlq.fetch import Fetcher
-from crawlq.proxies import BenchPlan, ProxyPool, ProxyState, parse_proxy
+from crawlq.rules.proxies import BenchPlan, ProxyPool, ProxyState, parse_proxy
 from crawlq.testing import RequestLog, ServerThread
 from crawlq.testing.proxy import HttpProxy, Socks5Proxy
+from crawlq.web.addresses import AddressGuard
 
 SECRET = "s3cr3t-proxy-pw"
 

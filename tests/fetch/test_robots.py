@@ -10,7 +10,6 @@ import pytest
 import redis.asyncio as aioredis
 from protego import Protego
 
-from crawlq.addresses import AddressGuard
 from crawlq.clock import ManualClock
 from crawlq.errors import PermanentFetchError, TransientFetchError
 from crawlq.fetch import Fetcher
@@ -20,6 +19,7 @@ from crawlq.robots.parse import robots_text as _robots_text
 from crawlq.robots_record import RobotsRecord
 from crawlq.testing import FaultState, RequestLog
 from crawlq.urls import host_key
+from crawlq.web.addresses import AddressGuard
 
 UA = "crawlq-test/1.0 (+https://example.invalid/bot)"
 

@@ -15,7 +15,7 @@ from crawlq.clock import Clock, ManualClock
 from crawlq.frontier import Frontier, HostPolicy
 from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
-from crawlq.politeness import Politeness
+from crawlq.rules.politeness import Politeness
 
 BACKENDS = ["sqlite", "redis"]
 

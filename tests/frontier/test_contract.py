@@ -15,9 +15,9 @@ from crawlq.frontier import HostPolicy
 from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
 from crawlq.frontier.values import DeadFilter, DeadLetter, QueueBounds
-from crawlq.politeness import Politeness, Strike, StrikePlan
-from crawlq.proxies import BenchPlan, ProxyState, parse_proxy
 from crawlq.request import CrawlRequest, Lease
+from crawlq.rules.politeness import Politeness, Strike, StrikePlan
+from crawlq.rules.proxies import BenchPlan, ProxyState, parse_proxy
 
 from .conftest import MakeFrontier
 
@@ -870,7 +870,7 @@ async def test_item_keys_go_to_their_first_page_and_stay_its_own(
         await f.claim_item_keys([b"short"], page_a)
 
 
-# Proxies (crawlq.proxies): the shared bench every worker reads.
+# Proxies (crawlq.rules.proxies): the shared bench every worker reads.
 
 PROXY_SECRET = "pr0xy-c0ntract-pw"
 PLAN = BenchPlan(failures_to_bench=3, bench_ms=1000, max_doublings=2)

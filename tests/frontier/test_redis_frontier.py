@@ -381,7 +381,7 @@ async def test_a_garbled_dead_letter_is_skipped_not_fatal(redis_url: str, job: s
 
 
 async def test_a_bloom_job_keeps_the_host_budget_too(redis_url: str, job: str) -> None:
-    from crawlq.politeness import Politeness
+    from crawlq.rules.politeness import Politeness
 
     rules = Politeness(default=POLICY, max_pages_per_host=2)
     bloom = BloomDedup(capacity=10_000, error_rate=0.001)
@@ -403,7 +403,7 @@ async def test_a_bloom_job_keeps_the_host_budget_too(redis_url: str, job: str) -
 
 
 async def test_a_garbled_host_count_does_not_fail_a_push(redis_url: str, job: str) -> None:
-    from crawlq.politeness import Politeness
+    from crawlq.rules.politeness import Politeness
 
     rules = Politeness(default=POLICY, max_pages_per_host=3)
     f = await RedisFrontier.open(redis_url, job, politeness=rules, create=True)

@@ -24,8 +24,8 @@ from crawlq.errors import FrontierError, FrontierFull, FrontierUnavailable, JobG
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.errors import translate
 from crawlq.frontier.redis.scripts import SCRIPTS
-from crawlq.politeness import HostPolicy
 from crawlq.request import CrawlRequest
+from crawlq.rules.politeness import HostPolicy
 
 POLICY = HostPolicy(0.0, 10)
 

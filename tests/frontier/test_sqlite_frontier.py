@@ -12,9 +12,9 @@ import pytest
 from crawlq.errors import FrontierError, FrontierLocked
 from crawlq.frontier import HostPolicy, open_frontier
 from crawlq.frontier.sqlite import SCHEMA_VERSION, SqliteFrontier
-from crawlq.politeness import Politeness, Strike, StrikePlan
 from crawlq.request import CrawlRequest
 from crawlq.robots_record import RobotsRecord
+from crawlq.rules.politeness import Politeness, Strike, StrikePlan
 
 POLICY = HostPolicy(0.0, 10)
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.addresses import AddressGuard
 from crawlq.fetch import Fetcher
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.sqlite import SqliteFrontier
@@ -27,6 +26,7 @@ from crawlq.request import CrawlRequest
 from crawlq.store import ResultBatch
 from crawlq.store.sqlite import SqliteStore
 from crawlq.testing import ServerThread, make_fault_app
+from crawlq.web.addresses import AddressGuard
 
 
 def mode(path: Path) -> int:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.addresses import AddressGuard
 from crawlq.fetch import Fetcher
 from crawlq.request import FetchResult
 from crawlq.testing import ServerThread, make_fault_app
+from crawlq.web.addresses import AddressGuard
 
 warcio = pytest.importorskip("warcio")
 

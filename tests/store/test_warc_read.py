@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.addresses import AddressGuard
 from crawlq.errors import StoreError
 from crawlq.fetch import Fetcher
 from crawlq.request import FetchResult
 from crawlq.store.warc import WarcWriter
 from crawlq.store.warc_read import read_response
 from crawlq.testing import ServerThread, make_fault_app
+from crawlq.web.addresses import AddressGuard
 
 MB = 10**6
 

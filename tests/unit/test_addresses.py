@@ -1,10 +1,10 @@
-"""The private-address decision (crawlq.addresses): every refused range, and what stays open."""
+"""The private-address decision (crawlq.web.addresses): every refused range, and what stays open."""
 
 from __future__ import annotations
 
 import pytest
 
-from crawlq.addresses import AddressGuard, bare_host, is_ip_literal, refusal
+from crawlq.web.addresses import AddressGuard, bare_host, is_ip_literal, refusal
 
 
 @pytest.mark.parametrize(

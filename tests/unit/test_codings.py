@@ -1,4 +1,4 @@
-"""crawlq.codings: layered content codings undone in reverse order, in bounded pieces."""
+"""crawlq.web.codings: layered content codings undone in reverse order, in bounded pieces."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import brotli  # type: ignore[import-untyped]
 import pytest
 
-from crawlq.codings import (
+from crawlq.web.codings import (
     ACCEPT_ENCODING,
     MAX_CODINGS,
     PIECE_BYTES,

@@ -1,4 +1,4 @@
-"""Cookie rules (`crawlq.cookies`) and cookies in requests: checks, wire format, fingerprints."""
+"""Cookie rules (`crawlq.web.cookies`), cookies in requests: checks, wire format, fingerprints."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import json
 import pytest
 
 from crawlq.cli.option_settings import build_settings
-from crawlq.cookies import (
+from crawlq.engine.inbox import inbox_filter
+from crawlq.engine.job import JOB_FIELDS
+from crawlq.request import CrawlRequest
+from crawlq.rules.scope import Scope
+from crawlq.secrecy import loggable_entry
+from crawlq.settings import Settings
+from crawlq.web.cookies import (
     MAX_COOKIE_BYTES,
     MAX_COOKIE_HEADER_BYTES,
     MAX_COOKIES,
@@ -15,12 +21,6 @@ from crawlq.cookies import (
     fit_cookies,
     revisit_fingerprint,
 )
-from crawlq.engine.inbox import inbox_filter
-from crawlq.engine.job import JOB_FIELDS
-from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
-from crawlq.secrecy import loggable_entry
-from crawlq.settings import Settings
 
 URL = "http://a.test/x"
 SECRET = "s3cr3t-t0ken"

@@ -100,6 +100,8 @@ PUBLIC: dict[str, str] = {
         "SyntheticServer SyntheticSite fault_state generate_site make_fault_app make_static_app "
         "unpack_corpus"
     ),
+    "crawlq.rules": "",
+    "crawlq.web": "",
     "crawlq.urls": (
         "UrlKeys UrlRules canonical_host canonicalize decode_location encode_query fingerprint "
         "host_key host_name normalize query_codec request_fingerprint resolve split_host url_keys"

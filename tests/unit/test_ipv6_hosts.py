@@ -15,16 +15,15 @@ from types import SimpleNamespace
 import pytest
 from yarl import URL
 
-from crawlq.addresses import AddressGuard, bare_host
 from crawlq.errors import InvalidURL
 from crawlq.export.filters import RecordFilter
 from crawlq.fetch.auth import HostCredentials
 from crawlq.fetch.jar import CookieJar
 from crawlq.frontier.values import host_matches
-from crawlq.politeness import HostPolicy, Politeness
-from crawlq.proxies import ProxyPool, parse_proxy
 from crawlq.request import CrawlRequest
-from crawlq.scope import FilterReason, Scope
+from crawlq.rules.politeness import HostPolicy, Politeness
+from crawlq.rules.proxies import ProxyPool, parse_proxy
+from crawlq.rules.scope import FilterReason, Scope
 from crawlq.settings import Settings
 from crawlq.urls import (
     canonical_host,
@@ -36,6 +35,7 @@ from crawlq.urls import (
     split_host,
     url_keys,
 )
+from crawlq.web.addresses import AddressGuard, bare_host
 
 MAPPED = ["::ffff:7f00:1d", "::FFFF:7F00:1D", "::ffff:127.0.0.29", "0:0:0:0:0:ffff:7f00:1d",
           "0000:0000:0000:0000:0000:FFFF:127.0.0.29", "::ffff:7f00:001d"]  # fmt: skip

@@ -282,5 +282,5 @@ def test_overlong_refresh_and_canonical_urls_are_ignored() -> None:
 
     s = scan(page("/" + "x" * 2000))
     assert s.refresh is not None and s.refresh.url == s.canonical_url
-    s = scan(page("/" + "x" * 3000))  # longer than crawlq.scope.MAX_URL_LENGTH
+    s = scan(page("/" + "x" * 3000))  # longer than crawlq.rules.scope.MAX_URL_LENGTH
     assert (s.refresh, s.canonical_url) == (None, None)

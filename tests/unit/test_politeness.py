@@ -1,11 +1,11 @@
-"""The politeness rules (crawlq.politeness): pure functions, no I/O."""
+"""The politeness rules (crawlq.rules.politeness): pure functions, no I/O."""
 
 from __future__ import annotations
 
 import pytest
 
 from crawlq.errors import RetryableStatus, RobotsUnreachable, TransientFetchError
-from crawlq.politeness import (
+from crawlq.rules.politeness import (
     HOST_UNREACHABLE,
     RETRY_AFTER_TOO_LONG,
     AutoThrottle,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from crawlq.errors import ConfigError
-from crawlq.proxies import parse_proxy
+from crawlq.rules.proxies import parse_proxy
 from crawlq.settings import Settings
 
 SECRET = "s3tt1ngs-pw"

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from crawlq.engine.parse import ParsedPage
-from crawlq.headers import MAX_HEADER_BYTES, MAX_HEADERS, check_headers, referer
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
+from crawlq.web.headers import MAX_HEADER_BYTES, MAX_HEADERS, check_headers, referer
 from tests.unit.test_spider import make_response
 
 URL = "http://a.test/x"

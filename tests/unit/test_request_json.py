@@ -60,7 +60,7 @@ def test_constructor_clamps_priority_and_checks_types() -> None:
 
 def test_inbox_filter_checks_method_and_scope_unless_the_job_allows() -> None:
     from crawlq.engine.inbox import inbox_filter
-    from crawlq.scope import Scope
+    from crawlq.rules.scope import Scope
     from crawlq.settings import Settings
     from crawlq.urls import UrlRules
 
@@ -83,7 +83,7 @@ def test_inbox_filter_checks_method_and_scope_unless_the_job_allows() -> None:
 
 def test_inbox_filter_rejects_callbacks_the_spider_does_not_have() -> None:
     from crawlq.engine.inbox import inbox_filter
-    from crawlq.scope import Scope
+    from crawlq.rules.scope import Scope
     from crawlq.settings import Settings
     from crawlq.sitemap import SITEMAP_CALLBACK
     from crawlq.spider import Spider

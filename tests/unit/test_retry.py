@@ -1,4 +1,4 @@
-"""crawlq.retry: Retry-After parsing, jittered backoff and the retry decision (pure functions)."""
+"""crawlq.rules.retry: Retry-After parsing, jittered backoff, the retry decision (pure)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from crawlq.errors import (
     TooManyRedirects,
     TransientFetchError,
 )
-from crawlq.retry import backoff_s, decide, is_retryable_status, parse_retry_after
+from crawlq.rules.retry import backoff_s, decide, is_retryable_status, parse_retry_after
 
 NOW_S = 784111777.0  # Sun, 06 Nov 1994 08:49:37 GMT, the RFC 9110 example date
 

@@ -5,7 +5,7 @@ import pytest
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
 from crawlq.request.limits import MAX_URL_LENGTH
-from crawlq.scope import FilterReason, Scope, check_url_length, crawl_domains, url_too_long
+from crawlq.rules.scope import FilterReason, Scope, check_url_length, crawl_domains, url_too_long
 
 
 def req(url: str, depth: int = 1) -> CrawlRequest:

@@ -11,7 +11,7 @@ import pytest
 
 from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.sitemap import (
     LASTMOD_KEY,
     MAX_NESTING,

@@ -1,4 +1,4 @@
-"""crawlq.decode.sniff: unlabelled HTML is found, binary bytes labelled HTML are not HTML."""
+"""crawlq.web.decode.sniff: unlabelled HTML is found, binary bytes labelled HTML are not HTML."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import zlib
 import brotli  # type: ignore[import-untyped]
 import pytest
 
-from crawlq.decode import (
+from crawlq.links import extract_title, parse_html
+from crawlq.request import FetchResult
+from crawlq.web.decode import (
     BINARY_SHARE,
     MIN_BINARY_BYTES,
     binary_data_bytes,
     decode_body,
     sniff,
 )
-from crawlq.links import extract_title, parse_html
-from crawlq.request import FetchResult
 
 PAGE = b'<title>t</title><a href="/next">next</a>'
 
@@ -199,7 +199,7 @@ def test_made_up_charsets_do_not_grow_the_codec_cache_without_bound() -> None:
     """Each page naming a new charset would leave a miss in Python's codec cache for good."""
     import encodings
 
-    from crawlq.decode import CODEC_CACHE_MAX, decode_body
+    from crawlq.web.decode import CODEC_CACHE_MAX, decode_body
 
     for i in range(3 * CODEC_CACHE_MAX):
         body = b"<meta charset='y-made-up-%d'><title>t</title>" % i

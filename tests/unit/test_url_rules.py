@@ -1,4 +1,4 @@
-"""URL rules as browsers apply them (crawlq.urls, crawlq.scope): pure functions, no I/O."""
+"""URL rules as browsers apply them (crawlq.urls, crawlq.rules.scope): pure functions, no I/O."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from crawlq.errors import ConfigError, InvalidURL
 from crawlq.fetch.response import joined_headers as _joined_headers
 from crawlq.links import extract_links, parse_html
 from crawlq.request import CrawlRequest
-from crawlq.retry import parse_retry_after
-from crawlq.scope import FilterReason, Scope, repeats_segments
+from crawlq.rules.retry import parse_retry_after
+from crawlq.rules.scope import FilterReason, Scope, repeats_segments
 from crawlq.settings import Settings
 from crawlq.urls import UrlRules, decode_location, encode_query, normalize, resolve
 

@@ -13,7 +13,7 @@
 -- Returns: {granted, wait_ms}: granted slots (0..n); when 0, wait_ms until the window opens,
 -- -1 when the host's concurrency is used up (no way to know when a fetch ends), or -2 when
 -- the host is down (its circuit breaker gave up: dead-letter its URLs without a request).
--- A probing host (policy flag "p") takes one request at a time (see crawlq.politeness).
+-- A probing host (policy flag "p") takes one request at a time (see crawlq.rules.politeness).
 -- A paused job (field "paused" of the job hash, `crawlq job pause`) grants nothing: wait_ms is
 -- ARGV[8] (the caller's pause poll interval), so its tasks come back later without an attempt.
 local job_key = check_job()

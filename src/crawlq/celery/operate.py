@@ -38,7 +38,7 @@ from crawlq.errors import BrokerUnavailable
 from crawlq.frontier.values import DeadFilter
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.store import Store
 from crawlq.store.outcomes import LOOKUP_MAX, StoredOutcome

@@ -54,10 +54,10 @@ from crawlq.engine.step import process
 from crawlq.errors import ConfigError, FrontierError, FrontierFull
 from crawlq.fetch import Fetcher
 from crawlq.frontier.redis.refusals import Refusal
-from crawlq.politeness import Politeness
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots import RobotsCache
-from crawlq.scope import Scope, crawl_domains
+from crawlq.rules.politeness import Politeness
+from crawlq.rules.scope import Scope, crawl_domains
 from crawlq.settings import Settings
 from crawlq.spider import load_spider, spider_closed
 from crawlq.spider.item_type import items_table_of
@@ -136,7 +136,7 @@ class JobRuntime:
     def _deps_for(self, request: CrawlRequest) -> Deps:
         """The job's deps, or with no domains at all, those whose scope is the page's host.
 
-        See `crawlq.scope.crawl_domains`: the page's own host is the seed host of its links.
+        See `crawlq.rules.scope.crawl_domains`: the page's own host is the seed host of its links.
         """
         if self.deps.scope.allowed_domains:
             return self.deps

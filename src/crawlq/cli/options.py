@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 import click
 
 from crawlq.errors import InvalidURL
-from crawlq.headers import REFERRER_POLICIES
 from crawlq.settings import DEFAULT_USER_AGENT
 from crawlq.sitemap import sitemap_request
+from crawlq.web.headers import REFERRER_POLICIES
 
 __all__ = [
     "frontier_options",

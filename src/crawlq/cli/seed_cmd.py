@@ -21,7 +21,7 @@ from crawlq.engine.plan import check_process_code
 from crawlq.engine.seeding import SeedSpool
 from crawlq.engine.seeding import seed as seed_job
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
-from crawlq.scope import check_url_length
+from crawlq.rules.scope import check_url_length
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.sitemap import sitemap_request

@@ -17,9 +17,9 @@ from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, open_frontier
 from crawlq.frontier.values import QueueBounds
-from crawlq.politeness import Politeness
 from crawlq.robots import RobotsCache
-from crawlq.scope import Scope
+from crawlq.rules.politeness import Politeness
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import CLOSE_REASONS, Spider, spider_closed
 from crawlq.spider.item_type import items_table_of

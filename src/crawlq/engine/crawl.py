@@ -19,7 +19,7 @@ from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.plan import CrawlPlan, plan_crawl
 from crawlq.engine.progress import CrawlReport, WorkerHost, counted_pages, job_counts
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 

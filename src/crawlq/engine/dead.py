@@ -25,7 +25,7 @@ from crawlq.errors import ConfigError, QueueFullTimeout
 from crawlq.export import iso_utc
 from crawlq.frontier import Frontier
 from crawlq.frontier.values import DeadFilter, DeadLetter, QueueBounds
-from crawlq.scope import Scope, crawl_domains
+from crawlq.rules.scope import Scope, crawl_domains
 from crawlq.settings import coerce_settings
 from crawlq.store import Store
 from crawlq.store.outcomes import LOOKUP_MAX
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 SCOPE_FIELDS = ("allowed_domains", "include", "exclude", "max_depth")
-"""The job settings that make its scope (`crawlq.scope.Scope`)."""
+"""The job settings that make its scope (`crawlq.rules.scope.Scope`)."""
 
 BOUND_FIELDS = ("max_queued", "max_queued_per_host", "when_full")
 """The job settings that bound its queue (`crawlq.frontier.values.QueueBounds`)."""

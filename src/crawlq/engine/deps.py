@@ -11,9 +11,9 @@ from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier
 from crawlq.links import LinkRules
 from crawlq.middleware import Middlewares
-from crawlq.politeness import AutoThrottle, Politeness
 from crawlq.robots import RobotsCache
-from crawlq.scope import Scope
+from crawlq.rules.politeness import AutoThrottle, Politeness
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.sitemap import SitemapRules
 from crawlq.spider import Spider, sitemap_rules_of

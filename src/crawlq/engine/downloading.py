@@ -14,13 +14,13 @@ passed. Without downloader middlewares it is the fetch. With them (`crawlq.middl
 * ``process_response`` gets each response (one that ``process_request`` returned too),
   redirects included (a crawl's redirects are hops, `crawlq.engine.redirects`). A request
   for the same URL is a **retry**: this lease's request goes back to the frontier through
-  the retry policy (`crawlq.retry.decide`, reason ``middleware_retry``), counted and backed
+  the retry policy (`crawlq.rules.retry.decide`, reason ``middleware_retry``), counted and backed
   off, dead-lettered after ``max_retries``; a middleware that wants other headers on the
   retry sets them in ``process_request``, which runs again. Another URL: as above.
 * ``process_exception`` gets a failed fetch's `crawlq.errors.FetchError` (a timeout, a
   5xx, a body over the cap), never a refusal of the policy (robots.txt, the guard) nor a
-  proxy's failure (the engine benches the proxy and sends the URL again, `crawlq.proxies`). None
-  leaves it to the retry policy as without middlewares.
+  proxy's failure (the engine benches the proxy and sends the URL again,
+  `crawlq.rules.proxies`). None leaves it to the retry policy as without middlewares.
 * `crawlq.errors.Retry` raised by any hook is a transient failure with the given reason.
 
 A hook that raises anything else, or returns a value of another type, dead-letters the URL
@@ -42,7 +42,7 @@ from crawlq.engine.outcome import Kind, Outcome, dead_outcome
 from crawlq.errors import FetchError, ProxiesBenched, ProxyFailed, Retry, RobotsUnreachable
 from crawlq.records import FilteredRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
-from crawlq.scope import FilterReason
+from crawlq.rules.scope import FilterReason
 
 __all__ = ["MIDDLEWARE_ERROR", "MIDDLEWARE_REQUEST", "MIDDLEWARE_RETRY", "download"]
 

@@ -1,8 +1,8 @@
 """What a response or a failure tells every worker about its host, and a failed fetch's fate.
 
-A 429/503 or a connection failure is a strike against the host (`crawlq.politeness`): it
+A 429/503 or a connection failure is a strike against the host (`crawlq.rules.politeness`): it
 pauses the host for every worker at once (`Frontier.host_strike`) and, after enough in a
-row, dead-letters the URL (`failed_fetch`); otherwise `crawlq.retry.decide` says retry (with
+row, dead-letters the URL (`failed_fetch`); otherwise `crawlq.rules.retry.decide` says retry (with
 its backoff) or dead letter. A robots.txt ``Crawl-delay`` raises the host's delay
 (`apply_crawl_delay`) and AutoThrottle moves it with the latency (`throttle`), both through
 `Frontier.set_host_policy`.
@@ -15,9 +15,9 @@ import logging
 from crawlq.engine.deps import Deps
 from crawlq.engine.outcome import Kind, Outcome, dead_outcome
 from crawlq.errors import FetchError, RetryableStatus
-from crawlq.politeness import AutoThrottle, strike_of
 from crawlq.request import FetchResult, Lease
-from crawlq.retry import decide
+from crawlq.rules.politeness import AutoThrottle, strike_of
+from crawlq.rules.retry import decide
 
 __all__ = ["apply_crawl_delay", "failed_fetch", "throttle"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.sitemap import SITEMAP_CALLBACK
 from crawlq.spider import Spider, is_callback

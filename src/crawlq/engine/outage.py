@@ -3,7 +3,7 @@
 A frontier or store outage (`crawlq.errors.FrontierUnavailable`, `StoreUnavailable`: Redis
 restarting, a lost connection, PostgreSQL failing over) is ridden out, never fatal: the
 worker keeps its results and tries again after `outage_wait_s`, an exponential backoff with
-equal jitter (`crawlq.retry.backoff_s`) from `OUTAGE_BASE_S`, capped at `OUTAGE_CAP_S`.
+equal jitter (`crawlq.rules.retry.backoff_s`) from `OUTAGE_BASE_S`, capped at `OUTAGE_CAP_S`.
 Every wait of that kind in the engines (the native worker's lease, store write and
 settle calls, a worker waiting for its frontier at start, the final counts of a
 multi-process run, the Celery crawl's watch loop and its tasks) is computed here.
@@ -28,7 +28,7 @@ from crawlq.clock import Clock, Every
 from crawlq.errors import FrontierFull, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier.values import FRONTIER_FULL, FULL_LOG_EVERY_S
 from crawlq.request import CrawlRequest
-from crawlq.retry import backoff_s
+from crawlq.rules.retry import backoff_s
 
 __all__ = [
     "CELERY_BROKER_DOWN_CAP_S",

@@ -40,7 +40,7 @@ from crawlq.records import (
     spider_error_type,
 )
 from crawlq.request import MAX_DEPTH, CrawlRequest, FetchResult
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import (
     CallbackRun,
@@ -287,7 +287,7 @@ class ParsedPage:
         The page's extraction left them out for ``extension`` or ``nofollow``. What "links
         not followed" counts a link as is the first of these rules that refuses it:
 
-        1. the crawl's scope (`crawlq.scope.Scope.check`, in its own order: ``max_depth``,
+        1. the crawl's scope (`crawlq.rules.scope.Scope.check`, in its own order: ``max_depth``,
            ``url_too_long``, ``offsite``, ``excluded``, ``not_included``, the traps), as a
            Scrapy link extractor applies its domains and patterns before
            ``deny_extensions``;

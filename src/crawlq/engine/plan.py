@@ -4,8 +4,8 @@ Before anything is opened, a producer turns what it was given into the settings 
 store (`crawlq.engine.job.bind_job`):
 
 * the start requests: the seeds (or the spider's ``start_urls`` and ``sitemap_urls``), each
-  checked against `crawlq.request.limits.MAX_URL_LENGTH` (`crawlq.scope.check_url_length`);
-* the allowed domains (`crawlq.scope.crawl_domains`: settings, else spider, else seed hosts);
+  checked against `crawlq.request.limits.MAX_URL_LENGTH` (`crawlq.rules.scope.check_url_length`);
+* the allowed domains (`crawlq.rules.scope.crawl_domains`: settings, else spider, else seed hosts);
 * the seed hosts, exempt from the private-address guard
   (`crawlq.engine.seed_hosts.with_seed_hosts`);
 * an absolute store path (`absolute_store`: a job's workers may run in another directory;
@@ -31,7 +31,7 @@ from crawlq.engine.seed_hosts import with_seed_host_names, with_seed_hosts
 from crawlq.errors import ConfigError
 from crawlq.middleware import Middlewares
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope, check_url_length, crawl_domains
+from crawlq.rules.scope import Scope, check_url_length, crawl_domains
 from crawlq.settings import Settings, check_job_name
 from crawlq.spider import Spider, new_spider, sitemap_rules_of, spider_file, start_requests_of
 from crawlq.spider.item_type import items_table_of
@@ -204,7 +204,7 @@ def plan_seed(settings: Settings, hosts: Sequence[str]) -> Settings:
     """Plan a ``crawlq seed``: the job's settings for seed requests on these hosts.
 
     The spider is not loaded here (a producer may not have its code): the domains are the
-    settings', else the seeds' hosts (`crawlq.scope.crawl_domains` without a spider).
+    settings', else the seeds' hosts (`crawlq.rules.scope.crawl_domains` without a spider).
 
     Args:
         settings: The producer's settings.
@@ -220,9 +220,9 @@ def plan_seed(settings: Settings, hosts: Sequence[str]) -> Settings:
 def spider_scope(settings: Settings, spider: Spider) -> Scope:
     """The scope of a process that runs ``spider`` on a job's (bound) ``settings``.
 
-    Its domains come from `crawlq.scope.crawl_domains` (the job's, else the spider's, else
+    Its domains come from `crawlq.rules.scope.crawl_domains` (the job's, else the spider's, else
     the job's seed hosts); ``Scope.allowed_domains`` is empty when none of these names one,
-    and the caller decides what that means (see `crawlq.scope.crawl_domains`).
+    and the caller decides what that means (see `crawlq.rules.scope.crawl_domains`).
     """
     domains = crawl_domains(settings.allowed_domains, spider.allowed_domains, settings.seed_hosts)
     return Scope.from_settings(settings, domains)
@@ -231,7 +231,7 @@ def spider_scope(settings: Settings, spider: Spider) -> Scope:
 def reparse_scope(settings: Settings, spider: Spider) -> Scope:
     """The scope ``crawlq reparse`` counts a callback's requests against.
 
-    The domains are those of `spider_scope` (`crawlq.scope.crawl_domains`); only domains,
+    The domains are those of `spider_scope` (`crawlq.rules.scope.crawl_domains`); only domains,
     include, exclude and depth apply: no URL rules or trap limits, since nothing is queued.
     """
     domains = crawl_domains(settings.allowed_domains, spider.allowed_domains, settings.seed_hosts)

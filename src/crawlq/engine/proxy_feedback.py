@@ -1,6 +1,6 @@
 """What a proxy's failure tells every worker, and the fate of the request it failed.
 
-`crawlq.proxies` says what a proxy's failure is. Here, in both engines (they share
+`crawlq.rules.proxies` says what a proxy's failure is. Here, in both engines (they share
 `crawlq.engine.step.process`):
 
 * Each worker reads the job's bench from the frontier (`Frontier.proxy_states`) at most every
@@ -29,8 +29,8 @@ from crawlq.engine.deps import Deps
 from crawlq.engine.host_feedback import failed_fetch
 from crawlq.engine.outcome import Kind, Outcome
 from crawlq.errors import ProxiesBenched, ProxyFailed
-from crawlq.proxies import BenchPlan, Proxy
 from crawlq.request import Lease
+from crawlq.rules.proxies import BenchPlan, Proxy
 
 __all__ = [
     "BENCH_WAIT_S",

@@ -4,7 +4,7 @@ A redirect is not followed inside a fetch: a 3xx is stored as a page of its own 
 ``final_url`` = the target) and the target is queued as a request of its own, with the
 original's priority, depth, callback and meta (``meta["redirect_urls"]`` lists the chain,
 ``meta["redirect_times"]`` counts it against ``max_redirects``). So every hop passes the same
-gate as any request: the URL rules and scope (`crawlq.scope.Scope.admit`), dedup (a hop to a
+gate as any request: the URL rules and scope (`crawlq.rules.scope.Scope.admit`), dedup (a hop to a
 URL already seen is not fetched again), robots.txt, the private-address guard and its host's
 politeness slot. Scrapy's redirect middleware schedules hops the same way. An HTML page
 with a ``<meta http-equiv="refresh">`` to another URL (``meta_refresh``; a delay of at most
@@ -18,7 +18,7 @@ set, where RFC 6265 sends them), so whichever worker fetches the hop sends them.
 
 A 3xx back into its own chain (`comeback`: the target's canonical URL is one the chain
 fetched, `crawlq.urls.url_keys`) is a ``revisit``, whose fingerprint is its own
-(`crawlq.cookies.revisit_fingerprint`), so dedup does not drop it:
+(`crawlq.web.cookies.revisit_fingerprint`), so dedup does not drop it:
 
 - once per URL of the chain: ``/p`` -> ``302 Location: /p#top``, or ``/p?a=1&b=2`` ->
   ``/p?b=2&a=1`` (the same canonical URL, the server's own spelling), is fetched again;
@@ -41,10 +41,10 @@ with ``final_url`` = the URL fetched, the last one actually requested, and the e
 ``final_url`` = its target as queued.
 
 A hop keeps its request's ``headers`` (they hold no credentials or cookies:
-`crawlq.headers`), ``errback`` and ``dont_filter``, except that a 301/302/303 which turns a
+`crawlq.web.headers`), ``errback`` and ``dont_filter``, except that a 301/302/303 which turns a
 POST into a GET drops the body and its content headers (``Content-Type``,
 ``Content-Length``, ``Content-Encoding``, ``Content-Language``, ``Content-Location``; RFC
-9110 §15.4.2-4, `crawlq.headers.without_content_headers`), while a 307/308 keeps method, body
+9110 §15.4.2-4, `crawlq.web.headers.without_content_headers`), while a 307/308 keeps method, body
 and headers; the hop of a ``dont_filter`` request gets
 the fingerprint of its redirect as its ``visit`` key, so it too bypasses dedup, once per
 redirect (a loop still ends at ``max_redirects``).
@@ -62,9 +62,9 @@ from crawlq.engine.outcome import Kind, Outcome, dead_outcome
 from crawlq.engine.page_record import page_record
 from crawlq.errors import InvalidURL
 from crawlq.fetch import redirected_method
-from crawlq.headers import without_content_headers
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.urls import url_keys
+from crawlq.web.headers import without_content_headers
 
 if TYPE_CHECKING:
     from crawlq.engine.parse import ParsedPage

@@ -30,7 +30,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from crawlq.decode import decode_body
 from crawlq.engine.item_flow import ItemFlow
 from crawlq.engine.pagework import PageWork
 from crawlq.engine.parse import parse_response
@@ -42,6 +41,7 @@ from crawlq.request import CrawlRequest, FetchResult
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import ParseUpdate, Store
+from crawlq.web.decode import decode_body
 
 __all__ = ["FLUSH_PAGES", "Reparse", "ReparseReport"]
 

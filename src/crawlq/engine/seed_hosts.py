@@ -15,9 +15,9 @@ import logging
 import socket
 from collections.abc import Iterable, Sequence
 
-from crawlq.addresses import AddressGuard, bare_host, is_ip_literal
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
+from crawlq.web.addresses import AddressGuard, bare_host, is_ip_literal
 
 __all__ = [
     "new_private_seed_hosts",

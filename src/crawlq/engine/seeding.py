@@ -36,7 +36,7 @@ from crawlq.errors import (
 from crawlq.frontier import Frontier
 from crawlq.frontier.values import EVERY_DEAD, DeadFilter, DeadLetter, QueueBounds, Replay
 from crawlq.request import CrawlRequest
-from crawlq.scope import check_url_length
+from crawlq.rules.scope import check_url_length
 from crawlq.settings import Settings
 from crawlq.urls import UrlRules
 

@@ -152,7 +152,7 @@ class WorkerService(WorkerHost):
         spider_cls = load_spider(s.spider)
         spider = new_spider(spider_cls)
         scope = spider_scope(s, spider)
-        if not scope.allowed_domains:  # crawlq.scope.crawl_domains: a worker refuses
+        if not scope.allowed_domains:  # crawlq.rules.scope.crawl_domains: a worker refuses
             raise ConfigError(
                 "allowed_domains",
                 f"job {s.job!r} has no allowed domains: seed it with `crawlq seed` or "

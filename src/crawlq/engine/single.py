@@ -31,11 +31,11 @@ from crawlq.engine.seed_hosts import with_seed_hosts
 from crawlq.engine.step import process
 from crawlq.fetch import Fetcher
 from crawlq.frontier import open_frontier
-from crawlq.politeness import Politeness
 from crawlq.records import ItemRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.robots import RobotsCache
-from crawlq.scope import FilterReason, Scope, crawl_domains
+from crawlq.rules.politeness import Politeness
+from crawlq.rules.scope import FilterReason, Scope, crawl_domains
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 

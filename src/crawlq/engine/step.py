@@ -3,7 +3,7 @@
 `process` is what both engines share. It returns an `Outcome` that the caller writes in
 batches: the store first, then the discovered links, then the lease is settled, so a crash at
 any point re-delivers the URL instead of losing it. Its only frontier writes are host
-politeness (`crawlq.politeness`): a 429/503 or a connection failure pauses the host for every
+politeness (`crawlq.rules.politeness`): a 429/503 or a connection failure pauses the host for every
 worker at once (`Frontier.host_strike`), and a robots.txt ``Crawl-delay`` raises the host's
 delay (`Frontier.set_host_policy`).
 
@@ -46,14 +46,14 @@ from crawlq.engine.proxy_feedback import (
 )
 from crawlq.engine.redirects import hop, redirected
 from crawlq.errors import FetchError, ProxiesBenched, ProxyFailed, RobotsUnreachable
-from crawlq.headers import referer
-from crawlq.politeness import HOST_UNREACHABLE
 from crawlq.records import FilteredRecord
 from crawlq.request import CrawlRequest, FetchResult, Lease
 from crawlq.robots import RobotsVerdict
-from crawlq.scope import FilterReason
+from crawlq.rules.politeness import HOST_UNREACHABLE
+from crawlq.rules.scope import FilterReason
 from crawlq.settings import Settings
 from crawlq.sitemap import MAX_BYTES, is_sitemap, read_sitemap, robots_sitemaps
+from crawlq.web.headers import referer
 
 __all__ = ["process"]
 
@@ -85,7 +85,7 @@ def request_headers(req: CrawlRequest, settings: Settings) -> dict[str, str]:
     """The headers a fetch of ``req`` adds to the fetcher's (the job's ``default_headers``).
 
     The request's own, and a ``Referer`` made from its ``referrer`` under the job's
-    ``referer_policy`` (`crawlq.headers.referer`), unless the request sets one itself.
+    ``referer_policy`` (`crawlq.web.headers.referer`), unless the request sets one itself.
     """
     headers = dict(req.headers)
     if req.referrer is not None and not any(k.lower() == "referer" for k in headers):
@@ -256,7 +256,7 @@ def _status_error(result: FetchResult) -> str:
 async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     """Parse the page and run the spider on the page thread (`crawlq.engine.pagework`).
 
-    A body labelled HTML whose bytes are binary (`crawlq.decode.sniff`: a PDF, PNG or ZIP
+    A body labelled HTML whose bytes are binary (`crawlq.web.decode.sniff`: a PDF, PNG or ZIP
     signature, a high share of binary data bytes; a stray NUL is not) is not parsed: no
     title, no links; it is stored with the error ``binary_body: <why>``, and its callback
     sees it as any binary response (empty text).

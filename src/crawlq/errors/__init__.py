@@ -24,7 +24,7 @@ CrawlqError                      (crawlq.errors.base)
 │   └── PermanentFetchError  never retried, recorded as dead
 │       ├── BodyTooLarge     body over ``max_body_bytes``
 │       ├── TooManyRedirects redirect chain longer than the limit, or a loop
-│       └── PrivateAddressError  the host resolves to a refused range (crawlq.addresses)
+│       └── PrivateAddressError  the host resolves to a refused range (crawlq.web.addresses)
 └── SpiderError              (crawlq.errors.spider) a callback failed or is missing (run_callback)
 ```
 

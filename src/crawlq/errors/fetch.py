@@ -25,7 +25,7 @@ class FetchError(CrawlqError):
     """A fetch failed. ``reason`` is a short machine-readable code (``timeout``, ``http_503``).
 
     Raised by `crawlq.fetch.Fetcher.fetch`. ``transient`` tells the retry policy whether
-    another attempt can succeed (see `crawlq.retry`).
+    another attempt can succeed (see `crawlq.rules.retry`).
     """
 
     transient: bool = False
@@ -60,7 +60,7 @@ class RobotsUnreachable(TransientFetchError):
 
     Raised by `crawlq.robots.RobotsCache`. ``requested`` is False when no request was sent for
     this error (a failure remembered from an earlier request): it counts no strike against the
-    host (`crawlq.politeness.strike_of`).
+    host (`crawlq.rules.politeness.strike_of`).
     """
 
     def __init__(self, url: str, detail: str, *, requested: bool) -> None:
@@ -73,7 +73,7 @@ class Retry(TransientFetchError):
 
     Raised by user code in ``process_request``, ``process_response`` or ``process_exception``
     (`crawlq.middleware`); the engine (`crawlq.engine.downloading`) gives it the request's URL
-    and takes it through the retry policy like any transient failure (`crawlq.retry.decide`:
+    and takes it through the retry policy like any transient failure (`crawlq.rules.retry.decide`:
     counted as an attempt, backoff with jitter, dead-lettered after ``max_retries`` with
     ``reason`` as the dead letter's reason). It is no strike against the host unless
     ``reason`` names a connection failure (``timeout``, ``connection_refused``...).
@@ -94,8 +94,8 @@ class ProxyFailed(TransientFetchError):
 
     Raised by `crawlq.fetch.Fetcher.fetch` for a connection to the proxy that fails, a 407,
     a refused CONNECT tunnel or SOCKS handshake, and a 5xx whose ``Proxy-Status`` names an
-    error of the proxy itself (`crawlq.proxies` lists what counts). The engine counts it
-    against the proxy in the frontier (`crawlq.proxies.ProxyState`) and gives the lease
+    error of the proxy itself (`crawlq.rules.proxies` lists what counts). The engine counts it
+    against the proxy in the frontier (`crawlq.rules.proxies.ProxyState`) and gives the lease
     back without spending an attempt. ``proxy_id`` identifies the proxy (a hash of its
     ``scheme://host:port``); the message never holds its credentials.
     """
@@ -138,7 +138,7 @@ class TooManyRedirects(PermanentFetchError):
 
 
 class PrivateAddressError(PermanentFetchError):
-    """The host is on a loopback, private, link-local… address (`crawlq.addresses`).
+    """The host is on a loopback, private, link-local… address (`crawlq.web.addresses`).
 
     Raised by `crawlq.fetch.Fetcher.fetch` before any connection to such an address, for the
     request's own host or any redirect hop's; the engine records the URL as filtered with

@@ -1,7 +1,7 @@
 r"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, classified errors.
 
 `Fetcher.fetch` either returns a complete `FetchResult` or raises a `FetchError` that is
-already classified for the retry policy (`crawlq.retry`): no aiohttp exception escapes.
+already classified for the retry policy (`crawlq.rules.retry`): no aiohttp exception escapes.
 This is the only package that imports aiohttp (besides `crawlq.testing`). Its modules:
 `fetcher` (`Fetcher`), `redirects`, `jar` (cookies), `body` (reading and the cap),
 `resolver` (the guarded resolver), `response` (one exchange, headers), `auth` (per-host
@@ -17,7 +17,7 @@ Rules and their sources:
   ``Location`` is read from its bytes and resolved as browsers do (WHATWG URL Standard,
   `crawlq.urls.decode_location` and `crawlq.urls.resolve`): ``///host/p`` goes to ``host``,
   a latin-1 ``/caf\xe9`` to ``/caf%E9``.
-* Content codings (RFC 9110 §8.4) are undone by `crawlq.codings`, not by aiohttp (whose
+* Content codings (RFC 9110 §8.4) are undone by `crawlq.web.codings`, not by aiohttp (whose
   ``auto_decompress`` handles one coding only and passes any other list through still
   coded): ``gzip, gzip`` and ``deflate, gzip`` are decoded in reverse order, an unknown
   coding is an error, and ``max_body_bytes`` caps the decoded body as it streams.
@@ -39,7 +39,7 @@ Rules and their sources:
   its target must get (`crawlq.fetch.jar.redirect_cookies`), since the crawl queues the
   target as a request of its own that another worker may fetch. A followed redirect
   carries them the same way.
-* Private addresses (`crawlq.addresses`): the connector's resolver is wrapped by
+* Private addresses (`crawlq.web.addresses`): the connector's resolver is wrapped by
   `GuardedResolver`, which drops every address the `AddressGuard` refuses, so a connection
   can only go to an allowed address (a DNS answer that changes between two lookups, "DNS
   rebinding", gains nothing). aiohttp skips the resolver for IP-literal hosts

@@ -25,9 +25,9 @@ import os
 from collections.abc import Mapping
 
 from crawlq.errors import ConfigError, InvalidURL
-from crawlq.headers import header_problem
 from crawlq.settings import Settings
 from crawlq.urls import host_key, host_name, split_host
+from crawlq.web.headers import header_problem
 
 __all__ = ["CREDENTIAL_HEADERS", "REDACTED", "HostCredentials"]
 

@@ -3,8 +3,8 @@
 The cap (``max_body_bytes``) applies to the decoded body and to the bytes received too, so a
 compression bomb or a stream of empty gzip members stops at the cap: `BodyTooLarge`, or a
 cut body when the caller asks to truncate (robots.txt, RFC 9309 §2.5). Codings (RFC 9110
-§8.4) are undone by `crawlq.codings`; a label that means no coding (``identity``, ``none``,
-a charset name: `crawlq.codings.is_identity_label`) is dropped with a debug line, an unknown
+§8.4) are undone by `crawlq.web.codings`; a label that means no coding (``identity``, ``none``,
+a charset name: `crawlq.web.codings.is_identity_label`) is dropped with a debug line, an unknown
 one is ``unsupported_content_coding`` and a body that is not valid data of its coding a
 ``protocol_error`` (`PermanentFetchError`).
 """
@@ -16,8 +16,8 @@ from collections.abc import Iterable
 
 import aiohttp
 
-from crawlq.codings import BodyDecoder, CodingError, UnsupportedCoding, split_codings
 from crawlq.errors import BodyTooLarge, PermanentFetchError
+from crawlq.web.codings import BodyDecoder, CodingError, UnsupportedCoding, split_codings
 
 __all__ = ["read_body"]
 
@@ -33,7 +33,7 @@ async def read_body(
 
     The cap applies to the decoded body, and to the bytes received too (a stream of empty
     gzip members decodes to nothing). ``Content-Encoding`` is undone by
-    `crawlq.codings.BodyDecoder`, piece by piece, so a compression bomb stops at the cap.
+    `crawlq.web.codings.BodyDecoder`, piece by piece, so a compression bomb stops at the cap.
     """
     limit = cap_bytes if truncate_bytes is None else truncate_bytes
     declared = resp.content_length

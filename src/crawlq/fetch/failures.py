@@ -29,7 +29,7 @@ def _malformed(exc: BaseException) -> bool:
     `aiohttp.ClientResponseError` caused by a `BadHttpMessage`. A body cut short by a reset
     or an early close is a payload error caused by a ``ContentLengthError`` or
     ``TransferEncodingError`` at end of stream: transient. (A body that cannot be decoded,
-    such as bad gzip, is found by `crawlq.codings`, not by aiohttp.)
+    such as bad gzip, is found by `crawlq.web.codings`, not by aiohttp.)
     """
     cause = exc.__cause__
     for _ in range(4):  # aiohttp wraps the parser's error once or twice

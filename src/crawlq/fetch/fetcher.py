@@ -18,10 +18,6 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
-from crawlq.addresses import AddressGuard
-from crawlq.codings import ACCEPT_ENCODING
-from crawlq.cookies import NO_COOKIES
-from crawlq.decode import decode_body
 from crawlq.errors import (
     ConfigError,
     InvalidURL,
@@ -54,12 +50,16 @@ from crawlq.fetch.redirects import (
 )
 from crawlq.fetch.resolver import AddressRefused, GuardedResolver
 from crawlq.fetch.response import Hop, joined_headers, raw_exchange
-from crawlq.headers import check_headers, merge_headers, parse_header_line
-from crawlq.proxies import AllBenched, Proxy, ProxyPool, parse_proxy
 from crawlq.request import FetchResult
-from crawlq.retry import is_retryable_status, parse_retry_after
+from crawlq.rules.proxies import AllBenched, Proxy, ProxyPool, parse_proxy
+from crawlq.rules.retry import is_retryable_status, parse_retry_after
 from crawlq.settings import Settings
 from crawlq.urls import host_name, url_keys
+from crawlq.web.addresses import AddressGuard
+from crawlq.web.codings import ACCEPT_ENCODING
+from crawlq.web.cookies import NO_COOKIES
+from crawlq.web.decode import decode_body
+from crawlq.web.headers import check_headers, merge_headers, parse_header_line
 
 __all__ = ["AUTO", "Fetcher"]
 
@@ -100,7 +100,7 @@ class Fetcher:
         record_exchanges: Keep each response's status line and raw headers, and the request
             headers sent, in `FetchResult.exchange` (for WARC archives); off by default, as
             it costs time on every fetch.
-        address_guard: Which addresses may be connected to (`crawlq.addresses`). Default:
+        address_guard: Which addresses may be connected to (`crawlq.web.addresses`). Default:
             the guard is on with no exempt host, so loopback, private, link-local… addresses
             are refused with `PrivateAddressError`; ``AddressGuard(allow_private=True)``
             turns it off.
@@ -108,14 +108,14 @@ class Fetcher:
         cookies: Keep a cookie jar and send the cookies a fetch is given (module docstring);
             False: no cookie is stored or sent, and ``location_cookies`` is always empty.
         default_headers: Headers sent with every request (the job's ``default_headers``,
-            checked by `crawlq.headers`), over the built-in ``Accept``, ``Accept-Language``
+            checked by `crawlq.web.headers`), over the built-in ``Accept``, ``Accept-Language``
             and ``Accept-Encoding``; a fetch's own ``headers`` win over them.
         credentials: The ``Authorization`` each host's requests carry (`crawlq.fetch.auth`),
             decided hop by hop by the host of the request; it wins over ``headers``.
         keep_auth: Keep the ``Authorization`` value in ``FetchResult.exchange`` (for WARC
             ``--warc-keep-auth``); by default it is recorded as ``[redacted]``. A
             ``Proxy-Authorization`` is always recorded ``[redacted]``.
-        proxies: The proxies requests go through and the shared bench (`crawlq.proxies`);
+        proxies: The proxies requests go through and the shared bench (`crawlq.rules.proxies`);
             None or an empty pool: direct connections only.
 
     Raises:
@@ -243,7 +243,7 @@ class Fetcher:
             headers: Extra request headers; they override the defaults (``User-Agent``,
                 ``Accept``, ``Accept-Encoding: gzip, deflate, br``).
             cookies: Cookies to send besides the jar's (name to value, already checked by
-                `crawlq.cookies.check_cookies`); they win over the jar's of the same name,
+                `crawlq.web.cookies.check_cookies`); they win over the jar's of the same name,
                 and are not stored in the jar. Ignored when the fetcher keeps no cookies.
             redirect_guard: Called with each redirect target before it is followed: None
                 follows it; a string (the reason) stops, and the 3xx response itself is
@@ -272,14 +272,14 @@ class Fetcher:
                 while reading, counting decoded bytes and bytes received); no partial body
                 is ever returned.
             TooManyRedirects: More than ``max_redirects`` redirects (this ends loops too).
-            ProxyFailed: The proxy failed, not the target (`crawlq.proxies`).
+            ProxyFailed: The proxy failed, not the target (`crawlq.rules.proxies`).
             ProxiesBenched: Every proxy this fetch could take is benched; nothing was sent.
             PrivateAddressError: The host of ``url`` or of a redirect hop is (or resolves
                 only to) an address the guard refuses; nothing was sent to it.
             PermanentFetchError: ``invalid_url`` (``url`` cannot be fetched),
                 ``bad_redirect`` (a ``Location`` that is not http(s)), ``tls_error`` (the
                 server's certificate does not verify), ``unsupported_content_coding`` (a
-                ``Content-Encoding`` that `crawlq.codings` cannot undo: the body is not
+                ``Content-Encoding`` that `crawlq.web.codings` cannot undo: the body is not
                 read) or ``protocol_error`` (a response that breaks HTTP syntax: a status
                 line, header or ``Location`` over the size limit, a bad header, garbage
                 after the body, a body that is not valid data of its content coding).
@@ -379,7 +379,7 @@ class Fetcher:
             ),
             timeout=self._timeout,
             raise_for_status=False,
-            auto_decompress=False,  # crawlq.codings decodes: layered codings, bounded
+            auto_decompress=False,  # crawlq.web.codings decodes: layered codings, bounded
             cookie_jar=self._cookie_jar(),
             max_field_size=65536,  # real sites send long Set-Cookie / CSP headers
         )

@@ -1,6 +1,6 @@
 """The cookie jar glue: a bounded aiohttp jar per fetcher, and the cookies a redirect carries.
 
-Rules of which cookies go where are RFC 6265's (`crawlq.cookies` holds crawlq's own checks).
+Rules of which cookies go where are RFC 6265's (`crawlq.web.cookies` holds crawlq's own checks).
 The jar keeps cookies of IP-address hosts too (for that exact address), sends values as
 received, and bounds its memory (`MAX_SET_COOKIE_CHARS`, `MAX_JAR_COOKIES`).
 `redirect_cookies` says which cookies a redirect's target gets, since the crawl may queue
@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp.typedefs import LooseCookies
 from yarl import URL
 
-from crawlq.cookies import NO_COOKIES, fit_cookies
+from crawlq.web.cookies import NO_COOKIES, fit_cookies
 
 __all__ = ["MAX_JAR_COOKIES", "MAX_SET_COOKIE_CHARS", "CookieJar", "redirect_cookies"]
 
@@ -79,7 +79,7 @@ def redirect_cookies(
     ``/`` (and ``Secure`` when it is https, so an https -> http hop drops them); the
     response's ``Set-Cookie`` headers update them (RFC 6265 §5.3: a new value replaces an
     old one, ``Max-Age=0`` or a past ``Expires`` deletes it); what is left is filtered for
-    ``target`` (§5.4: domain, path, secure) and checked (`crawlq.cookies.fit_cookies`).
+    ``target`` (§5.4: domain, path, secure) and checked (`crawlq.web.cookies.fit_cookies`).
     A cookie that does not apply to ``target`` is not carried further down the chain
     (a chain that leaves a host and comes back relies on the worker's jar for it).
     """

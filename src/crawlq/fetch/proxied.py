@@ -1,6 +1,6 @@
 """Fetching through a proxy: its sessions, the target's guard, and what counts as its failure.
 
-`crawlq.proxies` states the rules; this module applies them to aiohttp:
+`crawlq.rules.proxies` states the rules; this module applies them to aiohttp:
 
 * HTTP and HTTPS proxies go through aiohttp's ``proxy=`` (absolute-URI requests for http
   targets, a CONNECT tunnel for https ones) on a session of their own, whose resolver only
@@ -24,10 +24,10 @@ from typing import Any
 
 import aiohttp
 
-from crawlq.addresses import AddressGuard, is_ip_literal
 from crawlq.errors import ConfigError, FetchError, ProxyFailed, TransientFetchError
 from crawlq.fetch.resolver import GuardedResolver
-from crawlq.proxies import PROXY_SIDE_ERRORS, SOCKS_TARGET_REPLIES, Proxy, proxy_status_error
+from crawlq.rules.proxies import PROXY_SIDE_ERRORS, SOCKS_TARGET_REPLIES, Proxy, proxy_status_error
+from crawlq.web.addresses import AddressGuard, is_ip_literal
 
 __all__ = [
     "guard_target",

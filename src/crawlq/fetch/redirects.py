@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from crawlq.cookies import NO_COOKIES
 from crawlq.errors import InvalidURL, PermanentFetchError
-from crawlq.headers import without_content_headers
 from crawlq.urls import decode_location, host_name, normalize
+from crawlq.web.cookies import NO_COOKIES
+from crawlq.web.headers import without_content_headers
 
 __all__ = [
     "REDIRECT_STATUSES",

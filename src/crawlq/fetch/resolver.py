@@ -1,4 +1,4 @@
-"""The guarded resolver: DNS answers filtered by the private-address guard (`crawlq.addresses`).
+"""The guarded resolver: DNS answers filtered by the private-address guard (`crawlq.web.addresses`).
 
 aiohttp connects only to addresses its resolver returned, so what `GuardedResolver` drops
 is never connected to, and a DNS answer that changes between two lookups ("DNS rebinding")
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from crawlq.addresses import AddressGuard
+from crawlq.web.addresses import AddressGuard
 
 __all__ = ["AddressRefused", "GuardedResolver"]
 
@@ -31,7 +31,7 @@ class AddressRefused(Exception):
 
     Attributes:
         host: The host looked up.
-        range_name: The refused range of (the first of) its addresses (`crawlq.addresses`).
+        range_name: The refused range of (the first of) its addresses (`crawlq.web.addresses`).
     """
 
     def __init__(self, host: str, range_name: str) -> None:

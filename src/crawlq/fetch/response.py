@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from crawlq.cookies import NO_COOKIES
 from crawlq.fetch.auth import CREDENTIAL_HEADERS, REDACTED
 from crawlq.fetch.redirects import Attempt
 from crawlq.request import RawExchange
+from crawlq.web.cookies import NO_COOKIES
 
 __all__ = ["Hop", "joined_headers", "raw_exchange"]
 

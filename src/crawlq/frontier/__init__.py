@@ -9,7 +9,7 @@ from crawlq.errors import ConfigError
 from crawlq.frontier.base import Frontier
 from crawlq.frontier.status import JobStatus, job_status
 from crawlq.frontier.values import FrontierStats, HostStats
-from crawlq.politeness import HostPolicy, Politeness
+from crawlq.rules.politeness import HostPolicy, Politeness
 
 if TYPE_CHECKING:
     from crawlq.frontier.redis import BloomDedup

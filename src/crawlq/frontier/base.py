@@ -23,7 +23,7 @@ push ─► queued ──lease──► leased ──ack──► done
   whichever comes first. This holds for every worker at once (invariant 3).
 * **Pushback and failures.** `host_strike` counts a host's 429/503 answers and connection
   failures in a row (any ack of one of its requests resets them) and pauses the host for
-  every worker; `crawlq.politeness` decides the numbers. A host whose breaker declared it
+  every worker; `crawlq.rules.politeness` decides the numbers. A host whose breaker declared it
   down has its queued requests leased at once, flagged ``Lease.host_down``, so that the
   worker dead-letters them without a request.
 * **Time.** "Now" comes from the backend's `crawlq.clock.Clock` (Unix ms); in a cluster the
@@ -72,10 +72,10 @@ from crawlq.frontier.values import (
     Replay,
     UrlState,
 )
-from crawlq.politeness import HostPolicy, Politeness, Strike, StrikePlan
-from crawlq.proxies import BenchPlan, ProxyState
 from crawlq.request import CrawlRequest, Lease
 from crawlq.robots_record import RobotsRecord
+from crawlq.rules.politeness import HostPolicy, Politeness, Strike, StrikePlan
+from crawlq.rules.proxies import BenchPlan, ProxyState
 
 __all__ = ["Frontier"]
 
@@ -88,7 +88,7 @@ class Frontier(Protocol):
     the job's settings are known."""
 
     politeness: Politeness
-    """The job's host politeness rules (`crawlq.politeness`): the default policy, and the
+    """The job's host politeness rules (`crawlq.rules.politeness`): the default policy, and the
     per-host overrides written for each host when its first request is pushed. Assignable,
     e.g. once the job's settings are known."""
 
@@ -286,7 +286,7 @@ class Frontier(Protocol):
         Args:
             host: Politeness key.
             strike: Pushback (429/503) or connection failure.
-            plan: The pause schedule (`crawlq.politeness.Politeness.plan`).
+            plan: The pause schedule (`crawlq.rules.politeness.Politeness.plan`).
 
         Returns:
             The count of this kind in a row, this strike included.
@@ -299,10 +299,10 @@ class Frontier(Protocol):
         One atomic step for every worker: a proxy benched already is left as it is (a
         request sent before the bench was seen counts nothing more); otherwise its failures
         in a row go up, and at ``plan.failures_to_bench`` it is benched until now +
-        ``plan.length_ms(benches)`` and its count starts again (`crawlq.proxies`).
+        ``plan.length_ms(benches)`` and its count starts again (`crawlq.rules.proxies`).
 
         Args:
-            proxy_id: `crawlq.proxies.Proxy.id` (never a credential).
+            proxy_id: `crawlq.rules.proxies.Proxy.id` (never a credential).
             plan: How many failures bench it, and for how long.
 
         Returns:

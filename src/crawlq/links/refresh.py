@@ -43,7 +43,7 @@ def refresh_of(content: str, resolver: HrefResolver, base: str, page_url: str) -
     ``<meta>`` may still count.
     """
     if len(content) > MAX_URL_LENGTH + 100:
-        return None  # a URL longer than any followed (`crawlq.scope`)
+        return None  # a URL longer than any followed (`crawlq.rules.scope`)
     parsed = parse_refresh(content)
     if parsed is None:
         return None

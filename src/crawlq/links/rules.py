@@ -3,7 +3,7 @@
 Two settings decide it: ``skip_extensions`` (asset URLs left out, by default
 `IGNORED_EXTENSIONS`) and ``obey_robots`` (``rel="nofollow"`` and ``<meta name="robots">``
 honoured by `crawlq.spider.Response.follow_all`). Scope (domains, depth) is not decided
-here but by the engine (`crawlq.scope`).
+here but by the engine (`crawlq.rules.scope`).
 """
 
 from __future__ import annotations

@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlq.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
 from crawlq.errors import InvalidURL
-from crawlq.headers import NO_HEADERS, check_headers
 from crawlq.request.form import FORM_CONTENT_TYPE, FormData, encode_form, form_pairs, with_query
 from crawlq.request.limits import MAX_DEPTH, PRIORITY_LIMIT
 from crawlq.request.wire import request_fields, request_json
 from crawlq.urls import UrlRules, request_fingerprint, url_keys
+from crawlq.web.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
+from crawlq.web.headers import NO_HEADERS, check_headers
 
 __all__ = ["CrawlRequest", "no_cookies", "no_headers"]
 
@@ -31,12 +31,12 @@ _HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def no_cookies() -> Mapping[str, str]:
-    """The default of a ``cookies`` field: `crawlq.cookies.NO_COOKIES`, shared and read-only."""
+    """The default of a ``cookies`` field: `crawlq.web.cookies.NO_COOKIES`, shared and read-only."""
     return NO_COOKIES  # no allocation per request
 
 
 def no_headers() -> Mapping[str, str]:
-    """The default of a ``headers`` field: `crawlq.headers.NO_HEADERS`, shared and read-only."""
+    """The default of a ``headers`` field: `crawlq.web.headers.NO_HEADERS`, shared and read-only."""
     return NO_HEADERS
 
 
@@ -73,11 +73,11 @@ class CrawlRequest:
             the fingerprint or of equality.
         cookies: Cookies sent with this request, name to value, besides the worker's jar
             (`crawlq.fetch`; these win over the jar's of the same name). Checked by
-            `crawlq.cookies.check_cookies`; a read-only mapping. Not in ``repr`` (values are
+            `crawlq.web.cookies.check_cookies`; a read-only mapping. Not in ``repr`` (values are
             secrets) and, except for a ``revisit``, not in the fingerprint.
         headers: Request headers, name to value, sent with this request over the job's
             ``default_headers`` (any case; these win over those of the same name). Checked by
-            `crawlq.headers.check_headers` (no ``Host``, ``Cookie``, ``Authorization``...); a
+            `crawlq.web.headers.check_headers` (no ``Host``, ``Cookie``, ``Authorization``...); a
             read-only mapping. Not part of the fingerprint (as in Scrapy) or of equality.
         errback: Name of the spider method called with a `crawlq.spider.Failure` when this
             request ends as a dead letter, or with a non-2xx response the spider does not
@@ -93,7 +93,7 @@ class CrawlRequest:
             Empty without ``dont_filter``.
         revisit: Set by the engine only (`crawlq.engine.step`): this request is a redirect hop
             back to a URL of its own redirect chain. Its ``fingerprint`` then covers its
-            ``cookies`` too (`crawlq.cookies.revisit_fingerprint`), so that the hop of a cookie
+            ``cookies`` too (`crawlq.web.cookies.revisit_fingerprint`), so that the hop of a cookie
             wall (``302 Set-Cookie`` to the same URL) is not deduplicated against the request
             that got the redirect.
         fingerprint: The dedup key (`crawlq.urls.request_fingerprint` of method, canonical URL
@@ -112,8 +112,8 @@ class CrawlRequest:
             is not an int in ``0..MAX_DEPTH``, ``callback`` or ``errback`` is neither a
             string nor a bound method, ``meta`` or ``cb_kwargs`` is not a mapping (a JSON
             object), ``referrer`` is neither None nor a string, ``cookies`` breaks a rule of
-            `crawlq.cookies.check_cookies` (the message starts with ``cookies:``),
-            ``headers`` one of `crawlq.headers.check_headers` (``headers:``), or
+            `crawlq.web.cookies.check_cookies` (the message starts with ``cookies:``),
+            ``headers`` one of `crawlq.web.headers.check_headers` (``headers:``), or
             ``dont_filter`` is not a boolean.
     """
 
@@ -288,10 +288,10 @@ class CrawlRequest:
                 of the wrong type, form or range (``method`` not a token string,
                 ``body_b64`` not base64, ``meta`` or ``cb_kwargs`` not an object,
                 ``priority`` or ``depth`` not an integer within its bounds, ``cookies`` not
-                an object of strings that `crawlq.cookies.check_cookies` accepts,
+                an object of strings that `crawlq.web.cookies.check_cookies` accepts,
                 ``revisit`` not a boolean, ``referrer`` not a URL string of at most
                 `MAX_REFERRER_CHARS`, ``headers`` not an object of strings that
-                `crawlq.headers.check_headers` accepts, ``errback`` not a string,
+                `crawlq.web.headers.check_headers` accepts, ``errback`` not a string,
                 ``dont_filter`` not a boolean). No message quotes a cookie value.
             InvalidURL: the URL (or the referrer) cannot be crawled.
         """

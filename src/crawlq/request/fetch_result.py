@@ -2,7 +2,7 @@
 
 Made by `crawlq.fetch.Fetcher.fetch` and by the engine's reparse of stored responses; read by
 the spider's `crawlq.spider.Response`, the page record and the WARC writer. Whether a body is
-HTML is decided once, on construction (`crawlq.decode.sniff`).
+HTML is decided once, on construction (`crawlq.web.decode.sniff`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from crawlq.decode import Sniffed, sniff
 from crawlq.request.crawl_request import no_cookies
+from crawlq.web.decode import Sniffed, sniff
 
 __all__ = ["FetchResult", "RawExchange"]
 
@@ -60,7 +60,7 @@ class FetchResult:
         location: For a redirect response that was not followed, its target resolved
             against ``final_url`` and normalised; else None.
         sniffed: Whether the body is HTML, and why a body labelled HTML is binary
-            (`crawlq.decode.sniff`, derived from ``headers`` and ``body``).
+            (`crawlq.web.decode.sniff`, derived from ``headers`` and ``body``).
         location_cookies: For a redirect not followed, the cookies to send with its target:
             the request's own cookies (when the target is on the same host and not a
             downgrade from https) updated by the response's ``Set-Cookie`` headers, kept
@@ -92,7 +92,7 @@ class FetchResult:
 
     @property
     def is_html(self) -> bool:
-        """True for a body to parse as HTML (`crawlq.decode.sniff`).
+        """True for a body to parse as HTML (`crawlq.web.decode.sniff`).
 
         A text/html or application/xhtml+xml body that is not binary, or a body without a
         ``Content-Type`` that starts like HTML (WHATWG MIME Sniffing §7.1).

@@ -25,7 +25,7 @@ class Lease:
         deadline_ms: Unix time in milliseconds when the lease returns to the queue unless it is
             renewed or settled (ack, retry, dead, release).
         host_down: The request's host was declared unreachable by its circuit breaker
-            (`crawlq.politeness`): dead-letter it as ``host_unreachable`` without a request.
+            (`crawlq.rules.politeness`): dead-letter it as ``host_unreachable`` without a request.
     """
 
     lease_id: str

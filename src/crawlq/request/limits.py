@@ -32,8 +32,8 @@ recursive parser."""
 MAX_URL_LENGTH = 2083
 """Longest URL crawlq follows, in characters (Internet Explorer's historical limit, which
 sites keep to; Scrapy's URLLengthMiddleware default). Its home is here, at the bottom of the
-layers, so that requests and `crawlq.scope` (which owns the check,
-`crawlq.scope.url_too_long`) share one number."""
+layers, so that requests and `crawlq.rules.scope` (which owns the check,
+`crawlq.rules.scope.url_too_long`) share one number."""
 
 MAX_REFERRER_CHARS = MAX_URL_LENGTH
 """Longest ``referrer`` a JSON request (`CrawlRequest.from_json`) may carry, in characters:

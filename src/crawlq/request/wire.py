@@ -19,10 +19,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from crawlq.cookies import NO_COOKIES
-from crawlq.headers import NO_HEADERS, check_headers
 from crawlq.request.limits import MAX_DEPTH, MAX_JSON_NESTING, MAX_REFERRER_CHARS, PRIORITY_LIMIT
 from crawlq.urls import url_keys
+from crawlq.web.cookies import NO_COOKIES
+from crawlq.web.headers import NO_HEADERS, check_headers
 
 if TYPE_CHECKING:  # the request module imports this one
     from crawlq.request.crawl_request import CrawlRequest

@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
-from crawlq.addresses import bare_host
 from crawlq.errors import (
     PermanentFetchError,
     PrivateAddressError,
@@ -33,6 +32,7 @@ from crawlq.errors import (
 from crawlq.fetch import Fetcher
 from crawlq.robots.parse import MAX_ROBOTS_BYTES, robots_text
 from crawlq.robots_record import RobotsRecord
+from crawlq.web.addresses import bare_host
 
 __all__ = ["MAX_ROBOTS_REDIRECTS", "fetch_record"]
 

@@ -15,9 +15,9 @@ import re
 from typing import TYPE_CHECKING
 
 from crawlq.errors import ConfigError
-from crawlq.headers import REFERRER_POLICIES, parse_header_line
 from crawlq.settings.job_name import check_job_name
 from crawlq.settings.store_url import check_store
+from crawlq.web.headers import REFERRER_POLICIES, parse_header_line
 
 if TYPE_CHECKING:
     from crawlq.settings.model import Settings
@@ -256,8 +256,8 @@ def _extensions(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _proxies(settings: Settings) -> None:
-    """Each proxy URL readable (`crawlq.proxies.parse_proxy`), a known rotation, a bench."""
-    from crawlq.proxies import parse_proxy
+    """Each proxy URL readable (`crawlq.rules.proxies.parse_proxy`), a known rotation, a bench."""
+    from crawlq.rules.proxies import parse_proxy
 
     for url in settings.proxies:
         try:

@@ -86,7 +86,7 @@ class Settings:
     (``--header``, repeatable; ``CRAWLQ_DEFAULT_HEADERS``: one header per line; a settings
     file: a list of lines). They override the built-in ``Accept``, ``Accept-Language: en``
     and ``Accept-Encoding``; a request's own ``headers`` override them. Checked by
-    `crawlq.headers`: a name is an RFC 9110 token, a value holds no CR, LF or NUL, and
+    `crawlq.web.headers`: a name is an RFC 9110 token, a value holds no CR, LF or NUL, and
     ``Host``, ``Content-Length``, ``Transfer-Encoding``, ``Connection`` (the client's own),
     ``Cookie`` (the jar's; a request's ``cookies``), ``Authorization`` and
     ``Proxy-Authorization`` (credentials are never stored with a job) and ``User-Agent``
@@ -124,7 +124,7 @@ class Settings:
     allow_private: bool = False
     """Allow requests to loopback, private, link-local and other non-public addresses on
     any host (``--allow-private``). Off: such a request is refused and its URL recorded as
-    filtered ``private_address``, except on a seed host (see `crawlq.addresses`)."""
+    filtered ``private_address``, except on a seed host (see `crawlq.web.addresses`)."""
 
     seed_hosts: tuple[str, ...] = ()
     """Hosts exempt from the private-address guard: the crawl's seed hosts. Producers
@@ -282,7 +282,7 @@ class Settings:
     """Proxies every request goes through, as ``scheme://[user:password@]host:port`` URLs
     (``http``, ``https``, ``socks5``; ``--proxy URL``, repeatable; a settings file list;
     ``CRAWLQ_PROXIES``: comma-separated). Per process, never a job setting: they may carry
-    credentials, which are sent only to the proxy and shown nowhere (`crawlq.proxies`)."""
+    credentials, which are sent only to the proxy and shown nowhere (`crawlq.rules.proxies`)."""
 
     proxy_rotation: str = "host"
     """Which proxy a request takes, among those not benched: ``host`` (one host sticks to
@@ -293,7 +293,7 @@ class Settings:
     ``NO_PROXY`` from this process's environment (``--proxy-trust-env``). Per process."""
 
     proxy_bench_s: float = 30.0
-    """Seconds a proxy is benched after `crawlq.proxies.FAILURES_TO_BENCH` failures in a row,
+    """Seconds a proxy is benched after `crawlq.rules.proxies.FAILURES_TO_BENCH` failures in a row,
     doubling for each bench in a row (counted in the frontier, for every worker)."""
 
     warc_max_size_bytes: int = 1_000_000_000

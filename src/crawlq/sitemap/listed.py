@@ -37,7 +37,7 @@ from typing import Any
 
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
-from crawlq.scope import Scope
+from crawlq.rules.scope import Scope
 from crawlq.sitemap.marker import (
     LASTMOD_KEY,
     MAX_NESTING,

@@ -17,7 +17,7 @@ callback is stored by its method *name* and ``meta``/``cb_kwargs`` must be JSON-
 The engine uses `load_spider` to find the class, `Spider.start_requests` to seed,
 `Spider.wants_status` to decide whether a response reaches a callback, and `run_callback`
 to call it. The spider follows whatever it yields; domains, depth and robots.txt are
-applied later by the engine (`crawlq.scope`), not here.
+applied later by the engine (`crawlq.rules.scope`), not here.
 
 Where each part is written (import them from here):
 

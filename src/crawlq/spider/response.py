@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from crawlq.cookies import NO_COOKIES, check_cookies
 from crawlq.errors import InvalidURL
-from crawlq.headers import NO_HEADERS, check_headers
 from crawlq.links import (
     LinkRules,
     PageLinks,
@@ -34,6 +32,8 @@ from crawlq.links import (
 from crawlq.request import CrawlRequest, FetchResult
 from crawlq.spider.callbacks import callback_name
 from crawlq.urls import encode_query, resolve
+from crawlq.web.cookies import NO_COOKIES, check_cookies
+from crawlq.web.headers import NO_HEADERS, check_headers
 
 if TYPE_CHECKING:  # parsel (and lxml) load on first use of css/xpath: most crawls never do
     from parsel import Selector, SelectorList
@@ -246,7 +246,7 @@ class Response:
         Returns:
             Absolute, normalised http(s) URLs without fragments or skipped extensions
             (``skip_extensions``), each once, in document order. A new list on each call.
-            Empty for a response that is not HTML (`crawlq.decode.sniff`: JSON, XML, plain
+            Empty for a response that is not HTML (`crawlq.web.decode.sniff`: JSON, XML, plain
             text, binary), as Scrapy's link extractors only read HTML responses; a callback
             that wants links from such a body reads them itself (`selector`, `text`).
         """
@@ -351,7 +351,7 @@ class Response:
                 jar (README "Cookies"); not inherited from this response's request: pass
                 ``response.request.cookies`` to keep a session on whichever worker fetches.
             headers: Request headers, name to value, over the job's ``default_headers``
-                (`crawlq.headers.check_headers`: no ``Host``, ``Cookie``, ``Authorization``…);
+                (`crawlq.web.headers.check_headers`: no ``Host``, ``Cookie``, ``Authorization``…);
                 not inherited from this response's request.
             errback: The spider method called with a `crawlq.spider.Failure` if the request
                 ends as a dead letter or gets a non-2xx status the spider does not handle, as
@@ -364,8 +364,8 @@ class Response:
 
         Raises:
             ValueError: ``href`` is a selector without an ``href``, ``cookies`` breaks a
-                rule of `crawlq.cookies.check_cookies` (the message starts with
-                ``cookies:``), or ``headers`` one of `crawlq.headers.check_headers`
+                rule of `crawlq.web.cookies.check_cookies` (the message starts with
+                ``cookies:``), or ``headers`` one of `crawlq.web.headers.check_headers`
                 (``headers:``).
             TypeError: ``callback`` or ``errback`` is neither a spider method nor a string.
         """
@@ -439,8 +439,8 @@ class Response:
         Raises:
             ValueError: More than one of ``hrefs``, ``css`` and ``xpath`` given.
             TypeError: ``callback`` or ``errback`` is neither a spider method nor a string.
-            ValueError: ``cookies`` breaks a rule of `crawlq.cookies.check_cookies`, or
-                ``headers`` one of `crawlq.headers.check_headers`.
+            ValueError: ``cookies`` breaks a rule of `crawlq.web.cookies.check_cookies`, or
+                ``headers`` one of `crawlq.web.headers.check_headers`.
         """
         if sum(x is not None for x in (hrefs, css, xpath)) > 1:
             raise ValueError("follow_all takes one of hrefs, css and xpath")

@@ -2,7 +2,7 @@
 
 What a response record holds. The status line and the headers are the ones received, in
 their order and spelling. The payload is the body after transfer and content decoding
-(aiohttp de-chunks and `crawlq.codings` decompresses while reading, every layer of
+(aiohttp de-chunks and `crawlq.web.codings` decompresses while reading, every layer of
 ``Content-Encoding``; the coded bytes are not kept). So that the record stays self-consistent
 and every WARC reader can parse it, a response that came with ``Content-Encoding`` or
 ``Transfer-Encoding`` has those headers and ``Content-Length`` renamed to

@@ -7,7 +7,7 @@ whatever its notation: ``127.1``, ``0x7f.1``, ``2130706433``, ``0177.0.0.1`` and
 (``1.2.3.999``, ``foo.123``, ``1.2.3.4.5``) is not a host at all: the URL fails to parse.
 
 Reading them the same way matters for trust as much as for dedup: the private-address guard
-(`crawlq.addresses`) judges the dotted address, and a host such as ``1.2.3.999`` is never
+(`crawlq.web.addresses`) judges the dotted address, and a host such as ``1.2.3.999`` is never
 handed to a DNS resolver.
 
 The three algorithms below follow the Standard step by step (https://url.spec.whatwg.org/):

@@ -96,7 +96,7 @@ def encode_query(url: str, encoding: str | None) -> str:
         url: An absolute URL or a relative reference; its query runs from the first ``?``
             to the first ``#`` after it.
         encoding: The page's character encoding (a Python codec name, such as
-            `crawlq.decode.decode_body` gives), or None for UTF-8.
+            `crawlq.web.decode.decode_body` gives), or None for UTF-8.
 
     Returns:
         ``url`` with its query's non-ASCII characters percent-encoded, or ``url`` unchanged.

@@ -36,7 +36,7 @@ class UrlRules:
     """The crawl's rewriting rules for a URL entering it: strip session and tracking params.
 
     Applied to every URL that enters a crawl (links and redirect targets by
-    `crawlq.scope.Scope.admit`, seeds and inbox entries through
+    `crawlq.rules.scope.Scope.admit`, seeds and inbox entries through
     `crawlq.request.CrawlRequest.rewritten`) before it is fingerprinted and requested, so a
     site that puts a new session id in every link (``/a;jsessionid=1F3…``, ``?PHPSESSID=…``)
     offers one URL per page, not one per visit.

@@ -22,7 +22,7 @@ from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.scripts import SCRIPTS as FRONTIER_SCRIPTS
 from crawlq.frontier.redis.scripts import Script
-from crawlq.politeness import Politeness
+from crawlq.rules.politeness import Politeness
 from crawlq.settings import check_job_name
 
 __all__ = ["SCRIPTS", "StateCore"]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from crawlq.celery.state.core import StateCore
 from crawlq.celery.state.values import Grant
 from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
-from crawlq.politeness import HostPolicy
+from crawlq.rules.politeness import HostPolicy
 
 __all__ = ["SlotsMixin"]
 

@@ -38,7 +38,7 @@ class Grant:
         wait_s: When nothing was granted: seconds until the host's window opens, or None
             when its concurrency is used up (the caller polls).
         down: The host's circuit breaker gave up on it: dead-letter its URLs as
-            ``host_unreachable`` without a request (`crawlq.politeness`).
+            ``host_unreachable`` without a request (`crawlq.rules.politeness`).
     """
 
     tokens: tuple[str, ...]

@@ -63,9 +63,9 @@ from crawlq.frontier.redis.robots import RobotsMixin
 from crawlq.frontier.redis.settle import SettleMixin
 from crawlq.frontier.redis.stats import StatsMixin
 from crawlq.frontier.redis.url_state import UrlStateMixin
-from crawlq.politeness import HostPolicy, Politeness
-from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import CrawlRequest, Lease
+from crawlq.rules.politeness import HostPolicy, Politeness
+from crawlq.rules.politeness import rules_with_default as _rules
 
 __all__ = ["RedisFrontier"]
 

@@ -23,8 +23,8 @@ from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
 from crawlq.frontier.values import FULL_LOG_EVERY_S, QueueBounds
-from crawlq.politeness import Politeness
 from crawlq.request import CrawlRequest
+from crawlq.rules.politeness import Politeness
 
 __all__ = ["INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisCore"]
 

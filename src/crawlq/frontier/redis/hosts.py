@@ -1,6 +1,6 @@
 """Host politeness in the Redis frontier: overrides and strikes (``policy.lua``, ``strike.lua``).
 
-`crawlq.politeness` decides the numbers (delays, concurrency, the strike plan); these scripts
+`crawlq.rules.politeness` decides the numbers (delays, concurrency, the strike plan); these scripts
 store and apply them for every worker at once.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from crawlq.frontier.redis.core import RedisCore
-from crawlq.politeness import HostPolicy, Strike, StrikePlan
+from crawlq.rules.politeness import HostPolicy, Strike, StrikePlan
 
 __all__ = ["HostsMixin"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from crawlq.errors import FrontierError
 from crawlq.frontier.redis.push import PUSH_CHUNK, PushMixin
 from crawlq.request import CrawlRequest
-from crawlq.scope import check_url_length
+from crawlq.rules.scope import check_url_length
 from crawlq.secrecy import loggable_entry
 
 __all__ = ["InboxMixin"]

@@ -23,7 +23,7 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
   (one request at a time), ``d`` down (its URLs are dead-lettered) |
 | ``strikes`` | hash | ``kind "\n" host`` -> pushbacks or connection failures in a row |
 | ``proxies`` | hash | proxy id (16 hex digits of a SHA-1 of ``scheme://host:port``, never its
-  credentials) -> ``"failures benches until_ms"`` (`crawlq.proxies`) |
+  credentials) -> ``"failures benches until_ms"`` (`crawlq.rules.proxies`) |
 | ``leases`` | sorted set | ``fingerprint + host`` -> lease deadline Unix ms |
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |

@@ -1,13 +1,13 @@
 """Proxy failures in the Redis frontier: the ``proxies`` hash and ``proxy_strike.lua``.
 
-`crawlq.proxies` decides what a failure is and how long a bench lasts; this stores the
+`crawlq.rules.proxies` decides what a failure is and how long a bench lasts; this stores the
 count where every worker (native or Celery) of the job reads it.
 """
 
 from __future__ import annotations
 
 from crawlq.frontier.redis.core import RedisCore
-from crawlq.proxies import BenchPlan, ProxyState
+from crawlq.rules.proxies import BenchPlan, ProxyState
 
 __all__ = ["ProxiesMixin"]
 

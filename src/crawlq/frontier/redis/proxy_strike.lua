@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
 -- allow-oom (see scripts.py): one entry per proxy.
--- proxy_strike.lua: count one failure of a proxy (crawlq.proxies) and bench it after enough
+-- proxy_strike.lua: count one failure of a proxy (crawlq.rules.proxies) and bench it after enough
 -- in a row, for every worker at once (the engine decides what is a proxy's failure).
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1] proxies hash proxy id (16 hex digits, never a credential) -> "failures benches until_ms"

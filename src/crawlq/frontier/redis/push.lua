@@ -21,7 +21,7 @@
 --   worker's links: "block" does not apply to them)
 -- ARGV[10] H = number of hosts, ARGV[11..10+H] host names
 -- ARGV[11+H] O = number of per-host overrides, then O triples: host index, delay (ms),
---   concurrency: written for hosts with no policy entry yet (crawlq.politeness overrides)
+--   concurrency: written for hosts with no policy entry yet (crawlq.rules.politeness overrides)
 -- then B = the page budget per host (max_pages_per_host; -1: none): a new fingerprint of a
 --   host with B admitted already is neither queued nor marked seen, only counted
 --   (stats over_budget)

@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- allow-oom (see scripts.py): one strike count and policy entry per host.
 -- strike.lua: count one pushback (429/503) or connection failure of a host and pause it, for
--- every worker at once (crawlq.politeness decides the numbers; this only applies them).
+-- every worker at once (crawlq.rules.politeness decides the numbers; this only applies them).
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1..6] the host bookkeeping keys (host_keys() in _lib.lua: ready, inflight, next,
 --            policy, inbox, idle); this script moves ready, next and policy

@@ -27,9 +27,9 @@ from crawlq.errors import FrontierError, FrontierUnavailable
 from crawlq.frontier.sqlite import schema
 from crawlq.frontier.sqlite.tables import CHUNK, HELD, OVER_BUDGET
 from crawlq.frontier.values import QueueBounds
-from crawlq.politeness import HostPolicy, Politeness
-from crawlq.politeness import rules_with_default as _rules
 from crawlq.request import Lease
+from crawlq.rules.politeness import HostPolicy, Politeness
+from crawlq.rules.politeness import rules_with_default as _rules
 
 __all__ = ["FrontierFile"]
 

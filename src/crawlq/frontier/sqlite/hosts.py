@@ -3,7 +3,7 @@
 A strike (a 429/503 pushback, or a connection failure) counts on the host row and moves its
 next-allowed time by the plan's pause for that count; from ``probe_from`` strikes the host is
 probed one request at a time (flag ``'p'``), from ``down_from`` it is down (flag ``'d'``) and
-its queue is drained at once (`crawlq.politeness.StrikePlan`).
+its queue is drained at once (`crawlq.rules.politeness.StrikePlan`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from crawlq.frontier.sqlite.core import FrontierFile
-from crawlq.politeness import HostPolicy, Strike, StrikePlan
+from crawlq.rules.politeness import HostPolicy, Strike, StrikePlan
 
 __all__ = ["HostsMixin"]
 

@@ -1,4 +1,4 @@
-"""Proxy failures in the SQLite frontier: the ``frontier_proxies`` table (`crawlq.proxies`)."""
+"""Proxy failures in the SQLite frontier: ``frontier_proxies`` (`crawlq.rules.proxies`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sqlite3
 from typing import cast
 
 from crawlq.frontier.sqlite.core import FrontierFile
-from crawlq.proxies import BenchPlan, ProxyState
+from crawlq.rules.proxies import BenchPlan, ProxyState
 
 __all__ = ["ProxiesMixin"]
 

@@ -7,7 +7,7 @@ bound as a parameter, so that SQLite can use the partial index on it (``frontier
 
 A host row (``frontier_hosts``) holds the host's queue and in-flight counts, the Unix ms its
 next request may start (``next_at_ms``), its politeness (NULL: the job's default) and its
-strikes (`crawlq.politeness`): ``flags`` is ``'p'`` while probing (one request at a time) and
+strikes (`crawlq.rules.politeness`): ``flags`` is ``'p'`` while probing (one request at a time) and
 ``'d'`` while down (its requests are dead-lettered at once, without a request).
 """
 

@@ -24,7 +24,7 @@ of ``identity``); ``7bit``, ``8bit`` and ``binary`` (MIME's identity transfer en
 put in ``Content-Encoding`` instead of ``Content-Type``. Empty list items (``gzip,,``, an
 empty header) are no coding either (§5.6.1). Browsers pass any unknown coding through
 (Chromium's ``URLRequestHttpJob::SetUpSourceStream`` returns the raw stream for an unknown
-type); crawlq only passes through the labels above, and `crawlq.decode.sniff` still finds a
+type); crawlq only passes through the labels above, and `crawlq.web.decode.sniff` still finds a
 compressed body that came with one of them (its signature or its share of binary bytes).
 
 Anything else (``compress``, ``zstd``, ``x-foo``, a typo) raises `UnsupportedCoding`, naming

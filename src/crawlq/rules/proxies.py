@@ -37,7 +37,7 @@ frontier backends store `ProxyState` rows.
   unreachable": a SOCKS5 reply 3, 4, 5 or 6, or a ``Proxy-Status`` error of the
   destination, is the target's connect failure); a 5xx with a ``Proxy-Status`` header
   (RFC 9209) whose ``error`` is one of `PROXY_SIDE_ERRORS`. A plain 502/503/504 without that
-  header is counted as the origin's (a host strike, `crawlq.politeness`): a proxy relays
+  header is counted as the origin's (a host strike, `crawlq.rules.politeness`): a proxy relays
   the origin's 5xx too, and headers such as ``Via`` do not say who made the answer, so
   counting them would bench every proxy whenever one site is down.
 * **The bench.** `FAILURES_TO_BENCH` failures in a row (any worker's; a success resets the

@@ -107,7 +107,7 @@ class FilterReason(StrEnum):
     URL_TOO_LONG = "url_too_long"
     ROBOTS_TXT = "robots_txt"
     PRIVATE_ADDRESS = "private_address"
-    """The host is on a refused address (`crawlq.addresses`); nothing was sent to it."""
+    """The host is on a refused address (`crawlq.web.addresses`); nothing was sent to it."""
     REPEATED_SEGMENTS = "repeated_segments"
     """The path repeats a sequence of segments more than ``max_path_repeats`` times in a row."""
     TOO_MANY_QUERY_PARAMS = "too_many_query_params"

@@ -33,7 +33,7 @@ The rules, for one host (``host`` or ``host:port``, see `crawlq.urls.host_key`):
   obey it (`AutoThrottle`).
 
 Counts are consecutive events of one job on one host, kept by the frontier; the URL that
-failed still goes through its own retry policy (`crawlq.retry`).
+failed still goes through its own retry policy (`crawlq.rules.retry`).
 """
 
 from __future__ import annotations
