@@ -48,13 +48,6 @@ PUBLIC: dict[str, str] = {
         "serve start_recording status_class"
     ),
     "crawlq.engine.worker": "Worker WorkerCounters",
-    "crawlq.errors": (
-        "BodyTooLarge BrokerUnavailable ConfigError CrawlqError FetchError FrontierError "
-        "FrontierFull FrontierLocked FrontierUnavailable InvalidURL JobGone PermanentFetchError "
-        "PrivateAddressError ProxiesBenched ProxyFailed QueueFullTimeout Retry RetryableStatus "
-        "RobotsUnreachable SeedInterrupted SpiderError StoreError StoreUnavailable "
-        "TooManyRedirects TransientFetchError"
-    ),
     "crawlq.export": (
         "ERROR_COLUMNS PAGE_COLUMNS at_since dead_row error_row export filtered_row iso_utc mapped "
         "neutralise page_row"

@@ -34,7 +34,7 @@ Where each part is written (import them from here):
   ``__init__``/``start_requests`` as one `ConfigError` line; `spider_closed`, Scrapy's
   ``closed(reason)`` called at a worker's end.
 * `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
-* `crawlq.errors.spider`: `SpiderError`, re-exported here.
+* `crawlq.errors`: `SpiderError`, re-exported here.
 * `crawlq.request`: `CrawlRequest`, re-exported here (Scrapy users import ``Request`` from
   ``scrapy``; ``from crawlq.spider import CrawlRequest`` works too).
 """
