@@ -9,7 +9,7 @@ import pytest
 from crawlq.engine.plan import plan_crawl, plan_seed, spider_scope
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.request import CrawlRequest
-from crawlq.request.limits import MAX_URL_LENGTH
+from crawlq.request.crawl_request import MAX_URL_LENGTH
 from crawlq.settings import Settings
 from crawlq.spider import Spider
 

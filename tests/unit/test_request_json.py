@@ -136,7 +136,7 @@ def test_an_untrusted_referrer_is_normalised_or_refused() -> None:
 
 def test_the_referrer_bound_is_the_url_length_limit() -> None:
     from crawlq.request import MAX_REFERRER_CHARS
-    from crawlq.request.limits import MAX_URL_LENGTH
+    from crawlq.request.crawl_request import MAX_URL_LENGTH
 
     assert MAX_REFERRER_CHARS == MAX_URL_LENGTH  # one limit, spelt twice to avoid a cycle
     at_limit = "http://a.test/" + "r" * (MAX_URL_LENGTH - len("http://a.test/"))

@@ -4,7 +4,7 @@ import pytest
 
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
-from crawlq.request.limits import MAX_URL_LENGTH
+from crawlq.request.crawl_request import MAX_URL_LENGTH
 from crawlq.rules.scope import FilterReason, Scope, check_url_length, crawl_domains, url_too_long
 
 

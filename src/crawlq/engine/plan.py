@@ -4,7 +4,7 @@ Before anything is opened, a producer turns what it was given into the settings 
 store (`crawlq.engine.job.bind_job`):
 
 * the start requests: the seeds (or the spider's ``start_urls`` and ``sitemap_urls``), each
-  checked against `crawlq.request.limits.MAX_URL_LENGTH` (`crawlq.rules.scope.check_url_length`);
+  checked against `crawlq.request.MAX_URL_LENGTH` (`crawlq.rules.scope.check_url_length`);
 * the allowed domains (`crawlq.rules.scope.crawl_domains`: settings, else spider, else seed hosts);
 * the seed hosts, exempt from the private-address guard
   (`crawlq.engine.seed_hosts.with_seed_hosts`);

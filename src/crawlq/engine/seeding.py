@@ -128,7 +128,7 @@ class SeedSpool:
         """Check and keep the seed lines of a producer's input, read once, line by line.
 
         A line is an absolute http(s) URL (queued with ``priority``; at most
-        `crawlq.request.limits.MAX_URL_LENGTH` characters) or, when it starts with ``{``, a JSON
+        `crawlq.request.MAX_URL_LENGTH` characters) or, when it starts with ``{``, a JSON
         request (`CrawlRequest.from_json`, its own priority). A line that is neither is
         counted in ``bad_count`` (and named in ``bad``) instead. A line is kept as it was
         given, and `batches` parses it again the same way.

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from crawlq.links.hrefs import HrefResolver, normalize_or_none
-from crawlq.request.limits import MAX_URL_LENGTH
+from crawlq.request.crawl_request import MAX_URL_LENGTH
 from crawlq.urls import url_keys
 
 __all__ = ["Refresh", "parse_refresh", "refresh_of"]

@@ -20,7 +20,7 @@ from crawlq.links.document import resolve_base_href
 from crawlq.links.hrefs import HrefResolver, has_extension, normalize_or_none
 from crawlq.links.refresh import Refresh, refresh_of
 from crawlq.links.rules import IGNORED_EXTENSIONS
-from crawlq.request.limits import MAX_URL_LENGTH
+from crawlq.request.crawl_request import MAX_URL_LENGTH
 from crawlq.urls import encode_query, query_codec
 
 __all__ = ["PageLinks", "PageScan", "extract_links", "scan_page"]
@@ -56,10 +56,10 @@ class PageScan:
             when it is an http(s) URL, else the page URL.
         refresh: The first ``<meta http-equiv="refresh">`` whose content parses
             (`parse_refresh`) and whose target is an http(s) URL (of a content at most
-            `crawlq.request.limits.MAX_URL_LENGTH` + 100 characters long), or None. Its target is
+            `crawlq.request.MAX_URL_LENGTH` + 100 characters long), or None. Its target is
             resolved against `base`.
         canonical_url: The first ``<link rel="canonical" href>`` that is an http(s) URL of
-            at most `crawlq.request.limits.MAX_URL_LENGTH` characters, resolved against `base` and
+            at most `crawlq.request.MAX_URL_LENGTH` characters, resolved against `base` and
             normalised; None when there is none.
         robots: Directives of every ``<meta name="robots" content>`` (comma-separated,
             lower-cased), e.g. ``{"noindex", "nofollow"}``. Names for one crawler

@@ -7,23 +7,22 @@ pages near the seeds run before leaf pages.
 
 Where each part is written (import them from here):
 
-* `crawlq.request.crawl_request`: `CrawlRequest`, the value.
-* `crawlq.request.wire`: its JSON form (`CrawlRequest.to_json`, `CrawlRequest.from_json`).
-* `crawlq.request.limits`: `PRIORITY_LIMIT`, `MAX_DEPTH` and the bounds of a JSON request.
-* `crawlq.request.lease`: `Lease`.
-* `crawlq.request.fetch_result`: `FetchResult` and `RawExchange`.
+* `crawlq.request.crawl_request`: `CrawlRequest`, the value; its JSON form
+  (`CrawlRequest.to_json`, `CrawlRequest.from_json`); `PRIORITY_LIMIT`, `MAX_DEPTH` and the
+  bounds of a JSON request; form data as a body or query (`CrawlRequest.form`).
+* `crawlq.request.in_flight`: `Lease` (a request handed to one worker), `FetchResult` and
+  `RawExchange` (what fetching it returns).
 """
 
-from crawlq.request.crawl_request import CrawlRequest
-from crawlq.request.fetch_result import FetchResult, RawExchange
-from crawlq.request.lease import Lease
-from crawlq.request.limits import (
+from crawlq.request.crawl_request import (
     MAX_DEPTH,
     MAX_JSON_NESTING,
     MAX_REFERRER_CHARS,
     MAX_URL_LENGTH,
     PRIORITY_LIMIT,
+    CrawlRequest,
 )
+from crawlq.request.in_flight import FetchResult, Lease, RawExchange
 
 __all__ = [
     "MAX_DEPTH",

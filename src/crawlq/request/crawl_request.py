@@ -1,30 +1,97 @@
 """`CrawlRequest`: one URL to crawl, with how it was found and how to handle it.
 
 A frozen value: the URL is normalised on construction and the request's ``fingerprint``
-(dedup key, 20 bytes) and politeness ``host`` are derived from it (`crawlq.urls`). Its JSON
-form is in `crawlq.request.wire`, its bounds in `crawlq.request.limits`.
+(dedup key, 20 bytes) and politeness ``host`` are derived from it (`crawlq.urls`). This module
+holds, in order:
+
+* the bounds of a request's fields (`PRIORITY_LIMIT`, `MAX_DEPTH`, `MAX_URL_LENGTH` and what a
+  JSON request may hold): `CrawlRequest` clamps a priority to `PRIORITY_LIMIT` and refuses a
+  depth over `MAX_DEPTH`; `CrawlRequest.from_json` refuses anything out of these bounds;
+* `CrawlRequest` itself;
+* its JSON form as it crosses processes (`request_json`, `request_fields`): the format of the
+  Redis inbox, the SQLite frontier and Celery task messages, one JSON object with ``url`` and
+  the fields that differ from their defaults (`CrawlRequest.to_json` lists them). Text read
+  back is untrusted: `request_fields` checks every field's type and range before a
+  `CrawlRequest` is built from it, refuses ``NaN``, ``Infinity`` and floats where integers
+  belong, and measures the nesting of arrays and objects with a linear scan before the
+  recursive JSON parser sees it (`MAX_JSON_NESTING`). No error message quotes a cookie value;
+* form data as a request body or query (`CrawlRequest.form`,
+  `crawlq.spider.FormRequest.from_response`): a submission is written with `encode_form`
+  (``application/x-www-form-urlencoded``, WHATWG HTML §4.10.21.7: the ``urlencoded``
+  serializer, spaces as ``+``), and a GET form's data replaces the query of its action URL
+  (`with_query`), as a browser does.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import hashlib
 import inspect
+import json
+import math
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from crawlq.errors import InvalidURL
-from crawlq.request.form import FORM_CONTENT_TYPE, FormData, encode_form, form_pairs, with_query
-from crawlq.request.limits import MAX_DEPTH, PRIORITY_LIMIT
-from crawlq.request.wire import request_fields, request_json
 from crawlq.urls import UrlRules, request_fingerprint, url_keys
 from crawlq.web.cookies import NO_COOKIES, check_cookies, revisit_fingerprint
 from crawlq.web.headers import NO_HEADERS, check_headers
 
-__all__ = ["CrawlRequest", "no_cookies", "no_headers"]
+__all__ = [
+    "FORM_CONTENT_TYPE",
+    "MAX_DEPTH",
+    "MAX_JSON_NESTING",
+    "MAX_REFERRER_CHARS",
+    "MAX_URL_LENGTH",
+    "PRIORITY_LIMIT",
+    "CrawlRequest",
+    "FormData",
+    "encode_form",
+    "form_pairs",
+    "no_cookies",
+    "no_headers",
+    "request_fields",
+    "request_json",
+    "with_query",
+]
+
+
+# -- the bounds of a request's fields -------------------------------------------------------------
+
+
+PRIORITY_LIMIT = 2**19 - 1
+"""Largest priority magnitude, 524,287: a request's priority is clamped to
+``-PRIORITY_LIMIT..PRIORITY_LIMIT`` (the Redis frontier's queue scores hold it exactly), and a
+JSON request (`CrawlRequest.from_json`: the inbox, task messages) outside that range is
+refused."""
+
+MAX_DEPTH = 2**31 - 1
+"""Largest request depth (the stores keep it in a 32-bit integer column)."""
+
+MAX_JSON_NESTING = 32
+"""Deepest nesting of arrays and objects accepted in a JSON request (`CrawlRequest.from_json`),
+checked by a linear scan before the JSON is parsed, so a deeply nested entry never reaches the
+recursive parser."""
+
+MAX_URL_LENGTH = 2083
+"""Longest URL crawlq follows, in characters (Internet Explorer's historical limit, which
+sites keep to; Scrapy's URLLengthMiddleware default). Its home is here, at the bottom of the
+layers, so that requests and `crawlq.rules.scope` (which owns the check,
+`crawlq.rules.scope.url_too_long`) share one number."""
+
+MAX_REFERRER_CHARS = MAX_URL_LENGTH
+"""Longest ``referrer`` a JSON request (`CrawlRequest.from_json`) may carry, in characters:
+the longest URL crawlq follows."""
+
+
+# -- the request ----------------------------------------------------------------------------------
+
 
 _HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP method is a token (RFC 9110 §9.1, §5.6.2)."""
@@ -211,7 +278,7 @@ class CrawlRequest:
         encoding: str | None = None,
         **kwargs: Any,
     ) -> CrawlRequest:
-        """A form submission to ``url``: ``formdata`` urlencoded (`crawlq.request.form`).
+        """A form submission to ``url``: ``formdata`` urlencoded (`encode_form`).
 
         A POST (or any method but GET) carries it as its body with ``Content-Type:
         application/x-www-form-urlencoded`` (unless ``headers`` give one); a GET puts it in
@@ -314,3 +381,202 @@ def _method_name(field_name: str, method: object) -> str:
             f"{method!r:.60}; requests are JSON, so a {field_name} is stored by name"
         )
     return method.__name__
+
+
+# -- its JSON form, as it crosses processes -------------------------------------------------------
+
+
+_JSON_NESTING_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+"""A JSON string (skipped whole, so brackets inside strings do not count) or a bracket."""
+
+
+def request_json(request: CrawlRequest) -> str:
+    """The JSON text of ``request`` (`CrawlRequest.to_json`)."""
+    data: dict[str, Any] = {"url": request.url}
+    if request.method != "GET":
+        data["method"] = request.method
+    if request.body:
+        data["body_b64"] = base64.b64encode(request.body).decode("ascii")
+    if request.priority:
+        data["priority"] = request.priority
+    if request.depth:
+        data["depth"] = request.depth
+    if request.callback:
+        data["callback"] = request.callback
+    if request.cb_kwargs:
+        data["cb_kwargs"] = dict(request.cb_kwargs)
+    if request.meta:
+        data["meta"] = dict(request.meta)
+    _handling_json(request, data)
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _handling_json(request: CrawlRequest, data: dict[str, Any]) -> None:
+    """Add the fields of ``request`` that say how to send and settle it (beyond the URL's)."""
+    if request.referrer:
+        data["referrer"] = request.referrer
+    if request.cookies:
+        data["cookies"] = dict(request.cookies)
+    if request.revisit:
+        data["revisit"] = True
+    if request.headers:
+        data["headers"] = dict(request.headers)
+    if request.errback:
+        data["errback"] = request.errback
+    if request.dont_filter:
+        data["dont_filter"] = True
+        data["visit"] = request.visit
+
+
+def request_fields(text: str | bytes) -> dict[str, Any]:
+    """The checked keyword arguments of a `CrawlRequest` from JSON text.
+
+    The rules and errors are those of `CrawlRequest.from_json`, which builds
+    the request from them (its own checks then run as for any request).
+    """
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8")  # UnicodeDecodeError is a ValueError
+    nesting = _json_nesting(text)
+    if nesting > MAX_JSON_NESTING:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_NESTING} levels")
+    data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        if "cookie" in text.lower():  # never echo cookie values
+            raise ValueError("not a crawl request object with a url string")
+        raise ValueError(f"not a crawl request object: {text!r:.200}")
+    method = data.get("method", "GET")
+    if not isinstance(method, str):
+        raise ValueError(f"method must be a string, got {method!r:.40}")
+    body = data.get("body_b64")
+    if body is not None and not isinstance(body, str):
+        raise ValueError("body_b64 must be a base64 string")
+    try:
+        body_bytes = base64.b64decode(body, validate=True) if body else b""
+    except binascii.Error as exc:
+        raise ValueError(f"body_b64 is not base64: {exc}") from exc
+    fields: dict[str, Any] = {
+        "url": data["url"],
+        "method": method,
+        "body": body_bytes,
+        "priority": _bounded_int(data, "priority", -PRIORITY_LIMIT, PRIORITY_LIMIT),
+        "depth": _bounded_int(data, "depth", 0, MAX_DEPTH),
+        "callback": data.get("callback"),
+        "cb_kwargs": data.get("cb_kwargs") or {},
+        "meta": data.get("meta") or {},
+        "cookies": data.get("cookies") or NO_COOKIES,
+        "revisit": data.get("revisit", False),
+        "referrer": _referrer(data.get("referrer")),
+        "headers": _headers(data.get("headers")),
+        "errback": data.get("errback"),
+        "dont_filter": data.get("dont_filter", False),
+        "visit": data.get("visit", ""),
+    }
+    return fields
+
+
+def _headers(value: Any) -> Mapping[str, str]:
+    """A JSON request's ``headers``: an object of strings (`CrawlRequest` checks each)."""
+    if value is None:
+        return NO_HEADERS
+    if not isinstance(value, dict):
+        raise ValueError(f"headers must be an object of name: value, got {value!r:.40}")
+    return check_headers(value)
+
+
+def _referrer(value: Any) -> str | None:
+    """A JSON request's ``referrer``, checked and normalised (see `CrawlRequest.from_json`)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"referrer must be a URL string, got {value!r:.40}")
+    if len(value) > MAX_REFERRER_CHARS:
+        raise ValueError(f"referrer longer than {MAX_REFERRER_CHARS} characters")
+    return url_keys(value).url  # cached: the links of one page share their referrer
+
+
+def _json_nesting(text: str) -> int:
+    """How deep arrays and objects nest in ``text``, up to one past `MAX_JSON_NESTING`.
+
+    Linear and not recursive. Exact for valid JSON; for invalid JSON any answer will do,
+    since the parser refuses it anyway.
+    """
+    if text.count("[") + text.count("{") <= MAX_JSON_NESTING:
+        return 0  # cannot nest deeper than it has brackets
+    depth = 0
+    for match in _JSON_NESTING_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_NESTING:
+                return depth
+        elif token in "]}":
+            depth -= 1
+    return 0
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a request may hold")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _bounded_int(data: Mapping[str, Any], name: str, low: int, high: int) -> int:
+    """``data[name]`` (0 when absent) if it is an integer in ``low..high``."""
+    value = data.get(name, 0)
+    if type(value) is not int:
+        raise ValueError(f"{name} must be an integer, got {value!r:.40}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in {low}..{high}, got {value!r:.40}")
+    return value
+
+
+# -- form data as a request body or query ---------------------------------------------------------
+
+
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+"""The ``Content-Type`` of a urlencoded form body."""
+
+FormData = Mapping[str, str | Sequence[str] | None] | Iterable[tuple[str, str]]
+"""A form's data: name to value (a list of values for a repeated name; None in a mapping
+removes a field of the page's form, `crawlq.spider.FormRequest`), or ``(name, value)``
+pairs in order."""
+
+
+def form_pairs(formdata: FormData | None) -> list[tuple[str, str]]:
+    """``formdata`` as ``(name, value)`` pairs in order (None values left out).
+
+    Raises:
+        ValueError: A name or value that is not a string.
+    """
+    if formdata is None:
+        return []
+    items: Iterable[tuple[object, object]]
+    items = formdata.items() if isinstance(formdata, Mapping) else formdata
+    pairs: list[tuple[str, str]] = []
+    for name, value in items:
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(name, str) or not isinstance(values, Iterable):
+            raise ValueError(f"form data: {name!r:.40} must be a string name with string values")
+        for one in values:
+            if not isinstance(one, str):
+                raise ValueError(f"form data: the value of {name!r:.40} is not a string")
+            pairs.append((name, one))
+    return pairs
+
+
+def encode_form(pairs: Sequence[tuple[str, str]], encoding: str | None = None) -> str:
+    """The urlencoded form of ``pairs`` (``a=1&b=x+y``), characters in ``encoding`` (UTF-8)."""
+    return urlencode(list(pairs), encoding=encoding or "utf-8", errors="xmlcharrefreplace")
+
+
+def with_query(url: str, query: str) -> str:
+    """``url`` with its query replaced by ``query`` (a GET form's submission), no fragment."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))

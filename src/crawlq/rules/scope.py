@@ -33,7 +33,7 @@ from enum import StrEnum
 
 from crawlq.errors import InvalidURL
 from crawlq.request import CrawlRequest
-from crawlq.request.limits import MAX_URL_LENGTH
+from crawlq.request.crawl_request import MAX_URL_LENGTH
 from crawlq.settings import Settings
 from crawlq.urls import UrlRules, host_name
 

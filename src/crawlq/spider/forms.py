@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from crawlq.request import CrawlRequest
-from crawlq.request.form import FormData, form_pairs
+from crawlq.request.crawl_request import FormData, form_pairs
 
 if TYPE_CHECKING:  # parsel (~80 ms of imports) loads with the first response.selector
     from parsel import Selector

@@ -1,7 +1,12 @@
-"""What a fetch returns: `FetchResult` (the response) and `RawExchange` (its wire form, for WARC).
+"""A request in flight: the `Lease` that hands it to a worker, and what fetching it returns.
 
-Made by `crawlq.fetch.Fetcher.fetch` and by the engine's reparse of stored responses; read by
-the spider's `crawlq.spider.Response`, the page record and the WARC writer. Whether a body is
+`Lease` is the frontier contract's unit of work: made by the frontier backends
+(`crawlq.frontier.base.Frontier.lease`); renewed, acked, retried, dead-lettered or released by
+the engines. Times are Unix milliseconds.
+
+`FetchResult` (the response) and `RawExchange` (its wire form, for WARC) are made by
+`crawlq.fetch.Fetcher.fetch` and by the engine's reparse of stored responses; read by the
+spider's `crawlq.spider.Response`, the page record and the WARC writer. Whether a body is
 HTML is decided once, on construction (`crawlq.web.decode.sniff`).
 """
 
@@ -10,10 +15,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from crawlq.request.crawl_request import no_cookies
+from crawlq.request.crawl_request import CrawlRequest, no_cookies
 from crawlq.web.decode import Sniffed, sniff
 
-__all__ = ["FetchResult", "RawExchange"]
+__all__ = ["FetchResult", "Lease", "RawExchange"]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A request handed to one worker until ``deadline_ms``.
+
+    Attributes:
+        lease_id: Opaque id, unique per delivery.
+        request: The leased request.
+        attempt: 1 for the first delivery, +1 per `Frontier.retry` and per expired lease.
+        worker_id: Who holds it.
+        deadline_ms: Unix time in milliseconds when the lease returns to the queue unless it is
+            renewed or settled (ack, retry, dead, release).
+        host_down: The request's host was declared unreachable by its circuit breaker
+            (`crawlq.rules.politeness`): dead-letter it as ``host_unreachable`` without a request.
+    """
+
+    lease_id: str
+    request: CrawlRequest
+    attempt: int
+    worker_id: str
+    deadline_ms: int
+    host_down: bool = False
 
 
 @dataclass(frozen=True, slots=True)
