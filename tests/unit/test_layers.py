@@ -195,7 +195,6 @@ def test_layer_of_a_module_is_known(module: str) -> None:
 # -- import cycles ------------------------------------------------------------------------------
 
 KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"settings.model", "settings.sources", "settings.checks"}),
     frozenset({"spider.base", "spider.callbacks", "spider.response"}),
 }
 """The cycles of today, each patched by an import on use or under ``TYPE_CHECKING`` (issue 24

@@ -2,7 +2,7 @@
 
 Precedence, lowest first (later sources override earlier ones):
 
-1. the defaults below;
+1. the defaults;
 2. a TOML file (``--config FILE``; keys are the field names);
 3. the spider's ``custom_settings`` dict;
 4. environment variables ``CRAWLQ_<FIELD NAME IN UPPER CASE>`` (``CRAWLQ_DELAY_S=0.5``);
@@ -12,21 +12,29 @@ Unknown keys are an error (`ConfigError` naming the key and suggesting the close
 as `suggest` does), never silently dropped. Every number carries its unit in its name
 (``_s`` seconds, ``_bytes`` bytes). ``crawlq settings`` lists them all.
 
-The package: `crawlq.settings.model` (the `Settings` fields), `crawlq.settings.checks` (the
-checks every value passes), `crawlq.settings.sources` (file, spider, environment, command
-line; did-you-mean suggestions), `crawlq.settings.values` (reading values from text),
-`crawlq.settings.defaults`, `crawlq.settings.job_name`, `crawlq.settings.store_url` and
-`crawlq.settings.handoff` (what a command hands the workers it starts).
+The package, each module importing only those before it:
+
+* `crawlq.settings.coercion`: reading a value from text or TOML (byte sizes, booleans,
+  lists, per-host tables); knows no setting.
+* `crawlq.settings.checks`: what every value must be (ranges, formats, cross-field rules),
+  the job name rule and which ``store`` values name a store.
+* `crawlq.settings.crawl_settings`: the `Settings` fields with their defaults, and the
+  sources they are merged from (file, spider, environment, command line; did-you-mean
+  suggestions).
+* `crawlq.settings.handoff`: what a command hands the workers it starts.
 """
 
 from __future__ import annotations
 
-from crawlq.settings.defaults import DEFAULT_SKIP_EXTENSIONS, DEFAULT_USER_AGENT
-from crawlq.settings.job_name import JOB_NAME_RULE, check_job_name
-from crawlq.settings.model import Settings
-from crawlq.settings.sources import coerce_settings, suggest
-from crawlq.settings.store_url import check_store
-from crawlq.settings.values import host_auth_tables, parse_bytes
+from crawlq.settings.checks import JOB_NAME_RULE, check_job_name, check_store
+from crawlq.settings.coercion import host_auth_tables, parse_bytes
+from crawlq.settings.crawl_settings import (
+    DEFAULT_SKIP_EXTENSIONS,
+    DEFAULT_USER_AGENT,
+    Settings,
+    coerce_settings,
+    suggest,
+)
 
 __all__ = [
     "DEFAULT_SKIP_EXTENSIONS",

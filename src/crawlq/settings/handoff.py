@@ -7,13 +7,13 @@ credentials are never a shared job's settings
 that ``crawl --processes`` and ``crawl --engine celery`` start are this command's own
 workers, so they get this command's values, through their environment (never argv: a
 command line is visible to every user of the machine). Each value is read back by
-`crawlq.settings.sources` as ``CRAWLQ_<FIELD>`` (tuples comma-separated).
+`crawlq.settings.crawl_settings.merge` as ``CRAWLQ_<FIELD>`` (tuples comma-separated).
 """
 
 from __future__ import annotations
 
-from crawlq.settings.model import Settings
-from crawlq.settings.values import host_auth_tables
+from crawlq.settings.coercion import host_auth_tables
+from crawlq.settings.crawl_settings import Settings
 
 __all__ = ["own_env"]
 

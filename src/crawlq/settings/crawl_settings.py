@@ -1,22 +1,81 @@
-"""`Settings`: every setting as a field, with its default, its unit and what it means.
+"""`Settings`, every setting as a field, and the sources it is merged from, in precedence order.
 
-A frozen, slotted dataclass. Construction runs `crawlq.settings.checks.check`; `build`
-merges the sources (`crawlq.settings.sources`). Units are in the names (``_s`` seconds,
-``_bytes`` bytes).
+Each field carries its default, its unit and what it means. A frozen, slotted dataclass;
+construction runs `crawlq.settings.checks.check` on its values. Units are in the names
+(``_s`` seconds, ``_bytes`` bytes). ``crawlq settings`` lists them all.
+
+`Settings.build` merges the sources (`merge`), lowest first (later ones override earlier):
+
+1. the defaults of the fields (`DEFAULT_USER_AGENT`, `DEFAULT_SKIP_EXTENSIONS`: those too
+   long, or too derived, to write in the field itself);
+2. a TOML file (``--config FILE``; keys are the field names);
+3. the spider's ``custom_settings`` dict;
+4. environment variables ``CRAWLQ_<FIELD NAME IN UPPER CASE>`` (``CRAWLQ_DELAY_S=0.5``);
+5. command-line options.
+
+Stored job settings are read with `coerce_settings`. Every value is converted to its field's
+type (`crawlq.settings.coercion`). An unknown name is a `ConfigError` that suggests the
+closest names (`suggest`: did you mean ``delay_s``?), never silently dropped.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import difflib
+import os
+import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
+from crawlq import __version__
+from crawlq.errors import ConfigError
 from crawlq.settings.checks import check
-from crawlq.settings.defaults import DEFAULT_SKIP_EXTENSIONS, DEFAULT_USER_AGENT
+from crawlq.settings.coercion import HostAuth, coerce_value, header_lines, split_hosts
 
-__all__ = ["Settings"]
+__all__ = [
+    "DEFAULT_SKIP_EXTENSIONS",
+    "DEFAULT_USER_AGENT",
+    "Settings",
+    "coerce_settings",
+    "merge",
+    "suggest",
+]
+
+
+# -- defaults too long, or too derived, to write in the field -------------------------------------
+
+
+DEFAULT_USER_AGENT = "crawlq/" + ".".join(__version__.split(".")[:2])
+"""The default ``user_agent``: ``crawlq/<major>.<minor>`` of `crawlq.__version__`."""
+
+DEFAULT_SKIP_EXTENSIONS: tuple[str, ...] = (
+    # images
+    "ai", "avif", "bmp", "cr2", "eps", "gif", "heic", "heif", "ico", "jfif", "jpe",
+    "jpeg", "jpg", "nef", "png", "psd", "raw", "svg", "svgz", "tif", "tiff", "webp",
+    # audio
+    "aac", "aif", "aiff", "amr", "flac", "m4a", "mid", "midi", "mka", "mp3", "oga",
+    "ogg", "opus", "ra", "wav", "weba", "wma",
+    # video
+    "3g2", "3gp", "asf", "avi", "flv", "m2ts", "m4v", "mkv", "mov", "mp4", "mpeg",
+    "mpg", "mts", "ogv", "qt", "rm", "swf", "ts", "vob", "webm", "wmv",
+    # styles, scripts, source maps, fonts
+    "css", "js", "map", "mjs", "eot", "otf", "ttf", "woff", "woff2",
+    # archives, packages, disk images, binaries
+    "7z", "apk", "bin", "bz2", "cab", "deb", "dll", "dmg", "exe", "gz", "img", "iso",
+    "jar", "lz", "lzma", "msi", "rar", "rpm", "so", "tar", "tbz", "tbz2", "tgz", "txz",
+    "war", "whl", "xz", "z", "zip", "zst",
+    # office documents, e-books, PDF
+    "doc", "docm", "docx", "epub", "key", "mobi", "numbers", "odg", "odp", "ods",
+    "odt", "pages", "pdf", "pps", "ppsx", "ppt", "pptm", "pptx", "ps", "rtf", "xls",
+    "xlsm", "xlsx",
+)  # fmt: skip
+"""The default of ``skip_extensions``: path extensions (lower case, no dot) of links that
+the page's link extraction leaves out (`crawlq.links.extract_links`)."""
+
+
+# -- the settings ---------------------------------------------------------------------------------
 
 
 _NOT_NAMED = frozenset({"explicit", "host_auth"})
@@ -415,7 +474,9 @@ class Settings:
     as opposed to defaults; set by `build`. Not a setting itself."""
 
     def __post_init__(self) -> None:
-        check(self)
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name, value in check(values).items():
+            object.__setattr__(self, name, value)
 
     @property
     def effective_visibility_timeout_s(self) -> float:
@@ -470,7 +531,187 @@ class Settings:
             ConfigError: An unknown key, a value of the wrong type or out of range, or an
                 unreadable file; the message names the key and the source.
         """
-        from crawlq.settings.sources import merge  # it reads this class: imported on use
-
         merged = merge(file=file, spider_settings=spider_settings, env=env, cli=cli)
         return cls(**merged, explicit=frozenset(merged))
+
+
+# -- the sources, merged in precedence order ------------------------------------------------------
+
+
+_ENV_PREFIX = "CRAWLQ_"
+_HINTS: dict[str, Any] = {}
+_UNIT_SUFFIXES = ("_s", "_bytes")
+
+
+SCRAPY_NAMES = {
+    "DOWNLOAD_DELAY": "delay_s",
+    "CONCURRENT_REQUESTS": "concurrency",
+    "CONCURRENT_REQUESTS_PER_DOMAIN": "host_concurrency",
+    "CONCURRENT_REQUESTS_PER_IP": "host_concurrency",
+    "USER_AGENT": "user_agent",
+    "ROBOTSTXT_OBEY": "obey_robots",
+    "DEPTH_LIMIT": "max_depth",
+    "CLOSESPIDER_PAGECOUNT": "max_pages",
+    "ITEM_PIPELINES": "item_pipelines",
+    "DOWNLOADER_MIDDLEWARES": "downloader_middlewares",
+    "SPIDER_MIDDLEWARES": "spider_middlewares",
+    "DOWNLOAD_TIMEOUT": "timeout_s",
+    "RETRY_TIMES": "max_retries",
+    "DOWNLOAD_MAXSIZE": "max_body_bytes",
+    "REDIRECT_MAX_TIMES": "max_redirects",
+    "DEFAULT_REQUEST_HEADERS": "default_headers",
+    "COOKIES_ENABLED": "cookies_enabled",
+    "AUTOTHROTTLE_ENABLED": "autothrottle",
+    "AUTOTHROTTLE_MAX_DELAY": "max_delay_s",
+}
+"""Scrapy's setting names (``custom_settings`` of a ported spider) -> crawlq's nearest setting,
+the one suggestion for them. Suggested, never accepted: values and units may differ (a Scrapy
+``ITEM_PIPELINES`` dict is a crawlq list; ``DOWNLOAD_MAXSIZE`` is bytes in both)."""
+
+
+def suggest(name: str, *, limit: int = 3) -> list[str]:
+    """The setting names closest to an unknown ``name``, best first (possibly none).
+
+    A Scrapy setting's name (`SCRAPY_NAMES`: ``DOWNLOAD_DELAY`` for ``delay_s``) or a name
+    missing only its unit (``delay`` for ``delay_s``, ``max_body`` for ``max_body_bytes``) is
+    the one answer; else close spellings (`difflib`).
+    """
+    names = Settings.field_names()
+    scrapy = SCRAPY_NAMES.get(name.strip().upper().replace("-", "_"))
+    if scrapy is not None:
+        return [scrapy]
+    key = name.strip().lower().replace("-", "_")
+    with_unit = [key + suffix for suffix in _UNIT_SUFFIXES if key + suffix in names]
+    if with_unit:
+        return with_unit
+    close = difflib.get_close_matches(key, names, n=limit, cutoff=0.6)
+    return [n for n in close if n != key]
+
+
+def _env_name(name: str) -> str:
+    return f"{_ENV_PREFIX}{name.upper()}"
+
+
+def merge(
+    *,
+    file: str | Path | None,
+    spider_settings: Mapping[str, Any] | None,
+    env: Mapping[str, str] | None,
+    cli: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The values of every source, typed and merged in precedence order (`Settings.build`).
+
+    Raises:
+        ConfigError: An unknown key, a value of the wrong type, or an unreadable file.
+    """
+    merged: dict[str, Any] = {}
+    if file is not None:
+        try:
+            with open(file, "rb") as fh:
+                data = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(str(file), f"cannot read settings file: {exc}") from exc
+        merged.update(_coerce_all(data, f"settings file {file}", credentials=True))
+    if spider_settings:
+        merged.update(_coerce_all(spider_settings, "spider custom_settings"))
+    environ = os.environ if env is None else env
+    env_values = {
+        key[len(_ENV_PREFIX) :].lower(): value
+        for key, value in environ.items()
+        if key.startswith(_ENV_PREFIX) and not key.startswith(_ENV_PREFIX + "TEST_")
+    }
+    merged.update(_coerce_all(env_values, "environment CRAWLQ_*", _env_name, credentials=True))
+    if cli:
+        merged.update(_coerce_all({k: v for k, v in cli.items() if v is not None}, "command line"))
+    _check_credentials_set(merged.get("host_auth", ()), environ)
+    return merged
+
+
+def _check_credentials_set(entries: tuple[HostAuth, ...], environ: Mapping[str, str]) -> None:
+    """Raise unless every environment variable that ``entries`` name is set (at start).
+
+    Raises:
+        ConfigError: Named ``hosts``; the message names the host and the variable, never a
+            value.
+    """
+    for host, _user, password_env, token_env in entries:
+        for key, variable in (("auth_password_env", password_env), ("auth_token_env", token_env)):
+            if variable is not None and not environ.get(variable):
+                raise ConfigError(
+                    "hosts",
+                    f"hosts.{host}.{key} names environment variable {variable}, which is not "
+                    f"set (or empty): set it to the {key.split('_')[1]} for {host}",
+                )
+
+
+def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Setting values from ``source`` converted to their types (as `Settings.build` does).
+
+    For values read from shared state (a job's stored settings), which may hold anything.
+
+    Raises:
+        ConfigError: An unknown name or a value of the wrong type; the message names the
+            setting and ``source``.
+    """
+    return _coerce_all(values, source)
+
+
+def _coerce_all(
+    values: Mapping[str, Any],
+    source: str,
+    spell: Callable[[str], str] = str,
+    *,
+    credentials: bool = False,
+) -> dict[str, Any]:
+    """Coerce ``values`` from ``source`` to the settings' types.
+
+    ``spell`` writes a setting name as that source does (``CRAWLQ_DELAY_S`` in the
+    environment), for the suggestions of an unknown one. ``credentials``: the ``auth_*``
+    keys of ``hosts`` tables are read (into ``host_auth``); from any other source (a
+    spider, the command line, a job's settings in shared state) they are an error.
+    """
+    if not _HINTS:
+        _HINTS.update(get_type_hints(Settings))
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in Settings.field_names():
+            close = suggest(name)
+            hint = f"; did you mean {' or '.join(spell(n) for n in close)}?" if close else ""
+            raise ConfigError(
+                name,
+                f"unknown setting (from {source}){hint} (`crawlq settings` lists them all)",
+            )
+        if name == "job" and isinstance(value, str):
+            out[name] = value  # verbatim: "" or "none" is a bad name, not "no job"
+            continue
+        try:
+            if name == "hosts":
+                out.update(_hosts(value, source, credentials=credentials))
+                continue
+            if name == "default_headers":
+                out[name] = header_lines(value)
+                continue
+            out[name] = coerce_value(_HINTS[name], value, name)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(name, f"{exc} (from {source})") from exc
+    return out
+
+
+def _hosts(value: Any, source: str, *, credentials: bool) -> dict[str, Any]:
+    """``hosts`` and ``host_auth`` from a ``hosts`` table (`_coerce_all`).
+
+    A table of credentials only gives no ``hosts`` value, so it is not an explicit ``hosts``.
+
+    Raises:
+        TypeError: As `split_hosts`, or credentials from a source they may not come from.
+    """
+    politeness, auth = split_hosts(value)
+    if auth and not credentials:
+        raise TypeError(
+            f"hosts.{auth[0][0]}: credentials (auth_*) are read only from this process's "
+            f"settings file or CRAWLQ_HOSTS, never from {source}"
+        )
+    out: dict[str, Any] = {"host_auth": auth} if auth else {}
+    if politeness or not auth:
+        out["hosts"] = politeness
+    return out

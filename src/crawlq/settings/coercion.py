@@ -1,8 +1,9 @@
 """Setting values read from text or TOML: byte sizes, booleans, lists, per-host tables.
 
 Pure conversions, no knowledge of which settings exist: `coerce_value` takes the field's
-type hint. Errors are ``TypeError``/``ValueError``; `crawlq.settings.sources` turns them
-into a `ConfigError` that names the setting and where the value came from.
+type hint. Errors are ``TypeError``/``ValueError``; the sources
+(`crawlq.settings.crawl_settings`) turn them into a `ConfigError` that names the setting and
+where the value came from.
 """
 
 from __future__ import annotations
