@@ -45,6 +45,8 @@ from crawlq.store import open_store
 
 __all__ = ["CrawlOutput", "check_readable", "crawl_output_options", "export", "format_for"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 What = Literal["pages", "items", "dead", "filtered", "errors"]
 Format = Literal["jsonl", "json", "csv"]
 _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
@@ -309,9 +311,6 @@ def format_for(fmt: str | None, output: str | None) -> str:
             f"give -o FILE with a matching extension, or leave --format out"
         )
     return fmt
-
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def crawl_output_options(f: F) -> F:

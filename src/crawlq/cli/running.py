@@ -1,5 +1,10 @@
 """Run a crawl or worker in the foreground: metrics, signals, live progress, the final report.
 
+`run_or_exit` runs a `Runner` (`run_in_foreground`): the first SIGINT/SIGTERM stops it
+gracefully, the second forcefully; progress is a live table on a terminal, else a log line
+every ``--log-interval`` seconds (`log_progress`); a settings error exits 2 (click's usage
+error), any other crawlq error is one line on stderr and exit 1.
+
 Metrics (``crawl``, ``worker``): a process that works records its worker metrics
 (`crawlq.engine.metrics.start_recording`) and serves them on ``--metrics-port``
 (`worker_metrics`); a ``--processes P`` supervisor serves its children's metrics summed
