@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from crawlq.cli.summary import print_summary
+from crawlq.cli.reports import print_summary
 from crawlq.engine.crawl import Crawl
 from crawlq.settings import Settings
 from crawlq.spider import Response, Spider

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from crawlq.cli.tables import status_table
+from crawlq.cli.reports import status_table
 from crawlq.engine.job import bind_job
 from crawlq.engine.report import job_report
 from crawlq.frontier import open_frontier

@@ -8,7 +8,7 @@ from collections import Counter
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from crawlq.cli.logs import JsonFormatter
+from crawlq.cli.terminal import JsonFormatter
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.render import panel, sparkline
 from crawlq.engine.metrics import FrontierCollector, WorkerMetrics, status_class

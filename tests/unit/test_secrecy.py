@@ -148,7 +148,7 @@ def test_quote_userinfo_takes_the_last_at_as_the_separator() -> None:
 
 
 def test_worker_children_get_no_frontier_or_store_on_their_command_line() -> None:
-    from crawlq.cli.worker_cmd import _without_options
+    from crawlq.cli.worker import _without_options
 
     argv = ["--frontier", "redis://:pw@h/0", "--job", "j", "--store=postgresql://u:pw@h/d",
             "--processes", "4", "--processes=2", "-q"]  # fmt: skip

@@ -8,8 +8,7 @@ from collections import Counter
 import pytest
 from rich.console import Console
 
-from crawlq.cli.summary import print_summary, spider_errors_warning
-from crawlq.cli.tables import ProgressDisplay
+from crawlq.cli.reports import ProgressDisplay, print_summary, spider_errors_warning
 from crawlq.engine import CrawlReport, Progress
 from crawlq.engine.worker import WorkerCounters
 from crawlq.frontier import FrontierStats

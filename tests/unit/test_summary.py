@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 
-from crawlq.cli.summary import print_summary
+from crawlq.cli.reports import print_summary
 from crawlq.engine import CrawlReport
 from crawlq.engine.worker import WorkerCounters
 from crawlq.frontier import FrontierStats

@@ -15,22 +15,22 @@ from crawlq import __version__
 __all__ = ["cli"]
 
 _COMMANDS = {
-    "crawl": "crawlq.cli.crawl_cmd:crawl",
-    "dashboard": "crawlq.cli.dashboard_cmd:dashboard",
-    "dead": "crawlq.cli.dead_cmd:dead",
-    "export": "crawlq.cli.export_cmd:export",
-    "fetch": "crawlq.cli.try_cmd:fetch",
-    "inspect": "crawlq.cli.inspect_cmd:inspect",
-    "job": "crawlq.cli.jobs_cmd:job",
-    "jobs": "crawlq.cli.jobs_cmd:jobs",
-    "parse": "crawlq.cli.try_cmd:parse",
-    "reparse": "crawlq.cli.reparse_cmd:reparse",
-    "seed": "crawlq.cli.seed_cmd:seed",
-    "serve": "crawlq.cli.serve_cmd:serve",
-    "settings": "crawlq.cli.settings_cmd:settings",
-    "shell": "crawlq.cli.shell_cmd:shell",
-    "status": "crawlq.cli.status_cmd:status",
-    "worker": "crawlq.cli.worker_cmd:worker",
+    "crawl": "crawlq.cli.crawl:crawl",
+    "dashboard": "crawlq.cli.dashboard:dashboard",
+    "dead": "crawlq.cli.dead:dead",
+    "export": "crawlq.cli.export:export",
+    "fetch": "crawlq.cli.try_url:fetch",
+    "inspect": "crawlq.cli.inspect:inspect",
+    "job": "crawlq.cli.jobs:job",
+    "jobs": "crawlq.cli.jobs:jobs",
+    "parse": "crawlq.cli.try_url:parse",
+    "reparse": "crawlq.cli.reparse:reparse",
+    "seed": "crawlq.cli.seed:seed",
+    "serve": "crawlq.cli.serve:serve",
+    "settings": "crawlq.cli.settings:settings",
+    "shell": "crawlq.cli.shell:shell",
+    "status": "crawlq.cli.status:status",
+    "worker": "crawlq.cli.worker:worker",
 }
 """Command name -> ``module:attribute`` of its click command."""
 

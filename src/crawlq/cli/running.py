@@ -1,26 +1,49 @@
-"""Run a crawl or worker in the foreground: signals, live progress, and the final report."""
+"""Run a crawl or worker in the foreground: metrics, signals, live progress, the final report.
+
+`run_or_exit` runs a `Runner` (`run_in_foreground`): the first SIGINT/SIGTERM stops it
+gracefully, the second forcefully; progress is a live table on a terminal, else a log line
+every ``--log-interval`` seconds (`log_progress`); a settings error exits 2 (click's usage
+error), any other crawlq error is one line on stderr and exit 1.
+
+Metrics (``crawl``, ``worker``): a process that works records its worker metrics
+(`crawlq.engine.metrics.start_recording`) and serves them on ``--metrics-port``
+(`worker_metrics`); a ``--processes P`` supervisor serves its children's metrics summed
+(`supervisor_metrics`, `crawlq.engine.metrics.MultiprocessExporter`), and each child, started
+with ``PROMETHEUS_MULTIPROC_DIR`` in its environment, records into that directory and serves
+nothing itself.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from crawlq.cli.logs import PROGRESS_LOGGER
-from crawlq.cli.tables import ProgressDisplay
+from crawlq.cli.reports import ProgressDisplay
+from crawlq.cli.terminal import PROGRESS_LOGGER
 from crawlq.engine import CrawlReport, Progress
 from crawlq.errors import ConfigError, CrawlqError
+from crawlq.settings import Settings
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Runner", "log_progress", "run_in_foreground", "run_or_exit"]
+__all__ = [
+    "Runner",
+    "log_progress",
+    "run_in_foreground",
+    "run_or_exit",
+    "supervisor_metrics",
+    "worker_metrics",
+]
 
 _REFRESH_S = 0.5
 
@@ -174,3 +197,51 @@ def run_or_exit(
     except CrawlqError as exc:
         click.echo(f"crawlq: {failure}: {exc}", err=True)
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def worker_metrics(settings: Settings) -> Iterator[None]:
+    """Record this process's worker metrics, and serve them when a port is given.
+
+    Raises:
+        ConfigError: The port cannot be bound, or prometheus-client is missing.
+    """
+    from crawlq.engine.metrics import MULTIPROC_ENV
+
+    if os.environ.get(MULTIPROC_ENV):  # a supervisor's child: it serves the sums
+        from crawlq.engine.metrics import start_recording
+
+        start_recording()
+        yield
+        return
+    if settings.metrics_port is None:
+        yield
+        return
+    from crawlq.engine.metrics import serve, start_recording
+
+    start_recording()
+    server = serve(settings.metrics_port, settings.metrics_host)
+    try:
+        yield
+    finally:
+        server.close()
+
+
+@contextlib.contextmanager
+def supervisor_metrics(settings: Settings, env: dict[str, str]) -> Iterator[None]:
+    """Serve the summed metrics of the children started with ``env`` (updated here).
+
+    Raises:
+        ConfigError: The port cannot be bound, or prometheus-client is missing.
+    """
+    if settings.metrics_port is None:
+        yield
+        return
+    from crawlq.engine.metrics import MultiprocessExporter
+
+    exporter = MultiprocessExporter(settings.metrics_port, settings.metrics_host)
+    env.update(exporter.child_env())
+    try:
+        yield
+    finally:
+        exporter.close()

@@ -1,32 +1,47 @@
-"""The dashboard's web server (aiohttp.web): the jobs it watches, its pages, the search box.
+"""The dashboard's web server (aiohttp.web): the jobs it watches, its pages, who may see them.
 
 Routes: ``/`` the page (with ``?q=URL&job=J``, the search box's answer in it, so a search
 works without the script and can be linked to), ``/panel`` the job sections the script
 swaps in, ``/inspect?q=URL&job=J`` the search box's answer alone, ``/api/jobs`` each job's
-report as JSON (``crawlq status --json``'s, ``paused`` included).
+report as JSON (``crawlq status --json``'s, ``paused`` included), ``/static/dashboard.css``
+and ``.js``.
 
-Who may see it (loopback, the token check, the security headers) is `crawlq.dashboard.access`.
+Who may see it: bound to 127.0.0.1 by default (`is_loopback`). Bound to any other address it
+needs a token, and with a token every request must carry it (an ``Authorization: Bearer
+TOKEN`` header, a ``token`` query parameter or the cookie `TOKEN_COOKIE` set when one was
+given that way), compared in constant time (`hmac.compare_digest`); a request without it gets
+401 and nothing else (`token_middleware`). Every response carries `SECURITY_HEADERS` (a
+same-origin Content Security Policy, no caching).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import ipaddress
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from crawlq.dashboard import render
-from crawlq.dashboard.access import headers_middleware, is_loopback, token_middleware
-from crawlq.dashboard.assets import CSS, JS
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.lookup import Lookup, lookup
 from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
 
-__all__ = ["Dashboard", "make_app", "serve"]
+__all__ = [
+    "SECURITY_HEADERS",
+    "TOKEN_COOKIE",
+    "Dashboard",
+    "headers_middleware",
+    "is_loopback",
+    "make_app",
+    "serve",
+    "token_middleware",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -135,9 +150,9 @@ def make_app(dashboard: Dashboard, *, token: str | None = None) -> web.Applicati
     app.router.add_get("/api/jobs", jobs)
     app.router.add_get(
         "/static/dashboard.js",
-        lambda _: _static(JS, "application/javascript"),
+        lambda _: _static(render.JS, "application/javascript"),
     )
-    app.router.add_get("/static/dashboard.css", lambda _: _static(CSS, "text/css"))
+    app.router.add_get("/static/dashboard.css", lambda _: _static(render.CSS, "text/css"))
     return app
 
 
@@ -182,3 +197,61 @@ async def serve(
             await sampler
         await runner.cleanup()
         await dashboard.close()
+
+
+TOKEN_COOKIE = "crawlq_dashboard_token"
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+"""Headers of every dashboard response."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is a loopback address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@web.middleware
+async def headers_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Add `SECURITY_HEADERS` to the response."""
+    response = await handler(request)
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def token_middleware(token: str) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """A middleware that answers 401 to a request without ``token`` (module docstring)."""
+    expected = token.encode()
+
+    @web.middleware
+    async def check(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        given = ""
+        header = request.headers.get("Authorization", "")
+        from_query = False
+        if header.startswith("Bearer "):
+            given = header[len("Bearer ") :]
+        elif "token" in request.query:
+            given, from_query = request.query["token"], True
+        else:
+            given = request.cookies.get(TOKEN_COOKIE, "")
+        if not hmac.compare_digest(given.encode(), expected):
+            return web.Response(status=401, text="401: this dashboard needs its token\n")
+        response = await handler(request)
+        if from_query:  # the page's own requests then carry it as a cookie
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+    return check

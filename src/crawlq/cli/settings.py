@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from crawlq.cli.consoles import table_width
 from crawlq.cli.option_settings import setting_of_option
 from crawlq.cli.options import wide_option
+from crawlq.cli.terminal import table_width
 from crawlq.settings import Settings, suggest
 
 __all__ = ["settings", "settings_table"]

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import click
 
-from crawlq.cli.consoles import stdout_console
 from crawlq.cli.options import wide_option
+from crawlq.cli.terminal import stdout_console
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact, without_password
 from crawlq.settings import check_job_name

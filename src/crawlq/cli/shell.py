@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from crawlq.cli.try_cmd import try_options, try_settings, try_spider
+from crawlq.cli.try_url import try_options, try_settings, try_spider
 from crawlq.engine.single import fetch_one
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import LinkRules

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from crawlq.cli.logs import configure_logging
+from crawlq.cli.terminal import configure_logging
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact
 from crawlq.settings import check_job_name

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from crawlq.cli.consoles import stdout_console
 from crawlq.cli.options import wide_option
-from crawlq.cli.tables import status_table
+from crawlq.cli.reports import status_table
+from crawlq.cli.terminal import stdout_console
 from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact

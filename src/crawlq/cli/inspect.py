@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
-from crawlq.cli.consoles import stdout_console
 from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.options import wide_option
-from crawlq.cli.tables import story_table
+from crawlq.cli.reports import story_table
+from crawlq.cli.terminal import stdout_console
 from crawlq.engine.story import UrlStory, native_story
 from crawlq.errors import CrawlqError, InvalidURL
 from crawlq.settings import Settings

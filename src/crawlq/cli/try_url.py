@@ -18,8 +18,8 @@ from typing import Any, BinaryIO, TypeVar
 
 import click
 
-from crawlq.cli.logs import configure_logging
 from crawlq.cli.option_settings import build_settings, option_error
+from crawlq.cli.terminal import configure_logging
 from crawlq.engine.plan import check_process_code
 from crawlq.engine.single import Tried, fetch_one
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL

@@ -10,10 +10,7 @@ from typing import Any
 
 import click
 
-from crawlq.cli.consoles import terminal_console
-from crawlq.cli.crawl_output import CrawlOutput, crawl_output_options
-from crawlq.cli.logs import configure_logging
-from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
+from crawlq.cli.export import CrawlOutput, crawl_output_options
 from crawlq.cli.option_settings import build_settings, option_error
 from crawlq.cli.options import (
     frontier_options,
@@ -25,14 +22,15 @@ from crawlq.cli.options import (
     sitemap_option,
     sitemap_urls,
 )
-from crawlq.cli.running import Runner, run_or_exit
-from crawlq.cli.summary import (
+from crawlq.cli.reports import (
     EXIT_NOTHING_STORED,
     EXIT_SPIDER_ERRORS,
     nothing_stored_line,
     print_summary,
     spider_errors_warning,
 )
+from crawlq.cli.running import Runner, run_or_exit, supervisor_metrics, worker_metrics
+from crawlq.cli.terminal import configure_logging, terminal_console
 from crawlq.engine import Crawl
 from crawlq.engine.multiprocess import MultiProcessCrawl
 from crawlq.engine.plan import plan_crawl

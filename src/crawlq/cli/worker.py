@@ -10,9 +10,6 @@ from typing import Any
 
 import click
 
-from crawlq.cli.consoles import terminal_console
-from crawlq.cli.logs import configure_logging
-from crawlq.cli.metrics_setup import supervisor_metrics, worker_metrics
 from crawlq.cli.option_settings import build_settings
 from crawlq.cli.options import (
     frontier_options,
@@ -21,8 +18,9 @@ from crawlq.cli.options import (
     output_options,
     process_options,
 )
-from crawlq.cli.running import run_or_exit
-from crawlq.cli.summary import print_summary
+from crawlq.cli.reports import print_summary
+from crawlq.cli.running import run_or_exit, supervisor_metrics, worker_metrics
+from crawlq.cli.terminal import configure_logging, terminal_console
 from crawlq.engine.multiprocess import MultiProcessWorker
 from crawlq.engine.service import WorkerService
 from crawlq.errors import ConfigError

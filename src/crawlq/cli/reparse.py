@@ -12,9 +12,9 @@ from typing import Any, TextIO
 
 import click
 
-from crawlq.cli.logs import configure_logging
 from crawlq.cli.option_settings import build_settings
-from crawlq.cli.summary import EXIT_SPIDER_ERRORS, kinds
+from crawlq.cli.reports import EXIT_SPIDER_ERRORS, kinds
+from crawlq.cli.terminal import configure_logging
 from crawlq.engine.reparse import Reparse, ReparseReport
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact
