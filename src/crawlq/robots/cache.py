@@ -4,8 +4,8 @@
 keeps the records it has used in an LRU of origins (``scheme://host[:port]``), each valid
 until its expiry (Unix ms from the injected clock), so the hot path does not ask the backend
 per URL; concurrent callers in one process asking about one origin share a single load. A
-load reads the job's shared record (`crawlq.robots.store.load_shared`) or, with no shared
-store, fetches (`crawlq.robots.policy.fetch_record`).
+load reads the job's shared record (`crawlq.robots.shared.load_shared`) or, with no shared
+store, fetches (`crawlq.robots.file.fetch_record`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from protego import Protego
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import InvalidURL, PermanentFetchError, RobotsUnreachable
 from crawlq.fetch import Fetcher
-from crawlq.robots.parse import crawl_delay_s, sitemaps
-from crawlq.robots.policy import fetch_record
-from crawlq.robots.store import RobotsStore, load_shared
+from crawlq.robots.file import crawl_delay_s, fetch_record, sitemaps
+from crawlq.robots.shared import RobotsStore, load_shared
 from crawlq.robots_record import MAX_TTL_MS, RobotsRecord
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
