@@ -17,8 +17,8 @@ import pytest
 from crawlq.celery.state import CeleryState
 from crawlq.clock import ManualClock
 from crawlq.request import CrawlRequest
+from crawlq.testing.fault_server import make_fault_app
 from crawlq.testing.log import RequestLog
-from crawlq.testing.server import make_fault_app
 from crawlq.testing.site import generate_site
 from crawlq.testing.static import make_static_app
 from crawlq.testing.thread import ServerThread
