@@ -21,8 +21,7 @@ from crawlq.testing.fault_server import (
     make_fault_app,
 )
 from crawlq.testing.log import LoggedRequest, RequestLog
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app, unpack_corpus
+from crawlq.testing.static import generate_site, make_static_app, unpack_corpus
 from crawlq.testing.synthetic_server import SyntheticServer
 from crawlq.testing.synthetic_site import SyntheticSite
 from crawlq.testing.thread import LoopThread, ServerThread
