@@ -22,8 +22,7 @@ from crawlq.testing.fault_server import (
 )
 from crawlq.testing.log import LoggedRequest, RequestLog
 from crawlq.testing.static import generate_site, make_static_app, unpack_corpus
-from crawlq.testing.synthetic_server import SyntheticServer
-from crawlq.testing.synthetic_site import SyntheticSite
+from crawlq.testing.synthetic import SyntheticServer, SyntheticSite
 from crawlq.testing.thread import LoopThread, ServerThread
 
 __all__ = [
