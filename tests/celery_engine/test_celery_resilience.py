@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawlq.testing.log import RequestLog
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import (

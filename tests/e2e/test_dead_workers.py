@@ -24,7 +24,7 @@ from aiohttp import web
 from crawlq.frontier.redis import Keyspace
 from crawlq.request import CrawlRequest
 from crawlq.testing.fault_server import make_fault_app
-from crawlq.testing.log import RequestLog
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq

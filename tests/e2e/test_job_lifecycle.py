@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from crawlq.frontier.redis import Keyspace
-from crawlq.testing.log import RequestLog
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crawlq.testing.fault_server import make_fault_app
-from crawlq.testing.log import RequestLog
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq
 

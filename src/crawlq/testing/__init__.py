@@ -20,7 +20,7 @@ from crawlq.testing.fault_server import (
     fault_state,
     make_fault_app,
 )
-from crawlq.testing.log import LoggedRequest, RequestLog
+from crawlq.testing.request_log import LoggedRequest, RequestLog
 from crawlq.testing.static import generate_site, make_static_app, unpack_corpus
 from crawlq.testing.synthetic import SyntheticServer, SyntheticSite
 from crawlq.testing.thread import LoopThread, ServerThread

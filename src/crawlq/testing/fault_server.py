@@ -83,7 +83,7 @@ import brotli  # type: ignore[import-untyped]  # brotli ships no type informatio
 from aiohttp import web
 from multidict import CIMultiDict
 
-from crawlq.testing.log import RequestLog
+from crawlq.testing.request_log import RequestLog
 
 __all__ = ["CHARSET_SAMPLES", "FAULT_STATE", "FaultState", "fault_state", "make_fault_app"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from crawlq.testing.log import RequestLog
+from crawlq.testing.request_log import RequestLog
 
 __all__ = ["generate_site", "make_static_app", "unpack_corpus"]
 
