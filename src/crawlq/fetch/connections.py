@@ -114,7 +114,7 @@ def _allowed(guard: AddressGuard, host: str, infos: Sequence[ResolveResult]) -> 
     return [info for info in infos if guard.check(host, info["host"]) is None]
 
 
-# -- proxies -------------------------------------------------------------------------------------
+# -- proxies ---------------------------------------------------------------------------------------
 
 
 def socks_connector(proxy: Proxy, limit: int) -> aiohttp.BaseConnector:

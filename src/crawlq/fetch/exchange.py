@@ -105,7 +105,7 @@ def _hidden(name: str, redact: bool) -> bool:
     return lower == "proxy-authorization" or (redact and lower in CREDENTIAL_HEADERS)
 
 
-# -- the body ------------------------------------------------------------------------------------
+# -- the body --------------------------------------------------------------------------------------
 
 _CHUNK_BYTES = 64 * 1024
 
@@ -181,7 +181,7 @@ class _CappedBody:
         return b"".join(self._pieces)
 
 
-# -- failures ------------------------------------------------------------------------------------
+# -- failures --------------------------------------------------------------------------------------
 
 _MAX_DETAIL_CHARS = 300  # aiohttp quotes whole bad status lines into its messages
 
