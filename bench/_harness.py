@@ -163,7 +163,7 @@ def nginx_binary() -> str | None:
 
 
 class SyntheticNginxServer(ServerProcess):
-    """`crawlq.testing.synthetic_site` written to files once and served by nginx.
+    """`crawlq.testing.synthetic.SyntheticSite` written to files once and served by nginx.
 
     The same pages as `SyntheticServerProcess` (same seed, hosts and port scheme), each
     host's pages in its own root, one nginx ``server`` per loopback address: the server's CPU
@@ -173,7 +173,7 @@ class SyntheticNginxServer(ServerProcess):
     """
 
     def __init__(self, n_pages: int, hosts: int, workdir: Path, seed: int = 1) -> None:
-        from crawlq.testing.synthetic_site import SyntheticSite
+        from crawlq.testing.synthetic import SyntheticSite
 
         nginx = nginx_binary()
         if nginx is None:
@@ -211,7 +211,7 @@ class SyntheticNginxServer(ServerProcess):
 
 
 class SyntheticServerProcess(ServerProcess):
-    """`crawlq.testing.synthetic_server` run by ``bench/serve_synthetic.py`` in its own process."""
+    """`crawlq.testing.SyntheticServer` run by ``bench/serve_synthetic.py`` in its own process."""
 
     def __init__(self, n_pages: int, hosts: int, workdir: Path, seed: int = 1) -> None:
         port = free_port()

@@ -1,4 +1,4 @@
-"""Serve the synthetic site (`crawlq.testing.synthetic_server`) until Ctrl-C or SIGTERM.
+"""Serve the synthetic site (`crawlq.testing.synthetic.SyntheticServer`) until Ctrl-C or SIGTERM.
 
     python bench/serve_synthetic.py 20000 --hosts 8 --port 8100
 
@@ -14,7 +14,7 @@ import asyncio
 import signal
 import sys
 
-from crawlq.testing.synthetic_server import SyntheticServer
+from crawlq.testing.synthetic import SyntheticServer
 
 
 async def _serve(server: SyntheticServer) -> None:

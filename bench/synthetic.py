@@ -1,4 +1,4 @@
-"""Benchmark: crawl the synthetic site (`crawlq.testing.synthetic_site`) at several sizes and hosts.
+"""Benchmark: crawl the synthetic site (`crawlq.testing.SyntheticSite`) at several sizes and hosts.
 
     python bench/synthetic.py [--pages 20000] [--hosts 1 8] [--rows embedded redis1 redis2]
     python bench/synthetic.py --pages 20000 100000 --hosts 8     # the memory check, slow
@@ -42,7 +42,7 @@ from _harness import (
 )
 from _report import Round, print_run, ratio_table, summary_table, write_json
 
-from crawlq.testing.synthetic_site import SyntheticSite
+from crawlq.testing.synthetic import SyntheticSite
 
 
 def _load_client(base_urls: list[str], n_pages: int, duration_s: float, out: list[int]) -> None:

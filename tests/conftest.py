@@ -18,8 +18,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import unpack_corpus
+from crawlq.testing.static import generate_site, unpack_corpus
 from crawlq.urls import host_key
 from tests.services import DEFAULT_REDIS_URL, RedisServer, need_service, redis_answers
 

@@ -17,10 +17,9 @@ import pytest
 from crawlq.celery.state import CeleryState
 from crawlq.clock import ManualClock
 from crawlq.request import CrawlRequest
-from crawlq.testing.log import RequestLog
-from crawlq.testing.server import make_fault_app
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app
+from crawlq.testing.fault_server import make_fault_app
+from crawlq.testing.request_log import RequestLog
+from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import (
     CeleryWorker,

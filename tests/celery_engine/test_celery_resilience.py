@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawlq.testing.log import RequestLog
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app
+from crawlq.testing.request_log import RequestLog
+from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import (
     CeleryWorker,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.testing.log import RequestLog
-from crawlq.testing.server import make_fault_app
+from crawlq.testing.fault_server import make_fault_app
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import CeleryJob
 from tests.engine.test_items_workers import SPIDER, _check, _items

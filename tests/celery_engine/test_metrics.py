@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from crawlq.testing.server import make_fault_app
+from crawlq.testing.fault_server import make_fault_app
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import CeleryWorker, crawl_celery, stored_dead, stored_pages
 from tests.e2e.faulty_site import make_faulty_app

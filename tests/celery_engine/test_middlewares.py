@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.testing.log import RequestLog
-from crawlq.testing.server import make_fault_app
+from crawlq.testing.fault_server import make_fault_app
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import CeleryJob, job_counts, stored_pages
 

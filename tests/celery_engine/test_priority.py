@@ -9,8 +9,8 @@ import pytest
 
 from crawlq.celery import make_app
 from crawlq.settings import Settings
-from crawlq.testing.log import RequestLog
-from crawlq.testing.server import make_fault_app
+from crawlq.testing.fault_server import make_fault_app
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import (
     CeleryWorker,

@@ -22,8 +22,8 @@ from crawlq.frontier.redis import Keyspace
 from crawlq.request import CrawlRequest, Lease
 from crawlq.settings import Settings
 from crawlq.store.sqlite import SqliteStore
-from crawlq.testing.log import RequestLog
-from crawlq.testing.server import make_fault_app
+from crawlq.testing.fault_server import make_fault_app
+from crawlq.testing.request_log import RequestLog
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import CeleryJob
 from tests.conftest import run_crawlq

@@ -23,10 +23,9 @@ from aiohttp import web
 
 from crawlq.frontier.redis import Keyspace
 from crawlq.request import CrawlRequest
-from crawlq.testing.log import RequestLog
-from crawlq.testing.server import make_fault_app
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app
+from crawlq.testing.fault_server import make_fault_app
+from crawlq.testing.request_log import RequestLog
+from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq
 from tests.e2e.sitemap import reachable

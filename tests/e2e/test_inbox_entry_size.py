@@ -14,8 +14,7 @@ import pytest
 import redis
 
 from crawlq.frontier.redis import Keyspace
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app
+from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq
 from tests.e2e.test_distributed import stored_count, stored_urls

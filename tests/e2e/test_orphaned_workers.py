@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app
+from crawlq.testing.static import generate_site, make_static_app
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq
 from tests.e2e.sitemap import reachable

@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 
 from crawlq.testing import ServerThread, fault_state, make_fault_app
-from crawlq.testing.site import generate_site
+from crawlq.testing.static import generate_site
 from tests.conftest import REPO, corpus_tarball
 from tests.services import RedisServer, free_port, need_service
 

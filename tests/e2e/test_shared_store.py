@@ -249,7 +249,7 @@ def test_postgresql_down_mid_crawl_every_page_is_stored_once(
 def test_an_embedded_crawl_keeps_bodies_only_when_asked(tmp_path: Path) -> None:
     import base64
 
-    from crawlq.testing.site import generate_site
+    from crawlq.testing.static import generate_site
 
     root = generate_site(tmp_path / "site", n_pages=30)
     with_body, without = tmp_path / "with.db", tmp_path / "without.db"

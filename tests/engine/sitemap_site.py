@@ -13,7 +13,7 @@ from html import escape
 
 from aiohttp import web
 
-from crawlq.testing.log import RequestLog
+from crawlq.testing.request_log import RequestLog
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 

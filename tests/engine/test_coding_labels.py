@@ -84,7 +84,7 @@ SEEDS = [*PAGES, "/x-unknown", "/png"]
 async def test_labels_that_mean_no_coding_and_stray_nuls_keep_the_page(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="crawlq.fetch.body")
+    caplog.set_level(logging.DEBUG, logger="crawlq.fetch.exchange")
     with RawServer(ROUTES) as server:
         base = server.base_url
         results = await crawl(

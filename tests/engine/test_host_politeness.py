@@ -22,7 +22,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from crawlq.testing import FaultState, RequestLog, make_fault_app
-from crawlq.testing.log import LoggedRequest
+from crawlq.testing.request_log import LoggedRequest
 from crawlq.urls import normalize
 
 from .conftest import assert_nothing_lost, crawl

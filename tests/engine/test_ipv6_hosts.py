@@ -25,7 +25,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from crawlq.testing import RequestLog, fault_state, make_fault_app
-from crawlq.testing.log import LoggedRequest
+from crawlq.testing.request_log import LoggedRequest
 from tests.services import need_service
 
 from .conftest import Results, crawl

@@ -19,7 +19,7 @@ from crawlq.errors import (
     TransientFetchError,
 )
 from crawlq.fetch import Fetcher
-from crawlq.fetch.failures import classify as _classify
+from crawlq.fetch.exchange import classify as _classify
 from crawlq.testing import CHARSET_SAMPLES, RequestLog, make_fault_app
 from crawlq.web.addresses import AddressGuard
 

@@ -1,4 +1,4 @@
-"""crawlq.testing.synthetic_site: the site's shape; synthetic_server: crawled by a plain client."""
+"""crawlq.testing.synthetic: the site's shape; SyntheticServer: crawled by a plain client."""
 
 from __future__ import annotations
 

@@ -193,7 +193,7 @@ def test_unpack_corpus_without_index(tmp_path: Path) -> None:
 
 
 def test_pace_violations_allow_one_late_send_but_not_a_faster_pace() -> None:
-    from crawlq.testing.log import _Entry
+    from crawlq.testing.request_log import _Entry
 
     def log_of(starts: list[float]) -> RequestLog:
         log = RequestLog()

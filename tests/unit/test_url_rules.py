@@ -7,7 +7,7 @@ import random
 import pytest
 
 from crawlq.errors import ConfigError, InvalidURL
-from crawlq.fetch.response import joined_headers as _joined_headers
+from crawlq.fetch.exchange import joined_headers as _joined_headers
 from crawlq.links import extract_links, parse_html
 from crawlq.request import CrawlRequest
 from crawlq.rules.retry import parse_retry_after

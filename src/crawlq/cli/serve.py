@@ -11,8 +11,7 @@ from pathlib import Path
 
 import click
 
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app, unpack_corpus
+from crawlq.testing.static import generate_site, make_static_app, unpack_corpus
 from crawlq.testing.thread import ServerThread
 
 __all__ = ["serve"]

@@ -3,9 +3,9 @@ r"""HTTP fetching: one pooled aiohttp session, manual redirects, a body cap, cla
 `Fetcher.fetch` either returns a complete `FetchResult` or raises a `FetchError` that is
 already classified for the retry policy (`crawlq.rules.retry`): no aiohttp exception escapes.
 This is the only package that imports aiohttp (besides `crawlq.testing`). Its modules:
-`fetcher` (`Fetcher`), `redirects`, `jar` (cookies), `body` (reading and the cap),
-`resolver` (the guarded resolver), `response` (one exchange, headers), `auth` (per-host
-credentials) and `failures` (classification).
+`fetcher` (`Fetcher`: the session and the request loop), `exchange` (one exchange: its
+head, its body with the cap, and what a failure means), `redirects`, `jar` (cookies),
+`connections` (the guarded resolver, proxies) and `auth` (per-host credentials).
 
 Rules and their sources:
 
@@ -22,7 +22,7 @@ Rules and their sources:
   coded): ``gzip, gzip`` and ``deflate, gzip`` are decoded in reverse order, an unknown
   coding is an error, and ``max_body_bytes`` caps the decoded body as it streams.
 * Header values are decoded without loss and without lone surrogates
-  (`crawlq.fetch.response.joined_headers`): nothing a server puts in a header can fail the
+  (`crawlq.fetch.exchange.joined_headers`): nothing a server puts in a header can fail the
   code that stores or logs it.
 * Retryable statuses: 408, 429 and 5xx raise `RetryableStatus` carrying the server's
   ``Retry-After`` (RFC 9110 §10.2.3) in seconds; every other status is returned.
@@ -49,10 +49,10 @@ Rules and their sources:
 
 from __future__ import annotations
 
+from crawlq.fetch.connections import AddressRefused, GuardedResolver
 from crawlq.fetch.fetcher import Fetcher
 from crawlq.fetch.jar import MAX_JAR_COOKIES, MAX_SET_COOKIE_CHARS, CookieJar
 from crawlq.fetch.redirects import REDIRECT_STATUSES, RedirectGuard, redirected_method
-from crawlq.fetch.resolver import AddressRefused, GuardedResolver
 
 __all__ = [
     "MAX_JAR_COOKIES",

@@ -15,7 +15,7 @@ a subdomain may be another party); ``host`` matches every port and scheme of tha
 http and 443 for https there).
 
 A request record in a WARC file has the value written ``[redacted]`` (`REDACTED`) unless
-``warc_keep_auth`` (`crawlq.fetch.response.raw_exchange`).
+``warc_keep_auth`` (`crawlq.fetch.exchange.raw_exchange`).
 """
 
 from __future__ import annotations

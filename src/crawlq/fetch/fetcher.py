@@ -29,10 +29,9 @@ from crawlq.errors import (
     TransientFetchError,
 )
 from crawlq.fetch.auth import HostCredentials
-from crawlq.fetch.body import read_body
-from crawlq.fetch.failures import classify
-from crawlq.fetch.jar import CookieJar, redirect_cookies
-from crawlq.fetch.proxied import (
+from crawlq.fetch.connections import (
+    AddressRefused,
+    GuardedResolver,
     guard_target,
     proxy_failure,
     proxy_kwargs,
@@ -40,6 +39,8 @@ from crawlq.fetch.proxied import (
     socks_connector,
     socks_errors,
 )
+from crawlq.fetch.exchange import Hop, classify, joined_headers, raw_exchange, read_body
+from crawlq.fetch.jar import CookieJar, redirect_cookies
 from crawlq.fetch.redirects import (
     REDIRECT_STATUSES,
     Attempt,
@@ -48,8 +49,6 @@ from crawlq.fetch.redirects import (
     not_followed,
     resolve_location,
 )
-from crawlq.fetch.resolver import AddressRefused, GuardedResolver
-from crawlq.fetch.response import Hop, joined_headers, raw_exchange
 from crawlq.request import FetchResult
 from crawlq.rules.proxies import AllBenched, Proxy, ProxyPool, parse_proxy
 from crawlq.rules.retry import is_retryable_status, parse_retry_after

@@ -30,10 +30,10 @@ The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
   body that is not valid UTF-8 is read as latin-1, so that no line is lost to replacement
   characters.
 
-The package: `crawlq.robots.cache` (`RobotsCache`, the verdicts), `crawlq.robots.policy`
-(what a fetch's status means), `crawlq.robots.parse` (the text and its records) and
-`crawlq.robots.store` (sharing through the job's frontier); the shared record itself is
-`crawlq.robots_record.RobotsRecord`, a plain value the frontier backends store.
+The package: `crawlq.robots.cache` (`RobotsCache`, the verdicts, and sharing through the
+job's frontier: `RobotsStore`, `crawlq.robots.cache.load_shared`) and `crawlq.robots.file`
+(the file: what a fetch's status means, its text and its records); the shared record itself
+is `crawlq.robots_record.RobotsRecord`, a plain value the frontier backends store.
 
 Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.base.Frontier`)
 robots.txt is fetched once per origin per job, not once per worker: the record (status class,
@@ -49,7 +49,6 @@ Concurrent callers in one process asking about one origin share a single load (s
 
 from __future__ import annotations
 
-from crawlq.robots.cache import CLAIM_MARGIN_S, MAX_TTL_S, RobotsCache, RobotsVerdict
-from crawlq.robots.store import RobotsStore
+from crawlq.robots.cache import CLAIM_MARGIN_S, MAX_TTL_S, RobotsCache, RobotsStore, RobotsVerdict
 
 __all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsStore", "RobotsVerdict"]

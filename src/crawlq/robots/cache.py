@@ -4,8 +4,16 @@
 keeps the records it has used in an LRU of origins (``scheme://host[:port]``), each valid
 until its expiry (Unix ms from the injected clock), so the hot path does not ask the backend
 per URL; concurrent callers in one process asking about one origin share a single load. A
-load reads the job's shared record (`crawlq.robots.store.load_shared`) or, with no shared
-store, fetches (`crawlq.robots.policy.fetch_record`).
+load reads the job's shared record (`load_shared`) or, with no shared store, fetches
+(`crawlq.robots.file.fetch_record`).
+
+The shared store (`RobotsStore`) is the job's frontier (see `crawlq.frontier.base.Frontier`):
+robots.txt is fetched once per origin per job, not once per worker. The record (status
+class, text, fetch time and expiry, `crawlq.robots_record.RobotsRecord`) lives in the
+frontier, the first worker that needs a missing or expired one claims the fetch
+(`RobotsStore.robots_claim`, which reads and claims in one round trip) and stores the
+result, and the others wait for it and read it (`load_shared`). Times are Unix ms from the
+caller's clock; waits are in seconds.
 """
 
 from __future__ import annotations
@@ -15,21 +23,21 @@ import os
 import secrets
 import socket
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from protego import Protego
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import InvalidURL, PermanentFetchError, RobotsUnreachable
 from crawlq.fetch import Fetcher
-from crawlq.robots.parse import crawl_delay_s, sitemaps
-from crawlq.robots.policy import fetch_record
-from crawlq.robots.store import RobotsStore, load_shared
+from crawlq.robots.file import crawl_delay_s, fetch_record, sitemaps
 from crawlq.robots_record import MAX_TTL_MS, RobotsRecord
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
 
-__all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsVerdict"]
+__all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsStore", "RobotsVerdict"]
 
 MAX_TTL_S = MAX_TTL_MS / 1000
 """RFC 9309 §2.4: do not use a cached robots.txt for more than 24 hours."""
@@ -62,6 +70,27 @@ class RobotsVerdict:
     crawl_delay_s: float | None
     loaded: bool = False
     sitemaps: tuple[str, ...] = ()
+
+
+class RobotsStore(Protocol):
+    """Where the job's robots.txt records are shared: the frontier's three robots methods.
+
+    `crawlq.frontier.base.Frontier` documents them; every frontier backend is one.
+    """
+
+    async def robots_get(self, origin: str) -> RobotsRecord | None:
+        """The stored record of ``origin`` (expired or not), or None."""
+        ...
+
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
+        """The stored record, and the claim on its fetch unless it is fresh."""
+        ...
+
+    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
+        """Store ``origin``'s record and end the claim on it."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +330,56 @@ class RobotsCache:
             ttl_ms=self._ttl_ms,
             failure_ttl_ms=self._failure_ttl_ms,
         )
+
+
+async def load_shared(
+    shared: RobotsStore,
+    origin: str,
+    earlier: RobotsRecord | None,
+    fetch: Callable[[RobotsRecord | None], Awaitable[RobotsRecord]],
+    *,
+    holder: str,
+    claim_ttl_s: float,
+    poll_s: float,
+    clock: Clock,
+) -> tuple[RobotsRecord, bool]:
+    """Read the job's record; if missing or expired, fetch it or wait for whoever does.
+
+    One round trip when the record is fresh or this worker gets the claim.
+
+    Args:
+        shared: The job's store.
+        origin: ``scheme://host[:port]``.
+        earlier: This process's last copy, if any (RFC 9309 §2.4: kept while unreachable).
+        fetch: Fetches robots.txt given the last good copy, and returns the new record.
+        holder: Id under which this worker claims the fetch.
+        claim_ttl_s: Seconds a claim holds; a waiter gives up after 1.5 times this and gets
+            an ``unreachable`` record.
+        poll_s: Seconds between the first two reads while waiting; doubles up to 0.5 s.
+        clock: Source of Unix ms.
+
+    Returns:
+        The record, and whether this call fetched it.
+    """
+    waited_s = 0.0
+    pause_s = poll_s
+    while True:
+        record, claimed = await shared.robots_claim(origin, holder, claim_ttl_s)
+        if record is not None and record.status != "unreachable":
+            earlier = record  # §2.4: the last good copy, kept while unreachable
+        if claimed:
+            fresh = await fetch(earlier)
+            await shared.robots_put(origin, fresh)
+            return fresh, True
+        now = clock.wall_ms()
+        if record is not None and record.fresh_at(now):
+            return record, False
+        if waited_s >= 1.5 * claim_ttl_s:
+            detail = f"another worker's fetch of robots.txt took over {waited_s:.0f} s"
+            return RobotsRecord("unreachable", now, now, detail=detail), False
+        await asyncio.sleep(pause_s)  # another worker is fetching it
+        waited_s += pause_s
+        pause_s = min(2 * pause_s, 0.5)
 
 
 def _origin(url: str) -> str:

@@ -13,14 +13,16 @@ Everything here binds loopback addresses only.
 
 from __future__ import annotations
 
-from crawlq.testing.fault_bodies import CHARSET_SAMPLES
-from crawlq.testing.fault_state import FAULT_STATE, FaultState, fault_state
-from crawlq.testing.log import LoggedRequest, RequestLog
-from crawlq.testing.server import make_fault_app
-from crawlq.testing.site import generate_site
-from crawlq.testing.static import make_static_app, unpack_corpus
-from crawlq.testing.synthetic_server import SyntheticServer
-from crawlq.testing.synthetic_site import SyntheticSite
+from crawlq.testing.fault_server import (
+    CHARSET_SAMPLES,
+    FAULT_STATE,
+    FaultState,
+    fault_state,
+    make_fault_app,
+)
+from crawlq.testing.request_log import LoggedRequest, RequestLog
+from crawlq.testing.static import generate_site, make_static_app, unpack_corpus
+from crawlq.testing.synthetic import SyntheticServer, SyntheticSite
 from crawlq.testing.thread import LoopThread, ServerThread
 
 __all__ = [

@@ -1,6 +1,6 @@
 """`ServerThread`: run an aiohttp application on a loopback address from synchronous code.
 
-`LoopThread` is the part it shares with `crawlq.testing.synthetic_server.SyntheticServer`: a
+`LoopThread` is the part it shares with `crawlq.testing.synthetic.SyntheticServer`: a
 background thread with its own event loop, started and stopped from synchronous code.
 """
 

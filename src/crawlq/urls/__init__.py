@@ -13,7 +13,7 @@ Pure functions, no I/O; errors are `crawlq.errors.InvalidURL`, naming the URL an
 * `crawlq.urls.references`: relative references resolved as browsers resolve them
   (`resolve`, WHATWG URL Standard through ada), link queries in the page's encoding
   (`encode_query`), ``Location`` bytes (`decode_location`).
-* `crawlq.urls.rules`: the crawl's rewriting rules (`UrlRules`: session ids and tracking
+* `crawlq.urls.rewriting`: the crawl's rewriting rules (`UrlRules`: session ids and tracking
   parameters stripped).
 """
 
@@ -32,7 +32,7 @@ from crawlq.urls.canonical import (
     url_keys,
 )
 from crawlq.urls.references import decode_location, encode_query, query_codec, resolve
-from crawlq.urls.rules import UrlRules
+from crawlq.urls.rewriting import UrlRules
 
 __all__ = [
     "UrlKeys",

@@ -1,35 +1,45 @@
-"""Fetching through a proxy: its sessions, the target's guard, and what counts as its failure.
+"""Where a fetch's connections may go: the guarded resolver, and proxies.
 
-`crawlq.rules.proxies` states the rules; this module applies them to aiohttp:
-
-* HTTP and HTTPS proxies go through aiohttp's ``proxy=`` (absolute-URI requests for http
+* The guarded resolver (`GuardedResolver`): DNS answers filtered by the private-address
+  guard (`crawlq.web.addresses`). aiohttp connects only to addresses its resolver returned,
+  so what it drops is never connected to, and a DNS answer that changes between two lookups
+  ("DNS rebinding") gains nothing. When every address of a host is refused it raises
+  `AddressRefused`, which `crawlq.fetch.Fetcher` turns into
+  `crawlq.errors.PrivateAddressError`. IP-literal hosts skip resolvers; the fetcher judges
+  those itself.
+* Proxies: `crawlq.rules.proxies` states the rules; this module applies them to aiohttp.
+  HTTP and HTTPS proxies go through aiohttp's ``proxy=`` (absolute-URI requests for http
   targets, a CONNECT tunnel for https ones) on a session of their own, whose resolver only
   ever resolves proxy hosts (so it is not guarded: they are this process's configuration).
   The credentials go in ``proxy_headers`` (``Proxy-Authorization``), never in a URL aiohttp
-  could quote into a message.
-* SOCKS5 proxies go through aiohttp-socks' ``ProxyConnector`` (the ``socks`` extra), one
-  session each, with remote DNS (the proxy resolves the target's name).
-* `guard_target` judges the *target* before anything is sent: an IP literal by the guard, a
-  name by resolving it here through `GuardedResolver` (a name only the proxy can resolve is
-  a ``dns_error``).
+  could quote into a message. SOCKS5 proxies go through aiohttp-socks' ``ProxyConnector``
+  (the ``socks`` extra), one session each, with remote DNS (the proxy resolves the target's
+  name).
+* `guard_target` judges the *target* of a proxied request before anything is sent: an IP
+  literal by the guard, a name by resolving it here through `GuardedResolver` (a name only
+  the proxy can resolve is a ``dns_error``).
 * `proxy_failure` sorts an exception of a proxied request into the proxy's failure
-  (`ProxyFailed`), the target's connect failure, or neither (None: `classify` decides).
+  (`ProxyFailed`), the target's connect failure, or neither (None:
+  `crawlq.fetch.exchange.classify` decides).
 """
 
 from __future__ import annotations
 
+import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from crawlq.errors import ConfigError, FetchError, ProxyFailed, TransientFetchError
-from crawlq.fetch.resolver import GuardedResolver
 from crawlq.rules.proxies import PROXY_SIDE_ERRORS, SOCKS_TARGET_REPLIES, Proxy, proxy_status_error
 from crawlq.web.addresses import AddressGuard, is_ip_literal
 
 __all__ = [
+    "AddressRefused",
+    "GuardedResolver",
     "guard_target",
     "proxy_failure",
     "proxy_kwargs",
@@ -37,6 +47,74 @@ __all__ = [
     "socks_connector",
     "socks_errors",
 ]
+
+logger = logging.getLogger("crawlq.fetch")
+
+
+class AddressRefused(Exception):
+    """Raised by `GuardedResolver` when every address of a host is refused.
+
+    Not an `OSError`, so that aiohttp does not turn it into a DNS error: it leaves
+    ``session.request`` as is and `Fetcher` turns it into `PrivateAddressError`.
+
+    Attributes:
+        host: The host looked up.
+        range_name: The refused range of (the first of) its addresses (`crawlq.web.addresses`).
+    """
+
+    def __init__(self, host: str, range_name: str) -> None:
+        super().__init__(f"{host} is on a {range_name} address")
+        self.host = host
+        self.range_name = range_name
+
+
+class GuardedResolver(AbstractResolver):
+    """An aiohttp resolver that returns only the addresses an `AddressGuard` allows.
+
+    aiohttp connects only to addresses its resolver returned (and caches them, by host, for
+    the connector's DNS cache time), so what this drops is never connected to.
+
+    Args:
+        guard: The guard to apply.
+        inner: The resolver that does the lookups (default: aiohttp's ``DefaultResolver``,
+            created on first use inside the running event loop).
+
+    Raises:
+        AddressRefused: From `resolve`, when the host has addresses and all are refused.
+    """
+
+    def __init__(self, guard: AddressGuard, inner: AbstractResolver | None = None) -> None:
+        self.guard = guard
+        self._inner = inner
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """Resolve ``host`` with the inner resolver and keep the allowed addresses."""
+        if self._inner is None:
+            self._inner = aiohttp.DefaultResolver()
+        infos = await self._inner.resolve(host, port, family)
+        if self.guard.exempt(host):
+            return infos
+        kept = _allowed(self.guard, host, infos)
+        if infos and not kept:
+            range_name = self.guard.check(host, infos[0]["host"]) or "refused"
+            raise AddressRefused(host, range_name)
+        if len(kept) < len(infos):
+            logger.debug("%s: dropped %d private addresses", host, len(infos) - len(kept))
+        return kept
+
+    async def close(self) -> None:
+        """Close the inner resolver."""
+        if self._inner is not None:
+            await self._inner.close()
+
+
+def _allowed(guard: AddressGuard, host: str, infos: Sequence[ResolveResult]) -> list[ResolveResult]:
+    return [info for info in infos if guard.check(host, info["host"]) is None]
+
+
+# -- proxies ---------------------------------------------------------------------------------------
 
 
 def socks_connector(proxy: Proxy, limit: int) -> aiohttp.BaseConnector:
