@@ -197,7 +197,6 @@ def test_layer_of_a_module_is_known(module: str) -> None:
 KNOWN_CYCLES: set[frozenset[str]] = {
     frozenset({"settings.model", "settings.sources", "settings.checks"}),
     frozenset({"request.crawl_request", "request.wire"}),
-    frozenset({"spider.base", "spider.callbacks", "spider.response"}),
 }
 """The cycles of today, each patched by an import on use or under ``TYPE_CHECKING`` (issue 24
 merges each into one module). None may be added; an entry that is no longer a cycle fails."""
