@@ -284,7 +284,7 @@ async def test_spider_exception_is_recorded_and_the_crawl_continues(
 
 
 class Opaque:
-    """A value no JSON rule knows (crawlq.items.encode)."""
+    """A value no JSON rule knows (crawlq.items.adapt)."""
 
 
 class YieldsAnOpaqueValueOnPage2(Spider):

@@ -1,4 +1,4 @@
-"""How item values become JSON (`crawlq.items.encode`) and come back in the typed sinks."""
+"""How item values become JSON (`crawlq.items.adapt`) and come back in the typed sinks."""
 
 from __future__ import annotations
 

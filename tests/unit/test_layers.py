@@ -194,12 +194,6 @@ def test_layer_of_a_module_is_known(module: str) -> None:
 
 # -- import cycles ------------------------------------------------------------------------------
 
-KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"spider.base", "spider.callbacks", "spider.response"}),
-}
-"""The cycles of today, each patched by an import on use or under ``TYPE_CHECKING`` (issue 24
-merges each into one module). None may be added; an entry that is no longer a cycle fails."""
-
 
 def _module_edges(path: Path, modules: set[str]) -> set[str]:
     """The crawlq modules (dotted, without ``crawlq.``) that the module at ``path`` imports.
@@ -267,12 +261,12 @@ def test_cycles_are_found() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == set()
 
 
-def test_no_new_import_cycles() -> None:
+def test_no_import_cycles() -> None:
+    """No two modules import each other, directly or round a loop, even on use or under
+    ``TYPE_CHECKING``: a concept split across a cycle is one module (issue 24)."""
     paths = {_module_name(p): p for p in SRC.rglob("*.py")}
     modules = set(paths)
     graph = {m: _module_edges(p, modules) for m, p in paths.items()}
     cycles = _cycles(graph)
-    new = [sorted(c) for c in cycles - KNOWN_CYCLES]
-    assert new == [], f"import cycles between modules (merge them, or point one way): {new}"
-    gone = [sorted(c) for c in KNOWN_CYCLES - cycles]
-    assert gone == [], f"remove these from KNOWN_CYCLES (no longer a cycle): {gone}"
+    found = sorted(sorted(c) for c in cycles)
+    assert found == [], f"import cycles between modules (merge them, or point one way): {found}"

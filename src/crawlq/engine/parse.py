@@ -196,7 +196,7 @@ class ParsedPage:
 
         A pipeline that fails, or runs past ``parse_timeout_s``, fails the page as its
         callback would: nothing of its items is stored. So does an item with a value JSON
-        cannot hold (`crawlq.items.encode`): a spider error of the stored page.
+        cannot hold (`crawlq.items.adapt`): a spider error of the stored page.
         """
         found, self.found = self.found, []
         if flow.plain and not self.invalid and all(type(i) is dict for i in found):

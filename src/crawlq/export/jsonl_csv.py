@@ -4,8 +4,7 @@ Parquet is `crawlq.export.parquet`. A JSON array (``json``) holds the same objec
 Lines, one per line between ``[`` and ``]``, written as they come: valid JSON even when it
 is empty (``[]``).
 
-Rows come from `crawlq.export.rows`; CSV cells are written by `crawlq.export.cells` (formula
-injection guard included).
+Rows come from `crawlq.export.rows`.
 
 JSON Lines: one JSON object per line, UTF-8 characters unescaped. CSV (RFC 4180 via the `csv`
 module, CRLF line ends; open files with ``newline=""``): one header row, then one row per
@@ -13,14 +12,22 @@ record. None is an empty cell, strings are written as they are, and any other va
 (``true``, ``1.5``, ``[1, 2]``). Item columns are the union of the keys of the first 1000
 items, in first-seen order, then ``_url``, ``_spider`` and ``_extra``: a JSON object holding a
 later item's keys that have no column (empty when there are none).
+
+CSV cells are neutralised against formula injection (OWASP "CSV injection") unless
+``escape_formulas`` is false: a text cell (header names included) that starts with ``=``,
+``+``, ``-``, ``@``, a tab or a carriage return, and is not a plain number, gets a ``'``
+prefix, so a spreadsheet shows it as text instead of evaluating ``=cmd|' /C calc'!A0``
+(`neutralise`). JSON Lines and Parquet keep every value as it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import csv
+import json
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Literal, TextIO
 
-from crawlq.export.cells import CsvWriter, cell_texts, json_text
 from crawlq.export.filters import RecordFilter, kept
 from crawlq.export.rows import (
     BODY_COLUMN,
@@ -39,7 +46,7 @@ from crawlq.export.rows import (
 from crawlq.records import ItemRecord
 from crawlq.store.base import Store
 
-__all__ = ["export"]
+__all__ = ["CsvWriter", "cell_texts", "export", "json_text", "neutralise"]
 
 _ITEM_SAMPLE = 1000
 """Items read before the CSV header is fixed."""
@@ -222,3 +229,43 @@ async def _write_array(out: TextIO, rows: AsyncIterator[dict[str, Any]]) -> int:
 def _write_json(out: TextIO, row: dict[str, Any]) -> None:
     out.write(json_text(row))
     out.write("\n")
+
+
+# -- CSV cells -------------------------------------------------------------------------------
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a CSV cell as a formula (OWASP)."""
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON text, non-ASCII characters as they are."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def neutralise(cell: str) -> str:
+    """``cell`` with a ``'`` prefix when a spreadsheet would evaluate it as a formula.
+
+    Text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, except plain
+    numbers such as ``-1.5``, which a spreadsheet reads as the number they are.
+    """
+    if cell.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+class CsvWriter:
+    """``csv.writer`` whose rows are neutralised (`neutralise`) when ``escape`` is set."""
+
+    def __init__(self, out: TextIO, escape: bool) -> None:
+        self._writer = csv.writer(out)
+        self._escape = escape
+
+    def writerow(self, row: Iterable[str]) -> None:
+        """Write one row."""
+        self._writer.writerow([neutralise(c) for c in row] if self._escape else list(row))
+
+
+def cell_texts(values: Iterable[Any]) -> list[str]:
+    """Values as CSV cell text (module docstring), before `neutralise`."""
+    return ["" if v is None else v if isinstance(v, str) else json_text(v) for v in values]

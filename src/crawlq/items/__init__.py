@@ -2,7 +2,7 @@
 
 A callback may yield a ``dict``, a dataclass, an attrs class, a pydantic (v2) model or a
 ``TypedDict`` (a dict at run time); `adapt` makes any of them the plain ``dict`` the stores
-keep (through itemadapter), its values made JSON by `jsonable` (`crawlq.items.encode`: ISO
+keep (through itemadapter), its values made JSON by `jsonable` (`crawlq.items.adapt`: ISO
 8601 text, Decimal text, base64 bytes). `invalid` checks an item against its declared type
 (`crawlq.items.validate`); `crawlq.items.schema` reads the fields of a declared item class
 (the typed sinks). A pipeline is any class with the methods of `Pipeline`
@@ -10,8 +10,7 @@ keep (through itemadapter), its values made JSON by `jsonable` (`crawlq.items.en
 engine runs them (`crawlq.engine.item_flow`); the key of item dedup is `item_key`.
 """
 
-from crawlq.items.adapt import adapt, is_item, item_key
-from crawlq.items.encode import Unserialisable, jsonable
+from crawlq.items.adapt import Unserialisable, adapt, is_item, item_key, jsonable
 from crawlq.items.pipelines import DropItem, Pipeline
 from crawlq.items.validate import invalid
 

@@ -20,7 +20,7 @@ anything else             json        ``jsonb``             ``string`` (JSON tex
 
 ``Optional[X]`` / ``X | None`` is X, nullable; another union is json. ``Annotated[X, ...]`` is
 X. `cell` converts one stored item value (the JSON form the stores keep,
-`crawlq.items.encode`: a datetime arrives as its ISO 8601 text, a Decimal as text or a
+`crawlq.items.adapt`: a datetime arrives as its ISO 8601 text, a Decimal as text or a
 number, bytes as base64 text) to the Python value of its kind, or raises `WrongType`;
 `field_cells` does it for all of an item's fields (both typed sinks use it). `ItemTable` is
 what a store is opened with for ``--items-table``.
@@ -248,7 +248,7 @@ def cell(kind: str, value: object) -> object:
     Accepted: text a ``str``; int an ``int`` (not a bool) in the 64-bit range; float an
     ``int`` or ``float`` (not a bool); bool a ``bool``; timestamp a ``datetime`` or ISO 8601
     text (without an offset: UTC); date a ``date`` or ISO text; decimal a number or numeric
-    text; bytes ``bytes`` or base64 text (RFC 4648, as `crawlq.items.encode` stores bytes);
+    text; bytes ``bytes`` or base64 text (RFC 4648, as `crawlq.items.adapt` stores bytes);
     json any value (returned as it is).
 
     Raises:
@@ -307,7 +307,7 @@ def _decimal(v: object) -> object:
 
 
 def _bytes(v: object) -> object:
-    if isinstance(v, str):  # the stored form (crawlq.items.encode): base64, RFC 4648
+    if isinstance(v, str):  # the stored form (crawlq.items.adapt): base64, RFC 4648
         return base64.b64decode(v, validate=True)
     return v if isinstance(v, bytes) else _NO
 

@@ -24,21 +24,33 @@ with more link tags than a cap.
 
 Where each part is written (import them from here):
 
-* `crawlq.links.document`: `parse_html`, `extract_title`, `document_base`.
-* `crawlq.links.scan`: `scan_page`, `PageScan`, `PageLinks`, `extract_links`.
+* `crawlq.links.scan`: `parse_html`, `extract_title`, `document_base`; `scan_page`,
+  `PageScan`, `PageLinks`, `extract_links`; `LinkRules` and `IGNORED_EXTENSIONS`.
 * `crawlq.links.hrefs`: resolving hrefs against the base, fast, and the normalisation cache.
 * `crawlq.links.refresh`: `parse_refresh` and `Refresh`.
-* `crawlq.links.rules`: `LinkRules` and `IGNORED_EXTENSIONS`.
-* `crawlq.links.screen`: `screen_html`, `cut_at_links`, `Screened`.
-* `crawlq.links.depth`: `html_depth_over`, the nesting estimate.
+* `crawlq.links.screen`: `screen_html`, `cut_at_links`, `Screened`; `html_depth_over`, the
+  nesting estimate.
 """
 
-from crawlq.links.depth import html_depth_over
-from crawlq.links.document import document_base, extract_title, parse_html
 from crawlq.links.refresh import Refresh, parse_refresh
-from crawlq.links.rules import IGNORED_EXTENSIONS, LinkRules
-from crawlq.links.scan import PageLinks, PageScan, extract_links, scan_page
-from crawlq.links.screen import DEPTH_CHECK_MIN_TAGS, Screened, cut_at_links, screen_html
+from crawlq.links.scan import (
+    IGNORED_EXTENSIONS,
+    LinkRules,
+    PageLinks,
+    PageScan,
+    document_base,
+    extract_links,
+    extract_title,
+    parse_html,
+    scan_page,
+)
+from crawlq.links.screen import (
+    DEPTH_CHECK_MIN_TAGS,
+    Screened,
+    cut_at_links,
+    html_depth_over,
+    screen_html,
+)
 
 __all__ = [
     "DEPTH_CHECK_MIN_TAGS",

@@ -1,4 +1,9 @@
-"""One walk of a page's tree for its links and what it says about itself: `scan_page`.
+"""An HTML page read once: its tree, title and base URL, and one walk for its links (`scan_page`).
+
+The tree of `parse_html` (selectolax's lexbor, which repairs malformed HTML as a browser
+does) is shared by `scan_page`, `extract_title` and the spider's
+`crawlq.spider.Response.tree`. The base URL rule is the HTML Standard's: the first
+``<base href>`` in tree order, resolved against the page URL, when it is an http(s) URL.
 
 The walk, in document order, collects the ``<a>`` and ``<area>`` elements and the few
 ``<base>``, ``<meta>`` and ``<link>`` elements that say something about the page: its base URL,
@@ -8,6 +13,12 @@ crawlable links: resolved against the base (`crawlq.links.hrefs`), fragments dro
 non-http(s) schemes and ``skip_extensions`` left out, normalised with
 `crawlq.urls.normalize`, each once in first-seen order, with those every occurrence of which
 is marked ``rel="nofollow"``. Repeated hrefs are dropped before normalisation.
+
+Which of those links a spider's `crawlq.spider.Response` offers to follow is `LinkRules`: two
+settings decide it, ``skip_extensions`` (asset URLs left out, by default
+`IGNORED_EXTENSIONS`) and ``obey_robots`` (``rel="nofollow"`` and ``<meta name="robots">``
+honoured by `crawlq.spider.Response.follow_all`). Scope (domains, depth) is not decided here
+but by the engine (`crawlq.rules.scope`).
 """
 
 from __future__ import annotations
@@ -16,14 +27,111 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from crawlq.links.document import resolve_base_href
+from crawlq.errors import InvalidURL
 from crawlq.links.hrefs import HrefResolver, has_extension, normalize_or_none
 from crawlq.links.refresh import Refresh, refresh_of
-from crawlq.links.rules import IGNORED_EXTENSIONS
 from crawlq.request.crawl_request import MAX_URL_LENGTH
-from crawlq.urls import encode_query, query_codec
+from crawlq.settings import DEFAULT_SKIP_EXTENSIONS, Settings
+from crawlq.urls import encode_query, query_codec, resolve
 
-__all__ = ["PageLinks", "PageScan", "extract_links", "scan_page"]
+__all__ = [
+    "IGNORED_EXTENSIONS",
+    "LinkRules",
+    "PageLinks",
+    "PageScan",
+    "document_base",
+    "extract_links",
+    "extract_title",
+    "parse_html",
+    "resolve_base_href",
+    "scan_page",
+]
+
+# The document base URL is the first <base href> in tree order, wherever the links are.
+_BASE_SELECTOR = "base[href]"
+_TITLE_SELECTOR = "title:not(svg *)"  # the HTML <title>, not an SVG image's <title>
+
+
+def parse_html(text: str) -> LexborHTMLParser:
+    """Parse an HTML document once; the tree is shared by links, title and the spider.
+
+    Args:
+        text: The decoded document (``FetchResult.text``); malformed HTML is repaired as a
+            browser would.
+
+    Returns:
+        The lexbor tree.
+    """
+    return LexborHTMLParser(text)
+
+
+def extract_title(tree: LexborHTMLParser) -> str | None:
+    """Return the document ``<title>`` with runs of whitespace collapsed to one space.
+
+    Args:
+        tree: A tree from `parse_html`.
+
+    Returns:
+        The title text, or None when there is no ``<title>`` or it is blank.
+    """
+    node = tree.css_first(_TITLE_SELECTOR)
+    if node is None:
+        return None
+    title = " ".join(node.text(deep=True).split())
+    return title or None
+
+
+def document_base(tree: LexborHTMLParser, page_url: str) -> str:
+    """Return the URL that relative links of the document resolve against.
+
+    Args:
+        tree: A tree from `parse_html`.
+        page_url: The absolute URL the document was served from (after redirects).
+
+    Returns:
+        The first ``<base href>`` resolved against ``page_url`` when it is an http(s) URL,
+        else ``page_url``.
+    """
+    node = tree.css_first(_BASE_SELECTOR)
+    return page_url if node is None else resolve_base_href(node.attrs.sget("href"), page_url)
+
+
+def resolve_base_href(base_href: str, page_url: str) -> str:
+    """``<base href>`` resolved against ``page_url``; ``page_url`` when not an http(s) URL."""
+    href = base_href.strip()
+    if not href:
+        return page_url
+    try:
+        resolved = resolve(href, page_url)
+    except InvalidURL:
+        return page_url
+    return resolved if resolved[:5].lower() in ("http:", "https") else page_url
+
+
+IGNORED_EXTENSIONS: frozenset[str] = frozenset(DEFAULT_SKIP_EXTENSIONS)
+"""Path extensions (lower case, no dot) that `extract_links` leaves out by default: the
+default of the ``skip_extensions`` setting (`crawlq.settings.DEFAULT_SKIP_EXTENSIONS`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRules:
+    """How a spider's `crawlq.spider.Response` picks the links it offers to follow.
+
+    Attributes:
+        skip_extensions: Path extensions (lower case, no dot) whose links are left out
+            (the ``skip_extensions`` setting).
+        honour_nofollow: `crawlq.spider.Response.follow_all` without hrefs leaves out links
+            marked ``rel="nofollow"``, and every link of a page whose ``<meta name="robots">``
+            says ``nofollow`` or ``none`` (the ``obey_robots`` setting).
+    """
+
+    skip_extensions: frozenset[str] = IGNORED_EXTENSIONS
+    honour_nofollow: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LinkRules:
+        """The rules of a crawl: ``skip_extensions`` and ``obey_robots``."""
+        return cls(frozenset(settings.skip_extensions), settings.obey_robots)
 
 
 @dataclass(frozen=True, slots=True)

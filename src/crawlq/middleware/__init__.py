@@ -29,7 +29,6 @@ names. The engine's policy runs outside them (`crawlq.engine.downloading`).
 """
 
 from crawlq.errors import Retry
-from crawlq.middleware.chain import Middlewares, SpiderOutputRun
-from crawlq.middleware.responses import response
+from crawlq.middleware.chain import Middlewares, SpiderOutputRun, response
 
 __all__ = ["Middlewares", "Retry", "SpiderOutputRun", "response"]

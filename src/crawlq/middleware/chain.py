@@ -9,12 +9,15 @@ choose the code a worker runs.
 
 What the engine does with what they return, and what they cannot change (robots.txt, the
 private-address guard, scope, dedup, politeness, retries) is `crawlq.engine.downloading`.
+
+A ``process_request`` that answers without a fetch returns `response`: a
+`crawlq.request.FetchResult` made by a middleware, not by a fetch.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterable, Iterable, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -23,7 +26,7 @@ from crawlq.request import CrawlRequest, FetchResult
 from crawlq.settings import Settings
 from crawlq.spider import CallbackRun, Response, Spider, load_object
 
-__all__ = ["Middlewares", "SpiderOutputRun"]
+__all__ = ["Middlewares", "SpiderOutputRun", "response"]
 
 Returned = CrawlRequest | FetchResult | None
 """What ``process_request`` and ``process_exception`` return."""
@@ -240,3 +243,26 @@ def _instances(setting: str, specs: Sequence[Any], hooks: tuple[str, ...]) -> tu
             raise ConfigError(setting, f"{spec!r} has none of the hooks {', '.join(hooks)}")
         out.append(found)
     return tuple(out)
+
+
+def response(
+    request: CrawlRequest,
+    body: bytes | str = b"",
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+    encoding: str = "utf-8",
+) -> FetchResult:
+    """A response to ``request`` that ``process_request`` returns to skip the fetch.
+
+    Args:
+        request: The request it answers (its URL is the response's).
+        body: The body; a ``str`` is encoded with ``encoding``.
+        status: HTTP status.
+        headers: Response headers (names lower-cased here); default ``text/html``.
+        encoding: The body's character encoding.
+    """
+    data = body.encode(encoding) if isinstance(body, str) else body
+    given = {k.lower(): v for k, v in (headers or {"content-type": "text/html"}).items()}
+    text = data.decode(encoding, errors="replace")
+    return FetchResult(request.url, request.url, status, given, data, encoding, text, 0.0)

@@ -21,19 +21,18 @@ applied later by the engine (`crawlq.rules.scope`), not here.
 
 Where each part is written (import them from here):
 
-* `crawlq.spider.base`: `Spider`, the base class.
+* `crawlq.spider.spider`: `Spider`, the base class; which method a request's callback may
+  name (`is_callback`); the spider's sitemap rules, checked (`sitemap_rules_of`);
+  `new_spider` and `start_requests_of`, the user's errors in ``__init__``/``start_requests``
+  as one `ConfigError` line; `spider_closed`, Scrapy's ``closed(reason)`` called at a
+  worker's end.
 * `crawlq.spider.response`: `Response`, the page a callback gets, and its ``follow``.
-* `crawlq.spider.callbacks`: which method a request's callback may name (`is_callback`).
-* `crawlq.spider.run`: calling a callback and collecting its output (`run_callback`), and an
-  errback (`start_errback`).
-* `crawlq.spider.failure`: `Failure`, what an errback gets.
+* `crawlq.spider.callbacks`: calling a callback and collecting its output (`run_callback`),
+  an errback (`start_errback`) and `Failure`, what an errback gets.
 * `crawlq.spider.forms`: `FormRequest.from_response`, a page's form submitted.
 * `crawlq.spider.loading`: `load_spider`, from a ``module:Class`` or ``file.py:Class`` path
   (`spider_file`: the file such a path names).
-* `crawlq.spider.starting`: `new_spider` and `start_requests_of`, the user's errors in
-  ``__init__``/``start_requests`` as one `ConfigError` line; `spider_closed`, Scrapy's
-  ``closed(reason)`` called at a worker's end.
-* `crawlq.spider.sitemap_rules`: the spider's sitemap rules, checked (`sitemap_rules_of`).
+* `crawlq.spider.item_type`: the declared item type and the typed items table it gives.
 * `crawlq.errors`: `SpiderError`, re-exported here.
 * `crawlq.request`: `CrawlRequest`, re-exported here (Scrapy users import ``Request`` from
   ``scrapy``; ``from crawlq.spider import CrawlRequest`` works too).
@@ -41,15 +40,25 @@ Where each part is written (import them from here):
 
 from crawlq.errors import SpiderError
 from crawlq.request import CrawlRequest
-from crawlq.spider.base import Spider
-from crawlq.spider.callbacks import is_callback
-from crawlq.spider.failure import Failure
+from crawlq.spider.callbacks import (
+    CallbackRun,
+    Failure,
+    run_callback,
+    start_callback,
+    start_errback,
+)
 from crawlq.spider.forms import FormRequest
 from crawlq.spider.loading import load_object, load_spider, spider_file
 from crawlq.spider.response import Response
-from crawlq.spider.run import CallbackRun, run_callback, start_callback, start_errback
-from crawlq.spider.sitemap_rules import sitemap_rules_of
-from crawlq.spider.starting import CLOSE_REASONS, new_spider, spider_closed, start_requests_of
+from crawlq.spider.spider import (
+    CLOSE_REASONS,
+    Spider,
+    is_callback,
+    new_spider,
+    sitemap_rules_of,
+    spider_closed,
+    start_requests_of,
+)
 
 __all__ = [
     "CLOSE_REASONS",

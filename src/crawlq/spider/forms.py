@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from crawlq.request import CrawlRequest
 from crawlq.request.crawl_request import FormData, form_pairs
+from crawlq.spider.response import Response
 
 if TYPE_CHECKING:  # parsel (~80 ms of imports) loads with the first response.selector
     from parsel import Selector
-
-    from crawlq.spider.response import Response
 
 __all__ = ["FormRequest"]
 

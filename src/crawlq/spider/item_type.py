@@ -11,8 +11,8 @@ from __future__ import annotations
 from crawlq.errors import ConfigError
 from crawlq.items.schema import ItemTable, item_fields
 from crawlq.settings import Settings
-from crawlq.spider.base import Spider
 from crawlq.spider.loading import load_object, load_spider
+from crawlq.spider.spider import Spider
 
 __all__ = ["declared_item_type", "items_table_of", "load_item_type"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlq.errors import ConfigError
-from crawlq.spider.base import Spider
+from crawlq.spider.spider import Spider
 
 __all__ = ["load_object", "load_spider", "spider_file"]
 

@@ -30,7 +30,7 @@ from crawlq.links import (
     scan_page,
 )
 from crawlq.request import CrawlRequest, FetchResult
-from crawlq.spider.callbacks import callback_name
+from crawlq.spider.spider import callback_name
 from crawlq.urls import encode_query, resolve
 from crawlq.web.cookies import NO_COOKIES, check_cookies
 from crawlq.web.headers import NO_HEADERS, check_headers

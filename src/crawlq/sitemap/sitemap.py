@@ -1,6 +1,6 @@
 """What a parsed sitemap is: its kind, its entries, its counts and problems; the limits.
 
-Plain types, no parsing (`crawlq.sitemap.parse` fills them). The limits are the sitemaps.org
+Plain types, no parsing (`crawlq.sitemap.reader` fills them). The limits are the sitemaps.org
 protocol's (https://www.sitemaps.org/protocol.html): 50,000 URLs and 52,428,800 bytes
 uncompressed per file, for an index too.
 """
