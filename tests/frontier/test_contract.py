@@ -1,4 +1,4 @@
-"""The frontier contract (crawlq.frontier.base), checked on every backend."""
+"""The frontier contract (crawlq.frontier.contract), checked on every backend."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import redis.asyncio as aioredis
 
 from crawlq.clock import ManualClock, SystemClock
 from crawlq.frontier import HostPolicy
+from crawlq.frontier.inspection import DeadFilter, DeadLetter
+from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
-from crawlq.frontier.values import DeadFilter, DeadLetter, QueueBounds
 from crawlq.request import CrawlRequest, Lease
 from crawlq.rules.politeness import Politeness, Strike, StrikePlan
 from crawlq.rules.proxies import BenchPlan, ProxyState, parse_proxy
@@ -602,7 +603,7 @@ async def test_replay_dead_by_filter_and_admission(make_frontier: MakeFrontier) 
 
 
 async def test_robots_record_round_trip_and_replace(make_frontier: MakeFrontier) -> None:
-    from crawlq.robots_record import RobotsRecord
+    from crawlq.frontier.robots import RobotsRecord
 
     f = await make_frontier()
     assert await f.robots_get("http://a.test") is None
@@ -620,7 +621,7 @@ async def test_robots_record_round_trip_and_replace(make_frontier: MakeFrontier)
 async def test_robots_claim_is_single_flight_until_put_or_expiry(
     make_frontier: MakeFrontier,
 ) -> None:
-    from crawlq.robots_record import RobotsRecord
+    from crawlq.frontier.robots import RobotsRecord
 
     clock = ManualClock()
     f = await make_frontier(clock=clock)
@@ -650,7 +651,7 @@ async def test_robots_claim_is_single_flight_until_put_or_expiry(
 async def test_robots_claim_distrusts_a_record_valid_beyond_24_hours(
     make_frontier: MakeFrontier,
 ) -> None:
-    from crawlq.robots_record import RobotsRecord
+    from crawlq.frontier.robots import RobotsRecord
 
     clock = ManualClock()
     f = await make_frontier(clock=clock)

@@ -31,7 +31,7 @@ from crawlq.engine.dead import (
     replay_native,
 )
 from crawlq.errors import CrawlqError
-from crawlq.frontier.values import DeadFilter
+from crawlq.frontier.inspection import DeadFilter
 
 __all__ = ["dead"]
 

@@ -2,7 +2,7 @@
 
 `dead_options` adds the filters (``--reason``, ``--host``, ``--since``), the crawl's location
 (``--frontier``, ``--job``, ``--store``) and ``--json``; `dead_filter` turns the filters into a
-`crawlq.frontier.values.DeadFilter` (``since_ms``: Unix milliseconds), or a
+`crawlq.frontier.inspection.DeadFilter` (``since_ms``: Unix milliseconds), or a
 ``click.BadParameter`` naming the option. ``--since`` is read by `crawlq.cli.since` (as for
 ``crawlq export``).
 """
@@ -16,7 +16,7 @@ import click
 
 from crawlq.cli.since import since_option, since_s
 from crawlq.errors import CrawlqError
-from crawlq.frontier.values import DeadFilter
+from crawlq.frontier.inspection import DeadFilter
 
 __all__ = ["dead_filter", "dead_options"]
 

@@ -16,7 +16,7 @@ from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, open_frontier
-from crawlq.frontier.values import QueueBounds
+from crawlq.frontier.queue import QueueBounds
 from crawlq.robots import RobotsCache
 from crawlq.rules.politeness import Politeness
 from crawlq.rules.scope import Scope

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError
-from crawlq.frontier.base import Frontier
+from crawlq.frontier.contract import Frontier
+from crawlq.frontier.queue import FrontierStats, HostStats
 from crawlq.frontier.status import JobStatus, job_status
-from crawlq.frontier.values import FrontierStats, HostStats
 from crawlq.rules.politeness import HostPolicy, Politeness
 
 if TYPE_CHECKING:

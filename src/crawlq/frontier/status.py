@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from crawlq.frontier.base import Frontier
-from crawlq.frontier.values import FrontierStats
+from crawlq.frontier.contract import Frontier
+from crawlq.frontier.queue import FrontierStats
 
 if TYPE_CHECKING:  # the Redis frontier's package imports this module
     from crawlq.frontier.redis.refusals import Refusal

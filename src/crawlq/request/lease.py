@@ -1,6 +1,6 @@
 """`Lease`: a request handed to one worker until a deadline (the frontier contract's unit of work).
 
-Made by the frontier backends (`crawlq.frontier.base.Frontier.lease`); renewed, acked,
+Made by the frontier backends (`crawlq.frontier.queue.WorkQueue.lease`); renewed, acked,
 retried, dead-lettered or released by the engines. Times are Unix milliseconds.
 """
 

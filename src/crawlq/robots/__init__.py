@@ -33,9 +33,9 @@ The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
 The package: `crawlq.robots.cache` (`RobotsCache`, the verdicts), `crawlq.robots.policy`
 (what a fetch's status means), `crawlq.robots.parse` (the text and its records) and
 `crawlq.robots.store` (sharing through the job's frontier); the shared record itself is
-`crawlq.robots_record.RobotsRecord`, a plain value the frontier backends store.
+`crawlq.frontier.robots.RobotsRecord`, a plain value the frontier backends store.
 
-Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.base.Frontier`)
+Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.contract.Frontier`)
 robots.txt is fetched once per origin per job, not once per worker: the record (status class,
 text, fetch time and expiry) lives in the frontier, the first worker that needs a missing or
 expired one claims the fetch (`RobotsStore.robots_claim`, which reads and claims in one

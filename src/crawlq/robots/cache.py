@@ -22,10 +22,10 @@ from protego import Protego
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import InvalidURL, PermanentFetchError, RobotsUnreachable
 from crawlq.fetch import Fetcher
+from crawlq.frontier.robots import MAX_TTL_MS, RobotsRecord
 from crawlq.robots.parse import crawl_delay_s, sitemaps
 from crawlq.robots.policy import fetch_record
 from crawlq.robots.store import RobotsStore, load_shared
-from crawlq.robots_record import MAX_TTL_MS, RobotsRecord
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
 

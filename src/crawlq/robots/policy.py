@@ -1,7 +1,7 @@
 """What a robots.txt fetch means: RFC 9309 §2.3.1's status rules, turned into a record.
 
 `fetch_record` fetches ``scheme://host[:port]/robots.txt`` through `crawlq.fetch.Fetcher`
-and returns the `crawlq.robots_record.RobotsRecord` to keep:
+and returns the `crawlq.frontier.robots.RobotsRecord` to keep:
 
 * 2xx: ``parsed`` (§2.3.1.1), the body decoded by `crawlq.robots.parse.robots_text`.
 * Redirects followed up to five hops (§2.3.1.2); more, or one that cannot be followed (a
@@ -30,8 +30,8 @@ from crawlq.errors import (
     TransientFetchError,
 )
 from crawlq.fetch import Fetcher
+from crawlq.frontier.robots import RobotsRecord
 from crawlq.robots.parse import MAX_ROBOTS_BYTES, robots_text
-from crawlq.robots_record import RobotsRecord
 from crawlq.web.addresses import bare_host
 
 __all__ = ["MAX_ROBOTS_REDIRECTS", "fetch_record"]

@@ -1,8 +1,8 @@
 """robots.txt shared by the workers of a job: the store contract and the claim-or-wait loop.
 
-With a shared store (the job's frontier, see `crawlq.frontier.base.Frontier`) robots.txt is
+With a shared store (the job's frontier, see `crawlq.frontier.contract.Frontier`) robots.txt is
 fetched once per origin per job, not once per worker: the record (status class, text, fetch
-time and expiry, `crawlq.robots_record.RobotsRecord`) lives in the frontier, the first worker
+time and expiry, `crawlq.frontier.robots.RobotsRecord`) lives in the frontier, the first worker
 that needs a missing or expired one claims the fetch (`RobotsStore.robots_claim`, which reads
 and claims in one round trip) and stores the result, and the others wait for it and read it
 (`load_shared`). Times are Unix ms from the caller's clock; waits are in seconds.
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from crawlq.clock import Clock
-from crawlq.robots_record import RobotsRecord
+from crawlq.frontier.robots import RobotsRecord
 
 __all__ = ["RobotsStore", "load_shared"]
 
@@ -23,7 +23,7 @@ __all__ = ["RobotsStore", "load_shared"]
 class RobotsStore(Protocol):
     """Where the job's robots.txt records are shared: the frontier's three robots methods.
 
-    `crawlq.frontier.base.Frontier` documents them; every frontier backend is one.
+    `crawlq.frontier.contract.Frontier` documents them; every frontier backend is one.
     """
 
     async def robots_get(self, origin: str) -> RobotsRecord | None:

@@ -13,7 +13,7 @@ strikes (`crawlq.rules.politeness`): ``flags`` is ``'p'`` while probing (one req
 
 from __future__ import annotations
 
-from crawlq.frontier.values import StateName
+from crawlq.frontier.inspection import StateName
 
 __all__ = [
     "CHUNK",
@@ -46,7 +46,7 @@ STATE_NAMES: dict[int, StateName] = {
     DONE: "done",
     DEAD: "dead",
 }
-"""The contract's name of each state (`crawlq.frontier.values.UrlState`)."""
+"""The contract's name of each state (`crawlq.frontier.inspection.UrlState`)."""
 
 HOST_CONCURRENCY = (
     "CASE flags WHEN 'p' THEN 1 WHEN 'd' THEN 1000000 ELSE coalesce(concurrency, ?) END"

@@ -1,7 +1,8 @@
 """The open frontier file: its thread, connection, ownership, in-memory counts and shared steps.
 
-`FrontierFile` is the base of every part of `crawlq.frontier.sqlite.SqliteFrontier`: it opens
-and closes the file (`crawlq.frontier.sqlite.schema`), runs each call on the one thread that
+`FrontierFile` is what every part of `crawlq.frontier.sqlite.SqliteFrontier` is built on (one
+class per contract, `crawlq.frontier.contract`, in the module of the contract's name): it
+opens and closes the file (`crawlq.frontier.sqlite.schema`), runs each call on the one thread that
 owns the connection (`FrontierFile._run`), wraps a step in one ``BEGIN IMMEDIATE``
 transaction (`FrontierFile._tx`), and holds the bookkeeping several parts share: requests per
 state (``_counts``, kept in memory by the owner), host counters, and which leases are still
@@ -24,9 +25,9 @@ from typing import Any, Self, TypeVar
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierUnavailable
+from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.sqlite import schema
 from crawlq.frontier.sqlite.tables import CHUNK, HELD, OVER_BUDGET
-from crawlq.frontier.values import QueueBounds
 from crawlq.request import Lease
 from crawlq.rules.politeness import HostPolicy, Politeness
 from crawlq.rules.politeness import rules_with_default as _rules
@@ -68,7 +69,7 @@ class FrontierFile:
         self._counts: Counter[int] = Counter()
         self._wakeup: asyncio.Event | None = None
         self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.values.QueueBounds`)."""
+        """The job's queue bounds (`crawlq.frontier.queue.QueueBounds`)."""
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()
