@@ -44,7 +44,9 @@ from redis.asyncio import Redis
 
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError
+from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.redis.bloom import BloomDedup
+from crawlq.frontier.redis.client import INBOX_MAX_ENTRY_BYTES
 from crawlq.frontier.redis.hosts import RedisHostRules
 from crawlq.frontier.redis.inspection import RedisInspection
 from crawlq.frontier.redis.items import RedisItemKeys
@@ -90,6 +92,8 @@ class RedisFrontier(
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
         create: bool = False,
+        bounds: QueueBounds | None = None,
+        inbox_max_entry_bytes: int = INBOX_MAX_ENTRY_BYTES,
     ) -> RedisFrontier:
         """Connect to ``url`` (``redis://[:password@]host:port/db`` or ``rediss://``).
 
@@ -97,7 +101,8 @@ class RedisFrontier(
         or crawl, which also gives it its random id); everyone else adopts it, and joins the
         job's id: writes check it (module docstring). Opening does not write anything unless
         ``create`` is set (or the job exists without an id: it gets one), so a worker or a
-        status query of a job that was never seeded leaves no trace.
+        status query of a job that was never seeded leaves no trace. The job's queue
+        ``bounds`` and politeness are fixed here, and so is the largest inbox entry it takes.
 
         Raises:
             FrontierUnavailable: The server cannot be reached.
@@ -116,7 +121,16 @@ class RedisFrontier(
             keys = Keyspace(job)
         except ValueError as exc:
             raise ConfigError("frontier", f"bad Redis URL or job {url!r} {job!r}: {exc}") from exc
-        self = cls(client, job, _rules(politeness, default_policy), clock, bloom)
+        rules = _rules(politeness, default_policy)
+        self = cls(
+            client,
+            job,
+            rules,
+            clock,
+            bloom,
+            bounds=bounds,
+            inbox_max_entry_bytes=inbox_max_entry_bytes,
+        )
         self.keys = keys
         try:
             wanted = (bloom.spec() if bloom else "set").encode()

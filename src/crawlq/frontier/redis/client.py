@@ -57,6 +57,9 @@ class RedisClient:
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
         job_id: str | None = None,
+        *,
+        bounds: QueueBounds | None = None,
+        inbox_max_entry_bytes: int = INBOX_MAX_ENTRY_BYTES,
     ) -> None:
         self.client = client
         self.keys = Keyspace(job)
@@ -75,11 +78,11 @@ class RedisClient:
         which knows the job's rules; None queues every valid request."""
         self.inbox_full = False
         """The last inbox drain found the job at its ``block`` bound and took nothing."""
-        self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.queue.QueueBounds`)."""
+        self.bounds = bounds or QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.queue.QueueBounds`), given at open."""
         self.paused = False
         """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
-        self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
+        self.inbox_max_entry_bytes = inbox_max_entry_bytes
         """Largest inbox entry accepted, in bytes; a larger one is rejected unread."""
         self.full = False
         """Redis refused the last inbox drain at its ``maxmemory`` (`FrontierFull`): its

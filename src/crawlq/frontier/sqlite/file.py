@@ -56,6 +56,7 @@ class FrontierFile:
         clock: Clock | None = None,
         *,
         read_only: bool = False,
+        bounds: QueueBounds | None = None,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
@@ -68,8 +69,8 @@ class FrontierFile:
         self._seq = 0
         self._counts: Counter[int] = Counter()
         self._wakeup: asyncio.Event | None = None
-        self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.queue.QueueBounds`)."""
+        self.bounds = bounds or QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.queue.QueueBounds`), given at open."""
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()
@@ -85,12 +86,14 @@ class FrontierFile:
         politeness: Politeness | None = None,
         clock: Clock | None = None,
         read_only: bool = False,
+        bounds: QueueBounds | None = None,
     ) -> Self:
         """Open (or create) the frontier in ``path`` and take ownership of it.
 
         ``politeness`` gives the job's rules; ``default_policy`` alone is a shorthand for
-        rules with that default and nothing else. With ``read_only`` the file is only looked
-        at (`crawlq.frontier.sqlite`): it must exist, nothing is created, migrated or
+        rules with that default and nothing else; ``bounds`` the job's queue bounds (both
+        fixed for the life of the opened frontier). With ``read_only`` the file is only
+        looked at (`crawlq.frontier.sqlite`): it must exist, nothing is created, migrated or
         recovered, and no lock is taken.
 
         Raises:
@@ -99,7 +102,8 @@ class FrontierFile:
             FrontierError: The file was written by a newer crawlq (schema version); with
                 ``read_only``, the file holds no crawlq frontier.
         """
-        self = cls(path, _rules(politeness, default_policy), clock, read_only=read_only)
+        rules = _rules(politeness, default_policy)
+        self = cls(path, rules, clock, read_only=read_only, bounds=bounds)
         try:
             await self._run(self._open_read_only_sync if read_only else self._open_sync)
         except BaseException:
