@@ -24,8 +24,8 @@ contract's and as the Redis backend's):
 * ``inspection``: one URL's state, dead letters and their replay; ``items``: the owners of
   item dedup keys;
 * ``file``: the thread, transactions and the bookkeeping the parts share;
-* ``tables``: what a row's state and a host's flags mean, as SQL;
-* ``schema``: the lock, the connection, schema versions and migrations.
+* ``schema``: what a row's state and a host's flags mean, as SQL; the lock, the connection,
+  schema versions and migrations (the DDL is ``schema.sql`` beside it).
 """
 
 from __future__ import annotations

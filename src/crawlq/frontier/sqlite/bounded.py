@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from crawlq.frontier.queue import FRONTIER_FULL, Offer, QueueBounds
 from crawlq.frontier.sqlite.file import FrontierFile, logger
-from crawlq.frontier.sqlite.tables import DEAD, OVER_BUDGET, QUEUED
+from crawlq.frontier.sqlite.schema import DEAD, OVER_BUDGET, QUEUED
 from crawlq.request import CrawlRequest
 
 __all__ = ["BoundedPush", "evict_lowest", "host_counts", "queue_full"]

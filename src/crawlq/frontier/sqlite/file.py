@@ -27,7 +27,7 @@ from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierUnavailable
 from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.sqlite import schema
-from crawlq.frontier.sqlite.tables import CHUNK, HELD, OVER_BUDGET
+from crawlq.frontier.sqlite.schema import CHUNK, HELD, OVER_BUDGET
 from crawlq.request import Lease
 from crawlq.rules.politeness import HostPolicy, Politeness
 from crawlq.rules.politeness import rules_with_default as _rules

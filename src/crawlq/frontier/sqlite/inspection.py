@@ -4,7 +4,7 @@ Looking at one URL (``crawlq inspect``) and at the dead letters (list and replay
 
 These reads also work in a read-only look at a running crawl's file, and on a file older than
 schema version 5, whose dead letters have no dead time (`FrontierFile._dead_at`). Dead letters
-are read by fingerprint in chunks of `crawlq.frontier.sqlite.tables.CHUNK`; a replay requeues
+are read by fingerprint in chunks of `crawlq.frontier.sqlite.schema.CHUNK`; a replay requeues
 each chunk in one transaction.
 """
 
@@ -21,7 +21,7 @@ from crawlq.frontier.inspection import EVERY_DEAD, DeadFilter, DeadLetter, Repla
 from crawlq.frontier.queue import FRONTIER_FULL
 from crawlq.frontier.sqlite.bounded import evict_lowest, host_counts, queue_full
 from crawlq.frontier.sqlite.file import FrontierFile, logger
-from crawlq.frontier.sqlite.tables import CHUNK, DEAD, QUEUED, STATE_NAMES
+from crawlq.frontier.sqlite.schema import CHUNK, DEAD, QUEUED, STATE_NAMES
 from crawlq.request import CrawlRequest
 
 __all__ = ["SqliteInspection"]

@@ -10,7 +10,7 @@ that a full queue can refuse (``offer``) or dead-letter the lowest-priority requ
 Lease: a lease step (one transaction) first frees the host slots of ``fetched`` leases, moves
 due retries and expired leases back to the queue, then takes up to ``n`` requests among the
 hosts whose next-allowed time has come and whose in-flight count is under their concurrency
-(`crawlq.frontier.sqlite.tables.HOST_CONCURRENCY`): highest priority first, then push order.
+(`crawlq.frontier.sqlite.schema.HOST_CONCURRENCY`): highest priority first, then push order.
 Each host taken moves its next-allowed time by its delay in the same step. With nothing ready,
 the step says when something will be (`SqliteWorkQueue._next_wake_ms`) and `lease` waits
 (`crawlq.frontier.lease_wait`) for that time or for a wake-up from a push or settle.
@@ -38,7 +38,7 @@ from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
 from crawlq.frontier.queue import FrontierStats, HostBackoff, HostStats, Offer, backoff_state
 from crawlq.frontier.sqlite.bounded import SEEN, BoundedPush
 from crawlq.frontier.sqlite.file import logger
-from crawlq.frontier.sqlite.tables import (
+from crawlq.frontier.sqlite.schema import (
     DEAD,
     DELAYED,
     DONE,
