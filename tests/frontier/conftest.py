@@ -1,8 +1,8 @@
 """The frontier conformance fixture: every test in this folder runs against every backend.
 
 The suites run per contract (`crawlq.frontier.contract`): ``test_queue.py``,
-``test_hosts.py``, ``test_robots.py``, ``test_inspection.py``, ``test_items.py``. A new backend
-is one more entry in ``BACKENDS`` and a branch in ``_open``.
+``test_hosts.py``, ``test_robots.py``, ``test_job.py``, ``test_inspection.py``,
+``test_items.py``. A new backend is one more entry in ``BACKENDS`` and a branch in ``_open``.
 """
 
 from __future__ import annotations
