@@ -14,9 +14,9 @@ from crawlq.clock import ManualClock
 from crawlq.errors import PermanentFetchError, TransientFetchError
 from crawlq.fetch import Fetcher
 from crawlq.frontier.redis import Keyspace, RedisFrontier
+from crawlq.frontier.robots import RobotsRecord
 from crawlq.robots import RobotsCache
 from crawlq.robots.file import robots_text as _robots_text
-from crawlq.robots_record import RobotsRecord
 from crawlq.testing import FaultState, RequestLog
 from crawlq.urls import host_key
 from crawlq.web.addresses import AddressGuard

@@ -1,6 +1,8 @@
 """The frontier conformance fixture: every test in this folder runs against every backend.
 
-A new backend is one more entry in ``BACKENDS`` and a branch in ``_open``.
+The suites run per contract (`crawlq.frontier.contract`): ``test_queue.py``,
+``test_hosts.py``, ``test_robots.py``, ``test_job.py``, ``test_inspection.py``,
+``test_items.py``. A new backend is one more entry in ``BACKENDS`` and a branch in ``_open``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,24 @@ from crawlq.clock import Clock, ManualClock
 from crawlq.frontier import Frontier, HostPolicy
 from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
+from crawlq.request import CrawlRequest
 from crawlq.rules.politeness import Politeness
 
 BACKENDS = ["sqlite", "redis"]
 
 MakeFrontier = Callable[..., Awaitable[Frontier]]
+
+VT = 30.0  # visibility timeout, seconds
+
+
+def reqs(*paths: str, host: str = "a.test", priority: int = 0) -> list[CrawlRequest]:
+    return [CrawlRequest(f"http://{host}/{p}", priority=priority) for p in paths]
+
+
+async def drain(frontier, n: int = 1000) -> list[str]:
+    leases = await frontier.lease(n, "w", VT)
+    await frontier.ack(leases)
+    return [lease.request.url for lease in leases]
 
 
 async def _open(

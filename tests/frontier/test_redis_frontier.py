@@ -270,7 +270,7 @@ async def test_restart_with_appendonly_loses_nothing() -> None:
 async def test_unreadable_robots_record_is_missing_and_logged_once(
     redis_url: str, job: str, garbage: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from crawlq.robots_record import RobotsRecord
+    from crawlq.frontier.robots import RobotsRecord
 
     f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
     client = aioredis.Redis.from_url(redis_url)

@@ -25,9 +25,9 @@ from crawlq.errors import FrontierFull
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.redis import Keyspace, RedisFrontier
 from crawlq.frontier.redis.scripts import SCRIPTS
+from crawlq.frontier.robots import RobotsRecord
 from crawlq.records import PageRecord
 from crawlq.request import CrawlRequest
-from crawlq.robots_record import RobotsRecord
 from crawlq.rules.politeness import Strike, StrikePlan
 from crawlq.store import open_store
 from tests.services import RedisServer

@@ -11,9 +11,9 @@ import pytest
 
 from crawlq.errors import FrontierError, FrontierLocked
 from crawlq.frontier import HostPolicy, open_frontier
+from crawlq.frontier.robots import RobotsRecord
 from crawlq.frontier.sqlite import SCHEMA_VERSION, SqliteFrontier
 from crawlq.request import CrawlRequest
-from crawlq.robots_record import RobotsRecord
 from crawlq.rules.politeness import Politeness, Strike, StrikePlan
 
 POLICY = HostPolicy(0.0, 10)
@@ -215,7 +215,7 @@ async def test_version_4_file_gains_the_dead_time_and_keeps_its_dead_letters(
 ) -> None:
     import sqlite3
 
-    from crawlq.frontier.values import DeadFilter
+    from crawlq.frontier.inspection import DeadFilter
 
     path = tmp_path / "f.db"
     f = await SqliteFrontier.open(path, default_policy=POLICY)

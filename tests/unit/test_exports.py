@@ -453,7 +453,7 @@ def test_references_are_found_in_code_and_docs() -> None:
         "crawlq.store",  # a package
         "crawlq.store.reads.Queries",  # a class where it is defined
         "crawlq.store.Store",  # a package's export
-        "crawlq.frontier.base.Frontier.lease",  # a method
+        "crawlq.frontier.queue.WorkQueue.lease",  # a method
         "crawlq.store.batch.ResultBatch.job",  # a dataclass field
         "crawlq.request.crawl_request.MAX_URL_LENGTH",  # a constant
         "crawlq.celery.app",  # annotated under TYPE_CHECKING, built on first use
@@ -469,8 +469,8 @@ def test_a_reference_that_resolves(reference: str) -> None:
     [
         "crawlq.store.sql.Reads",  # renamed: crawlq.store.reads.Queries
         "crawlq.engine.WorkerService",  # crawlq.engine does not export it
-        "crawlq.frontier.base.QueueBounds",  # imported there, defined in crawlq.frontier.values
-        "crawlq.frontier.base.Frontier.no_such_method",
+        "crawlq.frontier.contract.QueueBounds",  # not there: defined in crawlq.frontier.queue
+        "crawlq.frontier.contract.Frontier.no_such_method",
         "crawlq.nosuchmodule",
     ],
 )

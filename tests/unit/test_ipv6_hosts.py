@@ -19,7 +19,7 @@ from crawlq.errors import InvalidURL
 from crawlq.export.filters import RecordFilter
 from crawlq.fetch.auth import HostCredentials
 from crawlq.fetch.jar import CookieJar
-from crawlq.frontier.values import host_matches
+from crawlq.frontier.inspection import host_matches
 from crawlq.request import CrawlRequest
 from crawlq.rules.politeness import HostPolicy, Politeness
 from crawlq.rules.proxies import ProxyPool, parse_proxy

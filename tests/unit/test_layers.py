@@ -47,7 +47,6 @@ LAYERS: dict[str, int] = {
     "records": 0,
     "secrecy": 0,
     "clock": 0,
-    "robots_record": 0,
 }
 OUTSIDE = ("", "__main__")  # the package root (its version) and `python -m`
 

@@ -19,7 +19,7 @@ from crawlq.engine.outage import (
     outage_wait_s,
 )
 from crawlq.errors import FrontierFull, FrontierUnavailable
-from crawlq.frontier.values import FULL_LOG_EVERY_S
+from crawlq.frontier.queue import FULL_LOG_EVERY_S
 from crawlq.request import CrawlRequest
 
 

@@ -35,7 +35,7 @@ from crawlq.celery.wire import Entry
 from crawlq.engine.dead import DeadRow, ReplayReport
 from crawlq.engine.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.errors import BrokerUnavailable
-from crawlq.frontier.values import DeadFilter
+from crawlq.frontier.inspection import DeadFilter
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest
 from crawlq.rules.scope import Scope

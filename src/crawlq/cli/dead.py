@@ -3,7 +3,7 @@
 Both take the same options (`dead_options`): the filters (``--reason``, ``--host``,
 ``--since``, read as for ``crawlq export``), the crawl's location (``--frontier``, ``--job``,
 ``--store``, as ``inspect``) and ``--json``; `dead_filter` turns the filters into a
-`crawlq.frontier.values.DeadFilter` (``since_ms``: Unix milliseconds), or a
+`crawlq.frontier.inspection.DeadFilter` (``since_ms``: Unix milliseconds), or a
 ``click.BadParameter`` naming the option. A replay goes through the frontier
 (`crawlq.engine.dead`; for the Celery engine `crawlq.celery.operate`, which sends the tasks on
 ``--broker``). Exit status: 0 done, 1 a backend cannot be read or written (an embedded crawl
@@ -33,7 +33,7 @@ from crawlq.engine.dead import (
     replay_native,
 )
 from crawlq.errors import CrawlqError
-from crawlq.frontier.values import DeadFilter
+from crawlq.frontier.inspection import DeadFilter
 
 __all__ = ["dead", "dead_filter", "dead_options"]
 

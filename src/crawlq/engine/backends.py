@@ -16,7 +16,7 @@ from crawlq.engine.worker import Worker
 from crawlq.errors import ConfigError, StoreError
 from crawlq.fetch import Fetcher
 from crawlq.frontier import Frontier, open_frontier
-from crawlq.frontier.values import QueueBounds
+from crawlq.frontier.queue import QueueBounds
 from crawlq.robots import RobotsCache
 from crawlq.rules.politeness import Politeness
 from crawlq.rules.scope import Scope
@@ -26,9 +26,10 @@ from crawlq.spider.item_type import items_table_of
 from crawlq.store import Store, open_store
 
 if TYPE_CHECKING:
+    from crawlq.frontier.redis import BloomDedup, RedisFrontier
     from crawlq.store.warc import WarcWriter
 
-__all__ = ["Backends", "assembled_worker", "open_backends", "open_warc"]
+__all__ = ["Backends", "assembled_worker", "job_bounds", "open_backends", "open_warc"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,15 +37,69 @@ class Backends:
     """An open frontier and store, and the settings they were opened with.
 
     Attributes:
-        frontier: The crawl frontier (embedded SQLite, or a shared Redis job).
+        frontier: The crawl frontier (embedded SQLite, or a shared Redis job), opened with
+            the job's politeness and queue bounds.
         store: The result store.
         settings: The settings in force: on a shared frontier, the job's values of the
             job-level fields (see `crawlq.engine.job`).
+        inbox: The same frontier when it is a shared Redis job, whose inbox takes producers'
+            untrusted entries (`assembled_worker` gives it the job's check); None otherwise.
     """
 
     frontier: Frontier
     store: Store
     settings: Settings
+    inbox: RedisFrontier | None = None
+
+
+def job_bounds(settings: Settings) -> QueueBounds:
+    """The queue bounds of ``settings`` (``max_queued``, ``max_queued_per_host``, ``when_full``)."""
+    return QueueBounds(settings.max_queued, settings.max_queued_per_host, settings.when_full)
+
+
+@dataclass(frozen=True, slots=True)
+class _Opener:
+    """How to open the frontier of ``settings`` with the rules of a job (fixed at open)."""
+
+    url: str
+    settings: Settings
+    bloom: BloomDedup | None
+    on_redis: bool
+
+    async def open(self, rules: Settings, *, create: bool) -> tuple[Frontier, RedisFrontier | None]:
+        """The frontier, opened with the politeness, bounds and inbox limit of ``rules``."""
+        politeness = Politeness.from_settings(rules)
+        if not self.on_redis:
+            frontier = await open_frontier(
+                self.url, job=self.settings.job, politeness=politeness, bounds=job_bounds(rules)
+            )
+            return frontier, None
+        try:
+            from crawlq.frontier.redis import RedisFrontier
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ConfigError(
+                "frontier",
+                f"the Redis frontier needs redis-py: pip install 'crawlq[redis]' ({exc})",
+            ) from exc
+        shared = await RedisFrontier.open(
+            self.url,
+            self.settings.job or "",
+            politeness=politeness,
+            bloom=self.bloom,
+            create=create,
+            bounds=job_bounds(rules),
+            inbox_max_entry_bytes=rules.inbox_max_entry_bytes,
+        )
+        return shared, shared
+
+
+def _opened_alike(a: Settings, b: Settings) -> bool:
+    """Whether a frontier opened with the rules of ``a`` has those of ``b`` too."""
+    return (
+        Politeness.from_settings(a) == Politeness.from_settings(b)
+        and job_bounds(a) == job_bounds(b)
+        and a.inbox_max_entry_bytes == b.inbox_max_entry_bytes
+    )
 
 
 @contextlib.asynccontextmanager
@@ -58,13 +113,16 @@ async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
     stores its settings; without it (workers) a job that was never seeded is an error.
     ``runs_spider``: this process loads the spider in force (see `bind_job`).
 
+    A frontier's politeness and queue bounds are fixed when it is opened: a shared frontier
+    is opened once to read (or store) the job's settings, and opened again with the job's
+    rules when they differ from this process's.
+
     Raises:
         ConfigError: A shared frontier without a job name, settings that conflict with the
             job's, or ``bloom_capacity`` without a shared frontier.
         FrontierLocked, FrontierUnavailable, StoreError: A backend cannot be opened.
     """
     settings = absolute_store(settings)  # the file this process means, wherever its job's run
-    rules = Politeness.from_settings(settings)
     given = settings.explicit
     if "://" not in settings.store:
         folder = Path(settings.store).parent
@@ -83,7 +141,8 @@ async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
                 f"the store {settings.store.split('@')[-1]} cannot hold the frontier: give "
                 "--frontier (a SQLite file path, or redis://…)",
             )
-        frontier = await open_frontier(settings.store, politeness=rules)
+        opener = _Opener(settings.store, settings, None, on_redis=False)
+        frontier, inbox = await opener.open(settings, create=False)
     else:
         if not settings.job:
             raise ConfigError("job", "a shared frontier needs a job name (--job NAME)")
@@ -101,48 +160,40 @@ async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
             )
         # a new Redis job is created only once its store opens (below): joined first
         on_redis = url.startswith(("redis://", "rediss://", "unix://"))
-        frontier = await open_frontier(
-            url, job=settings.job, politeness=rules, bloom=bloom, create=create and not on_redis
-        )
+        opener = _Opener(url, settings, bloom, on_redis=on_redis)
+        frontier, inbox = await opener.open(settings, create=create and not on_redis)
     try:
         store: Store | None = None
         opened = settings.store
         if settings.frontier is not None:
+            own = settings
             if create and await frontier.job_settings(None) is None:
                 # A new job records its store: make sure that store opens (and takes its
                 # --items-table) before the job exists, or a typo in --store would be
                 # pinned to the job (and the fixed command refused as a conflict), or a
                 # refused store leave an empty job behind.
                 store = await open_store(settings.store, items_table=items_table_of(settings))
-            if create and on_redis:
-                try:
-                    await frontier.close()
-                    frontier = await open_frontier(
-                        url, job=settings.job, politeness=rules, bloom=bloom, create=True
-                    )
-                except BaseException:
-                    if store is not None:
-                        await store.close()
-                    raise
             try:
+                if create and opener.on_redis:
+                    await frontier.close()
+                    frontier, inbox = await opener.open(own, create=True)
                 settings = await bind_job(
                     frontier, settings, create=create, runs_spider=runs_spider
                 )
+                if not _opened_alike(own, settings):  # the job's rules: fixed at open
+                    await frontier.close()
+                    frontier, inbox = await opener.open(settings, create=False)
             except BaseException:
                 if store is not None:
                     await store.close()
                 raise
-            frontier.politeness = Politeness.from_settings(settings)  # the job's rules
         if store is not None and opened != settings.store:  # another producer won the race
             await store.close()
             store = None
         if store is None:
             store = await _open_job_store(settings, given=opened if "store" in given else None)
-        frontier.bounds = QueueBounds(
-            settings.max_queued, settings.max_queued_per_host, settings.when_full
-        )
         try:
-            yield Backends(frontier, store, settings)
+            yield Backends(frontier, store, settings, inbox)
         finally:
             await store.close()
     finally:
@@ -187,11 +238,9 @@ async def assembled_worker(
         StoreError: The WARC directory cannot be created.
     """
     s = backends.settings
-    frontier = backends.frontier
-    if hasattr(frontier, "inbox_filter") and hasattr(frontier, "inbox_max_entry_bytes"):
-        # a shared frontier drains an inbox of untrusted entries: give it the job's rules
-        frontier.inbox_filter = inbox_filter(s, scope, spider)
-        frontier.inbox_max_entry_bytes = s.inbox_max_entry_bytes
+    if backends.inbox is not None:
+        # a shared frontier drains an inbox of untrusted entries: give it the job's check
+        backends.inbox.inbox_filter = inbox_filter(s, scope, spider)
     async with contextlib.AsyncExitStack() as stack:
         warc = await open_warc(s)
         if warc is not None:

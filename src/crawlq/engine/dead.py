@@ -24,7 +24,8 @@ from crawlq.engine.seeding import replay_into_room
 from crawlq.errors import ConfigError, QueueFullTimeout
 from crawlq.export import iso_utc
 from crawlq.frontier import Frontier
-from crawlq.frontier.values import DeadFilter, DeadLetter, QueueBounds
+from crawlq.frontier.inspection import DeadFilter, DeadLetter
+from crawlq.frontier.queue import QueueBounds
 from crawlq.rules.scope import Scope, crawl_domains
 from crawlq.settings import coerce_settings
 from crawlq.store import Store
@@ -43,7 +44,7 @@ SCOPE_FIELDS = ("allowed_domains", "include", "exclude", "max_depth")
 """The job settings that make its scope (`crawlq.rules.scope.Scope`)."""
 
 BOUND_FIELDS = ("max_queued", "max_queued_per_host", "when_full")
-"""The job settings that bound its queue (`crawlq.frontier.values.QueueBounds`)."""
+"""The job settings that bound its queue (`crawlq.frontier.queue.QueueBounds`)."""
 
 
 @dataclass(frozen=True, slots=True)

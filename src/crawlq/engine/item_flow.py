@@ -15,7 +15,7 @@ In order, for the items of one page (both engines, ``crawlq reparse`` and ``craw
 3. **item dedup** (``item_dedup_key``): an item whose key (`crawlq.items.item_key`) another
    page of the job produced first is dropped as ``item_dedup: duplicate_item``; so is a
    second item with one key on the same page. The owner of each key is kept in the frontier
-   (`crawlq.frontier.base.Frontier.claim_item_keys`), so this holds across workers,
+   (`crawlq.frontier.items.ItemKeys.claim_item_keys`), so this holds across workers,
    machines and engines, and a page fetched or parsed again keeps its items.
 4. the items become plain dicts (`crawlq.items.adapt`).
 
@@ -62,7 +62,7 @@ class ItemKeys(Protocol):
     """Where item dedup keeps the owner of each key (a frontier)."""
 
     async def claim_item_keys(self, keys: Sequence[bytes], owner: bytes) -> list[bool]:
-        """See `crawlq.frontier.base.Frontier.claim_item_keys`."""
+        """See `crawlq.frontier.items.ItemKeys.claim_item_keys`."""
         ...
 
 

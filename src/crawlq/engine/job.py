@@ -38,7 +38,7 @@ from typing import Any
 
 from crawlq.engine.plan import absolute_local, local_path, same_local_file
 from crawlq.errors import ConfigError
-from crawlq.frontier import Frontier
+from crawlq.frontier.job import JobRecord
 from crawlq.secrecy import without_password
 from crawlq.settings import Settings, coerce_settings
 
@@ -113,7 +113,7 @@ def _jsonable(value: Any) -> Any:
 
 
 async def bind_job(
-    frontier: Frontier, settings: Settings, *, create: bool = True, runs_spider: bool = True
+    frontier: JobRecord, settings: Settings, *, create: bool = True, runs_spider: bool = True
 ) -> Settings:
     """Store the job's settings if it has none; return ``settings`` with the job's values.
 
@@ -123,7 +123,7 @@ async def bind_job(
     value and the two ways out.
 
     Args:
-        frontier: The job's frontier.
+        frontier: The job's frontier (its settings record is all this reads and writes).
         settings: This process's settings; ``settings.explicit`` names the ones the user gave.
         create: Store ``settings`` as the job's if it has none (producers); without it a job
             with no settings is an error.

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from crawlq.clock import Clock, Every
 from crawlq.errors import FrontierFull, FrontierUnavailable, StoreUnavailable
-from crawlq.frontier.values import FRONTIER_FULL, FULL_LOG_EVERY_S
+from crawlq.frontier.queue import FRONTIER_FULL, FULL_LOG_EVERY_S
 from crawlq.request import CrawlRequest
 from crawlq.rules.retry import backoff_s
 

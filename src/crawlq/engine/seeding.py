@@ -34,7 +34,8 @@ from crawlq.errors import (
     SeedInterrupted,
 )
 from crawlq.frontier import Frontier
-from crawlq.frontier.values import EVERY_DEAD, DeadFilter, DeadLetter, QueueBounds, Replay
+from crawlq.frontier.inspection import EVERY_DEAD, DeadFilter, DeadLetter, Replay
+from crawlq.frontier.queue import QueueBounds
 from crawlq.request import CrawlRequest
 from crawlq.rules.scope import check_url_length
 from crawlq.settings import Settings

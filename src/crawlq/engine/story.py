@@ -1,7 +1,7 @@
 """What crawlq knows of one URL, told as one story: ``crawlq inspect``.
 
 A URL's story comes from two places: the frontier says where it is in the crawl (queued,
-leased, waiting for a retry, dead-lettered, done: `crawlq.frontier.base.Frontier.inspect`),
+leased, waiting for a retry, dead-lettered, done: `crawlq.frontier.inspection.Inspection.inspect`),
 the store says what came of it (a page, a dead letter with its detail, a filtered record:
 `crawlq.store.Store.lookup`). `native_story` joins the two for the native engine;
 `crawlq.celery.operate` builds the same `UrlStory` from the Celery engine's state.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawlq.export import iso_utc
-from crawlq.frontier.values import UrlState
+from crawlq.frontier.inspection import UrlState
 from crawlq.request import CrawlRequest
 from crawlq.store.outcomes import StoredOutcome
 from crawlq.urls import UrlKeys

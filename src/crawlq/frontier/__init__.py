@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError
-from crawlq.frontier.base import Frontier
+from crawlq.frontier.contract import Frontier
+from crawlq.frontier.queue import FrontierStats, HostStats, QueueBounds
 from crawlq.frontier.status import JobStatus, job_status
-from crawlq.frontier.values import FrontierStats, HostStats
 from crawlq.rules.politeness import HostPolicy, Politeness
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ async def open_frontier(
     clock: Clock | None = None,
     bloom: BloomDedup | None = None,
     create: bool = False,
+    bounds: QueueBounds | None = None,
+    inbox_max_entry_bytes: int | None = None,
 ) -> Frontier:
     """Open the frontier named by ``url``.
 
@@ -48,6 +50,10 @@ async def open_frontier(
         bloom: Redis only: Bloom-filter dedup instead of the exact seen set.
         create: Redis only: create the job if it does not exist (producers); workers and
             status queries leave a job they cannot find untouched.
+        bounds: The job's queue bounds (`crawlq.frontier.queue.QueueBounds`); unbounded when
+            None. Fixed for the life of the opened frontier, as its politeness is.
+        inbox_max_entry_bytes: Redis only: the largest inbox entry taken, in bytes (None:
+            `crawlq.frontier.redis.INBOX_MAX_ENTRY_BYTES`).
 
     Raises:
         ConfigError: The URL names no supported backend, or Redis without a job.
@@ -58,7 +64,7 @@ async def open_frontier(
         if not job:
             raise ConfigError("job", f"a job name is needed with the Redis frontier {url}")
         try:
-            from crawlq.frontier.redis import RedisFrontier
+            from crawlq.frontier.redis import INBOX_MAX_ENTRY_BYTES, RedisFrontier
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ConfigError(
                 "frontier",
@@ -72,6 +78,8 @@ async def open_frontier(
             clock=clock,
             bloom=bloom,
             create=create,
+            bounds=bounds,
+            inbox_max_entry_bytes=inbox_max_entry_bytes or INBOX_MAX_ENTRY_BYTES,
         )
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     if "://" in path:
@@ -81,5 +89,5 @@ async def open_frontier(
     from crawlq.frontier.sqlite import SqliteFrontier
 
     return await SqliteFrontier.open(
-        path, default_policy=default_policy, politeness=politeness, clock=clock
+        path, default_policy=default_policy, politeness=politeness, clock=clock, bounds=bounds
     )

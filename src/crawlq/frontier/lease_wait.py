@@ -1,6 +1,6 @@
 """The lease wait loop every frontier backend shares: try, and if nothing is ready, wait.
 
-`Frontier.lease` (see `crawlq.frontier.base`) returns at once with what is ready, or waits
+`Frontier.lease` (see `crawlq.frontier.contract`) returns at once with what is ready, or waits
 up to ``wait_s`` seconds for a request to become ready. The waiting rule is the same for
 every backend; only "try once" and "sleep until woken or timed out" differ (one SQLite
 transaction and an `asyncio.Event`; one Lua call and a blocking Redis list pop). So a backend

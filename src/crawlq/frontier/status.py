@@ -1,10 +1,10 @@
 """What ``crawlq status`` needs from a frontier, through the contract: `JobStatus`.
 
 `job_status` is the one call status, the Prometheus exporter and the dashboard make
-(`crawlq.engine.report.job_report`). A backend that knows more than `Frontier.stats` (the
+(`crawlq.engine.report.job_report`). A backend that knows more than `WorkQueue.stats` (the
 Redis frontier: throughput, live workers, retries, pause, the Celery engine's pending URLs)
 provides ``job_status()`` itself (`ReportsJobStatus`); for any other backend (the embedded
-SQLite frontier) the default is built from `Frontier.stats` alone, and the fields it cannot
+SQLite frontier) the default is built from `WorkQueue.stats` alone, and the fields it cannot
 know stay at their "not known" values.
 """
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from crawlq.frontier.base import Frontier
-from crawlq.frontier.values import FrontierStats
+from crawlq.frontier.queue import FrontierStats, WorkQueue
 
 if TYPE_CHECKING:  # the Redis frontier's package imports this module
     from crawlq.frontier.redis.refusals import Refusal
@@ -40,7 +39,7 @@ class JobStatus:
     """A job's status now: its frontier's counts and what operators watch beside them.
 
     Attributes:
-        stats: The frontier's counts (`Frontier.stats`).
+        stats: The frontier's counts (`WorkQueue.stats`).
         engine: ``"native"``, or ``"celery"`` for a job run by the Celery engine, whose URLs
             wait in the broker (``stats.queued`` and ``stats.in_flight`` mean nothing then).
         pending: Celery engine: URLs admitted and not settled yet; None for a native job.
@@ -66,7 +65,7 @@ class JobStatus:
 
 @runtime_checkable
 class ReportsJobStatus(Protocol):
-    """A frontier that reports its job's status itself (more than `Frontier.stats`)."""
+    """A frontier that reports its job's status itself (more than `WorkQueue.stats`)."""
 
     async def job_status(self) -> JobStatus:
         """The job's status now.
@@ -77,7 +76,7 @@ class ReportsJobStatus(Protocol):
         ...
 
 
-async def job_status(frontier: Frontier) -> JobStatus:
+async def job_status(frontier: WorkQueue) -> JobStatus:
     """``frontier``'s job status: its own `ReportsJobStatus.job_status`, or its stats alone.
 
     Raises:

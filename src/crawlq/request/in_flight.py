@@ -1,7 +1,7 @@
 """A request in flight: the `Lease` that hands it to a worker, and what fetching it returns.
 
 `Lease` is the frontier contract's unit of work: made by the frontier backends
-(`crawlq.frontier.base.Frontier.lease`); renewed, acked, retried, dead-lettered or released by
+(`crawlq.frontier.queue.WorkQueue.lease`); renewed, acked, retried, dead-lettered or released by
 the engines. Times are Unix milliseconds.
 
 `FetchResult` (the response) and `RawExchange` (its wire form, for WARC) are made by

@@ -33,9 +33,9 @@ The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
 The package: `crawlq.robots.cache` (`RobotsCache`, the verdicts, and sharing through the
 job's frontier: `RobotsStore`, `crawlq.robots.cache.load_shared`) and `crawlq.robots.file`
 (the file: what a fetch's status means, its text and its records); the shared record itself
-is `crawlq.robots_record.RobotsRecord`, a plain value the frontier backends store.
+is `crawlq.frontier.robots.RobotsRecord`, a plain value the frontier backends store.
 
-Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.base.Frontier`)
+Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.contract.Frontier`)
 robots.txt is fetched once per origin per job, not once per worker: the record (status class,
 text, fetch time and expiry) lives in the frontier, the first worker that needs a missing or
 expired one claims the fetch (`RobotsStore.robots_claim`, which reads and claims in one

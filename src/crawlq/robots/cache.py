@@ -7,9 +7,9 @@ per URL; concurrent callers in one process asking about one origin share a singl
 load reads the job's shared record (`load_shared`) or, with no shared store, fetches
 (`crawlq.robots.file.fetch_record`).
 
-The shared store (`RobotsStore`) is the job's frontier (see `crawlq.frontier.base.Frontier`):
+The shared store (`RobotsStore`) is the job's frontier (see `crawlq.frontier.contract.Frontier`):
 robots.txt is fetched once per origin per job, not once per worker. The record (status
-class, text, fetch time and expiry, `crawlq.robots_record.RobotsRecord`) lives in the
+class, text, fetch time and expiry, `crawlq.frontier.robots.RobotsRecord`) lives in the
 frontier, the first worker that needs a missing or expired one claims the fetch
 (`RobotsStore.robots_claim`, which reads and claims in one round trip) and stores the
 result, and the others wait for it and read it (`load_shared`). Times are Unix ms from the
@@ -32,8 +32,8 @@ from protego import Protego
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import InvalidURL, PermanentFetchError, RobotsUnreachable
 from crawlq.fetch import Fetcher
+from crawlq.frontier.robots import MAX_TTL_MS, RobotsRecord
 from crawlq.robots.file import crawl_delay_s, fetch_record, sitemaps
-from crawlq.robots_record import MAX_TTL_MS, RobotsRecord
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
 
@@ -75,7 +75,7 @@ class RobotsVerdict:
 class RobotsStore(Protocol):
     """Where the job's robots.txt records are shared: the frontier's three robots methods.
 
-    `crawlq.frontier.base.Frontier` documents them; every frontier backend is one.
+    `crawlq.frontier.contract.Frontier` documents them; every frontier backend is one.
     """
 
     async def robots_get(self, origin: str) -> RobotsRecord | None:

@@ -1,7 +1,7 @@
 """robots.txt, the file: what a fetch of it means, and how its bytes are read (RFC 9309).
 
 `fetch_record` fetches ``scheme://host[:port]/robots.txt`` through `crawlq.fetch.Fetcher`
-and returns the `crawlq.robots_record.RobotsRecord` to keep (§2.3.1's status rules):
+and returns the `crawlq.frontier.robots.RobotsRecord` to keep (§2.3.1's status rules):
 
 * 2xx: ``parsed`` (§2.3.1.1), the body decoded by `robots_text`.
 * Redirects followed up to five hops (§2.3.1.2); more, or one that cannot be followed (a
@@ -46,7 +46,7 @@ from crawlq.errors import (
     TransientFetchError,
 )
 from crawlq.fetch import Fetcher
-from crawlq.robots_record import RobotsRecord
+from crawlq.frontier.robots import RobotsRecord
 from crawlq.web.addresses import bare_host
 
 __all__ = [

@@ -124,7 +124,7 @@ def strike_of(error: FetchError) -> Strike | None:
 
 @dataclass(frozen=True, slots=True)
 class StrikePlan:
-    """How the frontier pauses a host for a strike (`crawlq.frontier.base.Frontier.host_strike`).
+    """How the frontier pauses a host for a strike (`crawlq.frontier.hosts.HostRules.host_strike`).
 
     Attributes:
         pauses_s: After the host's ``k``-th strike of this kind in a row it gets no new
@@ -164,7 +164,7 @@ class Politeness:
         autothrottle_target_concurrency: Requests AutoThrottle aims to have in flight to one
             host on average (Scrapy's ``AUTOTHROTTLE_TARGET_CONCURRENCY``).
         max_pages_per_host: A host's page budget: most URLs of one host the frontier admits
-            over the job's life (`crawlq.frontier.base.Frontier.push`), or None.
+            over the job's life (`crawlq.frontier.queue.WorkQueue.push`), or None.
     """
 
     default: HostPolicy = field(default_factory=HostPolicy)

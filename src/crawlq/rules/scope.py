@@ -17,7 +17,7 @@ patterns and depth it refuses the shapes of crawler traps, URLs a site can mint 
   faceted search: each link adds a parameter).
 
 The per-host page budget (``max_pages_per_host``) needs a count over the whole cluster and is
-kept by the frontier (`crawlq.frontier.base.Frontier.push`).
+kept by the frontier (`crawlq.frontier.queue.WorkQueue.push`).
 
 Which domains a crawl follows is decided once, by `crawl_domains` (its docstring is the rule
 for every command and both engines); `Scope` itself allows every host when given none. The

@@ -99,7 +99,7 @@ class Settings:
 
     max_queued: int | None = None
     """Most requests the job's frontier holds queued (waiting for a lease; None: no bound).
-    What happens at the bound is ``when_full`` (`crawlq.frontier.values.QueueBounds`)."""
+    What happens at the bound is ``when_full`` (`crawlq.frontier.queue.QueueBounds`)."""
 
     max_queued_per_host: int | None = None
     """Most requests queued for one host (None: no bound); see ``max_queued``."""

@@ -17,7 +17,7 @@ __all__ = ["ENGINE_FIELD", "RUN_PREFIX", "Counts", "Grant", "TaskState"]
 ENGINE_FIELD = "engine"
 """Field of the job's ``job`` hash naming the engine that runs it: ``celery`` when set
 (`CeleryState.admit`); the Redis frontier reads it for status
-(`crawlq.frontier.redis.stats`, which spells it again: the frontier does not import the
+(`crawlq.frontier.redis.job`, which spells it again: the frontier does not import the
 Celery engine)."""
 
 

@@ -27,69 +27,46 @@ keys are deleted, or replaced by a new job of the same name, every write raises
 
 Errors: every Redis error goes through `crawlq.frontier.redis.errors.call`.
 
-Layout: this module holds `RedisFrontier` itself (opening and joining a job, the lease loop,
-renewal, dropping a job); each other part is a mixin over `crawlq.frontier.redis.core.RedisCore`
-in a module of its own: `push`, `inbox`, `idle` (the wait), `settle`, `hosts` (policy and
-strikes), `job_settings`, `url_state` (inspect), `dead_letters`, `robots`, `stats`,
-`item_keys`; Bloom dedup is `crawlq.frontier.redis.bloom`.
+Layout: this module holds `RedisFrontier` itself (opening and joining a job, its status,
+dropping it), built from one class per contract (`crawlq.frontier.contract`), each in the
+module of the contract's name over `crawlq.frontier.redis.client.RedisClient`: ``queue``
+(with ``inbox``, the push step and producers' entries, and ``idle``, the wait), ``hosts``,
+``robots``, ``job``, ``inspection``, ``items``; Bloom dedup is `crawlq.frontier.redis.bloom`.
 """
 
 from __future__ import annotations
 
-import logging
 import secrets
-import time
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
 
 from crawlq.clock import Clock
-from crawlq.errors import ConfigError, FrontierFull
-from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
+from crawlq.errors import ConfigError
+from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.redis.bloom import BloomDedup
-from crawlq.frontier.redis.dead_letters import DeadLettersMixin
-from crawlq.frontier.redis.hosts import HostsMixin
-from crawlq.frontier.redis.idle import IdleMixin
-from crawlq.frontier.redis.inbox import InboxMixin
-from crawlq.frontier.redis.item_keys import ItemKeysMixin
-from crawlq.frontier.redis.job_settings import JobSettingsMixin
-from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
+from crawlq.frontier.redis.client import INBOX_MAX_ENTRY_BYTES
+from crawlq.frontier.redis.hosts import RedisHostRules
+from crawlq.frontier.redis.inspection import RedisInspection
+from crawlq.frontier.redis.items import RedisItemKeys
+from crawlq.frontier.redis.job import RedisJobRecord
 from crawlq.frontier.redis.keys import Keyspace
-from crawlq.frontier.redis.proxies import ProxiesMixin
+from crawlq.frontier.redis.queue import RedisWorkQueue
+from crawlq.frontier.redis.refusals import read_refusals
 from crawlq.frontier.redis.replies import reply_text
-from crawlq.frontier.redis.robots import RobotsMixin
-from crawlq.frontier.redis.settle import SettleMixin
-from crawlq.frontier.redis.stats import StatsMixin
-from crawlq.frontier.redis.url_state import UrlStateMixin
-from crawlq.request import CrawlRequest, Lease
+from crawlq.frontier.redis.robots import RedisRobots
+from crawlq.frontier.status import JobStatus, WorkerBeat
 from crawlq.rules.politeness import HostPolicy, Politeness
 from crawlq.rules.politeness import rules_with_default as _rules
 
 __all__ = ["RedisFrontier"]
 
-logger = logging.getLogger(__name__)
-
-_MAX_CANDIDATE_HOSTS = 512
-_MAX_WAIT_S = 10.0
-_RECOVER_EVERY_S = 30.0
-
 
 class RedisFrontier(
-    InboxMixin,
-    IdleMixin,
-    SettleMixin,
-    HostsMixin,
-    ProxiesMixin,
-    JobSettingsMixin,
-    UrlStateMixin,
-    DeadLettersMixin,
-    RobotsMixin,
-    ItemKeysMixin,
-    StatsMixin,
+    RedisWorkQueue, RedisHostRules, RedisRobots, RedisJobRecord, RedisInspection, RedisItemKeys
 ):
-    """`crawlq.frontier.base.Frontier` on Redis, shared by every worker of a job.
+    """`crawlq.frontier.contract.Frontier` on Redis, shared by every worker of a job.
 
     Create with `RedisFrontier.open`. The methods' semantics are the contract's; the notes
     here are what Redis adds.
@@ -115,6 +92,8 @@ class RedisFrontier(
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
         create: bool = False,
+        bounds: QueueBounds | None = None,
+        inbox_max_entry_bytes: int = INBOX_MAX_ENTRY_BYTES,
     ) -> RedisFrontier:
         """Connect to ``url`` (``redis://[:password@]host:port/db`` or ``rediss://``).
 
@@ -122,7 +101,8 @@ class RedisFrontier(
         or crawl, which also gives it its random id); everyone else adopts it, and joins the
         job's id: writes check it (module docstring). Opening does not write anything unless
         ``create`` is set (or the job exists without an id: it gets one), so a worker or a
-        status query of a job that was never seeded leaves no trace.
+        status query of a job that was never seeded leaves no trace. The job's queue
+        ``bounds`` and politeness are fixed here, and so is the largest inbox entry it takes.
 
         Raises:
             FrontierUnavailable: The server cannot be reached.
@@ -141,7 +121,16 @@ class RedisFrontier(
             keys = Keyspace(job)
         except ValueError as exc:
             raise ConfigError("frontier", f"bad Redis URL or job {url!r} {job!r}: {exc}") from exc
-        self = cls(client, job, _rules(politeness, default_policy), clock, bloom)
+        rules = _rules(politeness, default_policy)
+        self = cls(
+            client,
+            job,
+            rules,
+            clock,
+            bloom,
+            bounds=bounds,
+            inbox_max_entry_bytes=inbox_max_entry_bytes,
+        )
         self.keys = keys
         try:
             wanted = (bloom.spec() if bloom else "set").encode()
@@ -168,209 +157,42 @@ class RedisFrontier(
         job_id, actual = await self._script("job_open", [self.keys.job_info], args)
         return (None if job_id is None else reply_text(job_id)), actual
 
-    # -- lease ----------------------------------------------------------------------------
+    async def job_status(self) -> JobStatus:
+        """See `crawlq.frontier.status.JobStatus`.
 
-    async def lease(
-        self,
-        n: int,
-        worker_id: str,
-        visibility_timeout_s: float,
-        wait_s: float = 0.0,
-        *,
-        until_drained: bool = False,
-        fetched: Sequence[Lease] = (),
-    ) -> list[Lease]:
-        """See `crawlq.frontier.base.Frontier.lease`.
+        A job is the Celery engine's when its ``job`` hash says so (field ``engine``, written
+        by `crawlq.celery.state.CeleryState.admit`) or, for a job started before that mark
+        existed, when it has pending URLs.
 
-        Also requeues expired leases and due retries of every worker, and drains the inbox.
+        Raises:
+            FrontierError: Redis cannot be read, or the job does not exist (`stats`).
         """
-        vt_ms = check_lease_args(n, visibility_timeout_s)
-
-        async def try_lease(done: Sequence[Lease]) -> tuple[list[Lease], int | None]:
-            return await self._lease_once(n, worker_id, vt_ms, done)
-
-        async def sleep(timeout_s: float, pending: bool) -> None:
-            await self._wait(worker_id, timeout_s, pending=pending)
-
-        return await lease_with_wait(
-            try_lease,
-            sleep,
-            self.clock,
-            wait_s=wait_s,
-            until_drained=until_drained,
-            fetched=fetched,
-            max_sleep_s=_MAX_WAIT_S,
-        )
-
-    async def _lease_once(
-        self, n: int, worker_id: str, vt_ms: int, fetched: Sequence[Lease]
-    ) -> tuple[list[Lease], int | None]:
         k = self.keys
-        now = self.clock.wall_ms()
-        n_hosts = min(_MAX_CANDIDATE_HOSTS, max(64, 2 * n))
+        stats = await self.stats()
+        pages_per_s = await self.pages_per_s()
+        workers = tuple(WorkerBeat(w, age) for w, age in await self.live_workers())
+        retries = await self.retries_total()
 
         async def read() -> list[Any]:
             async with self.client.pipeline(transaction=False) as pipe:
-                pipe.zrangebyscore(k.leases, "-inf", now, start=0, num=256)
-                pipe.zrangebyscore(k.delayed, "-inf", now, start=0, num=256)
-                pipe.llen(k.inbox)
-                pipe.zrangebyscore(k.ready, "-inf", now, start=0, num=n_hosts)
+                pipe.hexists(k.job_info, "paused")
+                pipe.hget(k.job_info, "engine")
+                pipe.hlen(k.pending)
+                pipe.hgetall(k.refusals)
                 return await pipe.execute()
 
-        expired, due_retries, inbox_len, ready = await self._call(read)
-        if expired or due_retries or inbox_len or worker_id in self._claim_pending:
-            if expired:
-                moved = await self._requeue("reap", k.leases, expired, now)
-                if moved:
-                    logger.warning("requeued %d expired leases of dead or stalled workers", moved)
-            if due_retries:
-                await self._requeue("promote", k.delayed, due_retries, now)
-            if inbox_len or worker_id in self._claim_pending:
-                await self._drain_unless_full(worker_id)
-            ready = await self._call(
-                lambda: self.client.zrangebyscore(k.ready, "-inf", now, start=0, num=n_hosts)
-            )
-        if ready or fetched:
-            leases = await self._lease_script(n, worker_id, vt_ms, now, ready, fetched)
-            if leases:
-                return leases, None
-            if self.paused:  # look again after a while (resume also wakes idle workers)
-                return [], now + PAUSE_POLL_MS
-        return [], await self._next_wake_ms()
-
-    async def _drain_unless_full(self, worker_id: str) -> None:
-        """Drain the inbox; on a Redis at its ``maxmemory`` leave the entries waiting.
-
-        A worker keeps draining the queue while Redis is full (`crawlq.frontier.redis.scripts`):
-        the entries wait in the inbox, or in the worker's claim list when the push of a drain
-        was refused (the next lease drains that claim first), until Redis has room (logged
-        once per `FULL_LOG_EVERY_S`).
-        """
-        try:
-            await self.drain_inbox(worker_id)
-        except FrontierFull:
-            self.full = True
-            self._claim_pending.add(worker_id)
-            if self._full_log.due():
-                logger.warning(
-                    "job %s: Redis is full (at its maxmemory): inbox entries wait there until"
-                    " it has room",
-                    self.job,
-                )
-            return
-        if self.full:
-            self.full = False
-            self._full_log.reset()
-
-    async def _lease_script(
-        self,
-        n: int,
-        worker_id: str,
-        vt_ms: int,
-        now: int,
-        ready: list[bytes],
-        fetched: Sequence[Lease],
-    ) -> list[Lease]:
-        k = self.keys
-        index = {h.decode(): i for i, h in enumerate(ready, 1)}
-        done: list[Any] = []
-        for lease in fetched:  # their hosts join the candidates: a freed slot may open one
-            host = lease.request.host
-            done += [
-                lease.request.fingerprint,
-                lease.lease_id,
-                index.setdefault(host, len(index) + 1),
-            ]
-        hosts = list(index)
-        ddelay, dconc = self._policy_args()
-        keys = [
-            *k.host_keys(), k.reqs, k.attempts, k.leases, k.owner, k.stats,
-            *(k.queue(h) for h in hosts),
-        ]  # fmt: skip
-        args = [now, n, vt_ms, worker_id, ddelay, dconc, len(hosts), *hosts, len(fetched), *done]
-        flat = await self._script("lease", keys, args)
-        paused = flat == [b"paused"]
-        if paused != self.paused:
-            self.paused = paused
-            if paused:
-                logger.warning(
-                    "job %s is paused: leasing nothing until `crawlq job resume %s`",
-                    self.job,
-                    self.job,
-                )
-            else:
-                logger.warning("job %s resumed", self.job)
-        if paused:
-            return []
-        leases = []
-        corrupt: list[tuple[bytes, str, str, str]] = []
-        for i in range(0, len(flat), 6):
-            fp, lease_id, attempt, value, down, host = flat[i : i + 6]
-            request, problem = _leased_request(fp, host.decode(), value)
-            if request is None:  # shared state anyone with Redis access can write
-                logger.error(
-                    "the job's record of request %s is corrupt (%s): dead-lettered as"
-                    " corrupt_request",
-                    fp.hex(),
-                    problem,
-                )
-                corrupt.append(
-                    (fp, lease_id.decode(), host.decode(), f"corrupt_request: {problem}")
-                )
-                continue
-            leases.append(
-                Lease(
-                    lease_id=lease_id.decode(),
-                    request=request,
-                    attempt=int(attempt),
-                    worker_id=worker_id,
-                    deadline_ms=now + vt_ms,
-                    host_down=down == b"1",
-                )
-            )
-        await self._settle_rows("dead", corrupt)
-        return leases
-
-    async def _requeue(self, mode: str, source: str, members: list[bytes], now: int) -> int:
-        k = self.keys
-        hosts: dict[str, int] = {}
-        body: list[Any] = []
-        for member in members:
-            host = member[20:].decode()
-            body += [member, hosts.setdefault(host, len(hosts) + 1)]
-        keys = [
-            *k.host_keys(), source, k.owner, k.stats, k.scores, *(k.queue(h) for h in hosts),
-        ]  # fmt: skip
-        args = [now, mode, self.politeness.default.concurrency, len(hosts), *hosts, *body]
-        return int(await self._script("requeue", keys, args))
-
-    async def renew(
-        self, leases: Sequence[Lease], visibility_timeout_s: float, worker_id: str | None = None
-    ) -> list[Lease]:
-        """See `crawlq.frontier.base.Frontier.renew`.
-
-        Also records the worker's heartbeat (``workers``) and, every 30 s, returns dead
-        workers' inbox claims to the inbox.
-        """
-        k = self.keys
-        now = self.clock.wall_ms()
-        deadline = now + round(visibility_timeout_s * 1000)
-        who = worker_id or (leases[0].worker_id if leases else "-")
-        args: list[Any] = [deadline, who, now]
-        for lease in leases:
-            fp = lease.request.fingerprint
-            args += [fp + lease.request.host.encode(), fp, lease.lease_id]
-        flags = await self._script("renew", [k.leases, k.owner, k.workers], args)
-        if who != "-":
-            self._heartbeats.add(who)
-        if time.monotonic() - self._last_recover > _RECOVER_EVERY_S:
-            self._last_recover = time.monotonic()
-            await self._recover_claims(now)
-        return [
-            Lease(lease.lease_id, lease.request, lease.attempt, lease.worker_id, deadline)
-            for lease, ok in zip(leases, flags, strict=True)
-            if ok
-        ]
+        paused, engine, pending, refusals = await self._call(read)
+        celery = engine == b"celery" or bool(pending)
+        return JobStatus(
+            stats,
+            engine="celery" if celery else "native",
+            pending=int(pending) if celery else None,
+            pages_per_s=pages_per_s,
+            workers=workers,
+            retries=retries,
+            paused=bool(paused),
+            refusals=tuple(read_refusals(refusals)) if celery else (),
+        )
 
     async def drop(self) -> int:
         """Delete every key of the job (the crawl's frontier, not its store). Returns keys."""
@@ -382,22 +204,3 @@ class RedisFrontier(
             return deleted
 
         return await self._call(drop_all)
-
-
-def _leased_request(fp: bytes, host: str, value: bytes | None) -> tuple[CrawlRequest | None, str]:
-    """The request a lease holds, or None and why its record cannot be one.
-
-    The record (the host, a newline, the JSON request, in the job's ``reqs`` hash) must decode to a
-    request of the fingerprint and host it was queued under: a record rewritten to another
-    URL would be fetched, then settled under the wrong host (its own lease never ending).
-    """
-    if value is None:
-        return None, "no record"
-    _, _, text = value.partition(b"\n")
-    try:
-        request = CrawlRequest.from_json(text)
-    except ValueError as exc:  # includes json.JSONDecodeError and UnicodeDecodeError
-        return None, str(exc)[:200]
-    if request.fingerprint != fp or request.host != host:
-        return None, f"a request of another URL ({request.url[:200]})"
-    return request, ""

@@ -23,16 +23,16 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlq.errors import FrontierError, FrontierFull
-from crawlq.frontier.redis.core import RedisCore
+from crawlq.frontier.redis.client import RedisClient
 
-__all__ = ["IdleMixin"]
+__all__ = ["RedisIdle"]
 
 
 _FULL_INBOX_POLL_S = 1.0  # how often a worker looks for room for waiting inbox entries
 _DROP_CHUNK_BYTES = 64 * 1024  # the most of a moved element's bytes held at once
 
 
-class IdleMixin(RedisCore):
+class RedisIdle(RedisClient):
     """The wait between two leases that found nothing."""
 
     async def _next_wake_ms(self) -> int | None:

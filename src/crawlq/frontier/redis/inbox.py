@@ -1,10 +1,17 @@
-"""The job's inbox: producers' entries (plain URLs or JSON requests) taken into the frontier.
+"""Taking requests in: the one push step (``push.lua``), and the producers' inbox.
+
+`RedisInbox._push` is the atomic push of one chunk of at most `PUSH_CHUNK` requests (dedup,
+queue bounds, page budget), for `crawlq.frontier.redis.queue.RedisWorkQueue.push` and
+``offer`` and for the inbox drain. Scores are ``-priority * 2**33 + sequence`` (exact below
+2**53), so priorities are clamped to ±(2**19 - 1).
+
+The job's inbox holds producers' entries (plain URLs or JSON requests).
 
 Producers ``LPUSH`` entries on the job's ``inbox`` list; a worker moves them to its own
 ``claim:{worker}`` list (``drain_inbox.lua``), parses them and pushes them (``push.lua``
-deletes the claim), so nothing taken is lost if it dies in between: `InboxMixin._recover_claims`
+deletes the claim), so nothing taken is lost if it dies in between: `RedisInbox._recover_claims`
 gives dead workers' claims back (``recover_claims.lua``). An entry that is not a valid
-request ends on the ``rejected`` list with the reason, as JSON (`InboxMixin._rejection`); one
+request ends on the ``rejected`` list with the reason, as JSON (`RedisInbox._rejection`); one
 larger than the job's ``inbox_max_entry_bytes`` is refused inside Redis, so only its size and
 first bytes ever reach a worker.
 """
@@ -14,19 +21,24 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from crawlq.errors import FrontierError
-from crawlq.frontier.redis.push import PUSH_CHUNK, PushMixin
+from crawlq.frontier.queue import Offer
+from crawlq.frontier.redis.client import RedisClient
 from crawlq.request import CrawlRequest
 from crawlq.rules.scope import check_url_length
 from crawlq.secrecy import loggable_entry
 
-__all__ = ["InboxMixin"]
+__all__ = ["PUSH_CHUNK", "RedisInbox"]
 
 
 logger = logging.getLogger(__name__)
 
+_PRIORITY_LIMIT = 2**19 - 1  # scores are -priority * 2**33 + sequence, exact below 2**53
+PUSH_CHUNK = 500
+"""Requests per ``push.lua`` call."""
 _STALE_WORKER_MS = 60_000
 _STALE_IDLE_MS = 60_000
 _MAX_REASON_CHARS = 500
@@ -35,8 +47,49 @@ _REJECTED_SAMPLE_BYTES = 256
 ``drain_inbox.lua`` returns of it."""
 
 
-class InboxMixin(PushMixin):
-    """Draining the inbox, rejected entries, and dead workers' claims."""
+class RedisInbox(RedisClient):
+    """The push step, draining the inbox, rejected entries, and dead workers' claims."""
+
+    async def _push(
+        self, requests: Sequence[CrawlRequest], claim_of: str | None, *, producer: bool = False
+    ) -> Offer:
+        k = self.keys
+        seen_key, mode, nbits = self._dedup_args()
+        hosts: dict[str, int] = {}
+        body: list[Any] = []
+        for req in requests:
+            hidx = hosts.setdefault(req.host, len(hosts) + 1)
+            priority = max(-_PRIORITY_LIMIT, min(_PRIORITY_LIMIT, req.priority))
+            body += [req.fingerprint, hidx, priority, f"{req.host}\n{req.to_json()}"]
+            if self.bloom is not None:
+                body += self.bloom.positions(req.fingerprint)
+        b = self.bounds
+        args = [
+            self.clock.wall_ms(), self.politeness.default.concurrency, mode, nbits,
+            "1" if claim_of else "0",
+            b.max_queued or 0, b.max_queued_per_host or 0,
+            "drop" if b.when_full == "drop-lowest" else "block", "1" if producer else "0",
+        ]  # fmt: skip
+        overrides: list[Any] = []
+        for host, hidx in hosts.items():
+            policy = self.politeness.configured(host)
+            if policy is not None:
+                overrides += [hidx, round(policy.delay_s * 1000), policy.concurrency]
+        budget = self.politeness.max_pages_per_host
+        args += [len(hosts), *hosts, len(overrides) // 3, *overrides]
+        args += [-1 if budget is None else budget, *body]
+        keys = [
+            *k.host_keys(), seen_key, k.reqs, k.scores, k.stats, k.claim(claim_of or "-"),
+            k.admitted, k.dead, k.dead_at, *(k.queue(h) for h in hosts),
+        ]  # fmt: skip
+        queued, refused, dropped = await self._script("push", keys, args)
+        if dropped:
+            logger.warning(
+                "job %s: frontier full, %d request(s) dead-lettered as frontier_full",
+                self.job,
+                dropped,
+            )
+        return Offer(int(queued), int(refused), int(dropped))
 
     async def drain_inbox(self, worker_id: str, n: int = 1000) -> int:
         """Move up to ``n`` producer entries from the inbox into the frontier (with dedup).

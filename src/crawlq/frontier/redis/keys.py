@@ -43,10 +43,10 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 | ``job`` | hash | ``id`` (random, set when the job is created; every write checks it),
   ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job),
   ``created_ms`` (server time), ``paused`` (set while paused; `crawlq.frontier.redis.jobs`) |
-| ``robots`` | hash | origin -> robots.txt record (`crawlq.robots_record.RobotsRecord`) |
+| ``robots`` | hash | origin -> robots.txt record (`crawlq.frontier.robots.RobotsRecord`) |
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``item_keys`` | hash | item dedup key digest (20 bytes, never a value) -> the fingerprint of
-  the page that owns it (`crawlq.frontier.redis.item_keys`) |
+  the page that owns it (`crawlq.frontier.redis.items`) |
 | ``pending`` | hash | Celery engine: fingerprint -> ``owner "\n" request JSON`` until settled |
 | ``pending_at`` | sorted set | Celery engine: pending fingerprint -> Unix ms it is due to run |
 | ``dead_requests`` | hash | Celery engine: dead-lettered fingerprint -> ``owner "\n" request

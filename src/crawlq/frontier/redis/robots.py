@@ -1,8 +1,8 @@
-"""The job's robots.txt cache in Redis: one record per origin, fetched once per job.
+"""The shared robots.txt on Redis (`crawlq.frontier.robots.SharedRobots`): one record per origin.
 
 ``robots_claim.lua`` reads a record and, unless it is fresh, claims its fetch (single flight
 across workers); ``robots_put.lua`` stores the fetched record and ends the claim. A record
-larger than `crawlq.robots_record.MAX_RECORD_BYTES` is not transferred; one that does not
+larger than `crawlq.frontier.robots.MAX_RECORD_BYTES` is not transferred; one that does not
 decode is logged once per origin and refetched.
 """
 
@@ -11,22 +11,22 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from crawlq.frontier.redis.core import RedisCore
-from crawlq.robots_record import MAX_RECORD_BYTES, MAX_TTL_MS, RobotsRecord
+from crawlq.frontier.redis.client import RedisClient
+from crawlq.frontier.robots import MAX_RECORD_BYTES, MAX_TTL_MS, RobotsRecord
 
-__all__ = ["RobotsMixin"]
+__all__ = ["RedisRobots"]
 
 
 logger = logging.getLogger(__name__)
 
 
-class RobotsMixin(RedisCore):
-    """robots.txt records (`crawlq.frontier.base.Frontier.robots_get`, ...)."""
+class RedisRobots(RedisClient):
+    """robots.txt records (`crawlq.frontier.robots.SharedRobots.robots_get`, ...)."""
 
     async def robots_get(self, origin: str) -> RobotsRecord | None:
-        """See `crawlq.frontier.base.Frontier.robots_get`.
+        """See `crawlq.frontier.robots.SharedRobots.robots_get`.
 
-        A value larger than `crawlq.robots_record.MAX_RECORD_BYTES` is not transferred.
+        A value larger than `crawlq.frontier.robots.MAX_RECORD_BYTES` is not transferred.
         """
         got = await self._script("robots_get", [self.keys.robots], [origin, MAX_RECORD_BYTES])
         return self._robots_record(origin, got)
@@ -54,7 +54,7 @@ class RobotsMixin(RedisCore):
     async def robots_claim(
         self, origin: str, holder: str, ttl_s: float, *, force: bool = False
     ) -> tuple[RobotsRecord | None, bool]:
-        """See `crawlq.frontier.base.Frontier.robots_claim`.
+        """See `crawlq.frontier.robots.SharedRobots.robots_claim`.
 
         Freshness is judged in the script from the record's header (``expires_at_ms``); a
         record that looks fresh there but does not decode here is claimed again with
@@ -76,7 +76,7 @@ class RobotsMixin(RedisCore):
             force = True  # "fresh" by its header, unreadable here: claim it to refetch
 
     async def robots_put(self, origin: str, record: RobotsRecord) -> None:
-        """See `crawlq.frontier.base.Frontier.robots_put`."""
+        """See `crawlq.frontier.robots.SharedRobots.robots_put`."""
         keys = [self.keys.robots, self.keys.robots_claims]
         await self._script("robots_put", keys, [origin, record.to_bytes()])
         self._robots_warned.discard(origin)

@@ -15,45 +15,41 @@ list``) takes no lock and opens the file read-only, so it can look at the fronti
 that is running (WAL readers never block the writer); it reads what the owner has committed,
 leases included, and every write raises `FrontierError`.
 
-Where each part lives:
+Where each part lives (one module per contract, `crawlq.frontier.contract`, named as the
+contract's and as the Redis backend's):
 
-* ``tables``: what a row's state and a host's flags mean, as SQL;
-* ``schema``: the lock, the connection, schema versions and migrations;
-* ``core``: the thread, transactions and the bookkeeping the parts share;
-* ``push`` (``bounded``: under queue bounds), ``lease``, ``settle``: the life of a request;
-* ``inspection``: one URL's state, dead letters and their replay;
-* ``hosts``, ``robots``, ``meta``: host politeness, the robots.txt cache, job settings and
-  stats; ``item_keys``: the owners of item dedup keys.
+* ``queue``: push (``bounded``: under queue bounds), lease, renew, the settles and stats;
+* ``hosts``: host politeness, strikes and proxy failures;
+* ``robots``: the robots.txt cache; ``job``: the job's settings;
+* ``inspection``: one URL's state, dead letters and their replay; ``items``: the owners of
+  item dedup keys;
+* ``file``: the thread, transactions and the bookkeeping the parts share;
+* ``schema``: what a row's state and a host's flags mean, as SQL; the lock, the connection,
+  schema versions and migrations (the DDL is ``schema.sql`` beside it).
 """
 
 from __future__ import annotations
 
-from crawlq.frontier.sqlite.hosts import HostsMixin
-from crawlq.frontier.sqlite.inspection import InspectionMixin
-from crawlq.frontier.sqlite.item_keys import ItemKeysMixin
-from crawlq.frontier.sqlite.lease import LeaseMixin
-from crawlq.frontier.sqlite.meta import MetaMixin
-from crawlq.frontier.sqlite.proxies import ProxiesMixin
-from crawlq.frontier.sqlite.push import PushMixin
-from crawlq.frontier.sqlite.robots import RobotsMixin
+from crawlq.frontier.sqlite.hosts import SqliteHostRules
+from crawlq.frontier.sqlite.inspection import SqliteInspection
+from crawlq.frontier.sqlite.items import SqliteItemKeys
+from crawlq.frontier.sqlite.job import SqliteJobRecord
+from crawlq.frontier.sqlite.queue import SqliteWorkQueue
+from crawlq.frontier.sqlite.robots import SqliteRobots
 from crawlq.frontier.sqlite.schema import SCHEMA_VERSION
-from crawlq.frontier.sqlite.settle import SettleMixin
 
 __all__ = ["SCHEMA_VERSION", "SqliteFrontier"]
 
 
 class SqliteFrontier(
-    PushMixin,
-    LeaseMixin,
-    SettleMixin,
-    InspectionMixin,
-    HostsMixin,
-    ProxiesMixin,
-    RobotsMixin,
-    ItemKeysMixin,
-    MetaMixin,
+    SqliteWorkQueue,
+    SqliteHostRules,
+    SqliteRobots,
+    SqliteJobRecord,
+    SqliteInspection,
+    SqliteItemKeys,
 ):
-    """`crawlq.frontier.base.Frontier` on a SQLite file. Create with `SqliteFrontier.open`.
+    """`crawlq.frontier.contract.Frontier` on a SQLite file. Create with `SqliteFrontier.open`.
 
     Args:
         path: The database file (created if missing).

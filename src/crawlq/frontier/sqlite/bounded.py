@@ -1,13 +1,13 @@
 """Pushing under queue bounds: a full queue refuses (``offer``) or drops the lowest priority.
 
-With `crawlq.frontier.values.QueueBounds` set (``max_queued``, ``max_queued_per_host``), requests
+With `crawlq.frontier.queue.QueueBounds` set (``max_queued``, ``max_queued_per_host``), requests
 are inserted row by row: each new one is checked against the host's page budget
 (``max_pages_per_host``, as without bounds), then against the job's and its host's queue. A
 full queue refuses a producer's request (``offer``: counted as refused, its fingerprint stays
 unseen) or, with ``when_full="drop-lowest"``, dead-letters the lowest-priority queued request
 of the host as ``frontier_full`` when the new one outranks it, else the new one.
 
-`BoundedPushMixin` also holds the host and budget bookkeeping both push paths share.
+`BoundedPush` also holds the host and budget bookkeeping both push paths share.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crawlq.frontier.sqlite.core import FrontierFile, logger
-from crawlq.frontier.sqlite.tables import DEAD, OVER_BUDGET, QUEUED
-from crawlq.frontier.values import FRONTIER_FULL, Offer, QueueBounds
+from crawlq.frontier.queue import FRONTIER_FULL, Offer, QueueBounds
+from crawlq.frontier.sqlite.file import FrontierFile, logger
+from crawlq.frontier.sqlite.schema import DEAD, OVER_BUDGET, QUEUED
 from crawlq.request import CrawlRequest
 
-__all__ = ["BoundedPushMixin", "evict_lowest", "host_counts", "queue_full"]
+__all__ = ["BoundedPush", "evict_lowest", "host_counts", "queue_full"]
 
 SEEN = "SELECT 1 FROM frontier_requests WHERE fp=?"
 """Whether a fingerprint has a row (pushed before, in any state)."""
@@ -36,7 +36,7 @@ _UPSERT_HOST = (
 )
 
 
-class BoundedPushMixin(FrontierFile):
+class BoundedPush(FrontierFile):
     """The bounded push of `crawlq.frontier.sqlite.SqliteFrontier`, and push bookkeeping."""
 
     def _count_admitted(
@@ -66,7 +66,7 @@ class BoundedPushMixin(FrontierFile):
             )
 
     def _push_bounded_sync(self, requests: Sequence[CrawlRequest], producer: bool) -> Offer:
-        """`push`/`offer` under `bounds` (`crawlq.frontier.values.QueueBounds`), row by row.
+        """`push`/`offer` under `bounds` (`crawlq.frontier.queue.QueueBounds`), row by row.
 
         The page budget (``max_pages_per_host``) is checked first, as in `_push_sync`.
         """

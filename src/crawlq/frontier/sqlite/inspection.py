@@ -1,8 +1,10 @@
-"""Looking at one URL (``crawlq inspect``) and at the dead letters (list and replay).
+"""Inspection in the SQLite file (`crawlq.frontier.inspection.Inspection`).
+
+Looking at one URL (``crawlq inspect``) and at the dead letters (list and replay).
 
 These reads also work in a read-only look at a running crawl's file, and on a file older than
 schema version 5, whose dead letters have no dead time (`FrontierFile._dead_at`). Dead letters
-are read by fingerprint in chunks of `crawlq.frontier.sqlite.tables.CHUNK`; a replay requeues
+are read by fingerprint in chunks of `crawlq.frontier.sqlite.schema.CHUNK`; a replay requeues
 each chunk in one transaction.
 """
 
@@ -15,27 +17,21 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from crawlq.errors import FrontierError
+from crawlq.frontier.inspection import EVERY_DEAD, DeadFilter, DeadLetter, Replay, UrlState
+from crawlq.frontier.queue import FRONTIER_FULL
 from crawlq.frontier.sqlite.bounded import evict_lowest, host_counts, queue_full
-from crawlq.frontier.sqlite.core import FrontierFile, logger
-from crawlq.frontier.sqlite.tables import CHUNK, DEAD, QUEUED, STATE_NAMES
-from crawlq.frontier.values import (
-    EVERY_DEAD,
-    FRONTIER_FULL,
-    DeadFilter,
-    DeadLetter,
-    Replay,
-    UrlState,
-)
+from crawlq.frontier.sqlite.file import FrontierFile, logger
+from crawlq.frontier.sqlite.schema import CHUNK, DEAD, QUEUED, STATE_NAMES
 from crawlq.request import CrawlRequest
 
-__all__ = ["InspectionMixin"]
+__all__ = ["SqliteInspection"]
 
 
-class InspectionMixin(FrontierFile):
+class SqliteInspection(FrontierFile):
     """`inspect`, `dead_letters` and `replay_dead` of `crawlq.frontier.sqlite.SqliteFrontier`."""
 
     async def inspect(self, fingerprint: bytes) -> UrlState:
-        """See `crawlq.frontier.base.Frontier.inspect`."""
+        """See `crawlq.frontier.inspection.Inspection.inspect`."""
 
         def read() -> Any:
             return (
@@ -70,7 +66,7 @@ class InspectionMixin(FrontierFile):
         )
 
     async def dead_letters(self, where: DeadFilter = EVERY_DEAD) -> AsyncIterator[DeadLetter]:
-        """See `crawlq.frontier.base.Frontier.dead_letters`. Read by fingerprint, in chunks."""
+        """See `crawlq.frontier.inspection.Inspection.dead_letters`: by fingerprint, in chunks."""
         after = b""
         while True:
             rows = await self._run(self._dead_chunk, after, where)
@@ -109,7 +105,7 @@ class InspectionMixin(FrontierFile):
         where: DeadFilter = EVERY_DEAD,
         admit: Callable[[DeadLetter], bool] | None = None,
     ) -> Replay:
-        """See `crawlq.frontier.base.Frontier.replay_dead`.
+        """See `crawlq.frontier.inspection.Inspection.replay_dead`.
 
         Dead letters are chosen chunk by chunk and each chunk is requeued in one transaction
         that requeues only rows still dead, under `bounds` as a producer's push.

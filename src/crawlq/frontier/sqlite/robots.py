@@ -1,6 +1,8 @@
-"""The job's robots.txt cache: one record per origin, fetched once by whoever claims it.
+"""The shared robots.txt in the SQLite file (`crawlq.frontier.robots.SharedRobots`).
 
-Rows of ``frontier_robots``: the record (`crawlq.robots_record.RobotsRecord`, NULL while only
+The job's robots.txt cache: one record per origin, fetched once by whoever claims it.
+
+Rows of ``frontier_robots``: the record (`crawlq.frontier.robots.RobotsRecord`, NULL while only
 claimed) and the current claim (holder, until Unix ms). An unreadable record is logged once
 per origin and treated as missing, so it is fetched again.
 """
@@ -10,17 +12,17 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from crawlq.frontier.sqlite.core import FrontierFile, logger
-from crawlq.robots_record import RobotsRecord
+from crawlq.frontier.robots import RobotsRecord
+from crawlq.frontier.sqlite.file import FrontierFile, logger
 
-__all__ = ["RobotsMixin"]
+__all__ = ["SqliteRobots"]
 
 
-class RobotsMixin(FrontierFile):
+class SqliteRobots(FrontierFile):
     """`robots_get`, `robots_claim` and `robots_put` of `crawlq.frontier.sqlite.SqliteFrontier`."""
 
     async def robots_get(self, origin: str) -> RobotsRecord | None:
-        """See `crawlq.frontier.base.Frontier.robots_get`."""
+        """See `crawlq.frontier.robots.SharedRobots.robots_get`."""
         row = await self._run(
             lambda: (
                 self._db()
@@ -44,7 +46,7 @@ class RobotsMixin(FrontierFile):
     async def robots_claim(
         self, origin: str, holder: str, ttl_s: float, *, force: bool = False
     ) -> tuple[RobotsRecord | None, bool]:
-        """See `crawlq.frontier.base.Frontier.robots_claim`."""
+        """See `crawlq.frontier.robots.SharedRobots.robots_claim`."""
         if ttl_s <= 0:
             raise ValueError(f"ttl_s must be positive, got {ttl_s}")
         now = self.clock.wall_ms()
@@ -76,7 +78,7 @@ class RobotsMixin(FrontierFile):
         return await self._run(self._tx, step)
 
     async def robots_put(self, origin: str, record: RobotsRecord) -> None:
-        """See `crawlq.frontier.base.Frontier.robots_put`."""
+        """See `crawlq.frontier.robots.SharedRobots.robots_put`."""
         data = record.to_bytes()
 
         def step(conn: sqlite3.Connection) -> None:

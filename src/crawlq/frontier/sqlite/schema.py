@@ -1,10 +1,20 @@
-"""Opening the frontier's file: the ownership lock, the connection, the schema and its versions.
+"""The frontier's SQLite file: what its rows mean, the ownership lock, the connection, versions.
 
-The DDL is ``crawlq/frontier/schema.sql`` (``CREATE ... IF NOT EXISTS``, run at every owned
-open); ``frontier_meta`` records the schema version. Versions:
+The DDL is ``schema.sql`` beside this module. A request row (``frontier_requests``) is in one of
+the states below; a state is written into the SQL as its number (`QUEUED` is ``0``…), never
+bound as a parameter, so that SQLite can use the partial index on it (``frontier_queue``,
+``frontier_delayed``, ``frontier_leased``, ``frontier_fetched``, ``frontier_dead``).
+
+A host row (``frontier_hosts``) holds the host's queue and in-flight counts, the Unix ms its
+next request may start (``next_at_ms``), its politeness (NULL: the job's default) and its
+strikes (`crawlq.rules.politeness`): ``flags`` is ``'p'`` while probing (one request at a
+time) and ``'d'`` while down (its requests are dead-lettered at once, without a request).
+
+The DDL (``CREATE ... IF NOT EXISTS``) is run at every owned open; ``frontier_meta`` records
+the schema version. Versions:
 
 1. requests, hosts and meta tables;
-2. state 5 (`crawlq.frontier.sqlite.tables.FETCHED`: leased, its host slot freed by
+2. state 5 (`FETCHED`: leased, its host slot freed by
    ``lease(fetched=...)``);
 3. ``frontier_robots`` (the job's robots.txt cache, in ``schema.sql``), and
    ``frontier_hosts.pushbacks``, ``failures``, ``flags`` (host backoff and breaker);
@@ -27,11 +37,23 @@ from importlib import resources
 from pathlib import Path
 
 from crawlq.errors import FrontierError, FrontierLocked, FrontierUnavailable
-from crawlq.frontier.sqlite.tables import FETCHED, HELD, LEASED, QUEUED
+from crawlq.frontier.inspection import StateName
 from crawlq.secrecy import PRIVATE_MODE, create_private
 
 __all__ = [
+    "CHUNK",
+    "DEAD",
+    "DELAYED",
+    "DONE",
+    "FETCHED",
+    "HELD",
+    "HOST_CONCURRENCY",
+    "HOST_DELAY",
+    "LEASED",
+    "OVER_BUDGET",
+    "QUEUED",
     "SCHEMA_VERSION",
+    "STATE_NAMES",
     "connect",
     "connect_read_only",
     "count_states",
@@ -40,6 +62,38 @@ __all__ = [
     "read_version",
     "requeue_held",
 ]
+
+QUEUED, LEASED, DELAYED, DONE, DEAD, FETCHED = range(6)
+"""Request states: waiting for a lease; leased; waiting for its retry time (``ready_at_ms``);
+stored; dead-lettered; leased with its request done on the wire (schema version 2)."""
+
+HELD = f"state IN ({LEASED}, {FETCHED})"
+"""SQL condition of a leased row. `FETCHED` rows are leased too (counted as in flight) but no
+longer hold one of their host's concurrency slots."""
+
+STATE_NAMES: dict[int, StateName] = {
+    QUEUED: "queued",
+    LEASED: "in_flight",
+    FETCHED: "in_flight",
+    DELAYED: "delayed",
+    DONE: "done",
+    DEAD: "dead",
+}
+"""The contract's name of each state (`crawlq.frontier.inspection.UrlState`)."""
+
+HOST_CONCURRENCY = (
+    "CASE flags WHEN 'p' THEN 1 WHEN 'd' THEN 1000000 ELSE coalesce(concurrency, ?) END"
+)
+"""SQL of a host's effective concurrency; its parameter is the default concurrency."""
+
+HOST_DELAY = "CASE flags WHEN 'd' THEN 0 ELSE coalesce(delay_ms, ?) END"
+"""SQL of a host's effective delay in ms; its parameter is the default delay in ms."""
+
+OVER_BUDGET = "over_budget"
+"""``frontier_meta`` key: how many new URLs ``max_pages_per_host`` kept out."""
+
+CHUNK = 500
+"""Parameters per ``IN (...)`` statement and rows per dead-letter read (SQLite allows 32,766)."""
 
 SCHEMA_VERSION = 5
 """Version of the schema this code reads and writes (module docstring)."""
@@ -94,7 +148,7 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
-        schema = resources.files("crawlq.frontier").joinpath("schema.sql").read_text()
+        schema = resources.files("crawlq.frontier.sqlite").joinpath("schema.sql").read_text()
         conn.executescript(schema)
     except sqlite3.Error as exc:
         raise FrontierUnavailable(f"cannot open frontier {path}: {exc}") from exc

@@ -1,7 +1,8 @@
 """The open frontier file: its thread, connection, ownership, in-memory counts and shared steps.
 
-`FrontierFile` is the base of every part of `crawlq.frontier.sqlite.SqliteFrontier`: it opens
-and closes the file (`crawlq.frontier.sqlite.schema`), runs each call on the one thread that
+`FrontierFile` is what every part of `crawlq.frontier.sqlite.SqliteFrontier` is built on (one
+class per contract, `crawlq.frontier.contract`, in the module of the contract's name): it
+opens and closes the file (`crawlq.frontier.sqlite.schema`), runs each call on the one thread that
 owns the connection (`FrontierFile._run`), wraps a step in one ``BEGIN IMMEDIATE``
 transaction (`FrontierFile._tx`), and holds the bookkeeping several parts share: requests per
 state (``_counts``, kept in memory by the owner), host counters, and which leases are still
@@ -24,9 +25,9 @@ from typing import Any, Self, TypeVar
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import FrontierError, FrontierUnavailable
+from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.sqlite import schema
-from crawlq.frontier.sqlite.tables import CHUNK, HELD, OVER_BUDGET
-from crawlq.frontier.values import QueueBounds
+from crawlq.frontier.sqlite.schema import CHUNK, HELD, OVER_BUDGET
 from crawlq.request import Lease
 from crawlq.rules.politeness import HostPolicy, Politeness
 from crawlq.rules.politeness import rules_with_default as _rules
@@ -55,6 +56,7 @@ class FrontierFile:
         clock: Clock | None = None,
         *,
         read_only: bool = False,
+        bounds: QueueBounds | None = None,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
@@ -67,8 +69,8 @@ class FrontierFile:
         self._seq = 0
         self._counts: Counter[int] = Counter()
         self._wakeup: asyncio.Event | None = None
-        self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.values.QueueBounds`)."""
+        self.bounds = bounds or QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.queue.QueueBounds`), given at open."""
         self.recovered = 0
         """Leases of an earlier, interrupted owner put back in the queue at open."""
         self._robots_warned: set[str] = set()
@@ -84,12 +86,14 @@ class FrontierFile:
         politeness: Politeness | None = None,
         clock: Clock | None = None,
         read_only: bool = False,
+        bounds: QueueBounds | None = None,
     ) -> Self:
         """Open (or create) the frontier in ``path`` and take ownership of it.
 
         ``politeness`` gives the job's rules; ``default_policy`` alone is a shorthand for
-        rules with that default and nothing else. With ``read_only`` the file is only looked
-        at (`crawlq.frontier.sqlite`): it must exist, nothing is created, migrated or
+        rules with that default and nothing else; ``bounds`` the job's queue bounds (both
+        fixed for the life of the opened frontier). With ``read_only`` the file is only
+        looked at (`crawlq.frontier.sqlite`): it must exist, nothing is created, migrated or
         recovered, and no lock is taken.
 
         Raises:
@@ -98,7 +102,8 @@ class FrontierFile:
             FrontierError: The file was written by a newer crawlq (schema version); with
                 ``read_only``, the file holds no crawlq frontier.
         """
-        self = cls(path, _rules(politeness, default_policy), clock, read_only=read_only)
+        rules = _rules(politeness, default_policy)
+        self = cls(path, rules, clock, read_only=read_only, bounds=bounds)
         try:
             await self._run(self._open_read_only_sync if read_only else self._open_sync)
         except BaseException:

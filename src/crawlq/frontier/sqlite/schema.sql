@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS frontier_meta (
 ) WITHOUT ROWID;
 
 -- One robots.txt record per origin, shared by the job's workers (schema version 3).
--- record: crawlq.robots_record.RobotsRecord.to_bytes(), NULL while only claimed.
+-- record: crawlq.frontier.robots.RobotsRecord.to_bytes(), NULL while only claimed.
 -- claim_holder, claim_until_ms: who is fetching it now, and until when the claim holds.
 CREATE TABLE IF NOT EXISTS frontier_robots (
     origin         TEXT PRIMARY KEY,   -- scheme://host[:port]
@@ -55,7 +55,7 @@ CREATE TABLE IF NOT EXISTS frontier_robots (
     claim_until_ms INTEGER
 ) WITHOUT ROWID;
 
--- Item dedup: each key digest's owner page (crawlq.frontier.base.Frontier.claim_item_keys).
+-- Item dedup: each key digest's owner page (crawlq.frontier.items.ItemKeys.claim_item_keys).
 -- key: crawlq.items.item_key (20 bytes, never a value); owner: the page's record fingerprint.
 CREATE TABLE IF NOT EXISTS frontier_item_keys (
     key   BLOB PRIMARY KEY,

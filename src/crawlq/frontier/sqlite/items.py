@@ -1,4 +1,4 @@
-"""Item dedup keys of the job (`Frontier.claim_item_keys`): rows of ``frontier_item_keys``.
+"""Item keys in the SQLite file (`crawlq.frontier.items.ItemKeys`): ``frontier_item_keys``.
 
 The table is created by ``schema.sql`` (``CREATE TABLE IF NOT EXISTS`` on every open), so a
 file of an earlier version gains it without a migration step.
@@ -9,16 +9,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from crawlq.frontier.sqlite.core import FrontierFile
+from crawlq.frontier.sqlite.file import FrontierFile
 
-__all__ = ["ItemKeysMixin"]
+__all__ = ["SqliteItemKeys"]
 
 
-class ItemKeysMixin(FrontierFile):
+class SqliteItemKeys(FrontierFile):
     """`claim_item_keys` of `crawlq.frontier.sqlite.SqliteFrontier`."""
 
     async def claim_item_keys(self, keys: Sequence[bytes], owner: bytes) -> list[bool]:
-        """See `crawlq.frontier.base.Frontier.claim_item_keys`."""
+        """See `crawlq.frontier.items.ItemKeys.claim_item_keys`."""
         if len(owner) != 20 or any(len(k) != 20 for k in keys):
             raise ValueError("owner and keys must be 20-byte digests")
         wanted = list(keys)

@@ -1,4 +1,4 @@
-"""Item dedup keys of the job in Redis (`Frontier.claim_item_keys`): ``item_keys.lua``.
+"""Item keys on Redis (`crawlq.frontier.items.ItemKeys`): ``item_keys.lua``.
 
 One hash per job, key digest -> owner page fingerprint (`crawlq.frontier.redis.keys`); the
 Celery engine's tasks claim through the same frontier, so both engines share it.
@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crawlq.frontier.redis.core import RedisCore
+from crawlq.frontier.redis.client import RedisClient
 
-__all__ = ["MAX_KEYS_PER_CALL", "ItemKeysMixin"]
+__all__ = ["MAX_KEYS_PER_CALL", "RedisItemKeys"]
 
 MAX_KEYS_PER_CALL = 1000
 """Keys sent in one script call (a page with more is claimed in several calls)."""
 
 
-class ItemKeysMixin(RedisCore):
-    """`crawlq.frontier.base.Frontier.claim_item_keys`."""
+class RedisItemKeys(RedisClient):
+    """`crawlq.frontier.items.ItemKeys.claim_item_keys`."""
 
     async def claim_item_keys(self, keys: Sequence[bytes], owner: bytes) -> list[bool]:
-        """See `crawlq.frontier.base.Frontier.claim_item_keys`."""
+        """See `crawlq.frontier.items.ItemKeys.claim_item_keys`."""
         if len(owner) != 20 or any(len(k) != 20 for k in keys):
             raise ValueError("owner and keys must be 20-byte digests")
         out: list[bool] = []

@@ -1,4 +1,10 @@
-"""One origin's robots.txt as the frontier shares it between the workers of a job.
+"""The shared robots.txt contract (`SharedRobots`) and the record it stores (`RobotsRecord`).
+
+The job keeps one copy of each origin's robots.txt so that it is fetched once per origin per
+job, not once per worker: `SharedRobots.robots_claim` reads it and claims its fetch in one step
+(single flight across processes), `SharedRobots.robots_put` stores the result.
+
+`RobotsRecord` is one origin's robots.txt as the frontier shares it between the workers.
 
 A plain value with a byte encoding: the frontier backends store the bytes
 (`RobotsRecord.to_bytes`) and decode what they read (`RobotsRecord.from_bytes`). Whatever
@@ -15,9 +21,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal, Protocol, cast
 
-__all__ = ["MAX_RECORD_BYTES", "MAX_TTL_MS", "ROBOTS_STATUSES", "RobotsRecord", "RobotsStatus"]
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "MAX_TTL_MS",
+    "ROBOTS_STATUSES",
+    "RobotsRecord",
+    "RobotsStatus",
+    "SharedRobots",
+]
 
 RobotsStatus = Literal["parsed", "unavailable", "unreachable"]
 """What fetching robots.txt gave (RFC 9309 §2.3.1): ``parsed`` (2xx, the body holds the
@@ -120,3 +133,59 @@ class RobotsRecord:
         if type(fetched_at) is not int or type(expires_at) is not int:
             raise ValueError("robots record times must be integers (Unix ms)")
         return cls(cast(RobotsStatus, status), fetched_at, expires_at, text, detail)
+
+
+class SharedRobots(Protocol):
+    """The job's one copy of each origin's robots.txt (module docstring)."""
+
+    async def robots_get(self, origin: str) -> RobotsRecord | None:
+        """The job's stored robots.txt record of ``origin``, expired or not.
+
+        A stored value that does not decode (corrupt, or larger than
+        `MAX_RECORD_BYTES`: shared state is untrusted, invariant 7) is
+        logged once and reported as missing, so the caller fetches robots.txt again and its
+        `SharedRobots.robots_put` replaces it.
+
+        Args:
+            origin: ``scheme://host[:port]`` (RFC 9309 §2.3: one robots.txt per origin).
+
+        Returns:
+            The record, or None when there is none (or none that can be read).
+        """
+        ...
+
+    async def robots_claim(
+        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
+    ) -> tuple[RobotsRecord | None, bool]:
+        """Read ``origin``'s record and, unless it is fresh, claim its fetch: one atomic step.
+
+        The single-flight step across processes, and the one round trip of a worker that does
+        not have the origin in memory: a fresh record (`RobotsRecord.fresh_at` the backend's
+        now) comes back unclaimed; otherwise (missing, unreadable, expired) the caller gets
+        the claim unless another worker's live claim holds it. The claimer fetches robots.txt
+        and calls `SharedRobots.robots_put`; the others call again a little later (or give
+        their lease back). A claim not followed by `SharedRobots.robots_put` within ``ttl_s``
+        (its worker died) lapses, and the next caller gets it. Claiming again while holding
+        the claim extends it.
+
+        Args:
+            origin: ``scheme://host[:port]``.
+            holder: Stable id of the claimer (worker id and process).
+            ttl_s: Seconds the claim is held at most (> 0): longer than one fetch may take.
+            force: Claim even when the stored record looks fresh: the caller could not read
+                it (the record is reported as None then).
+
+        Returns:
+            ``(record, claimed)``: the stored record (None when missing or unreadable; stale
+            ones too, as the earlier copy RFC 9309 §2.4 lets a crawler keep while robots.txt
+            is unreachable), and whether ``holder`` holds the claim now.
+        """
+        ...
+
+    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
+        """Store ``origin``'s robots.txt record for every worker and end any claim on it.
+
+        Replaces the stored record; in one atomic step with ending the claim, so a worker
+        that sees no claim sees the record.
+        """
+        ...

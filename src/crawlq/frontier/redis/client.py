@@ -1,11 +1,12 @@
 """The state every part of the Redis frontier shares, and how it talks to Redis.
 
-`RedisCore` holds the client, the job's `Keyspace`, the job id it joined, the politeness
+`RedisClient` holds the client, the job's `Keyspace`, the job id it joined, the politeness
 rules, the clock, the dedup mode and the inbox settings. Every command goes through
-`RedisCore._call` (one round trip, errors translated by `crawlq.frontier.redis.errors.call`),
-every script through `RedisCore._script` (which passes the job id for ``check_job``). The
-parts of `crawlq.frontier.redis.RedisFrontier` (push, inbox, idle wait, settle, ...) are
-mixins over this class.
+`RedisClient._call` (one round trip, errors translated by `crawlq.frontier.redis.errors.call`),
+every script through `RedisClient._script` (which passes the job id for ``check_job``). The
+parts of `crawlq.frontier.redis.RedisFrontier` are classes over this one, one per contract
+(`crawlq.frontier.contract`) in the module of the contract's name, plus the inbox and the idle
+wait.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlq.clock import Clock, Every, SystemClock
+from crawlq.frontier.queue import FULL_LOG_EVERY_S, QueueBounds
 from crawlq.frontier.redis.bloom import BloomDedup
 from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.keys import Keyspace
 from crawlq.frontier.redis.scripts import SCRIPTS
-from crawlq.frontier.values import FULL_LOG_EVERY_S, QueueBounds
 from crawlq.request import CrawlRequest
 from crawlq.rules.politeness import Politeness
 
-__all__ = ["INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisCore"]
+__all__ = ["INBOX_MAX_ENTRY_BYTES", "InboxFilter", "RedisClient"]
 
 
 _T = TypeVar("_T")
@@ -39,7 +40,7 @@ InboxFilter = Callable[[CrawlRequest], CrawlRequest | str]
 may rewrite it), or the reason to reject it."""
 
 
-class RedisCore:
+class RedisClient:
     """What every part of `crawlq.frontier.redis.RedisFrontier` shares.
 
     The client, the job's keys and id, its rules, and the one way to run a command or a
@@ -56,6 +57,9 @@ class RedisCore:
         clock: Clock | None = None,
         bloom: BloomDedup | None = None,
         job_id: str | None = None,
+        *,
+        bounds: QueueBounds | None = None,
+        inbox_max_entry_bytes: int = INBOX_MAX_ENTRY_BYTES,
     ) -> None:
         self.client = client
         self.keys = Keyspace(job)
@@ -74,11 +78,11 @@ class RedisCore:
         which knows the job's rules; None queues every valid request."""
         self.inbox_full = False
         """The last inbox drain found the job at its ``block`` bound and took nothing."""
-        self.bounds = QueueBounds()
-        """The job's queue bounds (`crawlq.frontier.values.QueueBounds`)."""
+        self.bounds = bounds or QueueBounds()
+        """The job's queue bounds (`crawlq.frontier.queue.QueueBounds`), given at open."""
         self.paused = False
         """The job was paused at this frontier's last lease (`crawlq.frontier.redis.jobs`)."""
-        self.inbox_max_entry_bytes = INBOX_MAX_ENTRY_BYTES
+        self.inbox_max_entry_bytes = inbox_max_entry_bytes
         """Largest inbox entry accepted, in bytes; a larger one is rejected unread."""
         self.full = False
         """Redis refused the last inbox drain at its ``maxmemory`` (`FrontierFull`): its
@@ -129,7 +133,7 @@ class RedisCore:
 
 
 async def _quietly(step: Callable[[], Awaitable[Any]]) -> asyncio.CancelledError | None:
-    """Run one step of `RedisCore.close`; return its cancellation, if it was cancelled.
+    """Run one step of `RedisClient.close`; return its cancellation, if it was cancelled.
 
     Redis and socket errors are dropped (the connection is going away anyway); a
     cancellation is returned for the caller to raise once the other steps ran.

@@ -1,0 +1,317 @@
+"""The work queue contract (`WorkQueue`) and the values it speaks in: counts, bounds, offers.
+
+`WorkQueue` is the life of a request from push to settle (the states and rules of
+`crawlq.frontier.contract`): push and offer, lease, renew, and the four settles (ack, retry,
+dead, release), with the counts operators watch (`WorkQueue.stats`). The values are frozen,
+slotted dataclasses shared by every backend and its callers. Times are Unix ms (``*_ms``);
+counts are requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from crawlq.request import CrawlRequest, Lease
+from crawlq.rules.politeness import Politeness
+
+__all__ = [
+    "FRONTIER_FULL",
+    "FULL_LOG_EVERY_S",
+    "FrontierStats",
+    "HostBackoff",
+    "HostStats",
+    "Offer",
+    "QueueBounds",
+    "WorkQueue",
+    "backoff_state",
+]
+
+FRONTIER_FULL = "frontier_full"
+"""The dead-letter reason of a request dropped because the frontier was full (drop-lowest)."""
+
+
+FULL_LOG_EVERY_S = 60.0
+"""Seconds between two log lines of a Redis that stays at its ``maxmemory``: the frontier's
+waiting inbox entries (`crawlq.frontier.redis`), a worker's refused links
+(`crawlq.engine.outage.FullFrontier`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostStats:
+    """One host's queue.
+
+    Attributes:
+        host: Politeness key (``host`` or ``host:port``).
+        queued: Requests ready to lease once politeness allows.
+        in_flight: The host's concurrency slots taken now: leases whose requests are not
+            yet reported done (see `WorkQueue.lease`'s ``fetched``).
+        next_at_ms: Unix ms before which no new lease starts on this host.
+    """
+
+    host: str
+    queued: int
+    in_flight: int
+    next_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class HostBackoff:
+    """A host that pushed back or failed and has not answered since.
+
+    A strike (`crawlq.frontier.hosts.HostRules.host_strike`) made it so.
+
+    Attributes:
+        host: Politeness key.
+        pushbacks: 429/503 answers in a row.
+        failures: Connection failures in a row.
+        state: ``backoff`` (paused), ``parked`` (its circuit breaker is open: probed one
+            request at a time) or ``down`` (its URLs are dead-lettered as ``host_unreachable``).
+        next_at_ms: Unix ms before which no new request starts on the host.
+    """
+
+    host: str
+    pushbacks: int
+    failures: int
+    state: str
+    next_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierStats:
+    """Counts over the whole crawl: what operators watch for backpressure.
+
+    Attributes:
+        queued: Waiting for a lease.
+        in_flight: Leased now.
+        delayed: Waiting for a retry's due time.
+        done: Acked.
+        dead: Dead-lettered.
+        seen: Distinct fingerprints ever pushed (= the sum of the five above).
+        over_budget: New URLs not queued because their host had ``max_pages_per_host``
+            URLs already (`WorkQueue.push`); counted each time one is pushed (a worker does
+            not push again a link it remembers pushing, so mostly once per worker).
+        hosts: The busiest hosts by queue length (at most 20).
+        backoff: Hosts in backoff (at most 20), the latest next-allowed time first.
+        frontier_full: Links not followed because Redis was at its ``maxmemory``, as the
+            job counts them (the Celery engine's; a native worker counts its own in its
+            summary's links not followed, so 0 here).
+    """
+
+    queued: int
+    in_flight: int
+    delayed: int
+    done: int
+    dead: int
+    seen: int
+    over_budget: int = 0
+    hosts: tuple[HostStats, ...] = field(default=())
+    backoff: tuple[HostBackoff, ...] = field(default=())
+    frontier_full: int = 0
+
+    @property
+    def pending(self) -> int:
+        """Requests not settled yet: queued + delayed + in flight. Zero means the crawl is done."""
+        return self.queued + self.delayed + self.in_flight
+
+
+@dataclass(frozen=True, slots=True)
+class QueueBounds:
+    """How many requests a job's frontier may hold queued, and what happens at the bound.
+
+    Queued means waiting for a lease (not in flight, not delayed). The bounds keep a fast
+    producer from running the backend (Redis) out of memory.
+
+    Attributes:
+        max_queued: Most requests queued in the job, or None for no bound.
+        max_queued_per_host: Most requests queued for one host, or None for no bound.
+        when_full: ``"block"``: a producer's push (`WorkQueue.offer`) takes only what fits and
+            the producer waits for room; links that workers push are queued anyway (workers
+            are the ones who make room: blocking them would stall the crawl), and inbox
+            entries stay in the inbox until there is room. ``"drop-lowest"``: every push
+            (producers and workers) queues the new request and dead-letters, with reason
+            `FRONTIER_FULL`, the lowest-priority request of the same host's queue (the newest
+            of equal priority), which may be the new request itself; nothing is silently lost,
+            and ``--retry-dead`` / dead-letter replay requeues the dropped ones later.
+    """
+
+    max_queued: int | None = None
+    max_queued_per_host: int | None = None
+    when_full: str = "block"
+
+    def __post_init__(self) -> None:
+        if self.when_full not in ("block", "drop-lowest"):
+            raise ValueError(f"when_full must be block or drop-lowest, got {self.when_full!r}")
+        for name in ("max_queued", "max_queued_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+
+    @property
+    def bounded(self) -> bool:
+        """Whether any bound is set."""
+        return self.max_queued is not None or self.max_queued_per_host is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What `WorkQueue.offer` did with a producer's requests.
+
+    Attributes:
+        queued: New requests queued.
+        refused: New requests not taken for lack of room (``block``): not marked seen, so
+            offering them again later queues them.
+        dropped: Requests dead-lettered as `FRONTIER_FULL` (``drop-lowest``), new or queued.
+    """
+
+    queued: int
+    refused: int = 0
+    dropped: int = 0
+
+
+def backoff_state(flags: str) -> str:
+    """The `HostBackoff.state` of a host's breaker flags (``""``, ``"p"`` or ``"d"``)."""
+    return {"p": "parked", "d": "down"}.get(flags, "backoff")
+
+
+class WorkQueue(Protocol):
+    """Requests from push to settle (`crawlq.frontier.contract` for the shared semantics)."""
+
+    bounds: QueueBounds
+    """The job's queue bounds (`QueueBounds`); unbounded by default. Assignable, e.g. once
+    the job's settings are known."""
+
+    politeness: Politeness
+    """The job's host politeness rules (`crawlq.rules.politeness`): the default policy, and the
+    per-host overrides written for each host when its first request is pushed. Assignable,
+    e.g. once the job's settings are known."""
+
+    round_trips: int
+    """Requests this client has made to its backend so far: Redis network round trips (a
+    pipeline or a script counts once), or steps on the SQLite thread. Workers report it per
+    page, the figure that batching keeps low."""
+
+    async def push(self, requests: Sequence[CrawlRequest]) -> int:
+        """Queue the requests whose fingerprints were never seen (workers' discovered links).
+
+        A ``block`` bound (`bounds`) does not apply here; ``drop-lowest`` does (`QueueBounds`).
+
+        With a per-host page budget (``politeness.max_pages_per_host``), a host takes at most
+        that many new fingerprints over the life of the job, counted in the same atomic step
+        for every worker; a new request of a host at its budget is neither queued nor marked
+        seen, and is counted in `FrontierStats.over_budget` (a URL pushed again is counted
+        again, as scope's skipped links are).
+
+        Args:
+            requests: Any number, duplicates allowed (within the batch too).
+
+        Returns:
+            How many were new and queued.
+        """
+        ...
+
+    async def offer(self, requests: Sequence[CrawlRequest]) -> Offer:
+        """Push as a producer: under a ``block`` bound only the new requests that fit queue.
+
+        Like `push`, but under a ``block`` bound (`bounds`) the new requests that do not fit
+        are refused, not marked seen, so that offering them again later queues them.
+
+        Args:
+            requests: Any number, duplicates allowed (a duplicate is never refused).
+
+        Returns:
+            An `Offer`: how many were queued, refused and dropped.
+        """
+        ...
+
+    async def lease(
+        self,
+        n: int,
+        worker_id: str,
+        visibility_timeout_s: float,
+        wait_s: float = 0.0,
+        *,
+        until_drained: bool = False,
+        fetched: Sequence[Lease] = (),
+    ) -> list[Lease]:
+        """Claim up to ``n`` ready requests for ``worker_id``.
+
+        Returns the highest-priority requests among hosts whose politeness window is open now
+        (FIFO within a priority); each host's next-allowed time and in-flight count move in the
+        same atomic step. When nothing is ready, waits up to ``wait_s`` seconds, waking as soon
+        as work is pushed, a host's window opens, a retry falls due or a lease expires; no busy
+        polling. A wait also ends early, with an empty list, when a lease is settled and the
+        frontier is left drained (nothing queued, delayed or in flight), so a worker waiting on
+        its own last leases learns at once that the crawl is over. An empty list means "nothing
+        ready yet", not "crawl finished" (see `stats`).
+
+        Args:
+            n: Most leases to return, 1..1000.
+            worker_id: Stable id of the calling worker.
+            visibility_timeout_s: Seconds before an unsettled, unrenewed lease returns to the
+                queue, with its host's slot (> 0). Workers pass their heartbeat-based hold
+                (`crawlq.settings.Settings.lease_hold_s`) and renew with every heartbeat, so
+                a dead worker's leases return within seconds (invariant 8).
+            wait_s: Longest wait in seconds when nothing is ready (0: do not wait).
+            until_drained: Do not wait at all when the frontier is drained at the first look
+                (for workers that stop once it is: ``--exit-when-done``). Without it a
+                drained frontier is waited on, as an idle worker waits for producers.
+            fetched: Leases of this worker whose requests are done on the wire (the response
+                was read, or the fetch failed). Their hosts' concurrency slots are given back
+                first, in the same step, so a worker need not settle a lease before its host
+                can take the next request (politeness limits requests at once, not results
+                waiting to be stored). The leases stay held (visibility timeout, `renew`)
+                until settled; one no longer held is ignored.
+
+        Returns:
+            Up to ``n`` leases; ``attempt`` counts deliveries of that request, this one included.
+        """
+        ...
+
+    async def renew(
+        self, leases: Sequence[Lease], visibility_timeout_s: float, worker_id: str | None = None
+    ) -> list[Lease]:
+        """Push the deadlines of held leases to now + ``visibility_timeout_s``.
+
+        Workers call it periodically even with no leases: it is also their heartbeat
+        (``worker_id``), which shared backends show to operators.
+
+        Returns:
+            The renewed leases (new ``deadline_ms``); leases no longer held are left out.
+        """
+        ...
+
+    async def ack(self, leases: Sequence[Lease]) -> int:
+        """Mark leased requests done and free their hosts' slots.
+
+        Returns:
+            How many were still held (and are now done).
+        """
+        ...
+
+    async def retry(self, lease: Lease, delay_s: float, reason: str) -> bool:
+        """Return a leased request to the queue after ``delay_s`` seconds (>= 0).
+
+        The attempt was already counted by the lease. Returns False if the lease was not held.
+        """
+        ...
+
+    async def dead(self, lease: Lease, reason: str) -> bool:
+        """Move a leased request to the dead-letter record with ``reason``.
+
+        Returns False if the lease was not held.
+        """
+        ...
+
+    async def release(self, leases: Sequence[Lease]) -> int:
+        """Give back leases without working on them (shutdown); their attempt is not counted.
+
+        Returns:
+            How many were still held.
+        """
+        ...
+
+    async def stats(self) -> FrontierStats:
+        """Current counts; cheap enough to call a few times a second."""
+        ...
