@@ -95,6 +95,9 @@ PUBLIC: dict[str, str] = {
         "spider_closed spider_file start_callback start_errback start_requests_of"
     ),
     "crawlq.store": "ParseUpdate ResultBatch Store StoreCounts StoredOutcome open_store",
+    "crawlq.store.postgres": "PostgresStore",
+    "crawlq.store.sqlite": "SqliteStore",
+    "crawlq.store.warc": "WarcLocation WarcWriter",
     "crawlq.testing": (
         "CHARSET_SAMPLES FAULT_STATE FaultState LoggedRequest LoopThread RequestLog ServerThread "
         "SyntheticServer SyntheticSite fault_state generate_site make_fault_app make_static_app "

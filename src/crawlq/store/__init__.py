@@ -37,7 +37,7 @@ async def open_store(
             write nothing; the store must already exist. A store older than this crawlq is
             read as it is.
         items_table: Also write every item as a row of this typed table (``--items-table``,
-            PostgreSQL only; `crawlq.store.postgres_items`); ignored with ``read_only``.
+            PostgreSQL only; `crawlq.store.postgres.items_table`); ignored with ``read_only``.
 
     Returns:
         The open store; the caller closes it.

@@ -1,7 +1,7 @@
 """The SQL the two SQL stores share, written once for SQLite and PostgreSQL alike.
 
 Both stores hold the same tables (``pages``, ``items``, ``dead_letters``, ``filtered``; DDL in
-``schema.sql`` and `crawlq.store.postgres_schema`) and read and write them with the same
+``schema.sql`` and `crawlq.store.postgres.schema`) and read and write them with the same
 statements. They differ only in how a statement spells a parameter (``?`` or ``%s``), a
 JSON parameter and a NULL of a type (`Dialect`), and in which columns an older schema has
 (`crawlq.store.reads.Queries` reads NULL for the missing ones: a read-only store may be

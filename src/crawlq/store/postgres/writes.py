@@ -26,8 +26,8 @@ from psycopg.rows import TupleRow
 from crawlq.items.schema import ItemTable
 from crawlq.records import ItemRecord
 from crawlq.store.batch import ParseUpdate, ResultBatch
-from crawlq.store.postgres_items import TypedRows, set_jobs_from_pages
-from crawlq.store.postgres_pool import Conn
+from crawlq.store.postgres.items_table import TypedRows, set_jobs_from_pages
+from crawlq.store.postgres.pool import Conn
 from crawlq.store.sql import POSTGRES, Writes, item_json
 
 __all__ = ["BatchRows", "Reparsed"]
@@ -96,7 +96,7 @@ class BatchRows:
         """Convert and check ``batch``; raises ValueError for unserialisable item data.
 
         With ``table`` (``--items-table``), the items get typed rows too
-        (`crawlq.store.postgres_items`), replacing those of every fingerprint written.
+        (`crawlq.store.postgres.items_table`), replacing those of every fingerprint written.
         """
         job = _opt_text(batch.job)
         items = [

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from psycopg import sql
 
 from crawlq.errors import StoreError
-from crawlq.store.postgres_pool import Conn, Target
+from crawlq.store.postgres.pool import Conn, Target
 
 __all__ = [
     "MIGRATIONS",

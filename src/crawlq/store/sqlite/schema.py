@@ -111,7 +111,7 @@ def connect(path: Path, busy_s: float, read_only: bool) -> tuple[sqlite3.Connect
 @functools.cache
 def _schema_statements() -> tuple[str, ...]:
     """Split ``schema.sql`` into statements (with SQLite's own tokenizer)."""
-    text = resources.files("crawlq.store").joinpath("schema.sql").read_text(encoding="utf-8")
+    text = resources.files("crawlq.store.sqlite").joinpath("schema.sql").read_text(encoding="utf-8")
     statements: list[str] = []
     pending = ""
     for line in text.splitlines(keepends=True):

@@ -1,12 +1,8 @@
 r"""The shared result store: PostgreSQL through psycopg 3 on asyncio.
 
-Every worker, on any machine, writes to one `PostgresStore`; psycopg is imported only by it
-and the modules beside it:
-
-* `crawlq.store.postgres_pool`: where the store lives (URL, schema) and its connections;
-* `crawlq.store.postgres_schema`: the DDL, migrations and the read-only schema check;
-* `crawlq.store.postgres_writes`: a flush and a reparse, each one transaction;
-* `crawlq.store.sql` and `crawlq.store.keyset`: the SQL and streaming shared with SQLite.
+Every worker, on any machine, writes to one `PostgresStore`; psycopg is imported only by this
+package (`crawlq.store.postgres` maps its files), and the SQL and streaming shared with SQLite
+are in `crawlq.store.sql` and `crawlq.store.keyset`.
 
 Where the tables live: in one schema (``crawlq`` unless the URL's ``search_path`` option or
 the ``schema`` argument of `PostgresStore.open` names another), created on first use. The
@@ -39,14 +35,13 @@ from typing import Any
 
 from crawlq.errors import ConfigError, StoreError
 from crawlq.items.schema import ItemTable
-from crawlq.store import postgres_schema
 from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.keyset import Row
 from crawlq.store.outcomes import StoreCounts
-from crawlq.store.postgres_items import ensure_table
-from crawlq.store.postgres_pool import Conn, Pool, parse_target
-from crawlq.store.postgres_schema import SCHEMA_VERSION
-from crawlq.store.postgres_writes import BatchRows, Reparsed
+from crawlq.store.postgres.items_table import ensure_table
+from crawlq.store.postgres.pool import Conn, Pool, parse_target
+from crawlq.store.postgres.schema import SCHEMA_VERSION, check_schema, ensure_schema
+from crawlq.store.postgres.writes import BatchRows, Reparsed
 from crawlq.store.reads import Queries, SqlReader
 from crawlq.store.sql import POSTGRES, CountQueries, store_counts
 
@@ -97,7 +92,7 @@ class PostgresStore(SqlReader):
                 exist, sessions are read-only and `write` is refused; an older schema is read
                 as it is.
             items_table: Also write every item as a row of this typed table
-                (``--items-table``; `crawlq.store.postgres_items`), created when missing.
+                (``--items-table``; `crawlq.store.postgres.items_table`), created when missing.
 
         Returns:
             The open store; close it with `close`.
@@ -206,10 +201,10 @@ class PostgresStore(SqlReader):
         return data
 
     async def _check_schema(self, conn: Conn) -> None:
-        self._queries = Queries(POSTGRES, await postgres_schema.check_schema(conn, self._target))
+        self._queries = Queries(POSTGRES, await check_schema(conn, self._target))
 
     async def _ensure_schema(self, conn: Conn) -> None:
-        await postgres_schema.ensure_schema(conn, self._target)
+        await ensure_schema(conn, self._target)
         if self._items_table is not None:
             async with conn.transaction():
                 await ensure_table(conn, self._target, self._items_table)

@@ -1,4 +1,4 @@
--- crawlq result store, schema version 6 (see SCHEMA_VERSION in crawlq/store/sqlite_schema.py;
+-- crawlq result store, schema version 6 (see SCHEMA_VERSION in crawlq/store/sqlite/schema.py;
 -- older files are migrated by the steps in _MIGRATIONS there).
 --
 -- These tables share one SQLite file with the frontier, whose tables are all prefixed
