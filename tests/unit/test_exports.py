@@ -96,6 +96,7 @@ PUBLIC: dict[str, str] = {
     ),
     "crawlq.store": "ParseUpdate ResultBatch Store StoreCounts StoredOutcome open_store",
     "crawlq.store.postgres": "PostgresStore",
+    "crawlq.store.sql": "Dialect PAGE_COLUMNS POSTGRES SPIDER_ERROR_SQL SQLITE",
     "crawlq.store.sqlite": "SqliteStore",
     "crawlq.store.warc": "WarcLocation WarcWriter",
     "crawlq.testing": (
@@ -459,9 +460,9 @@ def test_references_are_found_in_code_and_docs() -> None:
 @pytest.mark.parametrize(
     "reference",
     [
-        "crawlq.store.reads",  # a module
+        "crawlq.store.sql.reads",  # a module
         "crawlq.store",  # a package
-        "crawlq.store.reads.Queries",  # a class where it is defined
+        "crawlq.store.sql.reads.Queries",  # a class where it is defined
         "crawlq.store.Store",  # a package's export
         "crawlq.frontier.base.Frontier.lease",  # a method
         "crawlq.store.batch.ResultBatch.job",  # a dataclass field
@@ -477,7 +478,7 @@ def test_a_reference_that_resolves(reference: str) -> None:
 @pytest.mark.parametrize(
     "reference",
     [
-        "crawlq.store.sql.Reads",  # renamed: crawlq.store.reads.Queries
+        "crawlq.store.sql.Reads",  # renamed: crawlq.store.sql.reads.Queries
         "crawlq.engine.WorkerService",  # crawlq.engine does not export it
         "crawlq.frontier.base.QueueBounds",  # imported there, defined in crawlq.frontier.values
         "crawlq.frontier.base.Frontier.no_such_method",

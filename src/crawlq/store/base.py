@@ -26,8 +26,8 @@ Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, 
 ``since``).
 
 What a store is given: `crawlq.store.batch`; what it answers (counts, lookups):
-`crawlq.store.outcomes`; the SQL and row layouts the SQL backends share: `crawlq.store.sql`,
-`crawlq.store.rows` (import their names from there).
+`crawlq.store.outcomes`; the SQL, row layouts and streaming the SQL backends share:
+`crawlq.store.sql` (import their names from there).
 """
 
 from __future__ import annotations

@@ -7,32 +7,13 @@ name (`crawlq.records.spider_error_type`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from crawlq.records import (
-    SPIDER_ERROR_PREFIX,
-    DeadRecord,
-    FilteredRecord,
-    PageRecord,
-    spider_error_type,
-)
+from crawlq.records import DeadRecord, FilteredRecord, PageRecord
 
-__all__ = ["LOOKUP_MAX", "StoreCounts", "StoredOutcome", "spider_error_counts"]
-
-
-def spider_error_counts(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
-    """Spider-error pages per kind, from ``(text after the prefix up to ':', count)`` rows.
-
-    The SQL stores group by that text; `crawlq.records.spider_error_type` turns each into the
-    kind (older forms included), and counts of one kind are added up.
-    """
-    counts: dict[str, int] = {}
-    for token, n in rows:
-        kind = spider_error_type(f"{SPIDER_ERROR_PREFIX}{token or ''}:") or "SpiderError"
-        counts[kind] = counts.get(kind, 0) + int(n)
-    return counts
+__all__ = ["LOOKUP_MAX", "StoreCounts", "StoredOutcome"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@ r"""The shared result store: PostgreSQL through psycopg 3 on asyncio.
 
 Every worker, on any machine, writes to one `PostgresStore`; psycopg is imported only by this
 package (`crawlq.store.postgres` maps its files), and the SQL and streaming shared with SQLite
-are in `crawlq.store.sql` and `crawlq.store.keyset`.
+are in `crawlq.store.sql`.
 
 Where the tables live: in one schema (``crawlq`` unless the URL's ``search_path`` option or
 the ``schema`` argument of `PostgresStore.open` names another), created on first use. The
@@ -36,14 +36,13 @@ from typing import Any
 from crawlq.errors import ConfigError, StoreError
 from crawlq.items.schema import ItemTable
 from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
-from crawlq.store.keyset import Row
 from crawlq.store.outcomes import StoreCounts
 from crawlq.store.postgres.items_table import ensure_table
 from crawlq.store.postgres.pool import Conn, Pool, parse_target
 from crawlq.store.postgres.schema import SCHEMA_VERSION, check_schema, ensure_schema
 from crawlq.store.postgres.writes import BatchRows, Reparsed
-from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import POSTGRES, CountQueries, store_counts
+from crawlq.store.sql import POSTGRES
+from crawlq.store.sql.reads import CountQueries, Queries, Row, SqlReader, store_counts
 
 __all__ = ["PostgresStore"]
 
@@ -175,7 +174,7 @@ class PostgresStore(SqlReader):
         """Wait for the calls that hold a connection, then close every connection; idempotent."""
         await self._pool.close()
 
-    # The reads' hooks (`crawlq.store.reads.SqlReader`).
+    # The reads' hooks (`crawlq.store.sql.reads.SqlReader`).
 
     async def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         """One chunk of a keyset stream: one short query, its connection released after."""

@@ -4,7 +4,7 @@ A flush is one transaction, sent in one pipeline (one network round trip for the
 batch). It first upserts every fingerprint of the batch into ``outcomes``, in fingerprint
 order: that row lock serialises writers of one fingerprint whatever its kind (page, dead,
 filtered) and the common order rules out deadlocks between writers. Then it removes the other
-kinds' rows and upserts its own with the statements shared with SQLite (`crawlq.store.sql`).
+kinds' rows and upserts its own with the statements shared with SQLite (`crawlq.store.sql.writes`).
 A reparse takes the same row locks first, so a concurrent crawl writing the page waits or
 wins whole.
 
@@ -28,7 +28,8 @@ from crawlq.records import ItemRecord
 from crawlq.store.batch import ParseUpdate, ResultBatch
 from crawlq.store.postgres.items_table import TypedRows, set_jobs_from_pages
 from crawlq.store.postgres.pool import Conn
-from crawlq.store.sql import POSTGRES, Writes, item_json
+from crawlq.store.sql import POSTGRES
+from crawlq.store.sql.writes import Writes, item_json
 
 __all__ = ["BatchRows", "Reparsed"]
 

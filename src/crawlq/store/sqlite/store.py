@@ -31,10 +31,9 @@ from typing import Any, TypeVar
 
 from crawlq.errors import StoreError
 from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
-from crawlq.store.keyset import Row
 from crawlq.store.outcomes import StoreCounts
-from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import SQLITE, CountQueries, store_counts
+from crawlq.store.sql import SQLITE
+from crawlq.store.sql.reads import CountQueries, Queries, Row, SqlReader, store_counts
 from crawlq.store.sqlite import writes
 from crawlq.store.sqlite.schema import SCHEMA_VERSION, connect, translate
 
@@ -179,7 +178,7 @@ class SqliteStore(SqlReader):
         except sqlite3.Error as exc:
             raise translate(self._path, self._busy_s, exc) from exc
 
-    # The reads' hooks (`crawlq.store.reads.SqlReader`).
+    # The reads' hooks (`crawlq.store.sql.reads.SqlReader`).
 
     async def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         """One chunk of a keyset stream: one short autocommit query on the store thread."""
