@@ -1,5 +1,12 @@
 """Result stores: the `Store` contract and `open_store`, which picks a backend from a URL.
 
+* `crawlq.store.contract`: `Store`, and what it answers (`StoreCounts`, `StoredOutcome`);
+* `crawlq.store.batch`: what a write holds (`ResultBatch`, `ParseUpdate`);
+* `crawlq.store.sql`: what the two SQL stores share (the dialect, writes, reads);
+* `crawlq.store.sqlite`, `crawlq.store.postgres`: the backends, each with ``store.py`` (the
+  `Store` object), ``schema.py`` (open, versions, migrations) and ``writes.py``;
+* `crawlq.store.warc`: WARC files written beside either store.
+
 This is the only module that knows every backend; each is imported when it is asked for.
 """
 
@@ -8,9 +15,8 @@ from __future__ import annotations
 from crawlq.errors import ConfigError
 from crawlq.items.schema import ItemTable
 from crawlq.settings import check_store
-from crawlq.store.base import Store
 from crawlq.store.batch import ParseUpdate, ResultBatch
-from crawlq.store.outcomes import StoreCounts, StoredOutcome
+from crawlq.store.contract import Store, StoreCounts, StoredOutcome
 
 __all__ = ["ParseUpdate", "ResultBatch", "Store", "StoreCounts", "StoredOutcome", "open_store"]
 

@@ -44,7 +44,7 @@ from crawlq.records import (
     PageRecord,
     spider_error_type,
 )
-from crawlq.store.outcomes import LOOKUP_MAX, StoreCounts, StoredOutcome
+from crawlq.store.contract import LOOKUP_MAX, StoreCounts, StoredOutcome
 from crawlq.store.sql import PAGE_COLUMNS, SPIDER_ERROR_SQL, Dialect
 
 __all__ = [
