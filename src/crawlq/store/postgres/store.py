@@ -38,7 +38,7 @@ from crawlq.items.schema import ItemTable
 from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
 from crawlq.store.contract import StoreCounts
 from crawlq.store.postgres.items_table import ensure_table
-from crawlq.store.postgres.pool import Conn, Pool, parse_target
+from crawlq.store.postgres.pool import Conn, Pool, Target, parse_target
 from crawlq.store.postgres.schema import SCHEMA_VERSION, check_schema, ensure_schema
 from crawlq.store.postgres.writes import BatchRows, Reparsed
 from crawlq.store.sql import POSTGRES
@@ -57,12 +57,14 @@ class PostgresStore(SqlReader):
     method and the module docstring for how they are implemented.
     """
 
-    def __init__(self, pool: Pool, read_only: bool, items_table: ItemTable | None = None) -> None:
+    def __init__(
+        self, pool: Pool, read_only: bool, items_table: ItemTable | None, version: int
+    ) -> None:
         self._pool = pool
         self._items_table = items_table
         self._target = pool.target
         self._read_only = read_only
-        self._queries = Queries(POSTGRES, SCHEMA_VERSION)
+        self._queries = Queries(POSTGRES, version)
 
     @classmethod
     async def open(
@@ -110,13 +112,17 @@ class PostgresStore(SqlReader):
         if not 1 <= max_connections <= 100:
             raise ConfigError("store", f"max_connections must be 1..100, got {max_connections}")
         pool = Pool(parse_target(url, schema), max_connections, connect_timeout_s, read_only)
-        store = cls(pool, read_only, None if read_only else items_table)
+        table = None if read_only else items_table
         try:
-            await pool.run(store._check_schema if read_only else store._ensure_schema)
+            if read_only:  # read the schema as it is
+                version = await pool.run(lambda conn: check_schema(conn, pool.target))
+            else:
+                await pool.run(lambda conn: _create_or_migrate(conn, pool.target, table))
+                version = SCHEMA_VERSION
         except BaseException:
-            await store.close()
+            await pool.close()
             raise
-        return store
+        return cls(pool, read_only, table, version)
 
     @property
     def schema(self) -> str:
@@ -199,14 +205,13 @@ class PostgresStore(SqlReader):
         data: dict[str, Any] = stored  # JSONB, decoded by psycopg
         return data
 
-    async def _check_schema(self, conn: Conn) -> None:
-        self._queries = Queries(POSTGRES, await check_schema(conn, self._target))
 
-    async def _ensure_schema(self, conn: Conn) -> None:
-        await ensure_schema(conn, self._target)
-        if self._items_table is not None:
-            async with conn.transaction():
-                await ensure_table(conn, self._target, self._items_table)
+async def _create_or_migrate(conn: Conn, target: Target, items_table: ItemTable | None) -> None:
+    """A writable open: the schema brought to this version, then the typed table if any."""
+    await ensure_schema(conn, target)
+    if items_table is not None:
+        async with conn.transaction():
+            await ensure_table(conn, target, items_table)
 
 
 @dataclass(frozen=True, slots=True)
