@@ -61,7 +61,7 @@ async def open_store(
     check_store(url)
     if url.startswith(("postgresql://", "postgres://")):
         try:
-            from crawlq.store.postgres import PostgresStore
+            from crawlq.store.postgres.store import PostgresStore
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ConfigError(
                 "store",
@@ -79,6 +79,6 @@ async def open_store(
         raise ConfigError("store", f"no file path in store URL {url!r}")
 
     # Backends are imported on demand, so a missing driver only matters to its users.
-    from crawlq.store.sqlite import SqliteStore
+    from crawlq.store.sqlite.store import SqliteStore
 
     return await SqliteStore.open(path, read_only=read_only)
