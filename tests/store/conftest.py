@@ -82,7 +82,7 @@ _SQLITE_UNDO: dict[int, tuple[str, ...]] = {
 def sqlite_store_at_version(path: Path, version: int) -> None:
     """Make the store file at ``path`` (closed, at the latest schema) what a crawlq of schema
     ``version`` would have left: the later steps' columns and indexes dropped."""
-    from crawlq.store.sqlite_schema import SCHEMA_VERSION
+    from crawlq.store.sqlite.schema import SCHEMA_VERSION
 
     with sqlite3.connect(path) as db:
         for step in range(SCHEMA_VERSION, version, -1):

@@ -1,4 +1,4 @@
-"""The Store contract (crawlq/store/base.py), run against every backend by the `store` fixture."""
+"""The Store contract (crawlq/store/contract.py), run on every backend by the `store` fixture."""
 
 from __future__ import annotations
 
@@ -471,7 +471,7 @@ async def test_lookup_tells_each_fingerprint_its_one_outcome(store: Store) -> No
 
 
 async def test_lookup_takes_a_bounded_number_of_fingerprints(store: Store) -> None:
-    from crawlq.store.outcomes import LOOKUP_MAX
+    from crawlq.store.contract import LOOKUP_MAX
 
     with pytest.raises(ValueError, match=f"at most {LOOKUP_MAX}"):
         await store.lookup([fp(n) for n in range(LOOKUP_MAX + 1)])

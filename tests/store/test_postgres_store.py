@@ -20,9 +20,9 @@ psycopg = pytest.importorskip("psycopg")
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from crawlq.store import postgres_schema  # noqa: E402
 from crawlq.store.postgres import PostgresStore  # noqa: E402
-from crawlq.store.postgres_schema import SCHEMA_VERSION  # noqa: E402
+from crawlq.store.postgres import schema as postgres_schema  # noqa: E402
+from crawlq.store.postgres.schema import SCHEMA_VERSION  # noqa: E402
 
 
 def page(n: int, **changes: Any) -> PageRecord:
@@ -246,7 +246,7 @@ async def test_a_version_2_schema_gains_canonical_url(
 async def test_a_version_5_schema_is_migrated_its_rows_counting_for_no_job(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crawlq.store import postgres
+    from crawlq.store.postgres import store as postgres
 
     with monkeypatch.context() as patch:  # a schema made by crawlq at version 5
         patch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:5])

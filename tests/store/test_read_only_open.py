@@ -28,8 +28,8 @@ psycopg = pytest.importorskip("psycopg")
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from crawlq.store import postgres_schema  # noqa: E402
 from crawlq.store.postgres import PostgresStore  # noqa: E402
+from crawlq.store.postgres import schema as postgres_schema  # noqa: E402
 
 
 def in_schema(url: str, schema: str) -> str:

@@ -195,8 +195,9 @@ async def test_a_version_4_sqlite_store_is_migrated_and_its_errors_found(tmp_pat
 async def test_a_version_4_postgres_store_is_migrated(
     postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crawlq.store import postgres, postgres_schema
     from crawlq.store.postgres import PostgresStore
+    from crawlq.store.postgres import schema as postgres_schema
+    from crawlq.store.postgres import store as postgres
 
     with monkeypatch.context() as patch:  # a store made by crawlq at store schema 4
         patch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:4])

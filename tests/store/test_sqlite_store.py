@@ -20,7 +20,7 @@ from crawlq.errors import ConfigError, StoreError, StoreUnavailable
 from crawlq.records import DeadRecord, PageRecord
 from crawlq.store import ResultBatch, open_store
 from crawlq.store.sqlite import SqliteStore
-from crawlq.store.sqlite_schema import SCHEMA_VERSION
+from crawlq.store.sqlite.schema import SCHEMA_VERSION
 from tests.store.conftest import sqlite_store_at_version
 
 

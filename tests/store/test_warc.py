@@ -27,7 +27,7 @@ warcio = pytest.importorskip("warcio")
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
 from crawlq.store.warc import WarcWriter  # noqa: E402
-from crawlq.store.warc_files import repair_open_files  # noqa: E402
+from crawlq.store.warc.files import repair_open_files  # noqa: E402
 
 WARCIO = shutil.which("warcio", path=os.path.dirname(sys.executable)) or shutil.which("warcio")
 PATHS = ["/gzip", "/deflate", "/brotli", "/big-chunked/5000", "/status/404", "/html?x=1&y=%C3%A9"]

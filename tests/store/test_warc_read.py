@@ -11,7 +11,7 @@ from crawlq.errors import StoreError
 from crawlq.fetch import Fetcher
 from crawlq.request import FetchResult
 from crawlq.store.warc import WarcWriter
-from crawlq.store.warc_read import read_response
+from crawlq.store.warc.reader import read_response
 from crawlq.testing import ServerThread, make_fault_app
 from crawlq.web.addresses import AddressGuard
 

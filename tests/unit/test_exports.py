@@ -88,6 +88,10 @@ PUBLIC: dict[str, str] = {
         "spider_closed spider_file start_callback start_errback start_requests_of"
     ),
     "crawlq.store": "ParseUpdate ResultBatch Store StoreCounts StoredOutcome open_store",
+    "crawlq.store.postgres": "PostgresStore",
+    "crawlq.store.sql": "Dialect PAGE_COLUMNS POSTGRES SPIDER_ERROR_SQL SQLITE",
+    "crawlq.store.sqlite": "SqliteStore",
+    "crawlq.store.warc": "WarcLocation WarcWriter",
     "crawlq.testing": (
         "CHARSET_SAMPLES FAULT_STATE FaultState LoggedRequest LoopThread RequestLog ServerThread "
         "SyntheticServer SyntheticSite fault_state generate_site make_fault_app make_static_app "
@@ -449,9 +453,9 @@ def test_references_are_found_in_code_and_docs() -> None:
 @pytest.mark.parametrize(
     "reference",
     [
-        "crawlq.store.reads",  # a module
+        "crawlq.store.sql.reads",  # a module
         "crawlq.store",  # a package
-        "crawlq.store.reads.Queries",  # a class where it is defined
+        "crawlq.store.sql.reads.Queries",  # a class where it is defined
         "crawlq.store.Store",  # a package's export
         "crawlq.frontier.queue.WorkQueue.lease",  # a method
         "crawlq.store.batch.ResultBatch.job",  # a dataclass field
@@ -467,7 +471,7 @@ def test_a_reference_that_resolves(reference: str) -> None:
 @pytest.mark.parametrize(
     "reference",
     [
-        "crawlq.store.sql.Reads",  # renamed: crawlq.store.reads.Queries
+        "crawlq.store.sql.Reads",  # renamed: crawlq.store.sql.reads.Queries
         "crawlq.engine.WorkerService",  # crawlq.engine does not export it
         "crawlq.frontier.contract.QueueBounds",  # not there: defined in crawlq.frontier.queue
         "crawlq.frontier.contract.Frontier.no_such_method",

@@ -41,7 +41,7 @@ from crawlq.request import CrawlRequest
 from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.store import Store
-from crawlq.store.outcomes import LOOKUP_MAX, StoredOutcome
+from crawlq.store.contract import LOOKUP_MAX, StoredOutcome
 from crawlq.urls import UrlKeys, host_key
 
 __all__ = ["celery_dead_rows", "celery_story", "replay_celery", "task_sender"]

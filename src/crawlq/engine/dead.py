@@ -29,7 +29,7 @@ from crawlq.frontier.queue import QueueBounds
 from crawlq.rules.scope import Scope, crawl_domains
 from crawlq.settings import coerce_settings
 from crawlq.store import Store
-from crawlq.store.outcomes import LOOKUP_MAX
+from crawlq.store.contract import LOOKUP_MAX
 
 __all__ = [
     "DeadRow",

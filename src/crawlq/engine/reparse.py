@@ -208,7 +208,7 @@ class Reparse:
                 self.report.no_body += 1
                 self.report.no_warc_dir += 1
                 return None
-            from crawlq.store.warc_read import read_response  # needs the warc extra
+            from crawlq.store.warc.reader import read_response  # needs the warc extra
 
             try:
                 record = await asyncio.to_thread(

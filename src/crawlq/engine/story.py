@@ -31,7 +31,7 @@ from typing import Any
 from crawlq.export import iso_utc
 from crawlq.frontier.inspection import UrlState
 from crawlq.request import CrawlRequest
-from crawlq.store.outcomes import StoredOutcome
+from crawlq.store.contract import StoredOutcome
 from crawlq.urls import UrlKeys
 
 __all__ = ["UrlStory", "iso_ms", "native_story", "request_fields", "stored_story"]

@@ -44,7 +44,7 @@ from crawlq.export.rows import (
     page_row_with_body,
 )
 from crawlq.records import ItemRecord
-from crawlq.store.base import Store
+from crawlq.store.contract import Store
 
 __all__ = ["CsvWriter", "cell_texts", "export", "json_text", "neutralise"]
 

@@ -48,7 +48,7 @@ from crawlq.items.schema import (
 )
 from crawlq.records import ItemRecord, PageRecord
 from crawlq.secrecy import create_private
-from crawlq.store.base import Store
+from crawlq.store.contract import Store
 
 __all__ = ["BATCH_ROWS", "export_parquet", "schema_of"]
 

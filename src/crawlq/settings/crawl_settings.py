@@ -377,7 +377,7 @@ class Settings:
 
     items_table: str | None = None
     """PostgreSQL store: also write every item into this table, one typed column per field of
-    the declared item type (created when missing; `crawlq.store.postgres_items`). None: items
+    the declared item type (created when missing; `crawlq.store.postgres.items_table`). None: items
     are JSONB only. A per-process setting: give it to every worker of a job."""
 
     downloader_middlewares: tuple[str, ...] = ()

@@ -1,5 +1,12 @@
 """Result stores: the `Store` contract and `open_store`, which picks a backend from a URL.
 
+* `crawlq.store.contract`: `Store`, and what it answers (`StoreCounts`, `StoredOutcome`);
+* `crawlq.store.batch`: what a write holds (`ResultBatch`, `ParseUpdate`);
+* `crawlq.store.sql`: what the two SQL stores share (the dialect, writes, reads);
+* `crawlq.store.sqlite`, `crawlq.store.postgres`: the backends, each with ``store.py`` (the
+  `Store` object), ``schema.py`` (open, versions, migrations) and ``writes.py``;
+* `crawlq.store.warc`: WARC files written beside either store.
+
 This is the only module that knows every backend; each is imported when it is asked for.
 """
 
@@ -8,9 +15,8 @@ from __future__ import annotations
 from crawlq.errors import ConfigError
 from crawlq.items.schema import ItemTable
 from crawlq.settings import check_store
-from crawlq.store.base import Store
 from crawlq.store.batch import ParseUpdate, ResultBatch
-from crawlq.store.outcomes import StoreCounts, StoredOutcome
+from crawlq.store.contract import Store, StoreCounts, StoredOutcome
 
 __all__ = ["ParseUpdate", "ResultBatch", "Store", "StoreCounts", "StoredOutcome", "open_store"]
 
@@ -37,7 +43,7 @@ async def open_store(
             write nothing; the store must already exist. A store older than this crawlq is
             read as it is.
         items_table: Also write every item as a row of this typed table (``--items-table``,
-            PostgreSQL only; `crawlq.store.postgres_items`); ignored with ``read_only``.
+            PostgreSQL only; `crawlq.store.postgres.items_table`); ignored with ``read_only``.
 
     Returns:
         The open store; the caller closes it.
@@ -55,7 +61,7 @@ async def open_store(
     check_store(url)
     if url.startswith(("postgresql://", "postgres://")):
         try:
-            from crawlq.store.postgres import PostgresStore
+            from crawlq.store.postgres.store import PostgresStore
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ConfigError(
                 "store",
@@ -73,6 +79,6 @@ async def open_store(
         raise ConfigError("store", f"no file path in store URL {url!r}")
 
     # Backends are imported on demand, so a missing driver only matters to its users.
-    from crawlq.store.sqlite import SqliteStore
+    from crawlq.store.sqlite.store import SqliteStore
 
     return await SqliteStore.open(path, read_only=read_only)

@@ -1,4 +1,4 @@
--- crawlq result store, schema version 6 (see SCHEMA_VERSION in crawlq/store/sqlite_schema.py;
+-- crawlq result store, schema version 6 (see SCHEMA_VERSION in crawlq/store/sqlite/schema.py;
 -- older files are migrated by the steps in _MIGRATIONS there).
 --
 -- These tables share one SQLite file with the frontier, whose tables are all prefixed
@@ -43,7 +43,7 @@ CREATE INDEX IF NOT EXISTS pages_fetched_at ON pages (fetched_at, fingerprint);
 -- counts(): pages by status; a job's pages by status (counts(job=...)).
 CREATE INDEX IF NOT EXISTS pages_status ON pages (status);
 CREATE INDEX IF NOT EXISTS pages_job ON pages (job, status);
--- Pages the spider failed on (crawlq.store.base.SPIDER_ERROR_SQL): counted by kind, exported
+-- Pages the spider failed on (crawlq.store.sql.SPIDER_ERROR_SQL): counted by kind, exported
 -- with --what errors and reparsed with --errors-only without reading the other pages.
 CREATE INDEX IF NOT EXISTS pages_spider_errors ON pages (fetched_at, fingerprint)
     WHERE substr(error, 1, 14) = 'spider_error: ';

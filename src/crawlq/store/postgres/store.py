@@ -1,12 +1,8 @@
 r"""The shared result store: PostgreSQL through psycopg 3 on asyncio.
 
-Every worker, on any machine, writes to one `PostgresStore`; psycopg is imported only by it
-and the modules beside it:
-
-* `crawlq.store.postgres_pool`: where the store lives (URL, schema) and its connections;
-* `crawlq.store.postgres_schema`: the DDL, migrations and the read-only schema check;
-* `crawlq.store.postgres_writes`: a flush and a reparse, each one transaction;
-* `crawlq.store.sql` and `crawlq.store.keyset`: the SQL and streaming shared with SQLite.
+Every worker, on any machine, writes to one `PostgresStore`; psycopg is imported only by this
+package (`crawlq.store.postgres` maps its files), and the SQL and streaming shared with SQLite
+are in `crawlq.store.sql`.
 
 Where the tables live: in one schema (``crawlq`` unless the URL's ``search_path`` option or
 the ``schema`` argument of `PostgresStore.open` names another), created on first use. The
@@ -39,16 +35,14 @@ from typing import Any
 
 from crawlq.errors import ConfigError, StoreError
 from crawlq.items.schema import ItemTable
-from crawlq.store import postgres_schema
 from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
-from crawlq.store.keyset import Row
-from crawlq.store.outcomes import StoreCounts
-from crawlq.store.postgres_items import ensure_table
-from crawlq.store.postgres_pool import Conn, Pool, parse_target
-from crawlq.store.postgres_schema import SCHEMA_VERSION
-from crawlq.store.postgres_writes import BatchRows, Reparsed
-from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import POSTGRES, CountQueries, store_counts
+from crawlq.store.contract import StoreCounts
+from crawlq.store.postgres.items_table import ensure_table
+from crawlq.store.postgres.pool import Conn, Pool, Target, parse_target
+from crawlq.store.postgres.schema import SCHEMA_VERSION, check_schema, ensure_schema
+from crawlq.store.postgres.writes import BatchRows, Reparsed
+from crawlq.store.sql import POSTGRES
+from crawlq.store.sql.reads import CountQueries, Queries, Row, SqlReader, store_counts
 
 __all__ = ["PostgresStore"]
 
@@ -63,12 +57,14 @@ class PostgresStore(SqlReader):
     method and the module docstring for how they are implemented.
     """
 
-    def __init__(self, pool: Pool, read_only: bool, items_table: ItemTable | None = None) -> None:
+    def __init__(
+        self, pool: Pool, read_only: bool, items_table: ItemTable | None, version: int
+    ) -> None:
         self._pool = pool
         self._items_table = items_table
         self._target = pool.target
         self._read_only = read_only
-        self._queries = Queries(POSTGRES, SCHEMA_VERSION)
+        self._queries = Queries(POSTGRES, version)
 
     @classmethod
     async def open(
@@ -97,7 +93,7 @@ class PostgresStore(SqlReader):
                 exist, sessions are read-only and `write` is refused; an older schema is read
                 as it is.
             items_table: Also write every item as a row of this typed table
-                (``--items-table``; `crawlq.store.postgres_items`), created when missing.
+                (``--items-table``; `crawlq.store.postgres.items_table`), created when missing.
 
         Returns:
             The open store; close it with `close`.
@@ -116,13 +112,17 @@ class PostgresStore(SqlReader):
         if not 1 <= max_connections <= 100:
             raise ConfigError("store", f"max_connections must be 1..100, got {max_connections}")
         pool = Pool(parse_target(url, schema), max_connections, connect_timeout_s, read_only)
-        store = cls(pool, read_only, None if read_only else items_table)
+        table = None if read_only else items_table
         try:
-            await pool.run(store._check_schema if read_only else store._ensure_schema)
+            if read_only:  # read the schema as it is
+                version = await pool.run(lambda conn: check_schema(conn, pool.target))
+            else:
+                await pool.run(lambda conn: _create_or_migrate(conn, pool.target, table))
+                version = SCHEMA_VERSION
         except BaseException:
-            await store.close()
+            await pool.close()
             raise
-        return store
+        return cls(pool, read_only, table, version)
 
     @property
     def schema(self) -> str:
@@ -180,7 +180,7 @@ class PostgresStore(SqlReader):
         """Wait for the calls that hold a connection, then close every connection; idempotent."""
         await self._pool.close()
 
-    # The reads' hooks (`crawlq.store.reads.SqlReader`).
+    # The reads' hooks (`crawlq.store.sql.reads.SqlReader`).
 
     async def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         """One chunk of a keyset stream: one short query, its connection released after."""
@@ -205,14 +205,13 @@ class PostgresStore(SqlReader):
         data: dict[str, Any] = stored  # JSONB, decoded by psycopg
         return data
 
-    async def _check_schema(self, conn: Conn) -> None:
-        self._queries = Queries(POSTGRES, await postgres_schema.check_schema(conn, self._target))
 
-    async def _ensure_schema(self, conn: Conn) -> None:
-        await postgres_schema.ensure_schema(conn, self._target)
-        if self._items_table is not None:
-            async with conn.transaction():
-                await ensure_table(conn, self._target, self._items_table)
+async def _create_or_migrate(conn: Conn, target: Target, items_table: ItemTable | None) -> None:
+    """A writable open: the schema brought to this version, then the typed table if any."""
+    await ensure_schema(conn, target)
+    if items_table is not None:
+        async with conn.transaction():
+            await ensure_table(conn, target, items_table)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from psycopg.types.json import Jsonb
 from crawlq.errors import ConfigError
 from crawlq.items.schema import KEY_COLUMNS, POSTGRES_TYPES, ItemTable, WrongType
 from crawlq.records import ItemRecord
-from crawlq.store.postgres_pool import Conn, Target
+from crawlq.store.postgres.pool import Conn, Target
 
 __all__ = [
     "STORE_TABLES",

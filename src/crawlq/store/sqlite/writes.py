@@ -4,7 +4,7 @@ Each is one ``BEGIN IMMEDIATE`` transaction: it takes the file's single write lo
 and waits up to the busy timeout for the frontier's connection to release it, instead of
 failing on a lock upgrade. Item data is serialised before the lock is taken, so a bad item
 fails the call without touching the file. Rows are written with the shared statements of
-`crawlq.store.sql` (SQLite keeps NUL characters and the spider's key order).
+`crawlq.store.sql.writes` (SQLite keeps NUL characters and the spider's key order).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.store.batch import ParseUpdate, ResultBatch
-from crawlq.store.sql import SQLITE, Writes, item_json
+from crawlq.store.sql import SQLITE
+from crawlq.store.sql.writes import Writes, item_json
 
 __all__ = ["replace_parse", "write"]
 

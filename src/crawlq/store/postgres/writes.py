@@ -4,7 +4,7 @@ A flush is one transaction, sent in one pipeline (one network round trip for the
 batch). It first upserts every fingerprint of the batch into ``outcomes``, in fingerprint
 order: that row lock serialises writers of one fingerprint whatever its kind (page, dead,
 filtered) and the common order rules out deadlocks between writers. Then it removes the other
-kinds' rows and upserts its own with the statements shared with SQLite (`crawlq.store.sql`).
+kinds' rows and upserts its own with the statements shared with SQLite (`crawlq.store.sql.writes`).
 A reparse takes the same row locks first, so a concurrent crawl writing the page waits or
 wins whole.
 
@@ -26,9 +26,10 @@ from psycopg.rows import TupleRow
 from crawlq.items.schema import ItemTable
 from crawlq.records import ItemRecord
 from crawlq.store.batch import ParseUpdate, ResultBatch
-from crawlq.store.postgres_items import TypedRows, set_jobs_from_pages
-from crawlq.store.postgres_pool import Conn
-from crawlq.store.sql import POSTGRES, Writes, item_json
+from crawlq.store.postgres.items_table import TypedRows, set_jobs_from_pages
+from crawlq.store.postgres.pool import Conn
+from crawlq.store.sql import POSTGRES
+from crawlq.store.sql.writes import Writes, item_json
 
 __all__ = ["BatchRows", "Reparsed"]
 
@@ -96,7 +97,7 @@ class BatchRows:
         """Convert and check ``batch``; raises ValueError for unserialisable item data.
 
         With ``table`` (``--items-table``), the items get typed rows too
-        (`crawlq.store.postgres_items`), replacing those of every fingerprint written.
+        (`crawlq.store.postgres.items_table`), replacing those of every fingerprint written.
         """
         job = _opt_text(batch.job)
         items = [

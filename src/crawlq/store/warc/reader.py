@@ -1,7 +1,7 @@
 """Reading a response record back from a WARC file, for ``crawlq reparse``.
 
 `read_response` returns the response record a page row points to (``warc_file``,
-``warc_offset``) as crawlq wrote it (`crawlq.store.warc_records`): status, headers and decoded
+``warc_offset``) as crawlq wrote it (`crawlq.store.warc.records`): status, headers and decoded
 payload. The file name comes from the store, which other processes write: only a plain file
 name inside the given directory is read, never a path.
 """
@@ -18,7 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from crawlq.errors import StoreError
-from crawlq.store.warc_files import OPEN_SUFFIX
+from crawlq.store.warc.files import OPEN_SUFFIX
 
 __all__ = ["ArchivedResponse", "read_response"]
 
@@ -33,7 +33,7 @@ class ArchivedResponse:
     Attributes:
         url: Its ``WARC-Target-URI`` (the page's final URL).
         status: The HTTP status.
-        headers: The response headers as recorded, in order (see `crawlq.store.warc_records` for
+        headers: The response headers as recorded, in order (see `crawlq.store.warc.records` for
             the ``X-Crawlq-Orig-*`` names of the ones that described the wire encoding).
         body: The payload: the body after transfer and content decoding.
     """

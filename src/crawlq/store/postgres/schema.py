@@ -9,7 +9,7 @@ make is an error, not silently adopted. A new version is one more tuple at the e
 `STEPS` (or one more function at the end of `MIGRATIONS`); never edit a released one.
 
 A read-only store creates and migrates nothing (`check_schema`): no tables is an error, an
-older schema is read as it is (`crawlq.store.reads.Queries`). A schema newer than this code is
+older schema is read as it is (`crawlq.store.sql.reads.Queries`). A schema newer than this code is
 refused either way with `StoreError` naming the URL and both versions.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from psycopg import sql
 
 from crawlq.errors import StoreError
-from crawlq.store.postgres_pool import Conn, Target
+from crawlq.store.postgres.pool import Conn, Target
 
 __all__ = [
     "MIGRATIONS",

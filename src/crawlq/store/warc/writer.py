@@ -1,21 +1,16 @@
 """WARC archiving: the request and response of every fetched page, as WARC 1.1 records.
 
-warcio (``pip install 'crawlq[warc]'``) is imported only by this module and the ``warc_*``
-modules beside it. One `WarcWriter` per worker process writes, for each page it fetches, a
-``response`` record and then a ``request`` record (``WARC-Concurrent-To`` the response), each
-its own gzip member, as the WARC 1.1 standard (ISO 28500:2017, annex D) and warcio's
-``WARCWriter`` do. Each file opens with a ``warcinfo`` record naming crawlq and the host.
+warcio (``pip install 'crawlq[warc]'``) is imported only by this package
+(`crawlq.store.warc` maps its files). One `WarcWriter` per worker process writes, for each
+page it fetches, a ``response`` record and then a ``request`` record (``WARC-Concurrent-To``
+the response), each its own gzip member, as the WARC 1.1 standard (ISO 28500:2017, annex D)
+and warcio's ``WARCWriter`` do. Each file opens with a ``warcinfo`` record naming crawlq and
+the host.
 
 Files rotate: a file is closed when it reaches ``max_size_bytes`` (it may exceed it by one
 exchange) and when the writer closes. Each exchange is flushed to the operating system before
 `WarcWriter.write` returns, and the store only records a page after that, so every
 ``(warc_file, warc_offset)`` in the store names a complete record.
-
-Where the rest lives:
-
-* `crawlq.store.warc_records`: what a record holds (decoded payloads, renamed headers);
-* `crawlq.store.warc_files`: file names, modes, and the repair of files left ``.open``;
-* `crawlq.store.warc_read`: `read_response`, a response record read back for reparse.
 """
 
 from __future__ import annotations
@@ -36,17 +31,17 @@ from warcio.warcwriter import WARCWriter
 from crawlq.errors import StoreError
 from crawlq.request import FetchResult
 from crawlq.secrecy import private_opener
-from crawlq.store.warc_files import (
+from crawlq.store.warc.files import (
     OPEN_SUFFIX,
     SUFFIX,
     repair_open_files,
     safe_host,
 )
-from crawlq.store.warc_records import ORIGINAL_PREFIX, request_record, response_record
+from crawlq.store.warc.records import ORIGINAL_PREFIX, request_record, response_record
 
 __all__ = ["DEFAULT_MAX_SIZE_BYTES", "WarcLocation", "WarcWriter"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("crawlq.store.warc")  # one logger for WARC archiving
 
 DEFAULT_MAX_SIZE_BYTES = 1_000_000_000
 """Size at which a WARC file is closed: 1 GB, the customary size (WARC 1.1 annex C)."""
@@ -100,7 +95,7 @@ class WarcWriter:
         """Prepare to write WARC files into ``directory``; the first file opens on first use.
 
         Creates the directory when missing and repairs the ``.open`` files that dead
-        processes of this host left there (`crawlq.store.warc_files`).
+        processes of this host left there (`crawlq.store.warc.files`).
 
         Args:
             directory: Where the files go.

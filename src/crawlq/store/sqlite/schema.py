@@ -5,9 +5,9 @@ share the file); ``store_meta`` records its version, `SCHEMA_VERSION`. Versions:
 ``pages.warc_file`` and ``warc_offset``, 3 ``pages.canonical_url``, 4 the referrers of pages
 and dead letters, 5 ``pages.request`` and the partial index ``pages_spider_errors``, 6 the
 ``job`` of pages, dead letters and filtered records (NULL in rows written before), with an
-index each for counting by job (`crawlq.store.sql.CountQueries`). An older
+index each for counting by job (`crawlq.store.sql.reads.CountQueries`). An older
 file is migrated in one ``BEGIN IMMEDIATE`` transaction when a writable store opens it; a
-read-only store reads it as it is (`crawlq.store.reads.Queries`). A newer file is refused.
+read-only store reads it as it is (`crawlq.store.sql.reads.Queries`). A newer file is refused.
 
 Errors: a file that stays locked past the busy timeout is `StoreUnavailable` (`translate`);
 any other SQLite failure is `StoreError` naming the file.
@@ -111,7 +111,7 @@ def connect(path: Path, busy_s: float, read_only: bool) -> tuple[sqlite3.Connect
 @functools.cache
 def _schema_statements() -> tuple[str, ...]:
     """Split ``schema.sql`` into statements (with SQLite's own tokenizer)."""
-    text = resources.files("crawlq.store").joinpath("schema.sql").read_text(encoding="utf-8")
+    text = resources.files("crawlq.store.sqlite").joinpath("schema.sql").read_text(encoding="utf-8")
     statements: list[str] = []
     pending = ""
     for line in text.splitlines(keepends=True):

@@ -1,4 +1,4 @@
-"""The result store contract: what workers write and what exports read.
+"""The result store contract: what workers write, what exports read, and what a store answers.
 
 Every backend (`crawlq.store.sqlite.SqliteStore` embedded, `crawlq.store.postgres.PostgresStore`
 shared) implements `Store` and passes the one conformance suite in
@@ -25,21 +25,23 @@ job's results in a store several jobs write into (``crawlq status``), and
 Times are Unix seconds as ``float`` everywhere (``fetched_at``, ``created_at``, ``at``,
 ``since``).
 
-What a store is given: `crawlq.store.batch`; what it answers (counts, lookups):
-`crawlq.store.outcomes`; the SQL and row layouts the SQL backends share: `crawlq.store.sql`,
-`crawlq.store.rows` (import their names from there).
+What a store answers is defined here beside `Store`: `StoreCounts` (``Store.counts``; spider
+errors counted per kind, the exception class name, `crawlq.records.spider_error_type`) and
+`StoredOutcome` (``Store.lookup``, at most `LOOKUP_MAX` fingerprints a call). What a store is
+given: `crawlq.store.batch`; the SQL, row layouts and streaming the SQL backends share:
+`crawlq.store.sql` (import their names from there).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.store.batch import ParseUpdate, ResultBatch
-from crawlq.store.outcomes import StoreCounts, StoredOutcome
 
-__all__ = ["Store"]
+__all__ = ["LOOKUP_MAX", "Store", "StoreCounts", "StoredOutcome"]
 
 
 class Store(Protocol):
@@ -220,3 +222,69 @@ class Store(Protocol):
         Waits for writes already started to finish, so their results are not lost.
         """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    """How many records the store holds, as returned by ``Store.counts``.
+
+    Attributes:
+        pages: Stored pages.
+        items: Stored items.
+        dead: Dead letters.
+        filtered: Filtered URLs.
+        pages_by_status: Pages per HTTP status.
+        dead_by_reason: Dead letters per reason code (``timeout``, ``http_503`` …).
+        filtered_by_reason: Filtered URLs per reason code (``robots_txt`` …).
+        spider_errors_by_type: Pages with a spider error, per kind (the exception class name
+            such as ``KeyError``; see `crawlq.records.spider_error_type`).
+    """
+
+    pages: int
+    items: int
+    dead: int
+    filtered: int
+    pages_by_status: Mapping[int, int] = field(default_factory=dict)
+    dead_by_reason: Mapping[str, int] = field(default_factory=dict)
+    filtered_by_reason: Mapping[str, int] = field(default_factory=dict)
+    spider_errors_by_type: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def settled(self) -> int:
+        """Fingerprints with an outcome: pages + dead + filtered (invariant 1)."""
+        return self.pages + self.dead + self.filtered
+
+    @property
+    def spider_errors(self) -> int:
+        """Pages with a spider error, of every kind."""
+        return sum(self.spider_errors_by_type.values())
+
+
+LOOKUP_MAX = 1000
+"""Most fingerprints one ``Store.lookup`` call takes."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOutcome:
+    """What the store holds for one fingerprint (``Store.lookup``).
+
+    Exactly one of a page, a dead letter or a filtered record (invariant 1).
+
+    Attributes:
+        page: The page (its ``body`` is not loaded: None), or None.
+        items: How many items the page has (0 without a page).
+        dead: The dead letter, or None.
+        filtered: The filtered record, or None.
+    """
+
+    page: PageRecord | None = None
+    items: int = 0
+    dead: DeadRecord | None = None
+    filtered: FilteredRecord | None = None
+
+    @property
+    def kind(self) -> Literal["page", "dead", "filtered"]:
+        """Which record it is."""
+        if self.page is not None:
+            return "page"
+        return "dead" if self.dead is not None else "filtered"

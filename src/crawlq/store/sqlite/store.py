@@ -11,8 +11,8 @@ failing on a lock upgrade.
 The DDL is ``schema.sql`` beside this module; ``store_meta`` records its version. A store
 opened ``read_only`` (export, status) opens the file read-only and creates and migrates
 nothing: a file without the store's tables is an error, an older schema is read as it is.
-Opening, schema versions and errors: `crawlq.store.sqlite_schema`; writes:
-`crawlq.store.sqlite_writes`; the SQL shared with PostgreSQL: `crawlq.store.sql`.
+Opening, schema versions and errors: `crawlq.store.sqlite.schema`; writes:
+`crawlq.store.sqlite.writes`; the SQL shared with PostgreSQL: `crawlq.store.sql`.
 
 A new file is created with mode ``0600`` (owner only; a stricter umask wins): it may hold
 page bodies (``--store-body``). SQLite gives its ``-wal`` and ``-shm`` files the same mode.
@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlq.errors import StoreError
-from crawlq.store import sqlite_writes
 from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
-from crawlq.store.keyset import Row
-from crawlq.store.outcomes import StoreCounts
-from crawlq.store.reads import Queries, SqlReader
-from crawlq.store.sql import SQLITE, CountQueries, store_counts
-from crawlq.store.sqlite_schema import SCHEMA_VERSION, connect, translate
+from crawlq.store.contract import StoreCounts
+from crawlq.store.sql import SQLITE
+from crawlq.store.sql.reads import CountQueries, Queries, Row, SqlReader, store_counts
+from crawlq.store.sqlite import writes
+from crawlq.store.sqlite.schema import SCHEMA_VERSION, connect, translate
 
 __all__ = ["SqliteStore"]
 
@@ -130,7 +129,7 @@ class SqliteStore(SqlReader):
             raise StoreError(f"store {self._path} is open read-only")
         if len(batch) == 0:
             return
-        await self._run(functools.partial(sqlite_writes.write, batch.resolved()))
+        await self._run(functools.partial(writes.write, batch.resolved()))
 
     async def counts(self, job: str | None = None) -> StoreCounts:
         """Count records of each kind in one read transaction; see `crawlq.store.Store.counts`.
@@ -155,7 +154,7 @@ class SqliteStore(SqlReader):
             raise StoreError(f"store {self._path} is open read-only")
         if not updates:
             return frozenset()
-        reparsed = functools.partial(sqlite_writes.replace_parse, last_update_wins(updates))
+        reparsed = functools.partial(writes.replace_parse, last_update_wins(updates))
         return await self._run(reparsed)
 
     async def close(self) -> None:
@@ -179,7 +178,7 @@ class SqliteStore(SqlReader):
         except sqlite3.Error as exc:
             raise translate(self._path, self._busy_s, exc) from exc
 
-    # The reads' hooks (`crawlq.store.reads.SqlReader`).
+    # The reads' hooks (`crawlq.store.sql.reads.SqlReader`).
 
     async def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         """One chunk of a keyset stream: one short autocommit query on the store thread."""
