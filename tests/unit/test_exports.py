@@ -35,7 +35,8 @@ USERS = ("src", "tests", "examples", "bench")  # where an import from a crawlq m
 PUBLIC: dict[str, str] = {
     "crawlq": "__version__",
     "crawlq.celery": "CrawlqTask CrawlqTasks app install make_app scrape scrape_many",
-    "crawlq.celery.state": (
+    "crawlq.celery.runtime": "",
+    "crawlq.celery.runtime.state": (
         "CeleryState Counts ENGINE_FIELD Grant Heartbeat REFUSED_DEAD REFUSED_RESEND "
         "REFUSED_SETTLED RUN_PREFIX RefusedDead TAKE_DUPLICATE TAKE_RUN TAKE_UNSEEN TaskState "
         "process_id"

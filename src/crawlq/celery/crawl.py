@@ -11,7 +11,7 @@ A worker that refuses the job (its store, spider or a setting differs) is report
 about a second, and the URLs it refused too often are stored as ``worker_refused`` dead
 letters (`crawlq.celery.refused`). The summary's items, drops, links not followed and
 retries of this run are the job's run counters that the workers' settles added in Redis
-(`crawlq.celery.results.outcome_counts`), read at the start and at the end; its pages, the
+(`crawlq.celery.runtime.writes.outcome_counts`), read at the start and at the end; its pages, the
 store's gain. Stopping the local worker is bounded
 (`crawlq.celery.local_worker`); the broker checks are `crawlq.celery.broker`.
 """
@@ -33,14 +33,14 @@ from crawlq.celery.broker import (
     error_detail,
     queued_tasks,
 )
-from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
 from crawlq.celery.local_worker import LocalWorker
 from crawlq.celery.refused import RefusalWatch
-from crawlq.celery.results import run_counters
-from crawlq.celery.runtime import unsupported
-from crawlq.celery.state import CeleryState, Counts
+from crawlq.celery.runtime.config import clamp_priority, dedup_redis_url, visibility_timeout_s
+from crawlq.celery.runtime.jobs import unsupported
+from crawlq.celery.runtime.state import CeleryState, Counts
+from crawlq.celery.runtime.wire import Entry
+from crawlq.celery.runtime.writes import run_counters
 from crawlq.celery.tasks import make_app
-from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
 from crawlq.engine.multiprocess import counted_since
 from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
@@ -73,7 +73,7 @@ def celery_settings(settings: Settings) -> Settings:
 
     Raises:
         ConfigError: No broker, no Redis for the state (see
-            `crawlq.celery.config.dedup_redis_url`), or a setting the Celery engine does not
+            `crawlq.celery.runtime.config.dedup_redis_url`), or a setting the Celery engine does not
             support (``max_pages``, ``warc_dir``, ``bloom_capacity``).
     """
     if not settings.broker_url:

@@ -1,7 +1,7 @@
 """Running a Celery task's URLs in a worker, and sending them again when a backend is down.
 
 `deliver` checks the task's job name (untrusted: a bad one drops the task with a log line),
-runs its entries on this thread's runtime (`crawlq.celery.runtime.Runtimes`), and when Redis,
+runs its entries on this thread's runtime (`crawlq.celery.runtime.jobs.Runtimes`), and when Redis,
 the store or the worker's configuration fails (not the URLs' fault: nothing was settled) sends
 them again as a new task after `crawlq.engine.outage.celery_resend_delay_s`, with no attempt
 counted. When the broker cannot take them either (often the same Redis), it runs them again
@@ -10,7 +10,7 @@ seconds. A task of a job that is gone (`JobGone`) is dropped: running it would r
 fragment of the lost job.
 
 A Redis at its ``maxmemory`` does not send a task back: the runtime runs it, refusing only
-its new links (`crawlq.celery.runtime`). A `FrontierFull` that still reaches `deliver` comes
+its new links (`crawlq.celery.runtime.jobs`). A `FrontierFull` that still reaches `deliver` comes
 from a step that must grow memory before anything was settled (creating a job nobody
 seeded): the task is sent again, as for an outage, until Redis has room.
 
@@ -30,11 +30,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from crawlq.celery.config import clamp_priority
-from crawlq.celery.runtime import Runtimes
-from crawlq.celery.state import REFUSED_DEAD, REFUSED_RESEND, process_id
-from crawlq.celery.task_results import TaskResult, dropped, duplicate, refused, worker_refused
-from crawlq.celery.wire import Entry, Publish
+from crawlq.celery.runtime.config import clamp_priority
+from crawlq.celery.runtime.jobs import Runtimes
+from crawlq.celery.runtime.state import REFUSED_DEAD, REFUSED_RESEND, process_id
+from crawlq.celery.runtime.task_results import (
+    TaskResult,
+    dropped,
+    duplicate,
+    refused,
+    worker_refused,
+)
+from crawlq.celery.runtime.wire import Entry, Publish
 from crawlq.engine.outage import CELERY_BROKER_DOWN_CAP_S, celery_resend_delay_s, outage_wait_s
 from crawlq.errors import ConfigError, FrontierFull, FrontierUnavailable, JobGone, StoreUnavailable
 from crawlq.settings import check_job_name
@@ -71,7 +77,7 @@ def deliver(
         send: Sends entries as a new task: ``(job, entries, priority, countdown seconds)``.
 
     Returns:
-        One result per entry (`crawlq.celery.task_results`).
+        One result per entry (`crawlq.celery.runtime.task_results`).
 
     Raises:
         Exception: The broker could not take the entries back for `OUTAGE_GIVE_UP_S`

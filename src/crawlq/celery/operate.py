@@ -1,7 +1,7 @@
 """``crawlq inspect`` and ``crawlq dead list|replay`` for a job run by the Celery engine.
 
-The Celery engine keeps less state than the native frontier (`crawlq.celery.state`): a URL is
-*pending* from its admission until its outcome is stored, and Redis knows who admitted it,
+The Celery engine keeps less state than the native frontier (`crawlq.celery.runtime.state`): a
+URL is *pending* from its admission until its outcome is stored, and Redis knows who admitted it,
 when its task is due and which worker's task runs it now; the broker holds the task itself.
 So a story here tells:
 
@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from crawlq.celery.config import clamp_priority
-from crawlq.celery.state import CeleryState
-from crawlq.celery.wire import Entry
+from crawlq.celery.runtime.config import clamp_priority
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.wire import Entry
 from crawlq.engine.dead import DeadRow, ReplayReport
 from crawlq.engine.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.errors import BrokerUnavailable

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
-from crawlq.celery.state import CeleryState, RefusedDead
+from crawlq.celery.runtime.state import CeleryState, RefusedDead
 from crawlq.engine.outcome import stored_job
 from crawlq.records import DeadRecord
 from crawlq.settings import Settings

@@ -6,13 +6,13 @@ Tasks (JSON arguments only):
   (default: the ``job`` setting, else ``"celery"``). ``scrape.delay(url)``;
   ``scrape.apply_async(args=[url], priority=9)`` runs before priority 0 on every broker.
 * ``crawlq.scrape_many(job, entries)``: several URLs (what the engine sends for discovered
-  links, retries and politeness re-schedules; see `crawlq.celery.wire.Entry`).
+  links, retries and politeness re-schedules; see `crawlq.celery.runtime.wire.Entry`).
 
-Both run `crawlq.celery.runtime.JobRuntime.run` through `crawlq.celery.delivery.deliver` (which
+Both run `crawlq.celery.runtime.jobs.JobRuntime.run` through `crawlq.celery.delivery.deliver` (which
 sends a task again when a backend is down); pages, items and dead letters go to the job's
 store. ``scrape`` returns a small dict of what happened to its URL
-(`crawlq.celery.task_results`), kept in the app's result backend (`make_app`: the job's Redis,
-for ``celery_result_expires_s``); ``scrape_many`` returns nothing. A worker's metrics:
+(`crawlq.celery.runtime.task_results`), kept in the app's result backend (`make_app`: the
+job's Redis, for ``celery_result_expires_s``); ``scrape_many`` returns nothing. A worker's metrics:
 `crawlq.celery.worker_metrics`.
 """
 
@@ -25,17 +25,17 @@ from typing import Any
 
 from celery import Celery, Task, signals
 
-from crawlq.celery.config import (
+from crawlq.celery.delivery import deliver
+from crawlq.celery.runtime.config import (
     broker_priority,
     celery_config,
     clamp_priority,
     patch_kombu_redis_restore,
     task_queue,
 )
-from crawlq.celery.delivery import deliver
-from crawlq.celery.runtime import Runtimes
-from crawlq.celery.task_results import TaskResult, dropped
-from crawlq.celery.wire import MAX_ENTRY_CHARS, Entry, parse_entries
+from crawlq.celery.runtime.jobs import Runtimes
+from crawlq.celery.runtime.task_results import TaskResult, dropped
+from crawlq.celery.runtime.wire import MAX_ENTRY_CHARS, Entry, parse_entries
 from crawlq.celery.worker_metrics import serve_worker_metrics
 from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
@@ -55,7 +55,7 @@ SCRAPE_MANY = "crawlq.scrape_many"
 class CrawlqTask(Task):  # type: ignore[misc]  # celery ships no type information
     """Base of crawlq's tasks: ``priority`` is crawlq's (0..9, higher sooner) on any broker.
 
-    `apply_async` turns it into the broker's own scale (`crawlq.celery.config`); a task sent
+    `apply_async` turns it into the broker's own scale (`crawlq.celery.runtime.config`); a task sent
     with no priority gets 0, the lowest.
     """
 
@@ -102,7 +102,7 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
     routed to it; the tasks themselves use JSON and late acknowledgement whatever the app's
     defaults. Start workers on that queue (``celery -A yourapp worker -Q crawlq``). For
     priorities on a Redis broker the app also needs ``broker_transport_options``
-    ``priority_steps = list(range(10))`` (`crawlq.celery.config.celery_config` has them).
+    ``priority_steps = list(range(10))`` (`crawlq.celery.runtime.config.celery_config` has them).
 
     Args:
         app: The Celery app.
@@ -157,7 +157,7 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
         """Crawl ``url`` (a seed of ``job``) and the links it leads to; say what happened.
 
         Returns:
-            The URL's result (`crawlq.celery.task_results`), kept in the app's result
+            The URL's result (`crawlq.celery.runtime.task_results`), kept in the app's result
             backend for ``celery_result_expires_s``.
         """
         try:

@@ -251,7 +251,7 @@ class Settings:
     """Seconds before an unacked task or lease returns to the queue when nothing says its
     worker is alive; 0: 4 x ``timeout_s``. On the Redis frontier a worker's leases return
     sooner, once its heartbeat is stale (``worker_stale_s``): this only caps that hold. On a
-    Celery Redis broker it is the broker's visibility timeout (`crawlq.celery.config`)."""
+    Celery Redis broker it is the broker's visibility timeout (`crawlq.celery.runtime.config`)."""
 
     heartbeat_s: float = 5.0
     """Seconds between a worker's heartbeats: a native worker renews its leases with each one

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawlq.celery.state.core import SCRIPTS, StateCore
-from crawlq.celery.state.entries import owner_and_request
-from crawlq.celery.state.values import RUN_PREFIX, Counts, TaskState
+from crawlq.celery.runtime.state.core import SCRIPTS, StateCore
+from crawlq.celery.runtime.state.entries import owner_and_request
+from crawlq.celery.runtime.state.values import RUN_PREFIX, Counts, TaskState
 from crawlq.errors import JobGone
 from crawlq.frontier.redis.replies import reply_int, reply_text
 

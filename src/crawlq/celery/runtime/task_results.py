@@ -1,7 +1,7 @@
 """What a ``scrape`` task answers: one small dict per URL, whatever happened to it.
 
 ``scrape.delay(url).get(timeout=…)`` returns one of these (when the app has a result backend:
-`crawlq.celery.config.celery_config`). Each has ``url`` (as the task ran it, after the job's
+`crawlq.celery.runtime.config.celery_config`). Each has ``url`` (as the task ran it, after the job's
 URL rules), ``job`` and ``outcome``, plus what explains that outcome; never page content,
 which goes to the store:
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawlq.celery.wire import Entry
+from crawlq.celery.runtime.wire import Entry
 from crawlq.engine.outcome import Kind, Outcome
 
 __all__ = [

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crawlq.celery.state.core import StateCore
+from crawlq.celery.runtime.state.core import StateCore
 from crawlq.frontier.redis.refusals import (
     MAX_REFUSERS,
     Refusal,

@@ -13,7 +13,7 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
 * **A full Redis** (``maxmemory``, ``noeviction``): only ``admit`` is refused
   (`crawlq.errors.FrontierFull`): a task takes its pending URLs (``take``), runs and settles
   them, and the links its pages find are not followed, counted in ``frontier_full``
-  (`crawlq.celery.results`); so the job drains and its crawl ends.
+  (`crawlq.celery.runtime.writes`); so the job drains and its crawl ends.
 * **Done**: the crawl is finished when ``pending`` is empty: every admitted URL has a stored
   outcome (page, filtered or dead letter).
 * **Politeness** (``acquire``): a host's next-allowed time and its held slots (each with a
@@ -40,8 +40,8 @@ frontier's `crawlq.frontier.redis.scripts.Script`):
   `crawlq.frontier.redis.errors.call`, as for the frontier.
 
 Layout: `CeleryState` is assembled here from one mixin per concern over
-`crawlq.celery.state.core.StateCore` (connection, job id, error translation):
-`crawlq.celery.state.admission` (dedup, pending, replay, stale), `.runners` (tasks' runners,
+`crawlq.celery.runtime.state.core.StateCore` (connection, job id, error translation):
+`crawlq.celery.runtime.state.admission` (dedup, pending, replay, stale), `.runners` (tasks' runners,
 orphans), `.slots` (politeness), `.reads` (counts, live workers, inspect), `.refusals`
 (workers that refuse the job, and URLs refused too often: ``refuse.lua``); the values it
 answers with are in `.values`, entry decoding in `.entries`, and the process heartbeat in
@@ -52,24 +52,24 @@ This package is the only part of the Celery engine that imports redis.
 
 from __future__ import annotations
 
-from crawlq.celery.state.admission import (
+from crawlq.celery.runtime.state.admission import (
     TAKE_DUPLICATE,
     TAKE_RUN,
     TAKE_UNSEEN,
     AdmissionMixin,
 )
-from crawlq.celery.state.heartbeat import Heartbeat, process_id
-from crawlq.celery.state.reads import ReadsMixin
-from crawlq.celery.state.refusals import (
+from crawlq.celery.runtime.state.heartbeat import Heartbeat, process_id
+from crawlq.celery.runtime.state.reads import ReadsMixin
+from crawlq.celery.runtime.state.refusals import (
     REFUSED_DEAD,
     REFUSED_RESEND,
     REFUSED_SETTLED,
     RefusalsMixin,
     RefusedDead,
 )
-from crawlq.celery.state.runners import RunnersMixin
-from crawlq.celery.state.slots import SlotsMixin
-from crawlq.celery.state.values import ENGINE_FIELD, RUN_PREFIX, Counts, Grant, TaskState
+from crawlq.celery.runtime.state.runners import RunnersMixin
+from crawlq.celery.runtime.state.slots import SlotsMixin
+from crawlq.celery.runtime.state.values import ENGINE_FIELD, RUN_PREFIX, Counts, Grant, TaskState
 
 __all__ = [
     "ENGINE_FIELD",

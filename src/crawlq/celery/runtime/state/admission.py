@@ -7,7 +7,7 @@ pending URLs (``take.lua``).
 
 A Redis at its ``maxmemory`` refuses only `AdmissionMixin.admit` (new URLs:
 `crawlq.errors.FrontierFull`); taking, settling and rescheduling go on
-(`crawlq.celery.state.core.SCRIPTS`).
+(`crawlq.celery.runtime.state.core.SCRIPTS`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crawlq.celery.state.core import StateCore
-from crawlq.celery.state.entries import owner_and_request, packed_fingerprints
-from crawlq.celery.state.values import ENGINE_FIELD, RUN_PREFIX
+from crawlq.celery.runtime.state.core import StateCore
+from crawlq.celery.runtime.state.entries import owner_and_request, packed_fingerprints
+from crawlq.celery.runtime.state.values import ENGINE_FIELD, RUN_PREFIX
 from crawlq.errors import FrontierFull
 from crawlq.request import CrawlRequest
 
@@ -134,12 +134,13 @@ class AdmissionMixin(StateCore):
                 are cleared, as an ack does in the native frontier.
             frontier_full: Links of these pages that `admit` could not admit (Redis at its
                 ``maxmemory``): added to the job's ``frontier_full`` count
-                (`crawlq.celery.state.Counts`) if this call settles any URL, so a task run
+                (`crawlq.celery.runtime.state.Counts`) if this call settles any URL, so a task run
                 again after it settled counts them once.
             run_counts: One mapping per fingerprint of ``done`` then ``dead`` (or none): the
-                run counters of its outcome (`crawlq.celery.results.outcome_counts`), added to
-                the job's stats with the prefix `RUN_PREFIX` for each fingerprint that was
-                still pending (`crawlq.celery.state.reads.ReadsMixin.run_counts` reads them back).
+                run counters of its outcome
+                (`crawlq.celery.runtime.writes.outcome_counts`), added to the job's stats with
+                the prefix `RUN_PREFIX` for each fingerprint that was still pending
+                (`crawlq.celery.runtime.state.reads.ReadsMixin.run_counts` reads them back).
 
         Returns:
             How many were still pending.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from crawlq.celery.state.core import StateCore
-from crawlq.celery.state.entries import packed_fingerprints, pending_requests
+from crawlq.celery.runtime.state.core import StateCore
+from crawlq.celery.runtime.state.entries import packed_fingerprints, pending_requests
 from crawlq.request import CrawlRequest
 
 __all__ = ["RunnersMixin"]

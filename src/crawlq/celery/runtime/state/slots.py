@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crawlq.celery.state.core import StateCore
-from crawlq.celery.state.values import Grant
+from crawlq.celery.runtime.state.core import StateCore
+from crawlq.celery.runtime.state.values import Grant
 from crawlq.frontier.redis.jobs import PAUSE_POLL_MS
 from crawlq.rules.politeness import HostPolicy
 

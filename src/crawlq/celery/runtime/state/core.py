@@ -30,7 +30,7 @@ __all__ = ["SCRIPTS", "StateCore"]
 
 _T = TypeVar("_T")
 SCRIPTS = {
-    name: Script(name, "crawlq.celery")
+    name: Script(name, "crawlq.celery.runtime")
     for name in (
         "admit", "take", "settle", "acquire", "orphans", "start_task", "reschedule", "inspect",
         "replay", "refuse",
@@ -49,7 +49,7 @@ already sent run to their end; ``admit`` (new URLs), ``replay`` and ``refuse`` a
 class StateCore:
     """The connection, the job and its id, and the one way to run a command or a script.
 
-    Args: see `crawlq.celery.state.CeleryState`.
+    Args: see `crawlq.celery.runtime.state.CeleryState`.
     """
 
     def __init__(
