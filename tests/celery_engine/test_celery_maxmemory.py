@@ -24,8 +24,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from crawlq.celery.runtime.state import TAKE_DUPLICATE, TAKE_RUN, TAKE_UNSEEN, CeleryState
-from crawlq.celery.runtime.state.core import SCRIPTS
+from crawlq.celery.runtime.state import SCRIPTS, TAKE_DUPLICATE, TAKE_RUN, TAKE_UNSEEN, CeleryState
 from crawlq.clock import ManualClock
 from crawlq.errors import FrontierFull
 from crawlq.frontier.redis import Keyspace

@@ -36,11 +36,6 @@ PUBLIC: dict[str, str] = {
     "crawlq": "__version__",
     "crawlq.celery": "CrawlqTask CrawlqTasks app install make_app scrape scrape_many",
     "crawlq.celery.runtime": "",
-    "crawlq.celery.runtime.state": (
-        "CeleryState Counts ENGINE_FIELD Grant Heartbeat REFUSED_DEAD REFUSED_RESEND "
-        "REFUSED_SETTLED RUN_PREFIX RefusedDead TAKE_DUPLICATE TAKE_RUN TAKE_UNSEEN TaskState "
-        "process_id"
-    ),
     "crawlq.cli": "main",
     "crawlq.dashboard": "Dashboard Lookup lookup make_app serve",
     "crawlq.engine": "Crawl CrawlReport Deps Kind Outcome Progress Worker WorkerCounters process",

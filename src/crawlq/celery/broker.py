@@ -12,7 +12,8 @@ import logging
 import time
 from typing import Any
 
-from crawlq.celery.runtime.state import CeleryState, Counts
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.state_values import Counts
 from crawlq.celery.tasks import make_app
 from crawlq.errors import BrokerUnavailable
 from crawlq.settings import Settings

@@ -37,7 +37,8 @@ from crawlq.celery.local_worker import LocalWorker
 from crawlq.celery.refused import RefusalWatch
 from crawlq.celery.runtime.config import clamp_priority, dedup_redis_url, visibility_timeout_s
 from crawlq.celery.runtime.jobs import unsupported
-from crawlq.celery.runtime.state import CeleryState, Counts
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.state_values import Counts
 from crawlq.celery.runtime.wire import Entry
 from crawlq.celery.runtime.writes import run_counters
 from crawlq.celery.tasks import make_app

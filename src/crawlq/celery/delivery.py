@@ -31,8 +31,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from crawlq.celery.runtime.config import clamp_priority
+from crawlq.celery.runtime.heartbeat import process_id
 from crawlq.celery.runtime.jobs import Runtimes
-from crawlq.celery.runtime.state import REFUSED_DEAD, REFUSED_RESEND, process_id
+from crawlq.celery.runtime.refusals import REFUSED_DEAD, REFUSED_RESEND
 from crawlq.celery.runtime.task_results import (
     TaskResult,
     dropped,

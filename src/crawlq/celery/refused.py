@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import time
 
-from crawlq.celery.runtime.state import CeleryState, RefusedDead
+from crawlq.celery.runtime.refusals import Refusals, RefusedDead
+from crawlq.celery.runtime.state import CeleryState
 from crawlq.engine.outcome import stored_job
 from crawlq.records import DeadRecord
 from crawlq.settings import Settings
@@ -55,6 +56,7 @@ class RefusalWatch:
 
     def __init__(self, state: CeleryState, store: Store, settings: Settings) -> None:
         self.state = state
+        self.refusals = Refusals(state)
         self.store = store
         self.settings = settings
         self.since_ms = state.clock.wall_ms() - SINCE_SLACK_MS
@@ -70,7 +72,7 @@ class RefusalWatch:
         if not now and time.monotonic() < self._next:
             return
         self._next = time.monotonic() + EVERY_S
-        for r in await self.state.refusals():
+        for r in await self.refusals.refusals():
             key = (r.worker, r.reason)
             if r.at_ms < self.since_ms or key in self._shown:
                 continue
@@ -96,10 +98,10 @@ class RefusalWatch:
         """
         written = 0
         while True:
-            found = await self.state.refused_dead()
+            found = await self.refusals.refused_dead()
             if not found:
                 return written
             records = [dead_record(f, self.state.job) for f in found]
             await self.store.write(ResultBatch(dead=records, job=stored_job(self.settings)))
-            await self.state.forget_refused_dead([f.fingerprint for f in found])
+            await self.refusals.forget_refused_dead([f.fingerprint for f in found])
             written += len(found)

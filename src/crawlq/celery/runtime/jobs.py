@@ -34,8 +34,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from crawlq.celery.runtime.config import dedup_redis_url
+from crawlq.celery.runtime.heartbeat import Heartbeat, process_id
 from crawlq.celery.runtime.host_slots import HostSlots
-from crawlq.celery.runtime.state import TAKE_RUN, TAKE_UNSEEN, CeleryState, Heartbeat, process_id
+from crawlq.celery.runtime.refusals import Refusals
+from crawlq.celery.runtime.state import TAKE_RUN, TAKE_UNSEEN, CeleryState
 from crawlq.celery.runtime.task_results import (
     TaskResult,
     deferred,
@@ -296,12 +298,12 @@ class Runtimes:
         """Record in the job's Redis that this worker refuses ``job``, and why.
 
         `run` raised `ConfigError`; one refusal of each entry is counted too
-        (`CeleryState.refuse`).
+        (`crawlq.celery.runtime.refusals.Refusals.refuse`).
 
         Returns:
-            One verdict per entry (`crawlq.celery.runtime.state.REFUSED_RESEND`, ``REFUSED_DEAD``,
-            ``REFUSED_SETTLED``), or None when the refusal cannot be recorded: this worker
-            has no Redis for the job's state, or it does not answer (logged).
+            One verdict per entry (`crawlq.celery.runtime.refusals.REFUSED_RESEND`,
+            ``REFUSED_DEAD``, ``REFUSED_SETTLED``), or None when the refusal cannot be recorded:
+            this worker has no Redis for the job's state, or it does not answer (logged).
         """
         loop, _ = self._thread_state()
         try:
@@ -317,7 +319,9 @@ class Runtimes:
         try:
             refusal = Refusal(process_id(), reason, state.clock.wall_ms())
             requests = [e.request for e in entries]
-            return await state.refuse(refusal, requests, self.settings.celery_max_refusals)
+            return await Refusals(state).refuse(
+                refusal, requests, self.settings.celery_max_refusals
+            )
         finally:
             await state.close()
 
