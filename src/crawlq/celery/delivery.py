@@ -34,14 +34,15 @@ from crawlq.celery.runtime.config import clamp_priority
 from crawlq.celery.runtime.heartbeat import process_id
 from crawlq.celery.runtime.jobs import Runtimes
 from crawlq.celery.runtime.refusals import REFUSED_DEAD, REFUSED_RESEND
-from crawlq.celery.runtime.task_results import (
+from crawlq.celery.runtime.wire import (
+    Entry,
+    Publish,
     TaskResult,
     dropped,
     duplicate,
     refused,
     worker_refused,
 )
-from crawlq.celery.runtime.wire import Entry, Publish
 from crawlq.engine.outage import CELERY_BROKER_DOWN_CAP_S, celery_resend_delay_s, outage_wait_s
 from crawlq.errors import ConfigError, FrontierFull, FrontierUnavailable, JobGone, StoreUnavailable
 from crawlq.settings import check_job_name
@@ -78,7 +79,7 @@ def deliver(
         send: Sends entries as a new task: ``(job, entries, priority, countdown seconds)``.
 
     Returns:
-        One result per entry (`crawlq.celery.runtime.task_results`).
+        One result per entry (`crawlq.celery.runtime.wire`).
 
     Raises:
         Exception: The broker could not take the entries back for `OUTAGE_GIVE_UP_S`

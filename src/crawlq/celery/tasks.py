@@ -11,7 +11,7 @@ Tasks (JSON arguments only):
 Both run `crawlq.celery.runtime.jobs.JobRuntime.run` through `crawlq.celery.delivery.deliver` (which
 sends a task again when a backend is down); pages, items and dead letters go to the job's
 store. ``scrape`` returns a small dict of what happened to its URL
-(`crawlq.celery.runtime.task_results`), kept in the app's result backend (`make_app`: the
+(`crawlq.celery.runtime.wire`), kept in the app's result backend (`make_app`: the
 job's Redis, for ``celery_result_expires_s``); ``scrape_many`` returns nothing. A worker's metrics:
 `crawlq.celery.worker_metrics`.
 """
@@ -34,8 +34,7 @@ from crawlq.celery.runtime.config import (
     task_queue,
 )
 from crawlq.celery.runtime.jobs import Runtimes
-from crawlq.celery.runtime.task_results import TaskResult, dropped
-from crawlq.celery.runtime.wire import MAX_ENTRY_CHARS, Entry, parse_entries
+from crawlq.celery.runtime.wire import MAX_ENTRY_CHARS, Entry, TaskResult, dropped, parse_entries
 from crawlq.celery.worker_metrics import serve_worker_metrics
 from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
@@ -157,7 +156,7 @@ def install(app: Celery, settings: Settings | None = None) -> CrawlqTasks:
         """Crawl ``url`` (a seed of ``job``) and the links it leads to; say what happened.
 
         Returns:
-            The URL's result (`crawlq.celery.runtime.task_results`), kept in the app's result
+            The URL's result (`crawlq.celery.runtime.wire`), kept in the app's result
             backend for ``celery_result_expires_s``.
         """
         try:

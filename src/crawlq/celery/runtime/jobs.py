@@ -38,14 +38,15 @@ from crawlq.celery.runtime.heartbeat import Heartbeat, process_id
 from crawlq.celery.runtime.host_slots import HostSlots
 from crawlq.celery.runtime.refusals import Refusals
 from crawlq.celery.runtime.state import TAKE_RUN, TAKE_UNSEEN, CeleryState
-from crawlq.celery.runtime.task_results import (
+from crawlq.celery.runtime.wire import (
+    Entry,
+    Publish,
     TaskResult,
     deferred,
     dropped,
     duplicate,
     outcome_result,
 )
-from crawlq.celery.runtime.wire import Entry, Publish
 from crawlq.celery.runtime.writes import write_outcomes
 from crawlq.engine.deps import Deps
 from crawlq.engine.job import bind_job
@@ -153,7 +154,7 @@ class JobRuntime:
         """Run one task's URLs to their outcomes and write them (module docstring).
 
         Returns:
-            One result per entry, in order (`crawlq.celery.runtime.task_results`).
+            One result per entry, in order (`crawlq.celery.runtime.wire`).
 
         Raises:
             FrontierUnavailable, StoreUnavailable: Redis or the store is down; nothing of this
