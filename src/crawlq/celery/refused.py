@@ -1,12 +1,11 @@
 """What ``crawl --engine celery`` does about workers that refuse its job.
 
-A worker whose store, spider or a job setting differs from the job's refuses the job's tasks
-and records why in the job's Redis (`crawlq.celery.delivery`). `RefusalWatch` is the waiting
-crawl's side: every `EVERY_S` it prints each new refusal once per worker and reason ("worker
-W refuses job J: …; start workers with …"), and writes the URLs dead-lettered
-``worker_refused`` (refused ``celery_max_refusals`` times) to the job's store, which the
-refusing worker could not (it refuses that store), so the crawl ends with them counted as
-dead letters.
+A worker whose store, spider or a job setting differs from the job's refuses the job's tasks and
+records why in the job's Redis (`crawlq.celery.tasks.deliver`). `RefusalWatch` is the waiting
+crawl's side: every `EVERY_S` it prints each new refusal once per worker and reason ("worker W
+refuses job J: …; start workers with …"), and writes the URLs dead-lettered ``worker_refused``
+(refused ``celery_max_refusals`` times) to the job's store, which the refusing worker could not
+(it refuses that store), so the crawl ends with them counted as dead letters.
 """
 
 from __future__ import annotations

@@ -387,7 +387,7 @@ class Settings:
     celery_max_refusals: int = 5
     """Celery engine, per worker: a URL whose task workers refused this many times (their
     store, spider or a setting differs from the job's) is dead-lettered ``worker_refused``
-    instead of being sent again (see `crawlq.celery.delivery`)."""
+    instead of being sent again (see `crawlq.celery.tasks.deliver`)."""
 
     celery_result_expires_s: float = 3600.0
     """Celery engine: seconds a ``scrape`` task's result (a small dict of its outcome) is kept
