@@ -12,7 +12,7 @@ with the prefork pool and ``--concurrency 2`` (this machine has 2 cores).
 * **noop**: ``--tasks`` tasks that do nothing but count themselves (one Redis INCR, to know
   when all ran), published by this process while the worker consumes them. Twice: with
   Celery's defaults (JSON, prefetch 4, early ack) and with crawlq's configuration
-  (`crawlq.celery.config`: late ack, prefetch 1, 10 priority steps). tasks/s is the ceiling
+  (`crawlq.celery.runtime.config`: late ack, prefetch 1, 10 priority steps). tasks/s is the ceiling
   of any one-task-per-URL crawler on this machine.
 * **tutorial**: the crawler of a Celery tutorial: a ``crawl(url)`` task fetching with urllib,
   finding links with ``html.parser``, ``SADD`` dedup in Redis and ``.delay()`` per new link,
@@ -68,7 +68,7 @@ app.conf.update(
     task_default_queue=PREFIX,
 )
 if MODE == "crawlq":
-    from crawlq.celery.config import celery_config
+    from crawlq.celery.runtime.config import celery_config
     from crawlq.settings import Settings
 
     app.conf.update(
@@ -220,7 +220,7 @@ def _fresh_app(prefix: str, mode: str) -> Celery:
     producer.conf.update(app.conf)
     producer.conf.task_default_queue = prefix
     if mode == "crawlq":
-        from crawlq.celery.config import celery_config
+        from crawlq.celery.runtime.config import celery_config
         from crawlq.settings import Settings
 
         cli = {"broker_url": BROKER, "celery_queue": prefix}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.celery.state import CeleryState
+from crawlq.celery.runtime.state import CeleryState
 from crawlq.clock import ManualClock
 from crawlq.request import CrawlRequest
 from crawlq.testing.fault_server import make_fault_app

@@ -24,8 +24,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from crawlq.celery.state import TAKE_DUPLICATE, TAKE_RUN, TAKE_UNSEEN, CeleryState
-from crawlq.celery.state.core import SCRIPTS
+from crawlq.celery.runtime.state import SCRIPTS, TAKE_DUPLICATE, TAKE_RUN, TAKE_UNSEEN, CeleryState
 from crawlq.clock import ManualClock
 from crawlq.errors import FrontierFull
 from crawlq.frontier.redis import Keyspace
@@ -70,7 +69,7 @@ def test_the_draining_scripts_run_at_maxmemory_and_admit_does_not() -> None:
     assert allowed == draining
     for name in allowed:  # Redis reads script flags from the first line only
         assert SCRIPTS[name].source.startswith("#!lua flags=allow-oom\n"), name
-    assert Script("heartbeat", "crawlq.celery").allows_oom
+    assert Script("heartbeat", "crawlq.celery.runtime").allows_oom
 
 
 async def test_a_full_redis_runs_the_tasks_already_sent_and_refuses_new_urls(
@@ -96,7 +95,7 @@ async def test_a_full_redis_runs_the_tasks_already_sent_and_refuses_new_urls(
     await state.reschedule([c.fingerprint], 30.0)
     await state.add_delayed(1)
     assert (await state.counts()).delayed == 1
-    beat = Script("heartbeat", "crawlq.celery")
+    beat = Script("heartbeat", "crawlq.celery.runtime")
     assert await beat.run(client, [k.job_info, k.workers], ["host-2:9", 1]) == 1
 
     assert await state.settle([a.fingerprint], [b.fingerprint], ["a.test"], frontier_full=4) == 2

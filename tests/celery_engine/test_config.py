@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from crawlq.celery.config import (
+from crawlq.celery.crawl import celery_settings
+from crawlq.celery.runtime.config import (
     broker_priority,
     celery_config,
     clamp_priority,
     dedup_redis_url,
     visibility_timeout_s,
 )
-from crawlq.celery.crawl import celery_settings
-from crawlq.celery.wire import Entry, parse_entries
+from crawlq.celery.runtime.wire import Entry, parse_entries
 from crawlq.errors import ConfigError
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
@@ -149,7 +149,7 @@ def test_garbage_task_arguments_never_raise_out_of_the_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from crawlq.celery import make_app
-    from crawlq.celery.runtime import Runtimes
+    from crawlq.celery.runtime.jobs import Runtimes
 
     def no_runtime(*args: object) -> None:
         raise AssertionError(f"a garbage task reached the runtime: {args!r:.200}")

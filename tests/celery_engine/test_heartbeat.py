@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis
 
-from crawlq.celery.state import Heartbeat, process_id
+from crawlq.celery.runtime.heartbeat import Heartbeat, process_id
 from crawlq.frontier.redis import Keyspace
 from tests.conftest import run_crawlq
 

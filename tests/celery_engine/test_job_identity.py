@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from crawlq.celery.state import CeleryState
+from crawlq.celery.runtime.state import CeleryState
 from crawlq.errors import JobGone
 from crawlq.frontier.redis import Keyspace
 from crawlq.request import CrawlRequest

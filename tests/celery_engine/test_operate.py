@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from crawlq.celery.state import CeleryState
+from crawlq.celery.runtime.state import CeleryState
 from crawlq.engine.job import bind_job
 from crawlq.records import DeadRecord, FilteredRecord, PageRecord
 from crawlq.request import CrawlRequest

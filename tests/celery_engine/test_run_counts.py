@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from crawlq.celery.results import outcome_counts, run_counters, write_outcomes
-from crawlq.celery.state import CeleryState
-from crawlq.celery.wire import Entry
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.wire import Entry
+from crawlq.celery.runtime.writes import outcome_counts, run_counters, write_outcomes
 from crawlq.engine.outcome import Kind, Outcome, dead_outcome
 from crawlq.engine.worker import WorkerCounters
 from crawlq.frontier.redis import Keyspace

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from crawlq.celery.state import CeleryState
+from crawlq.celery.runtime.state import CeleryState
 from crawlq.engine.job import bind_job
 from crawlq.records import PageRecord
 from crawlq.request import CrawlRequest

@@ -187,7 +187,7 @@ def test_a_celery_job_is_paused_at_its_politeness_slot(redis_url: str, job: str)
     """acquire.lua grants nothing while paused (a unit check of the script on real Redis)."""
     import asyncio
 
-    from crawlq.celery.state import CeleryState
+    from crawlq.celery.runtime.state import CeleryState
     from crawlq.frontier.redis.jobs import PAUSE_POLL_MS, JobAdmin
     from crawlq.rules.politeness import HostPolicy
 

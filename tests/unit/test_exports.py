@@ -35,11 +35,7 @@ USERS = ("src", "tests", "examples", "bench")  # where an import from a crawlq m
 PUBLIC: dict[str, str] = {
     "crawlq": "__version__",
     "crawlq.celery": "CrawlqTask CrawlqTasks app install make_app scrape scrape_many",
-    "crawlq.celery.state": (
-        "CeleryState Counts ENGINE_FIELD Grant Heartbeat REFUSED_DEAD REFUSED_RESEND "
-        "REFUSED_SETTLED RUN_PREFIX RefusedDead TAKE_DUPLICATE TAKE_RUN TAKE_UNSEEN TaskState "
-        "process_id"
-    ),
+    "crawlq.celery.runtime": "",
     "crawlq.cli": "main",
     "crawlq.dashboard": "Dashboard Lookup lookup make_app serve",
     "crawlq.engine": "Crawl CrawlReport Deps Kind Outcome Progress Worker WorkerCounters process",

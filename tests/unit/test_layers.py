@@ -13,19 +13,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "crawlq"
 LAYERS: dict[str, int] = {
     "cli": 5,
     "dashboard": 5,
-    "celery": 5,  # the package re-exports the app
-    "celery.tasks": 5,
-    "celery.crawl": 5,
-    "celery.broker": 5,
-    "celery.local_worker": 5,
-    "celery.runtime": 4,
-    "celery.wire": 4,
-    "celery.host_slots": 4,
-    "celery.results": 4,
-    "celery.task_results": 4,
-    "celery.refused": 4,
-    "celery.state": 4,
-    "celery.config": 4,
+    "celery": 5,  # the package re-exports the app; its entry points (tasks, crawl, workers)
+    "celery.runtime": 4,  # what a task does in a worker, with no Celery in it
     "engine": 4,
     "testing": 4,  # loopback servers: `crawlq serve` and the tests use them
     "spider": 3,

@@ -10,12 +10,12 @@ nobody seeded with ``crawlq crawl --engine celery`` the job-level settings (``CR
 
 The ready ``app`` (and its ``scrape`` and ``scrape_many``) is built from the environment on
 first use, not at import: importing this package (or a module in it, such as
-`crawlq.celery.state`) reads no settings, imports no Celery and configures nothing.
+`crawlq.celery.runtime.state`) reads no settings, imports no Celery and configures nothing.
 
 With an app of your own: ``from crawlq.celery import install; tasks = install(app)`` (see
 `install`), or build one with `make_app`. The tasks: `crawlq.celery.tasks`; configuration and
-priorities: `crawlq.celery.config`; what a task does: `crawlq.celery.runtime`. Only this
-package imports celery.
+priorities: `crawlq.celery.runtime.config`; what a task does: `crawlq.celery.runtime.jobs`.
+Only this package imports celery.
 """
 
 from __future__ import annotations

@@ -7,13 +7,26 @@ dead-letter record in the store). By default it starts no worker: run ``celery -
 worker`` where you like. With ``processes`` it also starts one local Celery worker with that
 many pool processes, and stops it at the end.
 
-A worker that refuses the job (its store, spider or a setting differs) is reported within
-about a second, and the URLs it refused too often are stored as ``worker_refused`` dead
-letters (`crawlq.celery.refused`). The summary's items, drops, links not followed and
-retries of this run are the job's run counters that the workers' settles added in Redis
-(`crawlq.celery.results.outcome_counts`), read at the start and at the end; its pages, the
-store's gain. Stopping the local worker is bounded
-(`crawlq.celery.local_worker`); the broker checks are `crawlq.celery.broker`.
+A worker that refuses the job (its store, spider or a setting differs) is reported within about
+a second, and the URLs it refused too often are stored as ``worker_refused`` dead letters
+(`RefusalWatch`). The summary's items, drops, links not followed and retries of this run are the
+job's run counters that the workers' settles added in Redis
+(`crawlq.celery.runtime.writes.outcome_counts`), read at the start and at the end; its pages,
+the store's gain. Stopping the local worker is bounded (`crawlq.celery.local_worker`); the
+broker checks and the refusals' watch follow.
+
+**The broker** as the crawl sees it: a wrong broker URL or login fails before anything is seeded
+(`check_broker`); the tasks waiting in the job's queue are counted (`queued_tasks`); and a crawl
+whose tasks no worker takes says so once (`NoWorkerWatch`). Broker URLs are shown without their
+user and password (`broker_name`).
+
+**Workers that refuse the job**: a worker whose store, spider or a job setting differs from the
+job's refuses the job's tasks and records why in the job's Redis
+(`crawlq.celery.tasks.deliver`). `RefusalWatch` is the waiting crawl's side: every
+`REFUSALS_EVERY_S` it prints each new refusal once per worker and reason ("worker W refuses job
+J: …; start workers with …"), and writes the URLs dead-lettered ``worker_refused`` (refused
+``celery_max_refusals`` times) to the job's store, which the refusing worker could not (it
+refuses that store), so the crawl ends with them counted as dead letters.
 """
 
 from __future__ import annotations
@@ -26,34 +39,43 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from crawlq.celery.broker import (
-    NoWorkerWatch,
-    broker_name,
-    check_broker,
-    error_detail,
-    queued_tasks,
-)
-from crawlq.celery.config import clamp_priority, dedup_redis_url, visibility_timeout_s
 from crawlq.celery.local_worker import LocalWorker
-from crawlq.celery.refused import RefusalWatch
-from crawlq.celery.results import run_counters
-from crawlq.celery.runtime import unsupported
-from crawlq.celery.state import CeleryState, Counts
+from crawlq.celery.runtime.config import clamp_priority, dedup_redis_url, visibility_timeout_s
+from crawlq.celery.runtime.jobs import unsupported
+from crawlq.celery.runtime.refusals import Refusals, RefusedDead
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.state_values import Counts
+from crawlq.celery.runtime.wire import Entry
+from crawlq.celery.runtime.writes import run_counters
 from crawlq.celery.tasks import make_app
-from crawlq.celery.wire import Entry
 from crawlq.engine.backends import open_backends
 from crawlq.engine.multiprocess import counted_since
 from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
+from crawlq.engine.outcome import stored_job
 from crawlq.engine.progress import CrawlReport, Progress, job_counts
 from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
+from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
-from crawlq.store import Store, StoreCounts
+from crawlq.store import ResultBatch, Store, StoreCounts
 from crawlq.urls import UrlRules
 
-__all__ = ["CeleryCrawl", "celery_settings"]
+__all__ = [
+    "NO_WORKER_WARN_S",
+    "REFUSALS_EVERY_S",
+    "REFUSED_REASON",
+    "CeleryCrawl",
+    "NoWorkerWatch",
+    "RefusalWatch",
+    "broker_name",
+    "celery_settings",
+    "check_broker",
+    "dead_record",
+    "error_detail",
+    "queued_tasks",
+]
 
 POLL_S = 0.2
 """Seconds between two looks at the job's counters."""
@@ -73,7 +95,7 @@ def celery_settings(settings: Settings) -> Settings:
 
     Raises:
         ConfigError: No broker, no Redis for the state (see
-            `crawlq.celery.config.dedup_redis_url`), or a setting the Celery engine does not
+            `crawlq.celery.runtime.config.dedup_redis_url`), or a setting the Celery engine does not
             support (``max_pages``, ``warc_dir``, ``bloom_capacity``).
     """
     if not settings.broker_url:
@@ -334,3 +356,201 @@ def _stats(counts: Counts) -> FrontierStats:
         over_budget=counts.over_budget,
         frontier_full=counts.frontier_full,
     )
+
+
+# -- the broker as the crawl sees it ------------------------------------------------------------
+
+NO_WORKER_WARN_S = 10.0
+"""Seconds after which a crawl whose tasks no worker takes says so (once): no URL settled,
+no worker heartbeat for the job, and tasks waiting in the broker's queue."""
+
+
+class NoWorkerWatch:
+    """Says once, after `NO_WORKER_WARN_S`, that no Celery worker takes the job's tasks.
+
+    Without it, ``crawl --engine celery`` with no worker consuming its queue (none started,
+    or one listening to another queue or broker) would wait silently forever. Once workers
+    show up, it says so too.
+    """
+
+    def __init__(self, started_s: float) -> None:
+        self.started_s = started_s
+        self.settled: int | None = None
+        self.warned = False
+
+    async def look(self, settings: Settings, app: Any, state: CeleryState, counts: Counts) -> None:
+        """Check, at most every poll; logs a warning (or, after one, the recovery) once.
+
+        Args:
+            settings: The job's settings (its broker, queue and ``worker_stale_s``).
+            app: The command's Celery app (to count the queue's tasks).
+            state: The job's Redis state (the workers' heartbeats).
+            counts: The job's counts now.
+        """
+        settled = counts.done + counts.dead
+        if self.settled is None:
+            self.settled = settled
+        if self.warned:
+            if settled > self.settled:
+                logger.warning("a Celery worker is taking the job's tasks now")
+                self.warned = False
+                self.started_s = time.monotonic()
+                self.settled = settled
+            return
+        if settled > self.settled:  # work is done: someone consumes
+            self.started_s, self.settled = time.monotonic(), settled
+            return
+        if time.monotonic() - self.started_s < NO_WORKER_WARN_S:
+            return
+        self.started_s = time.monotonic()  # look again one period later
+        if await state.live_workers(settings.worker_stale_s) > 0:
+            return
+        waiting = queued_tasks(app, settings)
+        if waiting == 0:
+            return
+        s = settings
+        logger.warning(
+            "no Celery worker has taken a task of job %s for %.0fs: %d tasks wait in queue %r "
+            "on %s. Start workers: CRAWLQ_BROKER_URL=%s celery -A crawlq.celery worker -Q %s "
+            "(or re-run this command with --processes P to start one here)",
+            s.job,
+            NO_WORKER_WARN_S,
+            waiting,
+            s.celery_queue,
+            broker_name(s),
+            broker_name(s),
+            s.celery_queue,
+        )
+        self.warned = True
+
+
+def broker_name(settings: Settings) -> str:
+    """The broker URL without its user and password."""
+    url = settings.broker_url or "?"
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else url
+
+
+def error_detail(exc: BaseException) -> str:
+    """A broker client's error on one line, at most 300 characters, its type named."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+def check_broker(settings: Settings) -> None:
+    """Connect to the broker once, so a wrong URL or login fails before anything is seeded.
+
+    Raises:
+        BrokerUnavailable: The broker cannot be reached or refused the login.
+    """
+    app = make_app(settings)
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=5)
+    except Exception as exc:  # kombu OperationalError, amqp AccessRefused, OSError...
+        raise BrokerUnavailable(broker_name(settings), error_detail(exc)) from exc
+    finally:
+        app.close()
+
+
+def queued_tasks(app: Any, settings: Settings) -> int:
+    """Tasks waiting in the broker's queue now (all priorities; 0 if it does not exist).
+
+    Raises:
+        BrokerUnavailable: The broker cannot be reached.
+    """
+    try:
+        with app.connection_for_read() as conn:
+            channel = conn.default_channel
+            try:
+                declared = channel.queue_declare(settings.celery_queue, passive=True)
+            except conn.connection_errors:
+                raise
+            except Exception:  # the broker says the queue does not exist (yet): none queued
+                return 0
+            return int(declared.message_count)
+    except Exception as exc:  # kombu/amqp/redis connection errors
+        raise BrokerUnavailable(broker_name(settings), error_detail(exc)) from exc
+
+
+# -- workers that refuse the job -----------------------------------------------------------------
+
+REFUSALS_EVERY_S = 1.0
+"""Seconds between two looks at the job's refusals."""
+
+REFUSED_REASON = "worker_refused"
+"""Dead-letter reason of a URL whose task workers refused ``celery_max_refusals`` times."""
+
+REFUSALS_SINCE_SLACK_MS = 5_000
+"""Refusals up to this long before the crawl started are shown too (clocks differ)."""
+
+
+def dead_record(found: RefusedDead, job: str) -> DeadRecord:
+    """The store's dead letter of a URL dead-lettered ``worker_refused``."""
+    req, r = found.request, found.refusal
+    detail = f"worker {r.worker} refuses job {job} ({found.refusals} refusals): {r.reason}"
+    return DeadRecord(
+        req.record_fingerprint, req.url, REFUSED_REASON, detail, 0, req.depth, r.at_ms / 1000,
+        req.referrer,
+    )  # fmt: skip
+
+
+class RefusalWatch:
+    """Print a job's refusals and store its ``worker_refused`` dead letters (module docstring).
+
+    Args:
+        state: The job's Redis state.
+        store: The job's store.
+        settings: The crawl's settings (``job``, ``frontier``).
+    """
+
+    def __init__(self, state: CeleryState, store: Store, settings: Settings) -> None:
+        self.state = state
+        self.refusals = Refusals(state)
+        self.store = store
+        self.settings = settings
+        self.since_ms = state.clock.wall_ms() - REFUSALS_SINCE_SLACK_MS
+        self._shown: set[tuple[str, str]] = set()
+        self._next = 0.0
+
+    async def look(self, *, now: bool = False) -> None:
+        """Every `REFUSALS_EVERY_S` (or ``now``): print new refusals, store refused dead letters.
+
+        Raises:
+            FrontierUnavailable, StoreError: Redis or the store failed (the caller waits).
+        """
+        if not now and time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + REFUSALS_EVERY_S
+        for r in await self.refusals.refusals():
+            key = (r.worker, r.reason)
+            if r.at_ms < self.since_ms or key in self._shown:
+                continue
+            self._shown.add(key)
+            logger.error(
+                "worker %s refuses job %s: %s; start workers with the job's settings "
+                "(`crawlq job settings %s`), or stop that worker: a URL it refuses %d times "
+                "is dead-lettered %s",
+                r.worker,
+                self.state.job,
+                r.reason,
+                self.state.job,
+                self.settings.celery_max_refusals,
+                REFUSED_REASON,
+            )
+        await self.store_dead()
+
+    async def store_dead(self) -> int:
+        """Write the ``worker_refused`` dead letters waiting in Redis to the store.
+
+        Returns:
+            How many were written.
+        """
+        written = 0
+        while True:
+            found = await self.refusals.refused_dead()
+            if not found:
+                return written
+            records = [dead_record(f, self.state.job) for f in found]
+            await self.store.write(ResultBatch(dead=records, job=stored_job(self.settings)))
+            await self.refusals.forget_refused_dead([f.fingerprint for f in found])
+            written += len(found)

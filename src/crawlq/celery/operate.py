@@ -1,7 +1,7 @@
 """``crawlq inspect`` and ``crawlq dead list|replay`` for a job run by the Celery engine.
 
-The Celery engine keeps less state than the native frontier (`crawlq.celery.state`): a URL is
-*pending* from its admission until its outcome is stored, and Redis knows who admitted it,
+The Celery engine keeps less state than the native frontier (`crawlq.celery.runtime.state`): a
+URL is *pending* from its admission until its outcome is stored, and Redis knows who admitted it,
 when its task is due and which worker's task runs it now; the broker holds the task itself.
 So a story here tells:
 
@@ -18,10 +18,10 @@ until ``crawl --engine celery`` sends it again.
 
 Dead letters are the store's (reason, detail, attempts, time, referrer); the request itself is
 kept in Redis (``dead_requests``) so that a replay sends it as it was. A replay makes each URL
-pending again (`CeleryState.replay`: once, and only if the job admitted it and it is not
-pending) and sends it as a task of its own; the job's scope is checked again as for the native
-engine. A dead letter of a job that predates ``dead_requests`` is sent as a GET of its URL
-with its depth and referrer (its callback, meta and priority were not kept).
+pending again (`crawlq.celery.runtime.inspection.Inspection.replay`: once, and only if the job
+admitted it and it is not pending) and sends it as a task of its own; the job's scope is checked
+again as for the native engine. A dead letter of a job that predates ``dead_requests`` is sent as a
+GET of its URL with its depth and referrer (its callback, meta and priority were not kept).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from crawlq.celery.config import clamp_priority
-from crawlq.celery.state import CeleryState
-from crawlq.celery.wire import Entry
+from crawlq.celery.runtime.config import clamp_priority
+from crawlq.celery.runtime.inspection import Inspection
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.wire import Entry
 from crawlq.engine.dead import DeadRow, ReplayReport
 from crawlq.engine.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.errors import BrokerUnavailable
@@ -64,7 +65,7 @@ async def celery_story(
     store_problem: str | None = None,
 ) -> UrlStory:
     """One URL's story from the Celery engine's state and the store (module docstring)."""
-    task = await state.inspect(keys.get_fingerprint)
+    task = await Inspection(state).inspect(keys.get_fingerprint)
     notes: list[str] = []
     if store_problem is not None:
         notes.append(f"the store was not read: {store_problem}")
@@ -124,7 +125,7 @@ async def celery_dead_rows(
 async def _not_pending(state: CeleryState, records: list[DeadRecord]) -> list[DeadRow]:
     if not records:
         return []
-    pending = await state.pending_of([r.fingerprint for r in records])
+    pending = await Inspection(state).pending_of([r.fingerprint for r in records])
     return [
         DeadRow(
             url=r.url,
@@ -178,7 +179,7 @@ async def replay_celery(
                 report.by_reason[reason] += 1
             report.replayed += len(batch)
         else:
-            flags = await state.replay([request for request, _ in batch])
+            flags = await Inspection(state).replay([request for request, _ in batch])
             chosen = [(r, why) for (r, why), ok in zip(batch, flags, strict=True) if ok]
             send([request for request, _ in chosen])
             for _, reason in chosen:
@@ -205,7 +206,7 @@ async def _admit(
     report: ReplayReport,
     batch: list[tuple[CrawlRequest, str]],
 ) -> None:
-    kept = await state.dead_requests([row.fingerprint for row in rows])
+    kept = await Inspection(state).dead_requests([row.fingerprint for row in rows])
     for row in rows:
         request = kept.get(row.fingerprint)
         if request is None:  # dead before crawlq kept the request: its URL, depth, referrer

@@ -27,7 +27,7 @@ from crawlq.settings import check_job_name
 from crawlq.store import Store, open_store
 
 if TYPE_CHECKING:
-    from crawlq.celery.state import CeleryState
+    from crawlq.celery.runtime.state import CeleryState
 
 __all__ = ["BadInput", "JobView", "open_view"]
 
@@ -161,7 +161,7 @@ async def _open_job(
         settings = await frontier.job_settings(None)
         celery = None
         if await frontier.job_engine() == "celery":
-            from crawlq.celery.state import CeleryState
+            from crawlq.celery.runtime.state import CeleryState
 
             celery = await CeleryState.open(url, job, expect_id=frontier.job_id)
         try:

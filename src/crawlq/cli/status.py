@@ -2,7 +2,7 @@
 
 A job run by the Celery engine (``crawlq crawl --engine celery``, ``scrape.delay``) has no
 native queues: its URLs wait in the broker, and Redis holds what is admitted and not settled
-yet (the ``pending`` hash, see `crawlq.celery.state`). For such a job the report says
+yet (the ``pending`` hash, see `crawlq.celery.runtime.state`). For such a job the report says
 ``"engine": "celery"`` and gives ``pending``; ``queued``, ``in_flight``, ``pages_per_s`` and
 ``workers`` are null (not known to Redis: ask ``celery inspect``); seen, done, dead, delayed
 (retries) and stored pages are the same counters as for a native job.

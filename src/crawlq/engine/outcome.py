@@ -1,7 +1,7 @@
 """How one leased URL ended (`Outcome`), and the records the store gets for a batch of them.
 
 Both engines settle what `crawlq.engine.step.process` returns: the native worker
-(`crawlq.engine.worker`) and the Celery runtime (`crawlq.celery.runtime`). What they share
+(`crawlq.engine.worker`) and the Celery runtime (`crawlq.celery.runtime.jobs`). What they share
 about outcomes lives here: the kinds (`Kind`), the store's records of a batch
 (`result_batch`: pages, items, dead letters, filtered records, and the job they count for,
 `stored_job`), and the dead letter of a URL

@@ -82,7 +82,7 @@ def crawl_domains(
     a native worker refuses to start (it would follow links to every host on the web,
     `Scope`'s meaning of none); the Celery engine, whose seeds may arrive one ``scrape``
     task at a time with no job settings, takes each page's own host as the seed host of the
-    links found on it (`crawlq.celery.runtime.JobRuntime`).
+    links found on it (`crawlq.celery.runtime.jobs.JobRuntime`).
 
     Returns:
         The domains (subdomains included, ports ignored, as `Scope` matches them), or ``()``.

@@ -310,7 +310,7 @@ class Settings:
     """Seconds before an unacked task or lease returns to the queue when nothing says its
     worker is alive; 0: 4 x ``timeout_s``. On the Redis frontier a worker's leases return
     sooner, once its heartbeat is stale (``worker_stale_s``): this only caps that hold. On a
-    Celery Redis broker it is the broker's visibility timeout (`crawlq.celery.config`)."""
+    Celery Redis broker it is the broker's visibility timeout (`crawlq.celery.runtime.config`)."""
 
     heartbeat_s: float = 5.0
     """Seconds between a worker's heartbeats: a native worker renews its leases with each one
@@ -446,7 +446,7 @@ class Settings:
     celery_max_refusals: int = 5
     """Celery engine, per worker: a URL whose task workers refused this many times (their
     store, spider or a setting differs from the job's) is dead-lettered ``worker_refused``
-    instead of being sent again (see `crawlq.celery.delivery`)."""
+    instead of being sent again (see `crawlq.celery.tasks.deliver`)."""
 
     celery_result_expires_s: float = 3600.0
     """Celery engine: seconds a ``scrape`` task's result (a small dict of its outcome) is kept

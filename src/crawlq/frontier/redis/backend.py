@@ -161,7 +161,7 @@ class RedisFrontier(
         """See `crawlq.frontier.status.JobStatus`.
 
         A job is the Celery engine's when its ``job`` hash says so (field ``engine``, written
-        by `crawlq.celery.state.CeleryState.admit`) or, for a job started before that mark
+        by `crawlq.celery.runtime.state.CeleryState.admit`) or, for a job started before that mark
         existed, when it has pending URLs.
 
         Raises:

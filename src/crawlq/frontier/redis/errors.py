@@ -1,7 +1,7 @@
 """The one place where a Redis error becomes a crawlq error, for every Redis user in crawlq.
 
 The Redis frontier (`crawlq.frontier.redis`), the job commands (`crawlq.frontier.redis.jobs`),
-the Celery engine's state (`crawlq.celery.state`) and ``crawlq status`` all run their Redis
+the Celery engine's state (`crawlq.celery.runtime.state`) and ``crawlq status`` all run their Redis
 operations through `call` (which applies `translate`), so that one Redis answer means one
 thing everywhere:
 

@@ -48,7 +48,7 @@ class RedisJobRecord(RedisClient):
         """The engine that runs the job: ``celery`` or ``native``.
 
         ``celery`` when a Celery engine marked it (the job hash's ``engine`` field, see
-        `crawlq.celery.state`).
+        `crawlq.celery.runtime.state`).
         """
         engine = await self._call(lambda: self.client.hget(self.keys.job_info, "engine"))
         return "celery" if engine == b"celery" else "native"

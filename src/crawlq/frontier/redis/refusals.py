@@ -2,9 +2,9 @@
 
 A Celery worker whose store, spider or a job setting differs from the job's refuses the job's
 tasks (`crawlq.engine.job.bind_job` raises `crawlq.errors.ConfigError`); it records why under
-its worker name (`crawlq.celery.state.CeleryState.refuse`), so that ``crawl --engine celery``
-and ``crawlq status`` can say so. The hash is shared state: whoever can write the job's keys
-may write anything there, so `parse_refusal` keeps only well-formed records, with their text
+its worker name (`crawlq.celery.runtime.refusals.Refusals.refuse`), so that ``crawl --engine
+celery`` and ``crawlq status`` can say so. The hash is shared state: whoever can write the job's
+keys may write anything there, so `parse_refusal` keeps only well-formed records, with their text
 cut to `MAX_REASON_CHARS` and `MAX_WORKER_CHARS`, and `read_refusals` at most `MAX_REFUSERS`.
 """
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
-from crawlq.celery.config import clamp_priority
-from crawlq.celery.state import CeleryState
-from crawlq.celery.wire import Entry, Publish, chunks
+from crawlq.celery.runtime.config import clamp_priority
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.wire import Entry, Publish, chunks
 from crawlq.engine.metrics import recorder
 from crawlq.engine.outage import FullFrontier
 from crawlq.engine.outcome import Kind, Outcome, result_batch, stored_job

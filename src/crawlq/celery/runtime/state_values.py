@@ -1,17 +1,34 @@
-"""What the Celery engine's shared state answers: slot grants, counters, one URL's state.
+r"""What the Celery engine's shared state answers, and its Redis entries decoded.
 
-Plain frozen values (`Grant`, `Counts`, `TaskState`) and the job-hash field that marks a
-Celery-engine job (`ENGINE_FIELD`).
+Plain frozen values (`Grant`, `Counts`, `TaskState`), the job-hash field that marks a
+Celery-engine job (`ENGINE_FIELD`) and the prefix of the run counters (`RUN_PREFIX`).
+
+The ``pending``, ``dead_requests`` and ``running`` entries: ``pending`` and ``dead_requests``
+values are ``owner "\n" request JSON``; a ``running`` value is the 20-byte fingerprints of a
+task's URLs, concatenated. The keys are shared state: a value that does not decode is skipped
+(or its request is None), never an error.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from crawlq.frontier.redis.replies import reply_text
 from crawlq.request import CrawlRequest
 
-__all__ = ["ENGINE_FIELD", "RUN_PREFIX", "Counts", "Grant", "TaskState"]
+__all__ = [
+    "ENGINE_FIELD",
+    "RUN_PREFIX",
+    "Counts",
+    "Grant",
+    "TaskState",
+    "owner_and_request",
+    "packed_fingerprints",
+    "pending_requests",
+]
 
 
 ENGINE_FIELD = "engine"
@@ -73,7 +90,9 @@ class Counts:
 
 @dataclass(frozen=True, slots=True)
 class TaskState:
-    """One URL as the Celery engine's state in Redis knows it (`CeleryState.inspect`).
+    """One URL as the Celery engine's state in Redis knows it.
+
+    The answer of `crawlq.celery.runtime.inspection.Inspection.inspect`.
 
     Attributes:
         fingerprint: The 20-byte fingerprint.
@@ -96,3 +115,30 @@ class TaskState:
     due_ms: int | None = None
     runner: str | None = None
     heartbeat_ms: int | None = None
+
+
+def owner_and_request(value: Any) -> tuple[str | None, CrawlRequest | None]:
+    r"""The owner and request of a ``pending`` value (``owner "\n" request JSON``), leniently."""
+    if value is None:
+        return None, None
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    owner, _, text = raw.partition(b"\n")
+    try:
+        return reply_text(owner), CrawlRequest.from_json(text)
+    except ValueError:  # shared state: whoever can write the key may write anything
+        return reply_text(owner), None
+
+
+def packed_fingerprints(packed: bytes) -> list[bytes]:
+    """The 20-byte fingerprints of a ``running`` entry."""
+    return [packed[i : i + 20] for i in range(0, len(packed) - 19, 20)]
+
+
+def pending_requests(values: Sequence[Any]) -> list[CrawlRequest]:
+    r"""The requests of ``pending`` values (``owner "\n" request JSON``); others skipped."""
+    out = []
+    for value in values:
+        with contextlib.suppress(ValueError, IndexError, TypeError, AttributeError):
+            raw = value.encode() if isinstance(value, str) else value
+            out.append(CrawlRequest.from_json(raw.split(b"\n", 1)[1]))
+    return out

@@ -4,7 +4,7 @@ A task carries one or more URLs of one job (`Entry`). `JobRuntime.run` takes the
 the pipeline both engines share (`crawlq.engine.step.process`: robots.txt, fetch, parse,
 decide), then writes in the order that makes a crash at any point harmless: the store, the
 discovered links (shared dedup, new tasks), retries and re-schedules, and only then the
-settle (`crawlq.celery.results`).
+settle (`crawlq.celery.runtime.writes`).
 
 The Celery task is acknowledged after `run` returns; a worker killed before that has its task
 delivered again, the URLs are fetched again, and the store's upserts absorb the repeat.
@@ -15,8 +15,8 @@ pending URLs, run, store and settle them, and the links their pages find are not
 a ``scrape.delay`` task whose URL was never admitted is dropped with that reason.
 
 Politeness: before each fetch the host's slot is taken in Redis; a host that is not ready
-sends its URLs back for later (`crawlq.celery.host_slots`). The task's wire format is
-`crawlq.celery.wire`.
+sends its URLs back for later (`crawlq.celery.runtime.host_slots`). The task's wire format is
+`crawlq.celery.runtime.wire`.
 
 One `Runtimes` per thread owns an asyncio event loop and a `JobRuntime` per job (fetcher,
 robots.txt cache, spider, store, Redis connection), built on first use: after the fork in the
@@ -33,18 +33,21 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
-from crawlq.celery.config import dedup_redis_url
-from crawlq.celery.host_slots import HostSlots
-from crawlq.celery.results import write_outcomes
-from crawlq.celery.state import TAKE_RUN, TAKE_UNSEEN, CeleryState, Heartbeat, process_id
-from crawlq.celery.task_results import (
+from crawlq.celery.runtime.config import dedup_redis_url
+from crawlq.celery.runtime.heartbeat import Heartbeat, process_id
+from crawlq.celery.runtime.host_slots import HostSlots
+from crawlq.celery.runtime.refusals import Refusals
+from crawlq.celery.runtime.state import TAKE_RUN, TAKE_UNSEEN, CeleryState
+from crawlq.celery.runtime.wire import (
+    Entry,
+    Publish,
     TaskResult,
     deferred,
     dropped,
     duplicate,
     outcome_result,
 )
-from crawlq.celery.wire import Entry, Publish
+from crawlq.celery.runtime.writes import write_outcomes
 from crawlq.engine.deps import Deps
 from crawlq.engine.job import bind_job
 from crawlq.engine.outage import FullFrontier
@@ -151,7 +154,7 @@ class JobRuntime:
         """Run one task's URLs to their outcomes and write them (module docstring).
 
         Returns:
-            One result per entry, in order (`crawlq.celery.task_results`).
+            One result per entry, in order (`crawlq.celery.runtime.wire`).
 
         Raises:
             FrontierUnavailable, StoreUnavailable: Redis or the store is down; nothing of this
@@ -296,12 +299,12 @@ class Runtimes:
         """Record in the job's Redis that this worker refuses ``job``, and why.
 
         `run` raised `ConfigError`; one refusal of each entry is counted too
-        (`CeleryState.refuse`).
+        (`crawlq.celery.runtime.refusals.Refusals.refuse`).
 
         Returns:
-            One verdict per entry (`crawlq.celery.state.REFUSED_RESEND`, ``REFUSED_DEAD``,
-            ``REFUSED_SETTLED``), or None when the refusal cannot be recorded: this worker
-            has no Redis for the job's state, or it does not answer (logged).
+            One verdict per entry (`crawlq.celery.runtime.refusals.REFUSED_RESEND`,
+            ``REFUSED_DEAD``, ``REFUSED_SETTLED``), or None when the refusal cannot be recorded:
+            this worker has no Redis for the job's state, or it does not answer (logged).
         """
         loop, _ = self._thread_state()
         try:
@@ -317,7 +320,9 @@ class Runtimes:
         try:
             refusal = Refusal(process_id(), reason, state.clock.wall_ms())
             requests = [e.request for e in entries]
-            return await state.refuse(refusal, requests, self.settings.celery_max_refusals)
+            return await Refusals(state).refuse(
+                refusal, requests, self.settings.celery_max_refusals
+            )
         finally:
             await state.close()
 

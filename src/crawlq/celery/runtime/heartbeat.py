@@ -3,7 +3,7 @@
 `Heartbeat` is one daemon thread per process that records ``host:pid`` (`process_id`) in
 each of its jobs' ``workers`` sorted set every ``interval_s`` seconds, with its own
 synchronous Redis connections (it beats while the event loop is busy with downloads).
-`crawlq.celery.state.CeleryState.orphans` takes the URLs of processes whose beat is stale.
+`crawlq.celery.runtime.state.CeleryState.orphans` takes the URLs of processes whose beat is stale.
 A beat is written only while the job exists (``heartbeat.lua``, one atomic step): a process
 still beating after ``crawlq job delete`` never re-creates the deleted job's keys.
 """
@@ -27,7 +27,7 @@ __all__ = ["Heartbeat", "process_id"]
 
 logger = logging.getLogger(__name__)
 
-_BEAT = Script("heartbeat", "crawlq.celery").source
+_BEAT = Script("heartbeat", "crawlq.celery.runtime").source
 """``heartbeat.lua``: ZADD into the job's ``workers`` only while its job hash exists."""
 
 

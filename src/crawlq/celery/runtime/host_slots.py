@@ -1,11 +1,12 @@
 """The politeness slots of a Celery task's hosts: fetch as they allow, or send back for later.
 
-Before each fetch the host's slot is taken in Redis (`crawlq.celery.state.CeleryState.acquire`,
-one atomic step for every worker of the job). A task whose host is not ready does not wait for
-it: the URLs it could not start are sent back as a new task with a countdown until the host's
-window opens (not counted as an attempt), which frees the worker slot. While some of its own
-fetches run, a task waits for one of them to end before asking again (it holds the slot
-anyway). A host whose circuit breaker gave up gets its URLs dead-lettered with no request.
+Before each fetch the host's slot is taken in Redis
+(`crawlq.celery.runtime.state.CeleryState.acquire`, one atomic step for every worker of the
+job). A task whose host is not ready does not wait for it: the URLs it could not start are sent
+back as a new task with a countdown until the host's window opens (not counted as an attempt),
+which frees the worker slot. While some of its own fetches run, a task waits for one of them to
+end before asking again (it holds the slot anyway). A host whose circuit breaker gave up gets
+its URLs dead-lettered with no request.
 
 All times are seconds.
 """
@@ -19,8 +20,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from crawlq.celery.state import CeleryState
-from crawlq.celery.wire import Entry
+from crawlq.celery.runtime.state import CeleryState
+from crawlq.celery.runtime.wire import Entry
 from crawlq.engine.deps import Deps
 from crawlq.engine.metrics import recorder
 from crawlq.engine.outcome import Kind, Outcome

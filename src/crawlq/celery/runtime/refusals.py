@@ -5,7 +5,8 @@ its name and counts a refusal of each of the task's URLs, in one step; a URL ref
 ``limit`` times is dead-lettered ``worker_refused`` in Redis (its dead letter waits in
 ``refused_dead`` until ``crawl --engine celery`` writes it to the job's store, which the
 refusing worker cannot do: it is the store it refuses). Reads are of shared state: records
-that do not decode are skipped.
+that do not decode are skipped. A narrow part over the job's
+`crawlq.celery.runtime.state.CeleryState`: its connection, job id and error translation.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crawlq.celery.state.core import StateCore
+from crawlq.celery.runtime.state import CeleryState
 from crawlq.frontier.redis.refusals import (
     MAX_REFUSERS,
     Refusal,
@@ -24,14 +25,14 @@ from crawlq.frontier.redis.refusals import (
 )
 from crawlq.request import CrawlRequest
 
-__all__ = ["REFUSED_DEAD", "REFUSED_RESEND", "REFUSED_SETTLED", "RefusalsMixin", "RefusedDead"]
+__all__ = ["REFUSED_DEAD", "REFUSED_RESEND", "REFUSED_SETTLED", "Refusals", "RefusedDead"]
 
 REFUSED_RESEND = 0
-"""`RefusalsMixin.refuse`: send the URL again (refused fewer than ``limit`` times)."""
+"""`Refusals.refuse`: send the URL again (refused fewer than ``limit`` times)."""
 REFUSED_DEAD = 1
-"""`RefusalsMixin.refuse`: the URL is dead-lettered ``worker_refused`` now."""
+"""`Refusals.refuse`: the URL is dead-lettered ``worker_refused`` now."""
 REFUSED_SETTLED = 2
-"""`RefusalsMixin.refuse`: another worker already stored the URL's outcome: drop the task."""
+"""`Refusals.refuse`: another worker already stored the URL's outcome: drop the task."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +52,15 @@ class RefusedDead:
     refusals: int
 
 
-class RefusalsMixin(StateCore):
-    """Recording refusals, reading them back."""
+class Refusals:
+    """Recording the refusals of the job that ``state`` joined, reading them back.
+
+    Args:
+        state: The job's state in Redis.
+    """
+
+    def __init__(self, state: CeleryState) -> None:
+        self.state = state
 
     async def refuse(
         self, refusal: Refusal, requests: Sequence[CrawlRequest], limit: int
@@ -66,7 +74,7 @@ class RefusalsMixin(StateCore):
             JobGone: The job is gone or replaced.
             FrontierUnavailable: Redis does not answer.
         """
-        k = self.keys
+        k = self.state.keys
         record = refusal.encode()
         args: list[Any] = [refusal.worker, record, max(1, limit), MAX_REFUSERS]
         for request in requests:
@@ -76,11 +84,11 @@ class RefusalsMixin(StateCore):
             k.refusals, k.refused, k.refused_dead, k.seen, k.pending, k.pending_at, k.stats,
             k.dead_requests,
         ]  # fmt: skip
-        return [int(x) for x in await self._script("refuse", keys, args)]
+        return [int(x) for x in await self.state.script("refuse", keys, args)]
 
     async def refusals(self) -> list[Refusal]:
         """The workers' last refusals of the job, newest first (at most `MAX_REFUSERS`)."""
-        values = await self._call(lambda: self.client.hgetall(self.keys.refusals))
+        values = await self.state.call(lambda: self.state.client.hgetall(self.state.keys.refusals))
         return read_refusals(values)
 
     async def refused_dead(self, limit: int = 500) -> list[RefusedDead]:
@@ -88,8 +96,8 @@ class RefusalsMixin(StateCore):
 
         Records that do not decode are deleted (shared state: nobody can write them anyway).
         """
-        k = self.keys
-        got = await self._call(lambda: self.client.hscan(k.refused_dead, 0, count=limit))
+        k = self.state.keys
+        got = await self.state.call(lambda: self.state.client.hscan(k.refused_dead, 0, count=limit))
         out: list[RefusedDead] = []
         bad: list[bytes] = []
         page: dict[Any, Any] = got[1] if isinstance(got[1], dict) else {}
@@ -108,7 +116,9 @@ class RefusalsMixin(StateCore):
         """Their dead letters are in the store now: take them out of ``refused_dead``."""
         if fingerprints:
             fps = list(fingerprints)
-            await self._call(lambda: self.client.hdel(self.keys.refused_dead, *fps))
+            await self.state.call(
+                lambda: self.state.client.hdel(self.state.keys.refused_dead, *fps)
+            )
 
 
 def _refused_dead(fp: bytes, raw: Any) -> RefusedDead | None:

@@ -16,7 +16,7 @@ which is breadth-first). What goes on the wire differs:
 finish (``acks_late``) and rejected back to the queue when their worker process dies, with a
 broker visibility timeout that fits a task's fetches and its longest countdown. Pages, items
 and dead letters go to crawlq's store; a ``scrape`` task's result is a small dict of its
-outcome (`crawlq.celery.task_results`) in the job's Redis for ``celery_result_expires_s``
+outcome (`crawlq.celery.runtime.wire`) in the job's Redis for ``celery_result_expires_s``
 (`result_config`); every other task ignores its result.
 """
 
