@@ -100,6 +100,7 @@ PUBLIC: dict[str, str] = {
         "SyntheticServer SyntheticSite fault_state generate_site make_fault_app make_static_app "
         "unpack_corpus"
     ),
+    "crawlq.ops": "",
     "crawlq.rules": "",
     "crawlq.web": "",
     "crawlq.urls": (

@@ -26,6 +26,8 @@ LAYERS: dict[str, int] = {
     "celery.refused": 4,
     "celery.state": 4,
     "celery.config": 4,
+    "celery.operate": 5,  # the Celery engine's operator tools, beside crawlq.ops
+    "ops": 5,  # operator tools over a job: inspect, dead letters, reports, reparse, try a URL
     "engine": 4,
     "testing": 4,  # loopback servers: `crawlq serve` and the tests use them
     "spider": 3,

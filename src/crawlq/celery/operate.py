@@ -32,10 +32,10 @@ from typing import Any
 from crawlq.celery.config import clamp_priority
 from crawlq.celery.state import CeleryState
 from crawlq.celery.wire import Entry
-from crawlq.engine.dead import DeadRow, ReplayReport
-from crawlq.engine.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.errors import BrokerUnavailable
 from crawlq.frontier.values import DeadFilter
+from crawlq.ops.dead import DeadRow, ReplayReport
+from crawlq.ops.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest
 from crawlq.rules.scope import Scope

@@ -1,7 +1,7 @@
 """``crawlq dead list`` and ``crawlq dead replay``: dead letters an operator can act on.
 
 Both take the same filters (``--reason``, ``--host``, ``--since``) and the crawl's location
-options (as ``inspect``). A replay goes through the frontier (`crawlq.engine.dead`; for the
+options (as ``inspect``). A replay goes through the frontier (`crawlq.ops.dead`; for the
 Celery engine `crawlq.celery.operate`, which sends the tasks on ``--broker``). Exit status: 0
 done, 1 a backend cannot be read or written (an embedded crawl still running on the file
 included), 2 bad input.
@@ -22,7 +22,9 @@ from crawlq.cli.dead_filters import dead_filter, dead_options
 from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.options import wide_option
 from crawlq.cli.tables import dead_table
-from crawlq.engine.dead import (
+from crawlq.errors import CrawlqError
+from crawlq.frontier.values import DeadFilter
+from crawlq.ops.dead import (
     DeadRow,
     ReplayReport,
     job_bounds,
@@ -30,8 +32,6 @@ from crawlq.engine.dead import (
     native_dead_rows,
     replay_native,
 )
-from crawlq.errors import CrawlqError
-from crawlq.frontier.values import DeadFilter
 
 __all__ = ["dead"]
 

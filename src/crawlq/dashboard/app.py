@@ -23,8 +23,8 @@ from crawlq.dashboard.access import headers_middleware, is_loopback, token_middl
 from crawlq.dashboard.assets import CSS, JS
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.lookup import Lookup, lookup
-from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
+from crawlq.ops.report import job_report
 
 __all__ = ["Dashboard", "make_app", "serve"]
 

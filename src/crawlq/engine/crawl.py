@@ -99,7 +99,7 @@ class Crawl(WorkerHost):
         frontier, store = backends.frontier, backends.store
         self.scope = Scope.from_settings(s, s.allowed_domains)
         revived = 0
-        if self.retry_dead:  # the replay of every dead letter (crawlq.engine.dead)
+        if self.retry_dead:  # the replay of every dead letter (crawlq.ops.dead)
             # no wait at a block bound: this crawl's workers, not started yet, make the room
             replay = await frontier.replay_dead()
             revived = replay.queued
