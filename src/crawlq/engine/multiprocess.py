@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawlq.engine.backends import open_backends
+from crawlq.engine.crawl import CrawlReport, Progress, counted_pages, job_counts
 from crawlq.engine.outage import read_through_outage
 from crawlq.engine.processes import WorkerProcesses
-from crawlq.engine.progress import CrawlReport, Progress, counted_pages, job_counts
 from crawlq.engine.seeding import seed
 from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import (
