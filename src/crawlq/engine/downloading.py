@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from crawlq.engine.deps import Deps
-from crawlq.engine.host_feedback import failed_fetch
+from crawlq.engine.fetch_feedback import failed_fetch
 from crawlq.engine.outcome import Kind, Outcome, dead_outcome
 from crawlq.errors import FetchError, ProxiesBenched, ProxyFailed, Retry, RobotsUnreachable
 from crawlq.records import FilteredRecord

@@ -9,7 +9,7 @@ delay (`Frontier.set_host_policy`).
 
 The steps have modules of their own: the outcome and its records (`crawlq.engine.outcome`),
 what a step needs (`crawlq.engine.deps`), host feedback and the fate of a failed fetch
-(`crawlq.engine.host_feedback`), redirects and meta refreshes, which are queued as hops and
+(`crawlq.engine.fetch_feedback`), redirects and meta refreshes, which are queued as hops and
 never followed inside a fetch (`crawlq.engine.redirects`), the parse step and the spider's
 callback (`crawlq.engine.parse`), the page record (`crawlq.engine.page_record`) and the
 downloader middlewares around the fetch, with this module's policy outside them
@@ -33,17 +33,19 @@ import time
 
 from crawlq.engine.deps import Deps
 from crawlq.engine.downloading import download
-from crawlq.engine.host_feedback import apply_crawl_delay, failed_fetch, throttle
-from crawlq.engine.outcome import Kind, Outcome, dead_outcome
-from crawlq.engine.page_record import page_record
-from crawlq.engine.pagework import PageTimeout
-from crawlq.engine.parse import dead_errback, parse_response
-from crawlq.engine.proxy_feedback import (
+from crawlq.engine.fetch_feedback import (
+    apply_crawl_delay,
+    failed_fetch,
     proxies_benched,
     proxy_failed,
     proxy_succeeded,
     refresh_bench,
+    throttle,
 )
+from crawlq.engine.outcome import Kind, Outcome, dead_outcome
+from crawlq.engine.page_record import page_record
+from crawlq.engine.pagework import PageTimeout
+from crawlq.engine.parse import dead_errback, parse_response
 from crawlq.engine.redirects import hop, redirected
 from crawlq.errors import FetchError, ProxiesBenched, ProxyFailed, RobotsUnreachable
 from crawlq.records import FilteredRecord
