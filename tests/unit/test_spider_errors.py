@@ -11,7 +11,7 @@ from rich.console import Console
 from crawlq.cli.summary import print_summary, spider_errors_warning
 from crawlq.cli.tables import ProgressDisplay
 from crawlq.engine import CrawlReport, Progress
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.outcome import WorkerCounters
 from crawlq.frontier import FrontierStats
 from crawlq.records import spider_error, spider_error_type
 from crawlq.settings import suggest

@@ -21,9 +21,9 @@ from typing import Any
 from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, counted_pages, job_counts
 from crawlq.engine.outage import read_through_outage
+from crawlq.engine.outcome import WorkerCounters
 from crawlq.engine.processes import WorkerProcesses
 from crawlq.engine.seeding import seed
-from crawlq.engine.worker import WorkerCounters
 from crawlq.errors import (
     ConfigError,
     CrawlqError,

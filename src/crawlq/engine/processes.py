@@ -31,7 +31,7 @@ class WorkerProcesses:
     user of the machine): a frontier or store URL travels in ``env`` (``CRAWLQ_FRONTIER``,
     ``CRAWLQ_STORE``), which only the child's owner can read.
 
-    Each child writes what it did (`crawlq.engine.worker.WorkerCounters.as_json`) to a file
+    Each child writes what it did (`crawlq.engine.outcome.WorkerCounters.as_json`) to a file
     of its own in a private temporary directory when it ends (the hidden
     ``--counters-file``), which `reports` reads once they have all exited.
 

@@ -11,7 +11,7 @@ The steps have modules of their own: the outcome and its records (`crawlq.engine
 what a step needs (`crawlq.engine.deps`), host feedback and the fate of a failed fetch
 (`crawlq.engine.fetch_feedback`), redirects and meta refreshes, which are queued as hops and
 never followed inside a fetch (`crawlq.engine.redirects`), the parse step and the spider's
-callback (`crawlq.engine.parse`), the page record (`crawlq.engine.page_record`) and the
+callback (`crawlq.engine.parse`), the page record (`crawlq.engine.outcome`) and the
 downloader middlewares around the fetch, with this module's policy outside them
 (`crawlq.engine.downloading`).
 
@@ -42,8 +42,7 @@ from crawlq.engine.fetch_feedback import (
     refresh_bench,
     throttle,
 )
-from crawlq.engine.outcome import Kind, Outcome, dead_outcome
-from crawlq.engine.page_record import page_record
+from crawlq.engine.outcome import Kind, Outcome, dead_outcome, page_record
 from crawlq.engine.pagework import PageTimeout
 from crawlq.engine.parse import dead_errback, parse_response
 from crawlq.engine.redirects import hop, redirected

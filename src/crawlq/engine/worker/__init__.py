@@ -7,13 +7,12 @@ re-deliver a URL instead of losing it, and the store's upsert by fingerprint mak
 re-delivery harmless.
 
 The package's modules: the lease loop and the settling of one lease (`loop`: `Worker`), the
-leases a worker holds and their heartbeat (`held`), the batched writes (`flush`) and what a
-run counts (`counters`: `WorkerCounters`).
+leases a worker holds and their heartbeat (`held`), the batched writes (`flush`); what a run
+counts is `crawlq.engine.outcome.WorkerCounters`.
 """
 
 from __future__ import annotations
 
-from crawlq.engine.worker.counters import WorkerCounters
 from crawlq.engine.worker.loop import Worker
 
-__all__ = ["Worker", "WorkerCounters"]
+__all__ = ["Worker"]

@@ -33,8 +33,7 @@ from crawlq.engine.outage import (
     outage_logged,
     outage_wait_s,
 )
-from crawlq.engine.outcome import Kind, Outcome, result_batch
-from crawlq.engine.worker.counters import WorkerCounters
+from crawlq.engine.outcome import Kind, Outcome, WorkerCounters, result_batch
 from crawlq.engine.worker.held import HeldLeases
 from crawlq.errors import CrawlqError, FrontierError, StoreUnavailable
 from crawlq.frontier import Frontier

@@ -35,9 +35,8 @@ from crawlq.engine.deps import Deps
 from crawlq.engine.known import KnownFingerprints
 from crawlq.engine.metrics import recorder
 from crawlq.engine.outage import outage_logged, outage_wait_s
-from crawlq.engine.outcome import Kind, Outcome, internal_error, stored_job
+from crawlq.engine.outcome import Kind, Outcome, WorkerCounters, internal_error, stored_job
 from crawlq.engine.step import process
-from crawlq.engine.worker.counters import WorkerCounters
 from crawlq.engine.worker.flush import Flusher
 from crawlq.engine.worker.held import HeldLeases
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable
