@@ -47,7 +47,6 @@ PUBLIC: dict[str, str] = {
         "FrontierCollector MULTIPROC_ENV MetricsServer MultiprocessExporter WorkerMetrics recorder "
         "serve start_recording status_class"
     ),
-    "crawlq.engine.worker": "Worker",
     "crawlq.errors": (
         "BodyTooLarge BrokerUnavailable ConfigError CrawlqError FetchError FrontierError "
         "FrontierFull FrontierLocked FrontierUnavailable InvalidURL JobGone PermanentFetchError "
