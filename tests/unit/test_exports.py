@@ -43,10 +43,6 @@ PUBLIC: dict[str, str] = {
     "crawlq.cli": "main",
     "crawlq.dashboard": "Dashboard Lookup lookup make_app serve",
     "crawlq.engine": "Crawl CrawlReport Deps Kind Outcome Progress Worker WorkerCounters process",
-    "crawlq.engine.metrics": (
-        "FrontierCollector MULTIPROC_ENV MetricsServer MultiprocessExporter WorkerMetrics recorder "
-        "serve start_recording status_class"
-    ),
     "crawlq.errors": (
         "BodyTooLarge BrokerUnavailable ConfigError CrawlqError FetchError FrontierError "
         "FrontierFull FrontierLocked FrontierUnavailable InvalidURL JobGone PermanentFetchError "
