@@ -45,7 +45,7 @@ from crawlq.engine.backends import open_backends
 from crawlq.engine.crawl import CrawlReport, Progress, job_counts
 from crawlq.engine.multiprocess import counted_since
 from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
-from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
+from crawlq.engine.plan import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
 from crawlq.request import CrawlRequest

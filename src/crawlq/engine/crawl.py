@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
 from crawlq.engine.outcome import WorkerCounters, stored_job
-from crawlq.engine.plan import plan_crawl
-from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
+from crawlq.engine.plan import new_private_seed_hosts, plan_crawl, warn_private_seed_hosts
 from crawlq.engine.worker import Worker
 from crawlq.frontier import Frontier, FrontierStats
 from crawlq.rules.scope import Scope
