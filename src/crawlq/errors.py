@@ -305,7 +305,7 @@ class Retry(TransientFetchError):
     """A downloader middleware asks for another attempt at its request (a soft 404, a ban page).
 
     Raised by user code in ``process_request``, ``process_response`` or ``process_exception``
-    (`crawlq.middleware`); the engine (`crawlq.engine.downloading`) gives it the request's URL
+    (`crawlq.middleware`); the engine (`crawlq.engine.step`) gives it the request's URL
     and takes it through the retry policy like any transient failure (`crawlq.rules.retry.decide`:
     counted as an attempt, backoff with jitter, dead-lettered after ``max_retries`` with
     ``reason`` as the dead letter's reason). It is no strike against the host unless

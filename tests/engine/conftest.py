@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from crawlq.engine.crawl import Crawl
-from crawlq.engine.progress import CrawlReport
+from crawlq.engine.crawl import Crawl, CrawlReport
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.settings import Settings
 from crawlq.spider import Spider

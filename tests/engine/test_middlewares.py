@@ -1,4 +1,4 @@
-"""Downloader and spider middlewares through whole crawls (`crawlq.engine.downloading`).
+"""Downloader and spider middlewares through whole crawls (`crawlq.engine.step`).
 
 The loopback servers' request logs are the evidence: what a middleware sent, how often a
 soft 404 was fetched, and that a URL a middleware asked for behind robots.txt or on a private

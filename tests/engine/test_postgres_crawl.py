@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from crawlq.engine.crawl import Crawl
-from crawlq.engine.progress import CrawlReport
+from crawlq.engine.crawl import Crawl, CrawlReport
 from crawlq.settings import Settings
 from crawlq.spider import Response, Spider
 from crawlq.store import open_store

@@ -11,8 +11,8 @@ from rich.console import Console
 
 from crawlq.cli.reports import status_table
 from crawlq.engine.job import bind_job
-from crawlq.engine.report import job_report
 from crawlq.frontier import open_frontier
+from crawlq.ops.report import job_report
 from crawlq.records import PageRecord
 from crawlq.settings import Settings
 from crawlq.store import ResultBatch

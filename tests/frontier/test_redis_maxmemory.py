@@ -17,10 +17,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.flush import Flusher, HeldLeases, KnownFingerprints
 from crawlq.engine.outcome import Kind, Outcome
-from crawlq.engine.worker.flush import Flusher
-from crawlq.engine.worker.held import HeldLeases
 from crawlq.errors import FrontierFull
 from crawlq.frontier import HostPolicy
 from crawlq.frontier.redis import Keyspace, RedisFrontier

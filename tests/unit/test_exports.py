@@ -39,11 +39,6 @@ PUBLIC: dict[str, str] = {
     "crawlq.cli": "main",
     "crawlq.dashboard": "Dashboard Lookup lookup make_app serve",
     "crawlq.engine": "Crawl CrawlReport Deps Kind Outcome Progress Worker WorkerCounters process",
-    "crawlq.engine.metrics": (
-        "FrontierCollector MULTIPROC_ENV MetricsServer MultiprocessExporter WorkerMetrics recorder "
-        "serve start_recording status_class"
-    ),
-    "crawlq.engine.worker": "Worker WorkerCounters",
     "crawlq.export": (
         "ERROR_COLUMNS PAGE_COLUMNS at_since dead_row error_row export filtered_row iso_utc mapped "
         "neutralise page_row"
@@ -93,6 +88,7 @@ PUBLIC: dict[str, str] = {
         "SyntheticServer SyntheticSite fault_state generate_site make_fault_app make_static_app "
         "unpack_corpus"
     ),
+    "crawlq.ops": "",
     "crawlq.rules": "",
     "crawlq.web": "",
     "crawlq.urls": (

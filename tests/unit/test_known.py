@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.flush import KnownFingerprints
 from crawlq.request import CrawlRequest
 
 

@@ -15,6 +15,7 @@ LAYERS: dict[str, int] = {
     "dashboard": 5,
     "celery": 5,  # the package re-exports the app; its entry points (tasks, crawl, workers)
     "celery.runtime": 4,  # what a task does in a worker, with no Celery in it
+    "ops": 5,  # operator tools over a job: inspect, dead letters, reports, reparse, try a URL
     "engine": 4,
     "testing": 4,  # loopback servers: `crawlq serve` and the tests use them
     "spider": 3,

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from crawlq.cli.reports import ProgressDisplay, print_summary, spider_errors_warning
 from crawlq.engine import CrawlReport, Progress
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.outcome import WorkerCounters
 from crawlq.frontier import FrontierStats
 from crawlq.records import spider_error, spider_error_type
 from crawlq.settings import suggest

@@ -7,7 +7,7 @@ import io
 
 from crawlq.cli.reports import print_summary
 from crawlq.engine import CrawlReport
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.outcome import WorkerCounters
 from crawlq.frontier import FrontierStats
 from crawlq.store import StoreCounts
 

@@ -49,11 +49,11 @@ from crawlq.celery.runtime.wire import Entry
 from crawlq.celery.runtime.writes import run_counters
 from crawlq.celery.tasks import make_app
 from crawlq.engine.backends import open_backends
+from crawlq.engine.crawl import CrawlReport, Progress, job_counts
 from crawlq.engine.multiprocess import counted_since
 from crawlq.engine.outage import CELERY_WATCH_CAP_S, outage_wait_s
 from crawlq.engine.outcome import stored_job
-from crawlq.engine.progress import CrawlReport, Progress, job_counts
-from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
+from crawlq.engine.plan import new_private_seed_hosts, warn_private_seed_hosts
 from crawlq.errors import BrokerUnavailable, ConfigError, CrawlqError, FrontierUnavailable
 from crawlq.frontier import FrontierStats
 from crawlq.records import DeadRecord

@@ -33,10 +33,10 @@ from crawlq.celery.runtime.config import clamp_priority
 from crawlq.celery.runtime.inspection import Inspection
 from crawlq.celery.runtime.state import CeleryState
 from crawlq.celery.runtime.wire import Entry
-from crawlq.engine.dead import DeadRow, ReplayReport
-from crawlq.engine.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.errors import BrokerUnavailable
 from crawlq.frontier.inspection import DeadFilter
+from crawlq.ops.dead import DeadRow, ReplayReport
+from crawlq.ops.story import UrlStory, iso_ms, request_fields, stored_story
 from crawlq.records import DeadRecord
 from crawlq.request import CrawlRequest
 from crawlq.rules.scope import Scope

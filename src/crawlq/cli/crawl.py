@@ -32,9 +32,9 @@ from crawlq.cli.reports import (
 from crawlq.cli.running import Runner, run_or_exit, supervisor_metrics, worker_metrics
 from crawlq.cli.terminal import configure_logging, terminal_console
 from crawlq.engine import Crawl
+from crawlq.engine.crawl import CrawlReport
 from crawlq.engine.multiprocess import MultiProcessCrawl
 from crawlq.engine.plan import plan_crawl
-from crawlq.engine.progress import CrawlReport
 from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider
@@ -225,8 +225,8 @@ def _native_runner(
         raise ConfigError("job", "a job name needs a shared --frontier (redis://…)")
     if settings.frontier is not None and processes is None:
         processes = os.cpu_count() or 1
-    plan = plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps)
     if processes is not None and processes > 1:
+        plan = plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps)
         args = ["--concurrency", str(settings.concurrency)]
         args += ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
         args += ["--log-format", settings.log_format]
@@ -234,4 +234,4 @@ def _native_runner(
         return MultiProcessCrawl(
             plan.settings, plan.start_requests, processes, args, retry_dead=retry_dead
         )
-    return Crawl.from_plan(plan, retry_dead=retry_dead)
+    return Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)

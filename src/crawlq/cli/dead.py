@@ -5,7 +5,7 @@ Both take the same options (`dead_options`): the filters (``--reason``, ``--host
 ``--store``, as ``inspect``) and ``--json``; `dead_filter` turns the filters into a
 `crawlq.frontier.inspection.DeadFilter` (``since_ms``: Unix milliseconds), or a
 ``click.BadParameter`` naming the option. A replay goes through the frontier
-(`crawlq.engine.dead`; for the Celery engine `crawlq.celery.operate`, which sends the tasks on
+(`crawlq.ops.dead`; for the Celery engine `crawlq.celery.operate`, which sends the tasks on
 ``--broker``). Exit status: 0 done, 1 a backend cannot be read or written (an embedded crawl
 still running on the file included), 2 bad input.
 """
@@ -24,7 +24,9 @@ from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.options import since_option, since_s, wide_option
 from crawlq.cli.reports import dead_table
 from crawlq.cli.terminal import stdout_console
-from crawlq.engine.dead import (
+from crawlq.errors import CrawlqError
+from crawlq.frontier.inspection import DeadFilter
+from crawlq.ops.dead import (
     DeadRow,
     ReplayReport,
     job_bounds,
@@ -32,8 +34,6 @@ from crawlq.engine.dead import (
     native_dead_rows,
     replay_native,
 )
-from crawlq.errors import CrawlqError
-from crawlq.frontier.inspection import DeadFilter
 
 __all__ = ["dead", "dead_filter", "dead_options"]
 

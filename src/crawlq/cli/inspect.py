@@ -1,6 +1,6 @@
 """``crawlq inspect URL``: where one URL is in a crawl, and what came of it.
 
-The story joins the frontier's state and the store's record (`crawlq.engine.story`; for a
+The story joins the frontier's state and the store's record (`crawlq.ops.story`; for a
 job of the Celery engine, `crawlq.celery.operate`). Exit status: 0 when the story was told
 (``never_seen`` included), 1 when a backend cannot be read, 2 for bad input (a URL crawlq
 cannot crawl, a job or file that does not exist).
@@ -20,8 +20,8 @@ from crawlq.cli.jobview import BadInput, JobView, open_view
 from crawlq.cli.options import wide_option
 from crawlq.cli.reports import story_table
 from crawlq.cli.terminal import stdout_console
-from crawlq.engine.story import UrlStory, native_story
 from crawlq.errors import CrawlqError, InvalidURL
+from crawlq.ops.story import UrlStory, native_story
 from crawlq.settings import Settings
 from crawlq.urls import UrlKeys, UrlRules, url_keys
 

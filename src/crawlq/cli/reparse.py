@@ -15,8 +15,8 @@ import click
 from crawlq.cli.option_settings import build_settings
 from crawlq.cli.reports import EXIT_SPIDER_ERRORS, kinds
 from crawlq.cli.terminal import configure_logging
-from crawlq.engine.reparse import Reparse, ReparseReport
 from crawlq.errors import ConfigError, CrawlqError
+from crawlq.ops.reparse import Reparse, ReparseReport
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider, new_spider

@@ -178,7 +178,7 @@ def _cell(value: Any) -> Any:
 
 
 def story_table(story: Mapping[str, Any]) -> Table:
-    """``crawlq inspect``'s story as a table (see `crawlq.engine.story`)."""
+    """``crawlq inspect``'s story as a table (see `crawlq.ops.story`)."""
     from rich.table import Table
 
     state = str(story["state"])
@@ -206,7 +206,7 @@ def story_table(story: Mapping[str, Any]) -> Table:
 
 
 def dead_table(rows: list[Mapping[str, Any]]) -> Table:
-    """``crawlq dead list`` as a table (rows of `crawlq.engine.dead.DeadRow.to_json`)."""
+    """``crawlq dead list`` as a table (rows of `crawlq.ops.dead.DeadRow.to_json`)."""
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} dead letter{'' if len(rows) == 1 else 's'}")

@@ -1,6 +1,6 @@
 """``crawlq shell [URL]``: an interactive Python with a fetched page, to try selectors on.
 
-The page is fetched by `crawlq.engine.single.fetch_one`, as ``crawlq fetch`` fetches it (the
+The page is fetched by `crawlq.ops.try_url.fetch_one`, as ``crawlq fetch`` fetches it (the
 crawl's own step: robots.txt, the private-address guard, redirects), and handed over as the
 spider's `crawlq.spider.Response`, the object a callback gets. Names in the shell:
 ``response``, ``request``, ``spider``, ``fetch(url)`` or ``fetch(request)`` (fetch another
@@ -27,9 +27,9 @@ from typing import Any
 import click
 
 from crawlq.cli.try_url import try_options, try_settings, try_spider
-from crawlq.engine.single import fetch_one
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
 from crawlq.links import LinkRules
+from crawlq.ops.try_url import fetch_one
 from crawlq.request import CrawlRequest
 from crawlq.secrecy import redact
 from crawlq.settings import Settings

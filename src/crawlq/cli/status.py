@@ -24,8 +24,8 @@ import click
 from crawlq.cli.options import wide_option
 from crawlq.cli.reports import status_table
 from crawlq.cli.terminal import stdout_console
-from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
+from crawlq.ops.report import job_report
 from crawlq.secrecy import redact
 from crawlq.settings import check_job_name
 

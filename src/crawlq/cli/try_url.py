@@ -1,6 +1,6 @@
 """``crawlq fetch`` and ``crawlq parse``: one URL through a crawl's step, nothing stored.
 
-Both call `crawlq.engine.single.fetch_one`, which runs the crawl's own step
+Both call `crawlq.ops.try_url.fetch_one`, which runs the crawl's own step
 (`crawlq.engine.step.process`) on the URL and on each redirect hop. The options they share
 (`try_options`) are the crawl's fetch settings; the output is on stdout, a failure is one
 line on stderr and exit status 1.
@@ -21,8 +21,8 @@ import click
 from crawlq.cli.option_settings import build_settings, option_error
 from crawlq.cli.terminal import configure_logging
 from crawlq.engine.plan import check_process_code
-from crawlq.engine.single import Tried, fetch_one
 from crawlq.errors import ConfigError, CrawlqError, InvalidURL
+from crawlq.ops.try_url import Tried, fetch_one
 from crawlq.request import CrawlRequest, FetchResult
 from crawlq.secrecy import redact
 from crawlq.settings import Settings

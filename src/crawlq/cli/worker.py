@@ -125,7 +125,7 @@ def worker(
             )
     except ConfigError as exc:  # the metrics port cannot be bound
         raise click.UsageError(str(exc)) from None
-    if counters_file is not None:  # for the parent's summary (crawlq.engine.processes)
+    if counters_file is not None:  # for the parent's summary (crawlq.engine.multiprocess)
         with contextlib.suppress(OSError):  # the parent is gone, or gave up waiting
             Path(counters_file).write_text(json.dumps(report.counters.as_json()), "utf-8")
     if not quiet and not child:

@@ -29,8 +29,8 @@ from aiohttp import web
 from crawlq.dashboard import render
 from crawlq.dashboard.history import JobWatch
 from crawlq.dashboard.lookup import Lookup, lookup
-from crawlq.engine.report import job_report
 from crawlq.errors import ConfigError, CrawlqError
+from crawlq.ops.report import job_report
 
 __all__ = [
     "SECURITY_HEADERS",

@@ -1,7 +1,7 @@
 """What the dashboard remembers of each job: samples over time, and store-side figures.
 
 A `JobWatch` samples its job every ``interval_s`` seconds: the job report that
-``crawlq status --json`` prints (`crawlq.engine.report.job_report`), plus, from the job's
+``crawlq status --json`` prints (`crawlq.ops.report.job_report`), plus, from the job's
 store, the job's own dead letters by reason (``Store.counts(job=...)``) and the fetch time
 (``PageRecord.elapsed_s``, stored with every page) of the pages the job stored since the last
 sample (``Store.pages(job=...)``), for the slowest hosts. A store several jobs share thus
@@ -17,8 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlq.engine.report import job_report, job_settings, job_store_url
 from crawlq.errors import CrawlqError
+from crawlq.ops.report import job_report, job_settings, job_store_url
 from crawlq.store import Store, open_store
 from crawlq.urls import host_key
 

@@ -3,7 +3,7 @@
 `lookup` takes the path of ``crawlq inspect`` itself: the job's frontier and store opened
 for looking (`crawlq.cli.jobview.open_view`), the URL rewritten by the job's URL rules
 (`crawlq.cli.inspect.job_url_keys`: ``strip_url_params``), the frontier's state and the
-store's record joined (`crawlq.cli.inspect.tell`, `crawlq.engine.story`). So it finds a
+store's record joined (`crawlq.cli.inspect.tell`, `crawlq.ops.story`). So it finds a
 URL queued, in flight, delayed (waiting for a retry), dead, filtered, stored, done or never
 seen, for either engine. `Lookup` is what the page renders (a table of its fields, in order).
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 from crawlq.cli.inspect import job_url_keys, tell
 from crawlq.cli.jobview import BadInput, open_view
-from crawlq.engine.story import UrlStory
 from crawlq.errors import CrawlqError, InvalidURL
+from crawlq.ops.story import UrlStory
 from crawlq.urls import url_keys
 
 __all__ = ["Lookup", "lookup", "story_fields"]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from crawlq.engine.crawl import Crawl
+from crawlq.engine.crawl import Crawl, CrawlReport, Progress
 from crawlq.engine.deps import Deps
-from crawlq.engine.outcome import Kind, Outcome
-from crawlq.engine.progress import CrawlReport, Progress
+from crawlq.engine.outcome import Kind, Outcome, WorkerCounters
 from crawlq.engine.step import process
-from crawlq.engine.worker import Worker, WorkerCounters
+from crawlq.engine.worker import Worker
 
 __all__ = [
     "Crawl",

@@ -1,12 +1,19 @@
-"""Run a whole crawl in this process: open the backends, seed, work until done, report.
+"""A crawl run in this process (`Crawl`), what a run shows (`Progress`) and how it ended.
 
-This is what ``crawlq crawl`` calls, and the Python API for the same thing::
+`Crawl` is what ``crawlq crawl`` calls, and the Python API for the same thing: open the
+backends, seed, work until done, report::
 
     import asyncio
     from crawlq.engine.crawl import Crawl
     from crawlq.settings import Settings
 
     report = asyncio.run(Crawl(Settings.build(cli={"delay_s": 0}), ["http://127.0.0.1:8000/"]).run())
+
+Every runner of the CLI (`Crawl`, `crawlq.engine.service.WorkerService`, the multi-process
+runners of `crawlq.engine.multiprocess`, `crawlq.celery.crawl.CeleryCrawl`) offers
+``progress()`` for a live display (`Progress`) and returns a `CrawlReport`; the two in-process
+runners share `WorkerHost`. `counted_pages`, `job_counts` and `job_pages` read what a run
+counts from the store (the shared job's share, or the whole store of an embedded crawl).
 """
 
 from __future__ import annotations
@@ -14,18 +21,155 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
-from crawlq.engine.plan import CrawlPlan, plan_crawl
-from crawlq.engine.progress import CrawlReport, WorkerHost, counted_pages, job_counts
-from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
+from crawlq.engine.outcome import WorkerCounters, stored_job
+from crawlq.engine.plan import new_private_seed_hosts, plan_crawl, warn_private_seed_hosts
+from crawlq.engine.worker import Worker
+from crawlq.frontier import Frontier, FrontierStats
 from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
 from crawlq.spider import Spider
+from crawlq.store import Store, StoreCounts
 
-__all__ = ["Crawl"]
+__all__ = [
+    "Crawl",
+    "CrawlReport",
+    "Progress",
+    "WorkerHost",
+    "counted_pages",
+    "job_counts",
+    "job_pages",
+]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A snapshot for a live display.
+
+    Attributes:
+        frontier: Frontier counts now.
+        counters: This run's worker counters.
+        in_flight: Fetches running in this process.
+        elapsed_s: Seconds since the run started.
+    """
+
+    frontier: FrontierStats
+    counters: WorkerCounters
+    in_flight: int
+    elapsed_s: float
+
+    @property
+    def pages_per_s(self) -> float:
+        """Pages stored per second in this run."""
+        return self.counters.pages / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlReport:
+    """How a crawl run ended.
+
+    Attributes:
+        stopped_by: ``done`` (nothing left anywhere), ``max_pages`` or ``stopped`` (signal).
+        counters: What this run did.
+        store: Totals in the store, earlier runs included.
+        frontier: Frontier counts at the end.
+        elapsed_s: Wall seconds of this run.
+        seeded: Seed requests that were new to the frontier.
+        full_counters: False when ``counters`` hold only the pages stored (the work was
+            done by other processes: each worker reports its own links, retries and round
+            trips).
+        round_trips: False when ``counters.round_trips`` is not counted (the Celery engine's
+            workers do not report theirs): the summary leaves that line out.
+        replayed: Dead letters of earlier runs put back in the queue first (``retry_dead``).
+        job_pages: Pages in the store that the shared job wrote (`job_pages`), fewer than
+            ``store.pages`` when other jobs write to the store too; None for an embedded crawl.
+        job_store: What the store holds of the shared job (`job_counts`: its pages, dead
+            letters and filtered URLs, every run and worker of the job together); None for
+            an embedded crawl, whose store is the crawl (``store``).
+    """
+
+    stopped_by: str
+    counters: WorkerCounters
+    store: StoreCounts
+    frontier: FrontierStats
+    elapsed_s: float
+    seeded: int
+    full_counters: bool = True
+    round_trips: bool = True
+    replayed: int = 0
+    job_pages: int | None = None
+    job_store: StoreCounts | None = None
+
+
+async def job_pages(store: Store, settings: Settings) -> int | None:
+    """Pages the crawl's shared job wrote to ``store`` (`CrawlReport.job_pages`).
+
+    None for an embedded crawl (`crawlq.engine.outcome.stored_job`).
+
+    Raises:
+        StoreUnavailable, StoreError: As `crawlq.store.Store.counts`.
+    """
+    counts = await job_counts(store, settings)
+    return None if counts is None else counts.pages
+
+
+async def job_counts(store: Store, settings: Settings) -> StoreCounts | None:
+    """What the crawl's shared job wrote to ``store`` (`CrawlReport.job_store`).
+
+    None for an embedded crawl (`crawlq.engine.outcome.stored_job`).
+
+    Raises:
+        StoreUnavailable, StoreError: As `crawlq.store.Store.counts`.
+    """
+    job = stored_job(settings)
+    return None if job is None else await store.counts(job=job)
+
+
+async def counted_pages(store: Store, settings: Settings) -> int:
+    """The pages ``--max-pages`` counts in ``store``: the shared job's, or the whole store's.
+
+    A shared job (a Redis frontier, either engine) counts the pages it stored, earlier runs
+    of it included, never another job's in a store they share. An embedded crawl's store
+    (the SQLite file of its frontier) holds that one crawl, so every page in it counts: a
+    crawl resumed on the same file goes on towards the same total.
+
+    Raises:
+        StoreUnavailable, StoreError: As `crawlq.store.Store.counts`.
+    """
+    mine = await job_counts(store, settings)
+    return (mine if mine is not None else await store.counts()).pages
+
+
+class WorkerHost:
+    """What the crawl and worker entry points share: the running worker, stop and progress.
+
+    Subclasses set ``worker`` and ``_frontier`` while their worker runs.
+    """
+
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self._frontier: Frontier | None = None
+        self._started = time.monotonic()
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask the running worker to stop (see `crawlq.engine.worker.Worker.stop`)."""
+        if self.worker is not None:
+            self.worker.stop(force=force)
+
+    async def progress(self) -> Progress | None:
+        """A snapshot of the frontier and this process's worker, or None before it runs."""
+        if self.worker is None or self._frontier is None:
+            return None
+        return Progress(
+            frontier=await self._frontier.stats(),
+            counters=self.worker.counters,
+            in_flight=self.worker.in_flight,
+            elapsed_s=time.monotonic() - self._started,
+        )
 
 
 class Crawl(WorkerHost):
@@ -56,17 +200,8 @@ class Crawl(WorkerHost):
         retry_dead: bool = False,
         sitemaps: Sequence[str] = (),
     ) -> None:
-        self._adopt(plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps), retry_dead)
-
-    @classmethod
-    def from_plan(cls, plan: CrawlPlan, *, retry_dead: bool = False) -> Crawl:
-        """The crawl of a plan made already (`crawlq.engine.plan.plan_crawl`)."""
-        crawl = cls.__new__(cls)
-        crawl._adopt(plan, retry_dead)
-        return crawl
-
-    def _adopt(self, plan: CrawlPlan, retry_dead: bool) -> None:
-        WorkerHost.__init__(self)
+        super().__init__()
+        plan = plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps)
         self.retry_dead = retry_dead
         self.spider = plan.spider
         self.start_requests = plan.start_requests
@@ -99,7 +234,7 @@ class Crawl(WorkerHost):
         frontier, store = backends.frontier, backends.store
         self.scope = Scope.from_settings(s, s.allowed_domains)
         revived = 0
-        if self.retry_dead:  # the replay of every dead letter (crawlq.engine.dead)
+        if self.retry_dead:  # the replay of every dead letter (crawlq.ops.dead)
             # no wait at a block bound: this crawl's workers, not started yet, make the room
             replay = await frontier.replay_dead()
             revived = replay.queued

@@ -27,7 +27,7 @@ equal to the job's once its password is removed is the job's store, not a confli
 through the driver's own means (``PGPASSWORD``, ``~/.pgpass``).
 
 Seed hosts (exempt from the private-address guard) are computed by each producer and fixed
-by the first: `crawlq.engine.seed_hosts`. A job's default name: `crawlq.engine.plan`.
+by the first, and a job's default name is given: `crawlq.engine.plan`.
 """
 
 from __future__ import annotations

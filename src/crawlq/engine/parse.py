@@ -1,7 +1,7 @@
 """The parse step of a fetched page: screen, parse, scan, and the spider's callback.
 
 `parse_response` is shared by the crawl (`crawlq.engine.step.process`) and ``crawlq
-reparse`` (`crawlq.engine.reparse`, which gives a response stored earlier), so both decide
+reparse`` (`crawlq.ops.reparse`, which gives a response stored earlier), so both decide
 alike which responses reach a callback, screen hostile HTML, bound the time
 (``parse_timeout_s``, on the worker's page thread: `crawlq.engine.pagework`) and keep the
 same items and links. Its result is a `ParsedPage`.

@@ -58,8 +58,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from crawlq.engine.deps import Deps
-from crawlq.engine.outcome import Kind, Outcome, dead_outcome
-from crawlq.engine.page_record import page_record
+from crawlq.engine.outcome import Kind, Outcome, dead_outcome, page_record
 from crawlq.errors import InvalidURL
 from crawlq.fetch import redirected_method
 from crawlq.request import CrawlRequest, FetchResult, Lease

@@ -25,8 +25,7 @@ from types import TracebackType
 from typing import IO, Self
 
 from crawlq.engine.backends import open_backends
-from crawlq.engine.plan import plan_seed
-from crawlq.engine.seed_hosts import new_private_seed_hosts, warn_private_seed_hosts
+from crawlq.engine.plan import new_private_seed_hosts, plan_seed, warn_private_seed_hosts
 from crawlq.errors import (
     FrontierError,
     InvalidURL,

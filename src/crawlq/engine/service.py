@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 
 from crawlq.engine.backends import Backends, assembled_worker, open_backends
+from crawlq.engine.crawl import CrawlReport, WorkerHost, counted_pages, job_counts
 from crawlq.engine.outage import outage_logged, outage_wait_s
 from crawlq.engine.plan import spider_scope
-from crawlq.engine.progress import CrawlReport, WorkerHost, counted_pages, job_counts
 from crawlq.errors import (
     ConfigError,
     CrawlqError,

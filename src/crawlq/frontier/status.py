@@ -1,7 +1,7 @@
 """What ``crawlq status`` needs from a frontier, through the contract: `JobStatus`.
 
 `job_status` is the one call status, the Prometheus exporter and the dashboard make
-(`crawlq.engine.report.job_report`). A backend that knows more than `WorkQueue.stats` (the
+(`crawlq.ops.report.job_report`). A backend that knows more than `WorkQueue.stats` (the
 Redis frontier: throughput, live workers, retries, pause, the Celery engine's pending URLs)
 provides ``job_status()`` itself (`ReportsJobStatus`); for any other backend (the embedded
 SQLite frontier) the default is built from `WorkQueue.stats` alone, and the fields it cannot

@@ -25,7 +25,7 @@ filtered or enriched (`Middlewares.spider_output`).
 Configure them with the ``downloader_middlewares`` / ``spider_middlewares`` settings
 (``--downloader-middleware SPEC``, ``--spider-middleware SPEC``, repeatable; the settings
 file; ``CRAWLQ_DOWNLOADER_MIDDLEWARES``) and/or the spider class's attributes of the same
-names. The engine's policy runs outside them (`crawlq.engine.downloading`).
+names. The engine's policy runs outside them (`crawlq.engine.step`).
 """
 
 from crawlq.errors import Retry

@@ -8,7 +8,7 @@ per-process settings (never a shared job's, `crawlq.engine.job`): a job's Redis 
 choose the code a worker runs.
 
 What the engine does with what they return, and what they cannot change (robots.txt, the
-private-address guard, scope, dedup, politeness, retries) is `crawlq.engine.downloading`.
+private-address guard, scope, dedup, politeness, retries) is `crawlq.engine.step`.
 
 A ``process_request`` that answers without a fetch returns `response`: a
 `crawlq.request.FetchResult` made by a middleware, not by a fetch.

@@ -1,7 +1,7 @@
 """Proxies: what a proxy URL means, which proxy a request takes, and when a proxy is benched.
 
 Stdlib only: the fetcher (`crawlq.fetch.Fetcher`) sends through the proxy this module
-chooses, the engine (`crawlq.engine.proxy_feedback`) counts failures in the frontier, and the
+chooses, the engine (`crawlq.engine.fetch_feedback`) counts failures in the frontier, and the
 frontier backends store `ProxyState` rows.
 
 * **Which proxies.** The ``proxies`` setting (``--proxy URL``, repeatable, the settings

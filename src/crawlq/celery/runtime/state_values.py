@@ -41,7 +41,7 @@ Celery engine)."""
 RUN_PREFIX = "run:"
 r"""The prefix of the run counters' fields in the job's ``stats`` hash (``run:items``,
 ``run:retries``, ``run:dropped\n<reason>``, ...): what the Celery workers' settled outcomes
-counted, as a native worker counts its own (`crawlq.engine.worker.WorkerCounters`); written by
+counted, as a native worker counts its own (`crawlq.engine.outcome.WorkerCounters`); written by
 ``settle.lua`` (and ``refuse.lua`` for its ``worker_refused`` dead letters)."""
 
 

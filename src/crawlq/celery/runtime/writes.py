@@ -18,7 +18,7 @@ items stored and dropped by reason, links not followed by reason, retries, dead 
 filtered URLs by reason) only for the URLs it takes out of
 ``pending``, so a task delivered again after it settled counts nothing twice;
 ``crawl --engine celery`` reads them back (`run_counters`) for its summary, as a native
-worker counts its own (`crawlq.engine.worker.WorkerCounters`).
+worker counts its own (`crawlq.engine.outcome.WorkerCounters`).
 
 The worker metrics of the outcomes are counted after the store write and the links (a cookie
 wall's redirect whose revisit was published counts as a hop, not a page) and before the
@@ -35,8 +35,7 @@ from crawlq.celery.runtime.state import CeleryState
 from crawlq.celery.runtime.wire import Entry, Publish, chunks
 from crawlq.engine.metrics import recorder
 from crawlq.engine.outage import FullFrontier
-from crawlq.engine.outcome import Kind, Outcome, result_batch, stored_job
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.outcome import Kind, Outcome, WorkerCounters, result_batch, stored_job
 from crawlq.request import CrawlRequest
 from crawlq.settings import Settings
 from crawlq.store import Store
@@ -50,7 +49,7 @@ _BY_REASON = ("dead", "filtered", "skipped", "dropped")
 def outcome_counts(entry: Entry, outcome: Outcome) -> dict[str, int]:
     r"""The run counters of one settled outcome, as flat fields of the job's stats.
 
-    Counted as `crawlq.engine.worker.WorkerCounters.count` counts a settled outcome, plus its
+    Counted as `crawlq.engine.outcome.WorkerCounters.count` counts a settled outcome, plus its
     retries (``entry.attempt - 1``: the transient failures before it, each of which sent a
     retry task; counted once the URL settles, so a retry task delivered twice counts once).
     Pages are not here: the crawl counts them in the store.

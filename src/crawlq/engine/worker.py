@@ -1,8 +1,12 @@
-"""The native worker's lease loop and the settling of each lease (`Worker`).
+"""The native engine's worker: one process, many asyncio tasks, leasing from a shared frontier.
 
 The loop (docs/architecture.md): lease a batch → `process` each lease in its own task → buffer
-the outcomes (`crawlq.engine.worker.flush`) → flush them in batches. Leases are held on
-heartbeats (`crawlq.engine.worker.held`).
+the outcomes → flush them in batches (`crawlq.engine.flush.Flusher`: store write, then push
+discovered links, then settle the leases). Settling only after the store write returned is
+what makes a crash at any moment re-deliver a URL instead of losing it, and the store's upsert
+by fingerprint makes the re-delivery harmless. This module holds the lease loop and the
+settling of each lease (`Worker`); the leases a worker holds, with their heartbeat, are
+`crawlq.engine.flush.HeldLeases`; what a run counts is `crawlq.engine.outcome.WorkerCounters`.
 
 Frontier errors: a `FrontierUnavailable` (Redis restarting, a lost connection) is ridden out
 with backoff, results kept. A Redis at its maxmemory refuses only the pushes of new links
@@ -32,14 +36,11 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from crawlq.engine.deps import Deps
-from crawlq.engine.known import KnownFingerprints
+from crawlq.engine.flush import Flusher, HeldLeases, KnownFingerprints
 from crawlq.engine.metrics import recorder
 from crawlq.engine.outage import outage_logged, outage_wait_s
-from crawlq.engine.outcome import Kind, Outcome, internal_error, stored_job
+from crawlq.engine.outcome import Kind, Outcome, WorkerCounters, internal_error, stored_job
 from crawlq.engine.step import process
-from crawlq.engine.worker.counters import WorkerCounters
-from crawlq.engine.worker.flush import Flusher
-from crawlq.engine.worker.held import HeldLeases
 from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable
 from crawlq.frontier import Frontier
 from crawlq.request import Lease
@@ -48,6 +49,7 @@ from crawlq.store import Store
 __all__ = ["Worker"]
 
 logger = logging.getLogger(__name__)
+
 
 _T = TypeVar("_T")
 

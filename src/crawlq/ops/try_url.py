@@ -27,7 +27,7 @@ from typing import Any
 
 from crawlq.engine.deps import Deps
 from crawlq.engine.outcome import Kind, Outcome
-from crawlq.engine.seed_hosts import with_seed_hosts
+from crawlq.engine.plan import with_seed_hosts
 from crawlq.engine.step import process
 from crawlq.fetch import Fetcher
 from crawlq.frontier import open_frontier
