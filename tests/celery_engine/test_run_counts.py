@@ -16,8 +16,7 @@ import redis
 from crawlq.celery.runtime.state import CeleryState
 from crawlq.celery.runtime.wire import Entry
 from crawlq.celery.runtime.writes import outcome_counts, run_counters, write_outcomes
-from crawlq.engine.outcome import Kind, Outcome, dead_outcome
-from crawlq.engine.worker import WorkerCounters
+from crawlq.engine.outcome import Kind, Outcome, WorkerCounters, dead_outcome
 from crawlq.frontier.redis import Keyspace
 from crawlq.request import CrawlRequest, Lease
 from crawlq.settings import Settings

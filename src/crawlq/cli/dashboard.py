@@ -11,6 +11,7 @@ from crawlq.cli.terminal import configure_logging
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.secrecy import redact
 from crawlq.settings import check_job_name
+from crawlq.settings.checks import is_redis_url
 
 __all__ = ["dashboard"]
 
@@ -69,7 +70,7 @@ def dashboard(
             check_job_name(job)
         except ConfigError as exc:
             raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
-    if not frontier.startswith(("redis://", "rediss://", "unix://")):
+    if not is_redis_url(frontier):
         raise click.BadParameter(
             f"{redact(frontier)!r}: expected redis://[:password@]host:port/DB",
             param_hint="--frontier",

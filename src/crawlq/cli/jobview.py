@@ -24,14 +24,13 @@ from crawlq.errors import ConfigError, CrawlqError
 from crawlq.frontier import Frontier
 from crawlq.secrecy import redact, without_password
 from crawlq.settings import check_job_name
+from crawlq.settings.checks import is_redis_url
 from crawlq.store import Store, open_store
 
 if TYPE_CHECKING:
     from crawlq.celery.runtime.state import CeleryState
 
 __all__ = ["BadInput", "JobView", "open_view"]
-
-_REDIS = ("redis://", "rediss://", "unix://")
 
 
 class BadInput(Exception):
@@ -94,7 +93,7 @@ async def open_view(
         FrontierLocked: ``write`` and a crawl owns the SQLite frontier.
         CrawlqError: A backend cannot be reached or read.
     """
-    if frontier_url is not None and frontier_url.startswith(_REDIS):
+    if is_redis_url(frontier_url):
         async with _open_job(frontier_url, job, store_url, need_store=need_store) as view:
             yield view
         return

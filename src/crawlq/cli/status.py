@@ -28,6 +28,7 @@ from crawlq.errors import ConfigError, CrawlqError
 from crawlq.ops.report import job_report
 from crawlq.secrecy import redact
 from crawlq.settings import check_job_name
+from crawlq.settings.checks import is_redis_url
 
 if TYPE_CHECKING:
     from crawlq.engine.metrics import FrontierCollector
@@ -85,7 +86,7 @@ def status(
         check_job_name(job)
     except ConfigError as exc:
         raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
-    if not frontier.startswith(("redis://", "rediss://", "unix://")):
+    if not is_redis_url(frontier):
         # a shared job only: never open (and so create) a SQLite file named by a typo
         raise click.BadParameter(
             f"{redact(frontier)!r}: expected redis://[:password@]host:port/DB",

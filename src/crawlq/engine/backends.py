@@ -21,6 +21,7 @@ from crawlq.robots import RobotsCache
 from crawlq.rules.politeness import Politeness
 from crawlq.rules.scope import Scope
 from crawlq.settings import Settings
+from crawlq.settings.checks import check_frontier, is_redis_url
 from crawlq.spider import CLOSE_REASONS, Spider, spider_closed
 from crawlq.spider.item_type import items_table_of
 from crawlq.store import Store, open_store
@@ -152,14 +153,9 @@ async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
 
             bloom = BloomDedup(settings.bloom_capacity, settings.bloom_error_rate)
         url = settings.frontier
-        if not url.startswith(("redis://", "rediss://", "unix://", "sqlite:///")) and not (
-            url.endswith((".db", ".sqlite", ".sqlite3"))
-        ):
-            raise ConfigError(
-                "frontier", f"{url!r}: expected redis://host:port/DB or a SQLite file (*.db)"
-            )
+        check_frontier(url)
         # a new Redis job is created only once its store opens (below): joined first
-        on_redis = url.startswith(("redis://", "rediss://", "unix://"))
+        on_redis = is_redis_url(url)
         opener = _Opener(url, settings, bloom, on_redis=on_redis)
         frontier, inbox = await opener.open(settings, create=create and not on_redis)
     try:

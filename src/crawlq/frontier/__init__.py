@@ -10,6 +10,7 @@ from crawlq.frontier.contract import Frontier
 from crawlq.frontier.queue import FrontierStats, HostStats, QueueBounds
 from crawlq.frontier.status import JobStatus, job_status
 from crawlq.rules.politeness import HostPolicy, Politeness
+from crawlq.settings.checks import is_redis_url
 
 if TYPE_CHECKING:
     from crawlq.frontier.redis import BloomDedup
@@ -60,7 +61,7 @@ async def open_frontier(
         FrontierLocked: The SQLite file is owned by another live process.
         FrontierUnavailable: The backend cannot be opened or reached.
     """
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if is_redis_url(url):
         if not job:
             raise ConfigError("job", f"a job name is needed with the Redis frontier {url}")
         try:

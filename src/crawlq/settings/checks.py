@@ -22,13 +22,25 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from crawlq.errors import ConfigError
 from crawlq.rules.proxies import parse_proxy
 from crawlq.web.headers import REFERRER_POLICIES, parse_header_line
 
-__all__ = ["JOB_NAME_RULE", "MAX_S", "check", "check_job_name", "check_store"]
+__all__ = [
+    "JOB_NAME_RULE",
+    "MAX_S",
+    "REDIS_BROKER_SCHEMES",
+    "REDIS_TCP_SCHEMES",
+    "REDIS_URL_SCHEMES",
+    "check",
+    "check_frontier",
+    "check_job_name",
+    "check_store",
+    "is_redis_broker",
+    "is_redis_url",
+]
 
 MAX_S = 1e7
 """Largest value of any setting in seconds (about 115 days): larger ones are typos, and
@@ -306,6 +318,41 @@ def check_job_name(name: str) -> str:
         shown = repr(name) if len(name) <= 60 else f"{name[:40]!r}... ({len(name)} characters)"
         raise ConfigError("job", f"a job name must be {JOB_NAME_RULE}; got {shown}")
     return name
+
+
+REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
+"""The one spelling of a Redis frontier URL (redis-py's ``Redis.from_url``: TCP, TLS, a Unix
+socket). Every command that takes ``--frontier`` and the Celery engine read it from here."""
+
+REDIS_TCP_SCHEMES = ("redis://", "rediss://")
+"""The Redis URLs with a host and port (Celery's result backend cannot take ``unix://``)."""
+
+REDIS_BROKER_SCHEMES = ("redis", "rediss", "sentinel")
+"""A Celery broker URL's schemes that name a Redis server (kombu's Redis transports)."""
+
+SQLITE_FRONTIER_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""File names a SQLite frontier is taken from when no scheme is given."""
+
+
+def is_redis_url(url: str | None) -> TypeGuard[str]:
+    """True when ``url`` names a Redis frontier (`REDIS_URL_SCHEMES`): a shared job."""
+    return bool(url) and str(url).startswith(REDIS_URL_SCHEMES)
+
+
+def is_redis_broker(url: str | None) -> TypeGuard[str]:
+    """True when ``url`` names a Redis broker (`REDIS_BROKER_SCHEMES`)."""
+    return bool(url) and str(url).split("://", 1)[0] in REDIS_BROKER_SCHEMES
+
+
+def check_frontier(url: str) -> str:
+    """Return ``url`` if it names a frontier: a Redis URL, ``sqlite:///PATH`` or a ``*.db`` file.
+
+    Raises:
+        ConfigError: Neither; the error names ``frontier``.
+    """
+    if is_redis_url(url) or url.startswith("sqlite:///") or url.endswith(SQLITE_FRONTIER_SUFFIXES):
+        return url
+    raise ConfigError("frontier", f"{url!r}: expected redis://host:port/DB or a SQLite file (*.db)")
 
 
 _STORE_SCHEMES = ("sqlite:///", "postgresql://", "postgres://")

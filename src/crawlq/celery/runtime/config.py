@@ -28,6 +28,7 @@ from kombu.entity import Exchange, Queue
 
 from crawlq.errors import ConfigError
 from crawlq.settings import Settings
+from crawlq.settings.checks import REDIS_TCP_SCHEMES, is_redis_broker, is_redis_url
 
 __all__ = [
     "MAX_PRIORITY",
@@ -35,7 +36,6 @@ __all__ = [
     "celery_config",
     "clamp_priority",
     "dedup_redis_url",
-    "is_redis_broker",
     "patch_kombu_redis_restore",
     "result_config",
     "task_queue",
@@ -44,11 +44,6 @@ __all__ = [
 
 MAX_PRIORITY = 9
 """Highest crawlq priority a Celery task can carry (0..9)."""
-
-
-def is_redis_broker(url: str | None) -> bool:
-    """True when ``url`` names a Redis broker (``redis://``, ``rediss://``, ``sentinel://``)."""
-    return bool(url) and str(url).split("://", 1)[0] in ("redis", "rediss", "sentinel")
 
 
 def clamp_priority(priority: int | None) -> int:
@@ -80,7 +75,7 @@ def dedup_redis_url(settings: Settings) -> str:
     url = settings.frontier or (
         settings.broker_url if is_redis_broker(settings.broker_url) else None
     )
-    if not url or not url.startswith(("redis://", "rediss://", "unix://")):
+    if not url or not is_redis_url(url):
         raise ConfigError(
             "frontier",
             "the Celery engine keeps dedup and politeness in Redis: give --frontier "
@@ -175,7 +170,7 @@ def result_config(settings: Settings) -> dict[str, Any]:
         url = dedup_redis_url(settings)
     except ConfigError:
         return {}
-    if not url.startswith(("redis://", "rediss://")):
+    if not url.startswith(REDIS_TCP_SCHEMES):
         return {}  # a unix:// socket: Celery's backend spells it otherwise; no results
     return {"result_backend": url, "result_expires": expires}
 

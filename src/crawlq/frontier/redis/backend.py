@@ -59,6 +59,7 @@ from crawlq.frontier.redis.robots import RedisRobots
 from crawlq.frontier.status import JobStatus, WorkerBeat
 from crawlq.rules.politeness import HostPolicy, Politeness
 from crawlq.rules.politeness import rules_with_default as _rules
+from crawlq.settings.checks import REDIS_TCP_SCHEMES
 
 __all__ = ["RedisFrontier"]
 
@@ -114,7 +115,8 @@ class RedisFrontier(
         except ValueError as exc:  # e.g. an unclosed "[" of an IPv6 address
             raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from None
         db = parts.path.lstrip("/")
-        if parts.scheme in ("redis", "rediss") and (not hostname or (not db.isdigit() and db)):
+        tcp = url.startswith(REDIS_TCP_SCHEMES)
+        if tcp and (not hostname or (not db.isdigit() and db)):
             raise ConfigError("frontier", f"bad Redis URL {url!r}: want redis://host:port/DB")
         try:
             client = Redis.from_url(url, decode_responses=False, health_check_interval=10)

@@ -32,6 +32,7 @@ from redis.asyncio import Redis
 from crawlq.errors import ConfigError, CrawlqError
 from crawlq.frontier.redis.errors import call
 from crawlq.frontier.redis.keys import Keyspace
+from crawlq.settings.checks import is_redis_url
 
 __all__ = ["LIVE_WITHIN_S", "PAUSE_POLL_MS", "JobAdmin", "JobBusy", "JobInfo", "NoSuchJob"]
 
@@ -121,7 +122,7 @@ class JobAdmin:
         Raises:
             ConfigError: The URL is not a Redis URL.
         """
-        if not url.startswith(("redis://", "rediss://", "unix://")):
+        if not is_redis_url(url):
             raise ConfigError("frontier", "job commands need a shared job: redis://host:port/DB")
         try:
             client = Redis.from_url(url, decode_responses=False, health_check_interval=10)
