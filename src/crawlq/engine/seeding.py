@@ -293,6 +293,7 @@ async def replay_into_room(
     where: DeadFilter = EVERY_DEAD,
     admit: Callable[[DeadLetter], bool] | None = None,
     *,
+    bounds: QueueBounds | None = None,
     max_wait_s: float | None = None,
 ) -> tuple[Replay, bool, QueueFullTimeout | None]:
     """Replay dead letters as a producer pushes: under the frontier's bounds, waiting for room.
@@ -307,16 +308,17 @@ async def replay_into_room(
         What was replayed in all (``refused``: those still dead when the wait ran out),
         whether it waited for room, and the `QueueFullTimeout` when the wait ran out.
     """
+    bounds = bounds or frontier.bounds
     total = Replay()
     waited_since: float | None = None
     while True:
-        done = await frontier.replay_dead(where, admit)
+        done = await frontier.replay_dead(where, admit, bounds)
         total.add(done)
         total.refused = done.refused
         if not done.refused:
             break
         try:
-            waited_since = _room_wait(waited_since, frontier.bounds, max_wait_s, total.queued)
+            waited_since = _room_wait(waited_since, bounds, max_wait_s, total.queued)
         except QueueFullTimeout as exc:
             return total, True, exc
         await asyncio.sleep(PUSH_RETRY_S)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from crawlq.frontier.queue import QueueBounds
 from crawlq.request import CrawlRequest
 from crawlq.urls import split_host
 
@@ -190,6 +191,7 @@ class Inspection(Protocol):
         self,
         where: DeadFilter = EVERY_DEAD,
         admit: Callable[[DeadLetter], bool] | None = None,
+        bounds: QueueBounds | None = None,
     ) -> Replay:
         """Put the dead letters that ``where`` matches back in the queue, attempts afresh.
 
@@ -211,6 +213,8 @@ class Inspection(Protocol):
             admit: Called with each matching dead letter; one it returns False for stays
                 dead (the caller's scope check: a dead letter that the job's scope no longer
                 takes is not fetched again). None admits all.
+            bounds: The job's queue bounds this replay is held to (an operator's replay reads
+                them from the job's settings); None: the bounds the frontier was opened with.
 
         Returns:
             What was requeued (by reason), refused and dropped.

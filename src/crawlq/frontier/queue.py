@@ -179,13 +179,16 @@ class WorkQueue(Protocol):
     """Requests from push to settle (`crawlq.frontier.contract` for the shared semantics)."""
 
     bounds: QueueBounds
-    """The job's queue bounds (`QueueBounds`); unbounded by default. Assignable, e.g. once
-    the job's settings are known."""
+    """The job's queue bounds (`QueueBounds`); unbounded by default. Given when the frontier
+    is opened and not changed afterwards by crawlq (a replay held to other bounds passes them
+    to `crawlq.frontier.inspection.Inspection.replay_dead`); the contract tests set it to
+    build queue states."""
 
     politeness: Politeness
     """The job's host politeness rules (`crawlq.rules.politeness`): the default policy, and the
-    per-host overrides written for each host when its first request is pushed. Assignable,
-    e.g. once the job's settings are known."""
+    per-host overrides written for each host when its first request is pushed. Given when the
+    frontier is opened (a shared job's rules: `crawlq.engine.backends` opens the frontier again
+    with them when they differ) and not changed afterwards."""
 
     round_trips: int
     """Requests this client has made to its backend so far: Redis network round trips (a

@@ -229,9 +229,8 @@ async def replay_native(
         bounds: The job's queue bounds (`job_bounds`); None keeps the frontier's own.
         max_wait_s: At a ``block`` bound, the longest wait for room (None: no limit).
     """
-    if bounds is not None:
-        frontier.bounds = bounds
-    report = ReplayReport(dry_run=dry_run, bounds=frontier.bounds)
+    bounds = bounds or frontier.bounds
+    report = ReplayReport(dry_run=dry_run, bounds=bounds)
     chosen: Counter[str] = Counter()
     out_of_scope: set[bytes] = set()  # a wait for room replays again: count each once
 
@@ -249,7 +248,7 @@ async def replay_native(
         report.by_reason = chosen
     else:
         done, waited, timeout = await replay_into_room(
-            frontier, where, admit, max_wait_s=max_wait_s
+            frontier, where, admit, bounds=bounds, max_wait_s=max_wait_s
         )
         report.replayed, report.by_reason = done.queued, done.by_reason
         report.dropped, report.left_full, report.timeout = done.dropped, done.refused, timeout

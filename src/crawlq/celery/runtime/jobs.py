@@ -102,11 +102,13 @@ class JobRuntime:
         url = dedup_redis_url(base)
         state = await CeleryState.open(url, job, expect_id=expect_id)
         try:
-            frontier = state.frontier(Politeness.from_settings(base))
             settings = dataclasses.replace(base, job=job, frontier=url)
-            settings = await bind_job(frontier, settings, create=True)
+            settings = await bind_job(
+                state.frontier(Politeness.from_settings(base)), settings, create=True
+            )
             unsupported(settings)
-            frontier.politeness = Politeness.from_settings(settings)  # the job's rules
+            # a view with the job's rules, fixed from the start (a view is only the connection)
+            frontier = state.frontier(Politeness.from_settings(settings))
             store = await open_store(settings.store, items_table=items_table_of(settings))
         except BaseException:
             await state.close()

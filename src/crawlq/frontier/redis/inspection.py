@@ -15,6 +15,7 @@ from typing import Any
 
 from crawlq.errors import JobGone
 from crawlq.frontier.inspection import EVERY_DEAD, DeadFilter, DeadLetter, Replay, UrlState
+from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.redis.client import RedisClient
 from crawlq.frontier.redis.replies import reply_int, reply_request, reply_text
 from crawlq.frontier.redis.scripts import SCRIPTS
@@ -147,6 +148,7 @@ class RedisInspection(RedisClient):
         self,
         where: DeadFilter = EVERY_DEAD,
         admit: Callable[[DeadLetter], bool] | None = None,
+        bounds: QueueBounds | None = None,
     ) -> Replay:
         """See `crawlq.frontier.inspection.Inspection.replay_dead`.
 
@@ -154,7 +156,7 @@ class RedisInspection(RedisClient):
         (``revive.lua``), which re-checks that each is still dead and applies `bounds`.
         """
         k = self.keys
-        b = self.bounds
+        b = bounds or self.bounds
         total = Replay()
         async for chunk in self._dead_chunks(where):
             hosts: dict[str, int] = {}

@@ -18,7 +18,7 @@ from typing import Any
 
 from crawlq.errors import FrontierError
 from crawlq.frontier.inspection import EVERY_DEAD, DeadFilter, DeadLetter, Replay, UrlState
-from crawlq.frontier.queue import FRONTIER_FULL
+from crawlq.frontier.queue import FRONTIER_FULL, QueueBounds
 from crawlq.frontier.sqlite.bounded import evict_lowest, host_counts, queue_full
 from crawlq.frontier.sqlite.file import FrontierFile, logger
 from crawlq.frontier.sqlite.schema import CHUNK, DEAD, QUEUED, STATE_NAMES
@@ -104,6 +104,7 @@ class SqliteInspection(FrontierFile):
         self,
         where: DeadFilter = EVERY_DEAD,
         admit: Callable[[DeadLetter], bool] | None = None,
+        bounds: QueueBounds | None = None,
     ) -> Replay:
         """See `crawlq.frontier.inspection.Inspection.replay_dead`.
 
@@ -114,7 +115,8 @@ class SqliteInspection(FrontierFile):
         async for chunk in self._chunks(self.dead_letters(where)):
             chosen = [d for d in chunk if admit is None or admit(d)]
             if chosen:
-                done, moved = await self._run(self._tx, functools.partial(self._revive, chosen))
+                revive = functools.partial(self._revive, chosen, bounds or self.bounds)
+                done, moved = await self._run(self._tx, revive)
                 self._counts[DEAD] -= moved
                 self._counts[QUEUED] += moved
                 total.add(done)
@@ -134,7 +136,7 @@ class SqliteInspection(FrontierFile):
             yield chunk
 
     def _revive(
-        self, letters: Sequence[DeadLetter], conn: sqlite3.Connection
+        self, letters: Sequence[DeadLetter], bounds: QueueBounds, conn: sqlite3.Connection
     ) -> tuple[Replay, int]:
         """Requeue ``letters`` that are still dead, each under the queue bounds.
 
@@ -143,7 +145,6 @@ class SqliteInspection(FrontierFile):
         done = Replay()
         hosts: Counter[str] = Counter()  # queued change per host
         answered: Counter[str] = Counter()
-        bounds = self.bounds
         job_queued = self._counts[QUEUED]
         host_queued: dict[str, int] = {}
         now_ms = self.clock.wall_ms()
