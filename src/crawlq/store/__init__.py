@@ -1,7 +1,7 @@
 """Result stores: the `Store` contract and `open_store`, which picks a backend from a URL.
 
 * `crawlq.store.contract`: `Store`, and what it answers (`StoreCounts`, `StoredOutcome`);
-* `crawlq.store.batch`: what a write holds (`ResultBatch`, `ParseUpdate`);
+* `crawlq.store.contract`: what a write holds (`ResultBatch`, `ParseUpdate`);
 * `crawlq.store.sql`: what the two SQL stores share (the dialect, writes, reads);
 * `crawlq.store.sqlite`, `crawlq.store.postgres`: the backends, each with ``store.py`` (the
   `Store` object), ``schema.py`` (open, versions, migrations) and ``writes.py``;
@@ -15,8 +15,7 @@ from __future__ import annotations
 from crawlq.errors import ConfigError
 from crawlq.items.schema import ItemTable
 from crawlq.settings import check_store
-from crawlq.store.batch import ParseUpdate, ResultBatch
-from crawlq.store.contract import Store, StoreCounts, StoredOutcome
+from crawlq.store.contract import ParseUpdate, ResultBatch, Store, StoreCounts, StoredOutcome
 
 __all__ = ["ParseUpdate", "ResultBatch", "Store", "StoreCounts", "StoredOutcome", "open_store"]
 

@@ -35,8 +35,7 @@ from typing import Any
 
 from crawlq.errors import ConfigError, StoreError
 from crawlq.items.schema import ItemTable
-from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
-from crawlq.store.contract import StoreCounts
+from crawlq.store.contract import ParseUpdate, ResultBatch, StoreCounts, last_update_wins
 from crawlq.store.postgres.items_table import ensure_table
 from crawlq.store.postgres.pool import Conn, Pool, Target, parse_target
 from crawlq.store.postgres.schema import SCHEMA_VERSION, check_schema, ensure_schema

@@ -25,7 +25,7 @@ from psycopg.rows import TupleRow
 
 from crawlq.items.schema import ItemTable
 from crawlq.records import ItemRecord
-from crawlq.store.batch import ParseUpdate, ResultBatch
+from crawlq.store.contract import ParseUpdate, ResultBatch
 from crawlq.store.postgres.items_table import TypedRows, set_jobs_from_pages
 from crawlq.store.postgres.pool import Conn
 from crawlq.store.sql import POSTGRES

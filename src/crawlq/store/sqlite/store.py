@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlq.errors import StoreError
-from crawlq.store.batch import ParseUpdate, ResultBatch, last_update_wins
-from crawlq.store.contract import StoreCounts
+from crawlq.store.contract import ParseUpdate, ResultBatch, StoreCounts, last_update_wins
 from crawlq.store.sql import SQLITE
 from crawlq.store.sql.reads import CountQueries, Queries, Row, SqlReader, store_counts
 from crawlq.store.sqlite import writes

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store.batch import ParseUpdate, ResultBatch
+from crawlq.store.contract import ParseUpdate, ResultBatch
 from crawlq.store.sql import SQLITE
 from crawlq.store.sql.writes import Writes, item_json
 
