@@ -7,11 +7,9 @@ import sys
 
 import click
 
+from crawlq.cli.options import checked_job, shared_frontier
 from crawlq.cli.terminal import configure_logging
 from crawlq.errors import ConfigError, CrawlqError
-from crawlq.secrecy import redact
-from crawlq.settings import check_job_name
-from crawlq.settings.checks import is_redis_url
 
 __all__ = ["dashboard"]
 
@@ -66,15 +64,8 @@ def dashboard(
     """
     configure_logging(0, None)
     for job in jobs:
-        try:
-            check_job_name(job)
-        except ConfigError as exc:
-            raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
-    if not is_redis_url(frontier):
-        raise click.BadParameter(
-            f"{redact(frontier)!r}: expected redis://[:password@]host:port/DB",
-            param_hint="--frontier",
-        )
+        checked_job(job)
+    shared_frontier(frontier)
     from crawlq.dashboard import Dashboard, serve
 
     board = Dashboard(frontier, list(jobs), store, interval, fixed=bool(jobs))

@@ -22,13 +22,16 @@ from typing import Any, TypeVar
 
 import click
 
-from crawlq.errors import InvalidURL
-from crawlq.settings import DEFAULT_USER_AGENT
+from crawlq.errors import ConfigError, InvalidURL
+from crawlq.secrecy import redact
+from crawlq.settings import DEFAULT_USER_AGENT, check_job_name
+from crawlq.settings.checks import is_redis_url
 from crawlq.sitemap import sitemap_request
 from crawlq.web.headers import REFERRER_POLICIES
 
 __all__ = [
     "SINCE_FORMS",
+    "checked_job",
     "frontier_options",
     "guard_options",
     "job_options",
@@ -36,6 +39,7 @@ __all__ = [
     "output_options",
     "parse_since",
     "process_options",
+    "shared_frontier",
     "since_option",
     "since_s",
     "sitemap_option",
@@ -44,6 +48,28 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def checked_job(job: str) -> str:
+    """``--job`` as `crawlq.settings.check_job_name` takes it, else a ``click.BadParameter``."""
+    try:
+        return check_job_name(job)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
+
+
+def shared_frontier(frontier: str) -> str:
+    """``--frontier`` of a command that reads a shared job: a Redis URL, else a BadParameter.
+
+    The message shows the URL without its password (`crawlq.secrecy.redact`). Such a command
+    never takes a SQLite file, so a typo never opens (and so creates) one.
+    """
+    if not is_redis_url(frontier):
+        raise click.BadParameter(
+            f"{redact(frontier)!r}: expected redis://[:password@]host:port/DB",
+            param_hint="--frontier",
+        )
+    return frontier
 
 
 def _apply(f: F, decorators: list[Callable[[F], F]]) -> F:

@@ -21,14 +21,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from crawlq.cli.options import wide_option
+from crawlq.cli.options import checked_job, shared_frontier, wide_option
 from crawlq.cli.reports import status_table
 from crawlq.cli.terminal import stdout_console
-from crawlq.errors import ConfigError, CrawlqError
+from crawlq.errors import CrawlqError
 from crawlq.ops.report import job_report
-from crawlq.secrecy import redact
-from crawlq.settings import check_job_name
-from crawlq.settings.checks import is_redis_url
 
 if TYPE_CHECKING:
     from crawlq.engine.metrics import FrontierCollector
@@ -82,16 +79,8 @@ def status(
     its store URL without the password, which CRAWLQ_STORE (the same URL with it) supplies.
     --watch runs until Ctrl-C, which ends it with exit status 0.
     """
-    try:
-        check_job_name(job)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).removeprefix("job: "), param_hint="--job") from None
-    if not is_redis_url(frontier):
-        # a shared job only: never open (and so create) a SQLite file named by a typo
-        raise click.BadParameter(
-            f"{redact(frontier)!r}: expected redis://[:password@]host:port/DB",
-            param_hint="--frontier",
-        )
+    checked_job(job)
+    shared_frontier(frontier)
     try:
         if prometheus_port is not None:
             with contextlib.suppress(KeyboardInterrupt):  # runs until Ctrl-C too: exit 0
