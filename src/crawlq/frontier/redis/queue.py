@@ -22,8 +22,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawlq.errors import FrontierError, FrontierFull, JobGone
-from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
-from crawlq.frontier.queue import FrontierStats, HostBackoff, HostStats, Offer, backoff_state
+from crawlq.frontier.queue import (
+    FrontierStats,
+    HostBackoff,
+    HostStats,
+    Offer,
+    backoff_state,
+    check_lease_args,
+    lease_with_wait,
+)
 from crawlq.frontier.redis.idle import RedisIdle
 from crawlq.frontier.redis.inbox import PUSH_CHUNK, RedisInbox
 from crawlq.frontier.redis.jobs import PAUSE_POLL_MS

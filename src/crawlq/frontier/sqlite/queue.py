@@ -13,7 +13,7 @@ hosts whose next-allowed time has come and whose in-flight count is under their 
 (`crawlq.frontier.sqlite.schema.HOST_CONCURRENCY`): highest priority first, then push order.
 Each host taken moves its next-allowed time by its delay in the same step. With nothing ready,
 the step says when something will be (`SqliteWorkQueue._next_wake_ms`) and `lease` waits
-(`crawlq.frontier.lease_wait`) for that time or for a wake-up from a push or settle.
+(`crawlq.frontier.queue`) for that time or for a wake-up from a push or settle.
 
 Settle: renew, ack, retry, dead and release check each lease against its row (same lease id,
 still leased), move the held ones to their new state in one transaction and give back their
@@ -34,8 +34,15 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from crawlq.frontier.lease_wait import check_lease_args, lease_with_wait
-from crawlq.frontier.queue import FrontierStats, HostBackoff, HostStats, Offer, backoff_state
+from crawlq.frontier.queue import (
+    FrontierStats,
+    HostBackoff,
+    HostStats,
+    Offer,
+    backoff_state,
+    check_lease_args,
+    lease_with_wait,
+)
 from crawlq.frontier.sqlite.bounded import SEEN, BoundedPush
 from crawlq.frontier.sqlite.file import logger
 from crawlq.frontier.sqlite.schema import (
