@@ -63,7 +63,7 @@ PUBLIC: dict[str, str] = {
         "CrawlRequest FetchResult Lease MAX_DEPTH MAX_JSON_NESTING MAX_REFERRER_CHARS "
         "MAX_URL_LENGTH PRIORITY_LIMIT RawExchange"
     ),
-    "crawlq.robots": "CLAIM_MARGIN_S MAX_TTL_S RobotsCache RobotsStore RobotsVerdict",
+    "crawlq.robots": "CLAIM_MARGIN_S MAX_TTL_S RobotsCache RobotsVerdict",
     "crawlq.settings": (
         "DEFAULT_SKIP_EXTENSIONS DEFAULT_USER_AGENT JOB_NAME_RULE Settings check_job_name "
         "check_store coerce_settings host_auth_tables parse_bytes suggest"

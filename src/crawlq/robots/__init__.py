@@ -30,18 +30,19 @@ The Robots Exclusion Protocol is RFC 9309; each rule below cites its section.
   body that is not valid UTF-8 is read as latin-1, so that no line is lost to replacement
   characters.
 
-The package: `crawlq.robots.cache` (`RobotsCache`, the verdicts, and sharing through the
-job's frontier: `RobotsStore`, `crawlq.robots.cache.load_shared`) and `crawlq.robots.file`
-(the file: what a fetch's status means, its text and its records); the shared record itself
-is `crawlq.frontier.robots.RobotsRecord`, a plain value the frontier backends store.
+The package: `crawlq.robots.cache` (`RobotsCache`, the verdicts, and sharing through the job's
+frontier: `crawlq.frontier.robots.SharedRobots`, `crawlq.robots.cache.load_shared`) and
+`crawlq.robots.file` (the file: what a fetch's status means, its text and its records); the
+shared record itself is `crawlq.frontier.robots.RobotsRecord`, a plain value the frontier
+backends store.
 
 Sharing: with a ``shared`` store (the job's frontier, see `crawlq.frontier.contract.Frontier`)
 robots.txt is fetched once per origin per job, not once per worker: the record (status class,
 text, fetch time and expiry) lives in the frontier, the first worker that needs a missing or
-expired one claims the fetch (`RobotsStore.robots_claim`, which reads and claims in one
-round trip) and stores the result, and the others wait for it and read it. Each process
-keeps the records it has used in an LRU, each valid until the shared record's expiry, so
-the hot path does not ask the backend per URL.
+expired one claims the fetch (``robots_claim``, which reads and claims in one round trip) and
+stores the result, and the others wait for it and read it. Each process keeps the records it
+has used in an LRU, each valid until the shared record's expiry, so the hot path does not ask
+the backend per URL.
 A stored record that cannot be read is treated as missing and fetched again.
 
 Concurrent callers in one process asking about one origin share a single load (single-flight).
@@ -49,6 +50,6 @@ Concurrent callers in one process asking about one origin share a single load (s
 
 from __future__ import annotations
 
-from crawlq.robots.cache import CLAIM_MARGIN_S, MAX_TTL_S, RobotsCache, RobotsStore, RobotsVerdict
+from crawlq.robots.cache import CLAIM_MARGIN_S, MAX_TTL_S, RobotsCache, RobotsVerdict
 
-__all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsStore", "RobotsVerdict"]
+__all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsVerdict"]

@@ -7,13 +7,13 @@ per URL; concurrent callers in one process asking about one origin share a singl
 load reads the job's shared record (`load_shared`) or, with no shared store, fetches
 (`crawlq.robots.file.fetch_record`).
 
-The shared store (`RobotsStore`) is the job's frontier (see `crawlq.frontier.contract.Frontier`):
-robots.txt is fetched once per origin per job, not once per worker. The record (status
-class, text, fetch time and expiry, `crawlq.frontier.robots.RobotsRecord`) lives in the
-frontier, the first worker that needs a missing or expired one claims the fetch
-(`RobotsStore.robots_claim`, which reads and claims in one round trip) and stores the
-result, and the others wait for it and read it (`load_shared`). Times are Unix ms from the
-caller's clock; waits are in seconds.
+The shared store is the job's frontier, through its robots.txt part
+(`crawlq.frontier.robots.SharedRobots`): robots.txt is fetched once per origin per job, not
+once per worker. The record (status class, text, fetch time and expiry,
+`crawlq.frontier.robots.RobotsRecord`) lives in the frontier, the first worker that needs a
+missing or expired one claims the fetch (``robots_claim``, which reads and claims in one round
+trip) and stores the result, and the others wait for it and read it (`load_shared`). Times are
+Unix ms from the caller's clock; waits are in seconds.
 """
 
 from __future__ import annotations
@@ -25,19 +25,18 @@ import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from protego import Protego
 
 from crawlq.clock import Clock, SystemClock
 from crawlq.errors import InvalidURL, PermanentFetchError, RobotsUnreachable
 from crawlq.fetch import Fetcher
-from crawlq.frontier.robots import MAX_TTL_MS, RobotsRecord
+from crawlq.frontier.robots import MAX_TTL_MS, RobotsRecord, SharedRobots
 from crawlq.robots.file import crawl_delay_s, fetch_record, sitemaps
 from crawlq.settings import Settings
 from crawlq.urls import url_keys
 
-__all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsStore", "RobotsVerdict"]
+__all__ = ["CLAIM_MARGIN_S", "MAX_TTL_S", "RobotsCache", "RobotsVerdict"]
 
 MAX_TTL_S = MAX_TTL_MS / 1000
 """RFC 9309 §2.4: do not use a cached robots.txt for more than 24 hours."""
@@ -70,27 +69,6 @@ class RobotsVerdict:
     crawl_delay_s: float | None
     loaded: bool = False
     sitemaps: tuple[str, ...] = ()
-
-
-class RobotsStore(Protocol):
-    """Where the job's robots.txt records are shared: the frontier's three robots methods.
-
-    `crawlq.frontier.contract.Frontier` documents them; every frontier backend is one.
-    """
-
-    async def robots_get(self, origin: str) -> RobotsRecord | None:
-        """The stored record of ``origin`` (expired or not), or None."""
-        ...
-
-    async def robots_claim(
-        self, origin: str, holder: str, ttl_s: float, *, force: bool = False
-    ) -> tuple[RobotsRecord | None, bool]:
-        """The stored record, and the claim on its fetch unless it is fresh."""
-        ...
-
-    async def robots_put(self, origin: str, record: RobotsRecord) -> None:
-        """Store ``origin``'s record and end the claim on it."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +121,7 @@ class RobotsCache:
         failure_ttl_s: float = 5.0,
         max_origins: int = 10_000,
         clock: Clock | None = None,
-        shared: RobotsStore | None = None,
+        shared: SharedRobots | None = None,
         holder: str | None = None,
         claim_ttl_s: float = 40.0,
         poll_s: float = 0.02,
@@ -172,7 +150,7 @@ class RobotsCache:
 
     @classmethod
     def from_settings(
-        cls, fetcher: Fetcher, settings: Settings, shared: RobotsStore | None
+        cls, fetcher: Fetcher, settings: Settings, shared: SharedRobots | None
     ) -> RobotsCache:
         """One worker's cache, sharing the job's copies through ``shared`` (its frontier).
 
@@ -333,7 +311,7 @@ class RobotsCache:
 
 
 async def load_shared(
-    shared: RobotsStore,
+    shared: SharedRobots,
     origin: str,
     earlier: RobotsRecord | None,
     fetch: Callable[[RobotsRecord | None], Awaitable[RobotsRecord]],
