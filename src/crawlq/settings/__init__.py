@@ -18,9 +18,9 @@ The package, each module importing only those before it:
   lists, per-host tables); knows no setting.
 * `crawlq.settings.checks`: what every value must be (ranges, formats, cross-field rules),
   the job name rule and which ``store`` values name a store.
-* `crawlq.settings.crawl_settings`: the `Settings` fields with their defaults, and the
-  sources they are merged from (file, spider, environment, command line; did-you-mean
-  suggestions).
+* `crawlq.settings.sources`: the sources values are merged from (file, spider, environment,
+  command line), typed for a schema of names and type hints; did-you-mean suggestions.
+* `crawlq.settings.crawl_settings`: the `Settings` fields with their defaults.
 * `crawlq.settings.handoff`: what a command hands the workers it starts.
 """
 

@@ -1,10 +1,11 @@
-"""`Settings`, every setting as a field, and the sources it is merged from, in precedence order.
+"""`Settings`: every setting as a field, with its default, its unit and what it means.
 
 Each field carries its default, its unit and what it means. A frozen, slotted dataclass;
 construction runs `crawlq.settings.checks.check` on its values. Units are in the names
 (``_s`` seconds, ``_bytes`` bytes). ``crawlq settings`` lists them all.
 
-`Settings.build` merges the sources (`merge`), lowest first (later ones override earlier):
+`Settings.build` merges the sources (`crawlq.settings.sources.read_sources`), lowest first
+(later ones override earlier):
 
 1. the defaults of the fields (`DEFAULT_USER_AGENT`, `DEFAULT_SKIP_EXTENSIONS`: those too
    long, or too derived, to write in the field itself);
@@ -21,25 +22,20 @@ closest names (`suggest`: did you mean ``delay_s``?), never silently dropped.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import os
-import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
 from crawlq import __version__
-from crawlq.errors import ConfigError
 from crawlq.settings.checks import check
-from crawlq.settings.coercion import HostAuth, coerce_value, header_lines, split_hosts
+from crawlq.settings.sources import closest, coerce_all, read_sources
 
 __all__ = [
     "DEFAULT_SKIP_EXTENSIONS",
     "DEFAULT_USER_AGENT",
     "Settings",
     "coerce_settings",
-    "merge",
     "suggest",
 ]
 
@@ -531,117 +527,29 @@ class Settings:
             ConfigError: An unknown key, a value of the wrong type or out of range, or an
                 unreadable file; the message names the key and the source.
         """
-        merged = merge(file=file, spider_settings=spider_settings, env=env, cli=cli)
+        merged = read_sources(
+            _schema(), file=file, spider_settings=spider_settings, env=env, cli=cli
+        )
         return cls(**merged, explicit=frozenset(merged))
 
 
-# -- the sources, merged in precedence order ------------------------------------------------------
-
-
-_ENV_PREFIX = "CRAWLQ_"
 _HINTS: dict[str, Any] = {}
-_UNIT_SUFFIXES = ("_s", "_bytes")
 
 
-SCRAPY_NAMES = {
-    "DOWNLOAD_DELAY": "delay_s",
-    "CONCURRENT_REQUESTS": "concurrency",
-    "CONCURRENT_REQUESTS_PER_DOMAIN": "host_concurrency",
-    "CONCURRENT_REQUESTS_PER_IP": "host_concurrency",
-    "USER_AGENT": "user_agent",
-    "ROBOTSTXT_OBEY": "obey_robots",
-    "DEPTH_LIMIT": "max_depth",
-    "CLOSESPIDER_PAGECOUNT": "max_pages",
-    "ITEM_PIPELINES": "item_pipelines",
-    "DOWNLOADER_MIDDLEWARES": "downloader_middlewares",
-    "SPIDER_MIDDLEWARES": "spider_middlewares",
-    "DOWNLOAD_TIMEOUT": "timeout_s",
-    "RETRY_TIMES": "max_retries",
-    "DOWNLOAD_MAXSIZE": "max_body_bytes",
-    "REDIRECT_MAX_TIMES": "max_redirects",
-    "DEFAULT_REQUEST_HEADERS": "default_headers",
-    "COOKIES_ENABLED": "cookies_enabled",
-    "AUTOTHROTTLE_ENABLED": "autothrottle",
-    "AUTOTHROTTLE_MAX_DELAY": "max_delay_s",
-}
-"""Scrapy's setting names (``custom_settings`` of a ported spider) -> crawlq's nearest setting,
-the one suggestion for them. Suggested, never accepted: values and units may differ (a Scrapy
-``ITEM_PIPELINES`` dict is a crawlq list; ``DOWNLOAD_MAXSIZE`` is bytes in both)."""
+def _schema() -> dict[str, Any]:
+    """Every setting name (declaration order) -> its type hint: the schema of the sources."""
+    if not _HINTS:
+        hints = get_type_hints(Settings)
+        _HINTS.update((name, hints[name]) for name in Settings.field_names())
+    return _HINTS
 
 
 def suggest(name: str, *, limit: int = 3) -> list[str]:
     """The setting names closest to an unknown ``name``, best first (possibly none).
 
-    A Scrapy setting's name (`SCRAPY_NAMES`: ``DOWNLOAD_DELAY`` for ``delay_s``) or a name
-    missing only its unit (``delay`` for ``delay_s``, ``max_body`` for ``max_body_bytes``) is
-    the one answer; else close spellings (`difflib`).
+    As `crawlq.settings.sources.closest` over `Settings.field_names`.
     """
-    names = Settings.field_names()
-    scrapy = SCRAPY_NAMES.get(name.strip().upper().replace("-", "_"))
-    if scrapy is not None:
-        return [scrapy]
-    key = name.strip().lower().replace("-", "_")
-    with_unit = [key + suffix for suffix in _UNIT_SUFFIXES if key + suffix in names]
-    if with_unit:
-        return with_unit
-    close = difflib.get_close_matches(key, names, n=limit, cutoff=0.6)
-    return [n for n in close if n != key]
-
-
-def _env_name(name: str) -> str:
-    return f"{_ENV_PREFIX}{name.upper()}"
-
-
-def merge(
-    *,
-    file: str | Path | None,
-    spider_settings: Mapping[str, Any] | None,
-    env: Mapping[str, str] | None,
-    cli: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """The values of every source, typed and merged in precedence order (`Settings.build`).
-
-    Raises:
-        ConfigError: An unknown key, a value of the wrong type, or an unreadable file.
-    """
-    merged: dict[str, Any] = {}
-    if file is not None:
-        try:
-            with open(file, "rb") as fh:
-                data = tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(str(file), f"cannot read settings file: {exc}") from exc
-        merged.update(_coerce_all(data, f"settings file {file}", credentials=True))
-    if spider_settings:
-        merged.update(_coerce_all(spider_settings, "spider custom_settings"))
-    environ = os.environ if env is None else env
-    env_values = {
-        key[len(_ENV_PREFIX) :].lower(): value
-        for key, value in environ.items()
-        if key.startswith(_ENV_PREFIX) and not key.startswith(_ENV_PREFIX + "TEST_")
-    }
-    merged.update(_coerce_all(env_values, "environment CRAWLQ_*", _env_name, credentials=True))
-    if cli:
-        merged.update(_coerce_all({k: v for k, v in cli.items() if v is not None}, "command line"))
-    _check_credentials_set(merged.get("host_auth", ()), environ)
-    return merged
-
-
-def _check_credentials_set(entries: tuple[HostAuth, ...], environ: Mapping[str, str]) -> None:
-    """Raise unless every environment variable that ``entries`` name is set (at start).
-
-    Raises:
-        ConfigError: Named ``hosts``; the message names the host and the variable, never a
-            value.
-    """
-    for host, _user, password_env, token_env in entries:
-        for key, variable in (("auth_password_env", password_env), ("auth_token_env", token_env)):
-            if variable is not None and not environ.get(variable):
-                raise ConfigError(
-                    "hosts",
-                    f"hosts.{host}.{key} names environment variable {variable}, which is not "
-                    f"set (or empty): set it to the {key.split('_')[1]} for {host}",
-                )
+    return closest(name, Settings.field_names(), limit=limit)
 
 
 def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -653,65 +561,4 @@ def coerce_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         ConfigError: An unknown name or a value of the wrong type; the message names the
             setting and ``source``.
     """
-    return _coerce_all(values, source)
-
-
-def _coerce_all(
-    values: Mapping[str, Any],
-    source: str,
-    spell: Callable[[str], str] = str,
-    *,
-    credentials: bool = False,
-) -> dict[str, Any]:
-    """Coerce ``values`` from ``source`` to the settings' types.
-
-    ``spell`` writes a setting name as that source does (``CRAWLQ_DELAY_S`` in the
-    environment), for the suggestions of an unknown one. ``credentials``: the ``auth_*``
-    keys of ``hosts`` tables are read (into ``host_auth``); from any other source (a
-    spider, the command line, a job's settings in shared state) they are an error.
-    """
-    if not _HINTS:
-        _HINTS.update(get_type_hints(Settings))
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in Settings.field_names():
-            close = suggest(name)
-            hint = f"; did you mean {' or '.join(spell(n) for n in close)}?" if close else ""
-            raise ConfigError(
-                name,
-                f"unknown setting (from {source}){hint} (`crawlq settings` lists them all)",
-            )
-        if name == "job" and isinstance(value, str):
-            out[name] = value  # verbatim: "" or "none" is a bad name, not "no job"
-            continue
-        try:
-            if name == "hosts":
-                out.update(_hosts(value, source, credentials=credentials))
-                continue
-            if name == "default_headers":
-                out[name] = header_lines(value)
-                continue
-            out[name] = coerce_value(_HINTS[name], value, name)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(name, f"{exc} (from {source})") from exc
-    return out
-
-
-def _hosts(value: Any, source: str, *, credentials: bool) -> dict[str, Any]:
-    """``hosts`` and ``host_auth`` from a ``hosts`` table (`_coerce_all`).
-
-    A table of credentials only gives no ``hosts`` value, so it is not an explicit ``hosts``.
-
-    Raises:
-        TypeError: As `split_hosts`, or credentials from a source they may not come from.
-    """
-    politeness, auth = split_hosts(value)
-    if auth and not credentials:
-        raise TypeError(
-            f"hosts.{auth[0][0]}: credentials (auth_*) are read only from this process's "
-            f"settings file or CRAWLQ_HOSTS, never from {source}"
-        )
-    out: dict[str, Any] = {"host_auth": auth} if auth else {}
-    if politeness or not auth:
-        out["hosts"] = politeness
-    return out
+    return coerce_all(values, source, _schema())

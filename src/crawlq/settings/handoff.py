@@ -7,7 +7,7 @@ credentials are never a shared job's settings
 that ``crawl --processes`` and ``crawl --engine celery`` start are this command's own
 workers, so they get this command's values, through their environment (never argv: a
 command line is visible to every user of the machine). Each value is read back by
-`crawlq.settings.crawl_settings.merge` as ``CRAWLQ_<FIELD>`` (tuples comma-separated).
+`crawlq.settings.sources.read_sources` as ``CRAWLQ_<FIELD>`` (tuples comma-separated).
 """
 
 from __future__ import annotations
