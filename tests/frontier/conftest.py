@@ -15,6 +15,7 @@ import pytest
 
 from crawlq.clock import Clock, ManualClock
 from crawlq.frontier import Frontier, HostPolicy
+from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.redis import RedisFrontier
 from crawlq.frontier.sqlite import SqliteFrontier
 from crawlq.request import CrawlRequest
@@ -43,15 +44,18 @@ async def _open(
     tmp_path: Path,
     politeness: Politeness,
     clock: Clock,
+    bounds: QueueBounds | None,
 ) -> Frontier:
     if backend == "sqlite":
         return await SqliteFrontier.open(
-            tmp_path / f"frontier-{id(clock)}.db", politeness=politeness, clock=clock
+            tmp_path / f"frontier-{id(clock)}.db", politeness=politeness, clock=clock, bounds=bounds
         )
     if backend == "redis":
         url = request.getfixturevalue("redis_url")
         job = f"test-{uuid.uuid4().hex[:12]}"
-        return await RedisFrontier.open(url, job, politeness=politeness, clock=clock, create=True)
+        return await RedisFrontier.open(
+            url, job, politeness=politeness, clock=clock, create=True, bounds=bounds
+        )
     raise AssertionError(backend)
 
 
@@ -65,9 +69,12 @@ async def make_frontier(
         policy: HostPolicy | None = None,
         clock: Clock | None = None,
         politeness: Politeness | None = None,
+        bounds: QueueBounds | None = None,
     ) -> Frontier:
         rules = politeness or Politeness(default=policy or HostPolicy(0.0, 1000))
-        frontier = await _open(request.param, request, tmp_path, rules, clock or ManualClock())
+        frontier = await _open(
+            request.param, request, tmp_path, rules, clock or ManualClock(), bounds
+        )
         opened.append(frontier)
         return frontier
 

@@ -164,11 +164,10 @@ async def test_replay_dead_by_filter_and_admission(make_frontier: MakeFrontier) 
 async def test_a_replay_under_a_block_bound_requeues_only_what_fits(
     make_frontier: MakeFrontier,
 ) -> None:
-    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    f = await make_frontier(policy=HostPolicy(0.0, 100), bounds=QueueBounds(max_queued=3))
     await f.push(reqs("d1", "d2", "d3", "d4"))
     for lease in await f.lease(4, "w", VT):
         await f.dead(lease, "http_503")
-    f.bounds = QueueBounds(max_queued=3)
     await f.push(reqs("q1", "q2"))
     done = await f.replay_dead()
     assert (done.queued, done.refused, done.dropped) == (1, 3, 0)
@@ -184,11 +183,10 @@ async def test_a_replay_under_a_block_bound_requeues_only_what_fits(
 
 
 async def test_a_per_host_bound_holds_for_a_replay(make_frontier: MakeFrontier) -> None:
-    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    f = await make_frontier(policy=HostPolicy(0.0, 100), bounds=QueueBounds(max_queued_per_host=2))
     await f.push(reqs("d1", "d2", "d3") + reqs("d1", host="b.test"))
     for lease in await f.lease(4, "w", VT):
         await f.dead(lease, "connect_error")
-    f.bounds = QueueBounds(max_queued_per_host=2)
     done = await f.replay_dead()
     assert (done.queued, done.refused) == (3, 1)
     hosts = {h.host: h.queued for h in (await f.stats()).hosts}
@@ -198,11 +196,12 @@ async def test_a_per_host_bound_holds_for_a_replay(make_frontier: MakeFrontier) 
 async def test_a_replay_under_drop_lowest_dead_letters_the_lowest(
     make_frontier: MakeFrontier,
 ) -> None:
-    f = await make_frontier(policy=HostPolicy(0.0, 100))
+    f = await make_frontier(
+        policy=HostPolicy(0.0, 100), bounds=QueueBounds(max_queued=2, when_full="drop-lowest")
+    )
     await f.push(reqs("high", priority=9) + reqs("low", priority=-5))
     for lease in await f.lease(2, "w", VT):
         await f.dead(lease, "http_503")
-    f.bounds = QueueBounds(max_queued=2, when_full="drop-lowest")
     await f.push(reqs("mid1", "mid2"))
     done = await f.replay_dead()
     # "high" goes back and evicts a queued "mid"; "low" is the lowest: it stays dead

@@ -319,8 +319,7 @@ async def test_blocked_lease_times_out_empty(make_frontier: MakeFrontier) -> Non
 async def test_block_bound_refuses_a_producers_overflow_without_marking_it_seen(
     make_frontier: MakeFrontier,
 ) -> None:
-    f = await make_frontier(policy=HostPolicy(0.0, 100))
-    f.bounds = QueueBounds(max_queued=3)
+    f = await make_frontier(policy=HostPolicy(0.0, 100), bounds=QueueBounds(max_queued=3))
     offer = await f.offer(reqs("a", "b", "c", "d", "e"))
     assert (offer.queued, offer.refused, offer.dropped) == (3, 2, 0)
     stats = await f.stats()
@@ -335,15 +334,13 @@ async def test_block_bound_refuses_a_producers_overflow_without_marking_it_seen(
 
 
 async def test_block_bound_does_not_apply_to_workers_links(make_frontier: MakeFrontier) -> None:
-    f = await make_frontier()
-    f.bounds = QueueBounds(max_queued=2)
+    f = await make_frontier(bounds=QueueBounds(max_queued=2))
     assert await f.push(reqs("a", "b", "c", "d")) == 4  # workers make room: never blocked
     assert (await f.offer(reqs("e"))).refused == 1
 
 
 async def test_per_host_bound_leaves_other_hosts_room(make_frontier: MakeFrontier) -> None:
-    f = await make_frontier()
-    f.bounds = QueueBounds(max_queued_per_host=2)
+    f = await make_frontier(bounds=QueueBounds(max_queued_per_host=2))
     offer = await f.offer(reqs("1", "2", "3", host="a.test") + reqs("1", host="b.test"))
     assert (offer.queued, offer.refused) == (3, 1)
     hosts = {h.host: h.queued for h in (await f.stats()).hosts}
@@ -353,8 +350,9 @@ async def test_per_host_bound_leaves_other_hosts_room(make_frontier: MakeFrontie
 async def test_drop_lowest_dead_letters_the_lowest_priority_and_loses_nothing(
     make_frontier: MakeFrontier,
 ) -> None:
-    f = await make_frontier(policy=HostPolicy(0.0, 100))
-    f.bounds = QueueBounds(max_queued=2, when_full="drop-lowest")
+    f = await make_frontier(
+        policy=HostPolicy(0.0, 100), bounds=QueueBounds(max_queued=2, when_full="drop-lowest")
+    )
     await f.push(reqs("low", priority=0) + reqs("mid", priority=5))
     offer = await f.offer(reqs("high", priority=9))  # evicts "low"
     assert (offer.queued, offer.refused, offer.dropped) == (1, 0, 1)
@@ -363,10 +361,10 @@ async def test_drop_lowest_dead_letters_the_lowest_priority_and_loses_nothing(
     assert (stats.queued, stats.dead, stats.seen) == (2, 2, 4)
     assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["high", "mid"]
     # the dropped ones are dead letters with their reason, and replayable
-    f.bounds = QueueBounds()
     letters = [d async for d in f.dead_letters(DeadFilter(reason="frontier_full"))]
     assert len(letters) == 2 and all(d.dead_at_ms is not None for d in letters)
-    assert (await f.replay_dead(DeadFilter(reason="frontier_full"))).queued == 2
+    replay = await f.replay_dead(DeadFilter(reason="frontier_full"), bounds=QueueBounds())
+    assert replay.queued == 2
     assert sorted(u.rsplit("/", 1)[1] for u in await drain(f)) == ["low", "lower"]
 
 
