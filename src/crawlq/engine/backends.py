@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from crawlq.frontier.redis import BloomDedup, RedisFrontier
     from crawlq.store.warc import WarcWriter
 
-__all__ = ["Backends", "assembled_worker", "job_bounds", "open_backends", "open_warc"]
+__all__ = ["Backends", "assembled_worker", "open_backends", "open_warc"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +53,6 @@ class Backends:
     inbox: RedisFrontier | None = None
 
 
-def job_bounds(settings: Settings) -> QueueBounds:
-    """The queue bounds of ``settings`` (``max_queued``, ``max_queued_per_host``, ``when_full``)."""
-    return QueueBounds(settings.max_queued, settings.max_queued_per_host, settings.when_full)
-
-
 @dataclass(frozen=True, slots=True)
 class _Opener:
     """How to open the frontier of ``settings`` with the rules of a job (fixed at open)."""
@@ -72,7 +67,10 @@ class _Opener:
         politeness = Politeness.from_settings(rules)
         if not self.on_redis:
             frontier = await open_frontier(
-                self.url, job=self.settings.job, politeness=politeness, bounds=job_bounds(rules)
+                self.url,
+                job=self.settings.job,
+                politeness=politeness,
+                bounds=QueueBounds.from_settings(rules),
             )
             return frontier, None
         try:
@@ -88,7 +86,7 @@ class _Opener:
             politeness=politeness,
             bloom=self.bloom,
             create=create,
-            bounds=job_bounds(rules),
+            bounds=QueueBounds.from_settings(rules),
             inbox_max_entry_bytes=rules.inbox_max_entry_bytes,
         )
         return shared, shared
@@ -98,7 +96,7 @@ def _opened_alike(a: Settings, b: Settings) -> bool:
     """Whether a frontier opened with the rules of ``a`` has those of ``b`` too."""
     return (
         Politeness.from_settings(a) == Politeness.from_settings(b)
-        and job_bounds(a) == job_bounds(b)
+        and QueueBounds.from_settings(a) == QueueBounds.from_settings(b)
         and a.inbox_max_entry_bytes == b.inbox_max_entry_bytes
     )
 

@@ -33,11 +33,14 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from crawlq.clock import Clock
 from crawlq.request import CrawlRequest, Lease
 from crawlq.rules.politeness import Politeness
+
+if TYPE_CHECKING:
+    from crawlq.settings import Settings
 
 __all__ = [
     "FRONTIER_FULL",
@@ -175,6 +178,11 @@ class QueueBounds:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QueueBounds:
+        """The bounds of ``settings`` (``max_queued``, ``max_queued_per_host``, ``when_full``)."""
+        return cls(settings.max_queued, settings.max_queued_per_host, settings.when_full)
 
     @property
     def bounded(self) -> bool:
