@@ -154,7 +154,8 @@ class Fetcher:
         self._resolver = resolver
         self.cookies = cookies
         self._default_headers = check_headers(default_headers or {})
-        self._credentials = credentials or HostCredentials({})
+        # None without any host's credentials: a hop then looks nothing up
+        self._credentials = credentials if credentials is not None and credentials.hosts() else None
         self._keep_auth = keep_auth
         self._session: aiohttp.ClientSession | None = None
         self._timeout = self._client_timeout(timeout_s)
@@ -425,7 +426,8 @@ class Fetcher:
     def _hop_headers(self, given: Mapping[str, str], current: str) -> dict[str, str]:
         """The headers of a hop to ``current``: its host's ``Authorization``, no proxy's."""
         headers = {k: v for k, v in given.items() if k.lower() != "proxy-authorization"}
-        credential = self._credentials.for_url(current)  # this hop's host decides
+        # this hop's host decides
+        credential = None if self._credentials is None else self._credentials.for_url(current)
         if credential is not None:
             headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             headers["Authorization"] = credential

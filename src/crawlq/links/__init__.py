@@ -26,7 +26,6 @@ Where each part is written (import them from here):
 
 * `crawlq.links.scan`: `parse_html`, `extract_title`, `document_base`; `scan_page`,
   `PageScan`, `PageLinks`, `extract_links`; `LinkRules` and `IGNORED_EXTENSIONS`.
-* `crawlq.links.hrefs`: resolving hrefs against the base, fast, and the normalisation cache.
 * `crawlq.links.refresh`: `parse_refresh` and `Refresh`.
 * `crawlq.links.screen`: `screen_html`, `cut_at_links`, `Screened`; `html_depth_over`, the
   nesting estimate.

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from crawlq.links.hrefs import HrefResolver, normalize_or_none
 from crawlq.request.crawl_request import MAX_URL_LENGTH
 from crawlq.urls import url_keys
+from crawlq.urls.canonical import normalize_or_none
+from crawlq.urls.references import HrefResolver
 
 __all__ = ["Refresh", "parse_refresh", "refresh_of"]
 

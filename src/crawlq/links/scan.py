@@ -9,8 +9,8 @@ The walk, in document order, collects the ``<a>`` and ``<area>`` elements and th
 ``<base>``, ``<meta>`` and ``<link>`` elements that say something about the page: its base URL,
 a ``<meta http-equiv="refresh">`` (`crawlq.links.refresh`), a ``<link rel="canonical">`` and
 ``<meta name="robots">`` directives. `PageScan.links` (and `extract_links`) then gives the
-crawlable links: resolved against the base (`crawlq.links.hrefs`), fragments dropped,
-non-http(s) schemes and ``skip_extensions`` left out, normalised with
+crawlable links: resolved against the base (`crawlq.urls.references.HrefResolver`),
+fragments dropped, non-http(s) schemes and ``skip_extensions`` left out, normalised with
 `crawlq.urls.normalize`, each once in first-seen order, with those every occurrence of which
 is marked ``rel="nofollow"``. Repeated hrefs are dropped before normalisation.
 
@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlq.errors import InvalidURL
-from crawlq.links.hrefs import HrefResolver, has_extension, normalize_or_none
 from crawlq.links.refresh import Refresh, refresh_of
 from crawlq.request.crawl_request import MAX_URL_LENGTH
 from crawlq.settings import DEFAULT_SKIP_EXTENSIONS, Settings
 from crawlq.urls import encode_query, query_codec, resolve
+from crawlq.urls.canonical import normalize_or_none
+from crawlq.urls.references import HrefResolver, has_extension
 
 __all__ = [
     "IGNORED_EXTENSIONS",

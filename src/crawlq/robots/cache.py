@@ -78,12 +78,14 @@ class _Entry:
     ``rules`` None with ``unreachable`` None means "unavailable": everything is allowed.
     ``unreachable`` holds the failure detail while robots.txt cannot be fetched.
     ``record`` is what it was built from (kept as the "earlier copy" of §2.4).
+    ``crawl_delay_s`` is our group's ``Crawl-delay``, read once when the file is loaded.
     """
 
     expires_ms: int
     record: RobotsRecord
     rules: Protego | None = None
     unreachable: str | None = None
+    crawl_delay_s: float | None = None
 
 
 class RobotsCache:
@@ -210,8 +212,7 @@ class RobotsCache:
             raise RobotsUnreachable(url, entry.unreachable, requested=fetched)
         allowed = entry.rules is None or entry.rules.can_fetch(url, self.product_token)
         listed = sitemaps(entry.rules, origin) if first else ()
-        delay_s = crawl_delay_s(entry.rules, self.product_token)
-        return RobotsVerdict(allowed, fetched, delay_s, loaded, listed)
+        return RobotsVerdict(allowed, fetched, entry.crawl_delay_s, loaded, listed)
 
     def is_fresh(self, url: str) -> bool:
         """Return whether `allowed` can answer for ``url`` from memory, without a request.
@@ -242,10 +243,8 @@ class RobotsCache:
         now = self._clock.wall_ms()
         for scheme in ("https", "http"):
             entry = self._entries.get(f"{scheme}://{host_key}")
-            if entry is not None and entry.expires_ms > now:
-                delay = crawl_delay_s(entry.rules, self.product_token)
-                if delay is not None:
-                    return delay
+            if entry is not None and entry.expires_ms > now and entry.crawl_delay_s is not None:
+                return entry.crawl_delay_s
         return None
 
     async def _entry(self, origin: str) -> tuple[_Entry, bool, bool, bool]:
@@ -288,7 +287,9 @@ class RobotsCache:
 
     def _remember(self, origin: str, record: RobotsRecord) -> _Entry:
         if record.status == "parsed":
-            entry = _Entry(record.expires_at_ms, record, rules=Protego.parse(record.body))
+            rules = Protego.parse(record.body)
+            delay_s = crawl_delay_s(rules, self.product_token)
+            entry = _Entry(record.expires_at_ms, record, rules=rules, crawl_delay_s=delay_s)
         elif record.status == "unavailable":
             entry = _Entry(record.expires_at_ms, record)
         else:

@@ -4,7 +4,7 @@
 * `crawlq.store.contract`: what a write holds (`ResultBatch`, `ParseUpdate`);
 * `crawlq.store.sql`: what the two SQL stores share (the dialect, writes, reads);
 * `crawlq.store.sqlite`, `crawlq.store.postgres`: the backends, each with ``store.py`` (the
-  `Store` object), ``schema.py`` (open, versions, migrations) and ``writes.py``;
+  `Store` object with its writes) and ``schema.py`` (open, versions, migrations);
 * `crawlq.store.warc`: WARC files written beside either store.
 
 This is the only module that knows every backend; each is imported when it is asked for.

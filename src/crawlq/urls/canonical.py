@@ -41,6 +41,7 @@ __all__ = [
     "host_key",
     "host_name",
     "normalize",
+    "normalize_or_none",
     "request_fingerprint",
     "split_host",
     "url_keys",
@@ -398,3 +399,12 @@ def fingerprint(method: str, url: str, body: bytes = b"") -> bytes:
         20 raw bytes (not hex): the dedup key in every frontier and store.
     """
     return request_fingerprint(method.upper(), canonicalize(url), body)
+
+
+@lru_cache(maxsize=4096)  # navigation links repeat from page to page
+def normalize_or_none(url: str) -> str | None:
+    """``url`` in `normalize` form, or None when it cannot be crawled (cached)."""
+    try:
+        return url_keys(url).url  # warms the cache that CrawlRequest(url) reads next
+    except InvalidURL:
+        return None

@@ -1,7 +1,7 @@
 """The statements the two SQL stores write with: the upserts of a flush, and item data as JSON.
 
-`Writes` spells them for one `crawlq.store.sql.Dialect`; each backend's ``writes`` module
-(`crawlq.store.sqlite.writes`, `crawlq.store.postgres.writes`) runs them in its one
+`Writes` spells them for one `crawlq.store.sql.Dialect`; each backend's store module
+(`crawlq.store.sqlite.store`, `crawlq.store.postgres.store`) runs them in its one
 transaction, after deleting the other kinds' rows of each fingerprint (a fingerprint is
 stored as exactly one of a page, a dead letter or a filtered record). `item_json` serialises
 an item's data before anything is written, so a bad item fails the call and writes nothing.

@@ -11,11 +11,16 @@ failing on a lock upgrade.
 The DDL is ``schema.sql`` beside this module; ``store_meta`` records its version. A store
 opened ``read_only`` (export, status) opens the file read-only and creates and migrates
 nothing: a file without the store's tables is an error, an older schema is read as it is.
-Opening, schema versions and errors: `crawlq.store.sqlite.schema`; writes:
-`crawlq.store.sqlite.writes`; the SQL shared with PostgreSQL: `crawlq.store.sql`.
+Opening, schema versions and errors: `crawlq.store.sqlite.schema`; the SQL shared with
+PostgreSQL: `crawlq.store.sql`.
 
 A new file is created with mode ``0600`` (owner only; a stricter umask wins): it may hold
 page bodies (``--store-body``). SQLite gives its ``-wal`` and ``-shm`` files the same mode.
+
+Writes (`SqliteStore.write`, `SqliteStore.replace_parse`): item data is serialised before the
+lock is taken, so a bad item fails the call without touching the file; rows are written with
+the statements shared with PostgreSQL (`crawlq.store.sql.writes`; SQLite keeps NUL
+characters and the spider's key order).
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlq.errors import StoreError
+from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
 from crawlq.store.contract import ParseUpdate, ResultBatch, StoreCounts, last_update_wins
 from crawlq.store.sql import SQLITE
 from crawlq.store.sql.reads import CountQueries, Queries, Row, SqlReader, store_counts
-from crawlq.store.sqlite import writes
+from crawlq.store.sql.writes import Writes, item_json
 from crawlq.store.sqlite.schema import SCHEMA_VERSION, connect, translate
 
 __all__ = ["SqliteStore"]
@@ -128,7 +134,7 @@ class SqliteStore(SqlReader):
             raise StoreError(f"store {self._path} is open read-only")
         if len(batch) == 0:
             return
-        await self._run(functools.partial(writes.write, batch.resolved()))
+        await self._run(functools.partial(_write_batch, batch.resolved()))
 
     async def counts(self, job: str | None = None) -> StoreCounts:
         """Count records of each kind in one read transaction; see `crawlq.store.Store.counts`.
@@ -153,7 +159,7 @@ class SqliteStore(SqlReader):
             raise StoreError(f"store {self._path} is open read-only")
         if not updates:
             return frozenset()
-        reparsed = functools.partial(writes.replace_parse, last_update_wins(updates))
+        reparsed = functools.partial(_replace_parse, last_update_wins(updates))
         return await self._run(reparsed)
 
     async def close(self) -> None:
@@ -222,3 +228,96 @@ def _read_snapshot(
 def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[Row]:
     rows: list[Row] = conn.execute(sql, params).fetchall()
     return rows
+
+
+_SQL = Writes.of(SQLITE)
+_REPARSED_PAGE = "UPDATE pages SET error = ?, spider = ? WHERE fingerprint = ? AND fetched_at = ?"
+
+
+def _write_batch(batch: ResultBatch, conn: sqlite3.Connection) -> None:
+    """Write a resolved batch in one IMMEDIATE transaction."""
+    item_rows = [_item_row(item) for item in batch.items]  # fail before taking the lock
+    job = batch.job
+    page_rows = [
+        (
+            p.fingerprint,
+            p.url,
+            p.final_url,
+            p.status,
+            p.content_type,
+            p.depth,
+            p.title,
+            p.fetched_at,
+            p.size_bytes,
+            p.elapsed_s,
+            p.attempt,
+            p.error,
+            p.spider,
+            p.body,
+            p.warc_file,
+            p.warc_offset,
+            p.canonical_url,
+            p.referrer,
+            p.request,
+            job,
+        )
+        for p in batch.pages
+    ]
+    dead_rows = [
+        (d.fingerprint, d.url, d.reason, d.detail, d.attempts, d.depth, d.at, d.referrer, job)
+        for d in batch.dead
+    ]
+    filtered_rows = [(f.fingerprint, f.url, f.reason, f.depth, f.at, job) for f in batch.filtered]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if page_rows:
+            _delete(conn, ("dead_letters", "filtered", "items"), batch.pages)
+            conn.executemany(_SQL.upsert_page, page_rows)
+        if dead_rows:
+            _delete(conn, ("pages", "items", "filtered"), batch.dead)
+            conn.executemany(_SQL.upsert_dead, dead_rows)
+        if item_rows:  # after both deletes: a page's or a dead letter's (errback) items
+            conn.executemany(_SQL.insert_item, item_rows)
+        if filtered_rows:
+            _delete(conn, ("pages", "items", "dead_letters"), batch.filtered)
+            conn.executemany(_SQL.upsert_filtered, filtered_rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _replace_parse(updates: Sequence[ParseUpdate], conn: sqlite3.Connection) -> frozenset[bytes]:
+    """Apply `ParseUpdate` s in one IMMEDIATE transaction; returns the pages updated."""
+    items = {u.fingerprint: [_item_row(item) for item in u.items] for u in updates}  # may raise
+    updated: set[bytes] = set()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for u in updates:
+            cursor = conn.execute(_REPARSED_PAGE, (u.error, u.spider, u.fingerprint, u.fetched_at))
+            if cursor.rowcount == 0:
+                continue  # gone, or fetched again since it was read: the newer fetch wins
+            updated.add(u.fingerprint)
+            conn.execute("DELETE FROM items WHERE fingerprint = ?", (u.fingerprint,))
+            conn.executemany(_SQL.insert_item, items[u.fingerprint])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return frozenset(updated)
+
+
+def _item_row(item: ItemRecord) -> tuple[Any, ...]:
+    return (item.fingerprint, item.index, item.url, item.spider, item_json(item), item.created_at)
+
+
+def _delete(
+    conn: sqlite3.Connection,
+    tables: tuple[str, ...],
+    records: Sequence[PageRecord | DeadRecord | FilteredRecord],
+) -> None:
+    keys = [(r.fingerprint,) for r in records]
+    for table in tables:
+        conn.executemany(f"DELETE FROM {table} WHERE fingerprint = ?", keys)
