@@ -450,7 +450,7 @@ def test_references_are_found_in_code_and_docs() -> None:
         "crawlq.store.sql.reads.Queries",  # a class where it is defined
         "crawlq.store.Store",  # a package's export
         "crawlq.frontier.queue.WorkQueue.lease",  # a method
-        "crawlq.store.contract.ResultBatch.job",  # a dataclass field
+        "crawlq.records.ResultBatch.job",  # a dataclass field
         "crawlq.request.crawl_request.MAX_URL_LENGTH",  # a constant
         "crawlq.celery.app",  # annotated under TYPE_CHECKING, built on first use
         "crawlq.settings.Settings.lease_hold_s",  # a field of the settings

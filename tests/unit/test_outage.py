@@ -76,17 +76,17 @@ async def test_a_full_redis_refuses_links_counted_and_logged_once_a_minute(
 
     with caplog.at_level(logging.WARNING, logger="crawlq.engine.outage"):
         for _ in range(100):  # a hundred refused pushes within the minute
-            assert await full.push(links, push) is None
+            assert await full.attempt(len(links), lambda: push(links)) is None
             clock.advance(0.1)
         assert full.full and full.refused == 300
         lines = [r.getMessage() for r in caplog.records]
         assert len(lines) == 1, lines
         assert "Redis is full" in lines[0] and "frontier_full: 3 so far" in lines[0]
         clock.advance(FULL_LOG_EVERY_S)
-        assert await full.push(links, push) is None
+        assert await full.attempt(len(links), lambda: push(links)) is None
         assert "frontier_full: 303 so far" in caplog.records[-1].getMessage()
         answer = None  # room again
-        assert await full.push(links, push) == 3
+        assert await full.attempt(len(links), lambda: push(links)) == 3
         assert not full.full
         assert "room again" in caplog.records[-1].getMessage()
         assert len(caplog.records) == 3
@@ -98,4 +98,5 @@ async def test_an_outage_is_not_a_full_redis() -> None:
         raise FrontierUnavailable("Redis unavailable")
 
     with pytest.raises(FrontierUnavailable):
-        await FullFrontier().push([CrawlRequest("http://a.test/")], push)
+        links = [CrawlRequest("http://a.test/")]
+        await FullFrontier().attempt(1, lambda: push(links))

@@ -56,7 +56,13 @@ from crawlq.engine.outage import (
     outage_wait_s,
 )
 from crawlq.engine.outcome import Kind, Outcome, WorkerCounters, result_batch
-from crawlq.errors import CrawlqError, FrontierError, FrontierUnavailable, StoreUnavailable
+from crawlq.errors import (
+    CrawlqError,
+    FrontierError,
+    FrontierFull,
+    FrontierUnavailable,
+    StoreUnavailable,
+)
 from crawlq.frontier import Frontier
 from crawlq.request import CrawlRequest, Lease
 from crawlq.settings import Settings
@@ -239,21 +245,28 @@ class Flusher:
         self._results.set()
 
     async def retrying(self, what: str, op: Callable[[], Awaitable[_T]]) -> _T:
-        """Run a frontier operation through an outage (`call_through_outage`)."""
-        return await call_through_outage(what, op, forced=self.forced)
+        """Run a frontier operation; through an outage if it fails (`call_through_outage`)."""
+        try:
+            return await op()
+        except FrontierUnavailable as exc:
+            failed = exc
+        return await call_through_outage(what, op, forced=self.forced, failed=failed)
 
     async def push(self, links: list[CrawlRequest]) -> int | None:
-        """Push discovered links through an outage (`FullFrontier.push`).
+        """Push discovered links through an outage; a full Redis is `FullFrontier`'s to note.
 
         Returns:
             How many were new, or None when Redis is at its ``maxmemory`` and refused them
             (the caller counts them ``frontier_full``).
         """
-
-        async def push(batch: list[CrawlRequest]) -> int:
-            return await self.retrying("push", lambda: self.frontier.push(batch))
-
-        return await self.full.push(links, push)
+        try:
+            queued = await self.retrying("push", lambda: self.frontier.push(links))
+        except FrontierFull as exc:
+            self.full.refused_links(len(links), exc)
+            return None
+        if self.full.full:
+            self.full.room_again()
+        return queued
 
     async def loop(self) -> None:
         """Flush as outcomes come, until cancelled or an error stops the worker."""

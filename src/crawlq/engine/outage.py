@@ -27,7 +27,6 @@ from typing import TypeVar
 from crawlq.clock import Clock, Every
 from crawlq.errors import FrontierFull, FrontierUnavailable, StoreUnavailable
 from crawlq.frontier.queue import FRONTIER_FULL, FULL_LOG_EVERY_S
-from crawlq.request import CrawlRequest
 from crawlq.rules.retry import backoff_s
 
 __all__ = [
@@ -131,7 +130,11 @@ async def read_through_outage(read: Callable[[], Awaitable[_T]]) -> _T:
 
 
 async def call_through_outage(
-    what: str, op: Callable[[], Awaitable[_T]], *, forced: Callable[[], bool] = lambda: False
+    what: str,
+    op: Callable[[], Awaitable[_T]],
+    *,
+    forced: Callable[[], bool] = lambda: False,
+    failed: FrontierUnavailable | None = None,
 ) -> _T:
     """Run a frontier operation until the frontier answers, waiting `outage_wait_s` between tries.
 
@@ -142,18 +145,19 @@ async def call_through_outage(
         what: The operation, for the log lines (``ack``, ``push``...).
         op: The call to make.
         forced: True once a forced stop (a second Ctrl-C) asks to give up waiting.
+        failed: The error of a first try the caller made itself (its fast path: this module
+            is entered only when the frontier is down); the wait comes before the next try.
 
     Raises:
         FrontierUnavailable: The frontier is down and ``forced()`` says stop waiting
             (unsettled leases then expire normally).
     """
     failures = 0
+    error = failed
     while True:
-        try:
-            result = await op()
-        except FrontierUnavailable as exc:
+        if error is not None:
             if forced():
-                raise
+                raise error
             failures += 1
             delay = outage_wait_s(failures)
             if outage_logged(failures):
@@ -161,11 +165,15 @@ async def call_through_outage(
                     "frontier unavailable during %s (%s); keeping results, try %d, retrying in"
                     " %.1fs",
                     what,
-                    exc,
+                    error,
                     failures,
                     delay,
                 )
             await asyncio.sleep(delay)
+        try:
+            result = await op()
+        except FrontierUnavailable as exc:
+            error = exc
             continue
         if failures:
             logger.warning("frontier reachable again after %d failed tries", failures)
@@ -175,9 +183,9 @@ async def call_through_outage(
 class FullFrontier:
     """A worker's pushes of new URLs to a frontier whose Redis is at its ``maxmemory``.
 
-    `push` pushes; when Redis refuses (`FrontierFull`) the links are not followed: the
-    caller counts them with the reason ``frontier_full`` (`FRONTIER_FULL`, as a scope
-    reason), and the state is logged at once, then once per `FULL_LOG_EVERY_S` while it
+    `attempt` runs a step that queues links; when Redis refuses (`FrontierFull`) they are not
+    followed: the caller counts them with the reason ``frontier_full`` (`FRONTIER_FULL`, as a
+    scope reason), and the state is logged at once, then once per `FULL_LOG_EVERY_S` while it
     lasts (with the links refused so far), instead of once per push.
 
     Args:
@@ -195,23 +203,13 @@ class FullFrontier:
         self._full_log = Every(FULL_LOG_EVERY_S, clock)
         self._room_log = Every(FULL_LOG_EVERY_S, clock)
 
-    async def push(
-        self,
-        links: list[CrawlRequest],
-        push: Callable[[list[CrawlRequest]], Awaitable[int]],
-    ) -> int | None:
-        """``push(links)``; None (and the state noted) when Redis is full and refused them.
-
-        Raises:
-            FrontierError: Any other error of ``push`` (an outage is ``push``'s to ride out).
-        """
-        return await self.attempt(len(links), lambda: push(links))
-
     async def attempt(self, n: int, op: Callable[[], Awaitable[_T]]) -> _T | None:
         """``op()``, a step that queues ``n`` links; None when a full Redis refused it.
 
-        `push` for any step that adds links (the Celery engine's ``admit`` answers one flag
-        per link): a refusal counts ``n`` links and logs the state as `refused_links` does.
+        For any step that adds links (the Celery engine's ``admit`` answers one flag per link;
+        the worker's flush, `crawlq.engine.flush.Flusher.push`, spells the same steps inline
+        so that this module is entered only when Redis is full or down): a refusal counts
+        ``n`` links and logs the state as `refused_links` does.
 
         Raises:
             FrontierError: Any other error of ``op``.
@@ -222,10 +220,14 @@ class FullFrontier:
             self.refused_links(n, exc)
             return None
         if self.full:
-            self.full = False
-            if self._room_log.due():
-                logger.warning("Redis has room again: new links are queued again")
+            self.room_again()
         return answer
+
+    def room_again(self) -> None:
+        """Note that a push was queued after refusals; log it if a line is due."""
+        self.full = False
+        if self._room_log.due():
+            logger.warning("Redis has room again: new links are queued again")
 
     def refused_links(self, n: int, exc: FrontierFull) -> None:
         """Note ``n`` links refused by a full Redis; log the state if a line is due."""

@@ -1,7 +1,7 @@
 """Result stores: the `Store` contract and `open_store`, which picks a backend from a URL.
 
 * `crawlq.store.contract`: `Store`, and what it answers (`StoreCounts`, `StoredOutcome`);
-* `crawlq.store.contract`: what a write holds (`ResultBatch`, `ParseUpdate`);
+* `crawlq.records`: what a write holds (`ResultBatch`, `ParseUpdate`), beside its records;
 * `crawlq.store.sql`: what the two SQL stores share (the dialect, writes, reads);
 * `crawlq.store.sqlite`, `crawlq.store.postgres`: the backends, each with ``store.py`` (the
   `Store` object with its writes) and ``schema.py`` (open, versions, migrations);
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from crawlq.errors import ConfigError
 from crawlq.items.schema import ItemTable
+from crawlq.records import ParseUpdate, ResultBatch
 from crawlq.settings import check_store
-from crawlq.store.contract import ParseUpdate, ResultBatch, Store, StoreCounts, StoredOutcome
+from crawlq.store.contract import Store, StoreCounts, StoredOutcome
 
 __all__ = ["ParseUpdate", "ResultBatch", "Store", "StoreCounts", "StoredOutcome", "open_store"]
 

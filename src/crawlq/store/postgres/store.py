@@ -49,8 +49,8 @@ from psycopg.rows import TupleRow
 
 from crawlq.errors import ConfigError, StoreError
 from crawlq.items.schema import ItemTable
-from crawlq.records import ItemRecord
-from crawlq.store.contract import ParseUpdate, ResultBatch, StoreCounts, last_update_wins
+from crawlq.records import ItemRecord, ParseUpdate, ResultBatch, last_update_wins
+from crawlq.store.contract import StoreCounts
 from crawlq.store.postgres.items_table import TypedRows, ensure_table, set_jobs_from_pages
 from crawlq.store.postgres.pool import Conn, Pool, Target, parse_target
 from crawlq.store.postgres.schema import SCHEMA_VERSION, check_schema, ensure_schema

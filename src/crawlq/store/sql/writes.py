@@ -23,7 +23,7 @@ class Writes:
     """The upserts of one dialect; each takes its record's columns in table order.
 
     Pages, dead letters and filtered records take the batch's ``job``
-    (`crawlq.store.contract.ResultBatch.job`)
+    (`crawlq.records.ResultBatch.job`)
     last; an upsert replaces it with the rest of the row, so a row counts for the job that
     wrote it last.
     """

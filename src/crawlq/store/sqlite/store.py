@@ -35,8 +35,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlq.errors import StoreError
-from crawlq.records import DeadRecord, FilteredRecord, ItemRecord, PageRecord
-from crawlq.store.contract import ParseUpdate, ResultBatch, StoreCounts, last_update_wins
+from crawlq.records import (
+    DeadRecord,
+    FilteredRecord,
+    ItemRecord,
+    PageRecord,
+    ParseUpdate,
+    ResultBatch,
+    last_update_wins,
+)
+from crawlq.store.contract import StoreCounts
 from crawlq.store.sql import SQLITE
 from crawlq.store.sql.reads import CountQueries, Queries, Row, SqlReader, store_counts
 from crawlq.store.sql.writes import Writes, item_json
