@@ -49,6 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
+from redis.exceptions import AskError
 
 from crawlq.clock import Clock
 from crawlq.errors import ConfigError, FrontierError
@@ -148,6 +149,10 @@ class RedisFrontier(
                 self.job_id, actual = await self._join(create, wanted)
             except TypeError as exc:  # redis-py: an unknown ?option= of the URL
                 raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from None
+            except FrontierError as exc:
+                if isinstance(exc.__cause__, AskError):  # a Redis Cluster node: name the URL
+                    raise FrontierError(f"frontier {url}: {exc}") from exc.__cause__
+                raise
             if actual is not None and actual != wanted:
                 have = actual.decode() if isinstance(actual, bytes) else str(actual)
                 if bloom is not None or not have.startswith("bloom "):
