@@ -20,7 +20,14 @@ from aiohttp.test_utils import TestServer
 from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
 from crawlq.testing.static import generate_site, unpack_corpus
 from crawlq.urls import host_key
-from tests.services import DEFAULT_REDIS_URL, RedisServer, need_service, redis_answers
+from tests.services import (
+    DEFAULT_REDIS_URL,
+    RedisCluster,
+    RedisServer,
+    need_cluster_binaries,
+    need_service,
+    redis_answers,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "postgresql-15-docs.tar.gz"
@@ -79,6 +86,22 @@ def redis_url() -> Iterator[str]:
         yield server.url
     finally:
         server.cleanup()
+
+
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A private Redis Cluster of 3 masters and 3 replicas (`tests.services.RedisCluster`).
+
+    One per test module, so a module that stops nodes (failover) leaves the next one a whole
+    cluster. Skipped without ``redis-server``/``redis-cli``, failed under ``CI=true``.
+    """
+    need_cluster_binaries()
+    cluster = RedisCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.cleanup()
 
 
 @pytest.fixture

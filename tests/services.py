@@ -7,6 +7,7 @@ binary exists; otherwise the tests that need it are skipped with the reason — 
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import pwd
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,143 @@ class PrivatePostgres:
             raise
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RedisCluster:
+    """A private Redis Cluster: 3 masters and 3 replicas on spare loopback ports.
+
+    Each node is a ``redis-server --cluster-enabled yes`` in its own temp dir, without
+    persistence, its stdin and stdout redirected (an inherited pipe would hang the caller),
+    stderr to a log in its dir; ``redis-cli --cluster create … --cluster-replicas 1`` joins
+    them. `start` returns when every node says ``cluster_state:ok`` and every replica's
+    ``master_link_status:up``. Nodes are stopped by PID (`stop_node` one of them, for
+    failover tests; `cleanup` all). Use `need_cluster_binaries` first.
+    """
+
+    NODES = 6
+
+    def __init__(self, *, node_timeout_ms: int = 2000) -> None:
+        self.node_timeout_ms = node_timeout_ms
+        self.ports = [free_port() for _ in range(self.NODES)]
+        self.bus_ports = {port: free_port() for port in self.ports}
+        """Each node's cluster bus port, given explicitly: the default (port + 10000) is past
+        65535 for ports of the upper ephemeral range."""
+        self.dir = Path(tempfile.mkdtemp(prefix="crawlq-cluster-"))
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def url(self, port: int) -> str:
+        """The ``redis://`` URL of one node (database 0: a cluster has no other)."""
+        return f"redis://127.0.0.1:{port}/0"
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        for port in self.ports:
+            self._start_node(port)
+        for port in self.ports:
+            self._wait(functools.partial(self._answers, port), timeout_s, f"node {port}")
+        nodes = [f"127.0.0.1:{port}" for port in self.ports]
+        created = subprocess.run(
+            ["redis-cli", "--cluster", "create", *nodes, "--cluster-replicas", "1",
+             "--cluster-yes"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s,
+            check=False,
+        )  # fmt: skip
+        if created.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {created.stdout[-2000:]}")
+        self._wait(self._ready, timeout_s, "cluster_state:ok and every replica linked")
+
+    def _start_node(self, port: int) -> None:
+        node_dir = self.dir / str(port)
+        node_dir.mkdir()
+        cmd = [
+            "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir),
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-port", str(self.bus_ports[port]),
+            "--cluster-node-timeout", str(self.node_timeout_ms),
+            "--repl-diskless-sync-delay", "0", "--save", "", "--appendonly", "no",
+        ]  # fmt: skip
+        with (node_dir / "server.log").open("wb") as log:
+            self.procs[port] = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log
+            )
+
+    def _answers(self, port: int) -> bool:
+        if self.procs[port].poll() is not None:
+            log = (self.dir / str(port) / "server.log").read_text(errors="replace")
+            raise RuntimeError(f"cluster node {port} exited: {log[-2000:]}")
+        return redis_answers(self.url(port))
+
+    def _ready(self) -> bool:
+        import redis
+
+        for port in self.live_ports():
+            client = redis.Redis.from_url(self.url(port), socket_connect_timeout=1)
+            try:
+                if client.cluster("info")["cluster_state"] != "ok":
+                    return False
+                replication = client.info("replication")
+                if replication["role"] == "slave" and replication["master_link_status"] != "up":
+                    return False
+            except (redis.RedisError, OSError, KeyError):
+                return False
+            finally:
+                client.close()
+        return True
+
+    @staticmethod
+    def _wait(ready: Callable[[], bool], timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Redis Cluster not ready within {timeout_s} s: {what}")
+            time.sleep(0.1)
+
+    def live_ports(self) -> list[int]:
+        return [p for p, proc in self.procs.items() if proc.poll() is None]
+
+    def masters(self) -> dict[int, list[tuple[int, int]]]:
+        """Each live master's port -> the slot ranges it serves (``CLUSTER SHARDS``-free)."""
+        import redis
+
+        client = redis.Redis.from_url(self.url(self.live_ports()[0]))
+        try:
+            out: dict[int, list[tuple[int, int]]] = {}
+            for start, end, master, *_ in client.execute_command("CLUSTER SLOTS"):
+                out.setdefault(int(master[1]), []).append((int(start), int(end)))
+            return out
+        finally:
+            client.close()
+
+    def slot_of(self, key: str) -> int:
+        import redis
+
+        client = redis.Redis.from_url(self.url(self.live_ports()[0]))
+        try:
+            return int(client.cluster("keyslot", key))
+        finally:
+            client.close()
+
+    def owner_of(self, key: str) -> int:
+        """The port of the master serving ``key``'s slot."""
+        slot = self.slot_of(key)
+        for port, ranges in self.masters().items():
+            if any(start <= slot <= end for start, end in ranges):
+                return port
+        raise RuntimeError(f"no master serves slot {slot}")
+
+    def stop_node(self, port: int, sig: int = signal.SIGTERM) -> None:
+        proc = self.procs[port]
+        if proc.poll() is None:
+            os.kill(proc.pid, sig)
+            proc.wait(timeout=10)
+
+    def cleanup(self) -> None:
+        for port in list(self.procs):
+            self.stop_node(port)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def need_cluster_binaries() -> None:
+    """Skip (fail under CI) where ``redis-server`` or ``redis-cli`` is not installed."""
+    for binary in ("redis-server", "redis-cli"):
+        if shutil.which(binary) is None:
+            need_service(f"no {binary} binary to start a private Redis Cluster")

@@ -94,10 +94,20 @@ local function host_answered(strikes_key, policy_key, host)
   end
 end
 
+-- A request record (reqs hash value, layout 2) is its queue score, a newline and the request
+-- JSON: the score (priority, then push order) travels with the record, so a lease released,
+-- reaped, retried or revived goes back to its place in its host's queue. Returns the score
+-- of `record`, or "0" for a missing or malformed one (shared state): the request then leases
+-- at once and its worker dead-letters it as corrupt_request, instead of failing the step.
+local function record_score(record)
+  return record and string.match(record, "^(%-?%d+)\n") or "0"
+end
+
 -- A full queue under the drop-lowest policy (crawlq.frontier QueueBounds): the queue's lowest
 -- request (its last: lowest priority, newest) or the newcomer itself, whichever ranks lower,
 -- becomes a dead letter "frontier_full" in `dead_key` (reason "\n" record) with its time in
--- `dead_at_key`. `value` is the newcomer's record. Returns (newcomer may be queued, evicted 0|1).
+-- `dead_at_key`. `value` is the newcomer's record (score "\n" request JSON). Returns
+-- (newcomer may be queued, evicted 0|1).
 local function drop_lowest(queue, reqs, dead_key, dead_at_key, fp, score, value, now)
   local last = redis.call("ZRANGE", queue, -1, -1, "WITHSCORES")
   if #last == 2 and tonumber(last[2]) > tonumber(score) then

@@ -25,6 +25,14 @@ first (``check_job`` in ``_lib.lua``). After a restart without persistence, or o
 keys are deleted, or replaced by a new job of the same name, every write raises
 `crawlq.errors.JobGone` and writes nothing: a worker never rebuilds a fragment of a lost job.
 
+Key layout: a job records the layout it was created with (`crawlq.frontier.redis.keys.LAYOUT`,
+field ``layout`` of its ``job`` hash). A job of layout 1 (created before issue 26, with a
+``scores`` hash and the host in each record) that still holds requests is refused when opened
+(`crawlq.errors.FrontierError`, naming the job), not read: its scores are in a key this layout
+no longer reads, so a released or requeued request would lose its place. Finish it with the
+crawlq that created it, or delete it (``crawlq job delete``) and seed it again. A job of
+layout 1 with no request left (no ``scores`` key) holds nothing that differs and is joined.
+
 Errors: every Redis error goes through `crawlq.frontier.redis.errors.call`.
 
 Layout: this module holds `RedisFrontier` itself (opening and joining a job, its status,
@@ -41,9 +49,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
+from redis.exceptions import AskError
 
 from crawlq.clock import Clock
-from crawlq.errors import ConfigError
+from crawlq.errors import ConfigError, FrontierError
 from crawlq.frontier.queue import QueueBounds
 from crawlq.frontier.redis.bloom import BloomDedup
 from crawlq.frontier.redis.client import INBOX_MAX_ENTRY_BYTES
@@ -51,7 +60,7 @@ from crawlq.frontier.redis.hosts import RedisHostRules
 from crawlq.frontier.redis.inspection import RedisInspection
 from crawlq.frontier.redis.items import RedisItemKeys
 from crawlq.frontier.redis.job import RedisJobRecord
-from crawlq.frontier.redis.keys import Keyspace
+from crawlq.frontier.redis.keys import LAYOUT, Keyspace
 from crawlq.frontier.redis.queue import RedisWorkQueue
 from crawlq.frontier.redis.refusals import read_refusals
 from crawlq.frontier.redis.replies import reply_text
@@ -140,6 +149,10 @@ class RedisFrontier(
                 self.job_id, actual = await self._join(create, wanted)
             except TypeError as exc:  # redis-py: an unknown ?option= of the URL
                 raise ConfigError("frontier", f"bad Redis URL {url!r}: {exc}") from None
+            except FrontierError as exc:
+                if isinstance(exc.__cause__, AskError):  # a Redis Cluster node: name the URL
+                    raise FrontierError(f"frontier {url}: {exc}") from exc.__cause__
+                raise
             if actual is not None and actual != wanted:
                 have = actual.decode() if isinstance(actual, bytes) else str(actual)
                 if bloom is not None or not have.startswith("bloom "):
@@ -148,6 +161,8 @@ class RedisFrontier(
                     )
                 _, capacity, rate = have.split()
                 self.bloom = BloomDedup(int(capacity), float(rate))  # adopt the job's mode
+            if self.job_id is not None:
+                await self._check_layout()
         except BaseException:
             await client.aclose()
             raise
@@ -158,6 +173,29 @@ class RedisFrontier(
         args = ["1" if create else "0", secrets.token_hex(8), dedup]
         job_id, actual = await self._script("job_open", [self.keys.job_info], args)
         return (None if job_id is None else reply_text(job_id)), actual
+
+    async def _check_layout(self) -> None:
+        """Refuse a job whose requests are in an older key layout (module docstring).
+
+        Raises:
+            FrontierError: The job is of layout 1 and still holds requests.
+        """
+        k = self.keys
+
+        async def read() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.hget(k.job_info, "layout")
+                pipe.exists(k.scores)
+                return await pipe.execute()
+
+        layout, old_scores = await self._call(read)
+        if layout is None and old_scores:
+            raise FrontierError(
+                f"job {self.job!r} was created by an older crawlq, in Redis key layout 1 (a"
+                f" 'scores' hash and the host in every request record); this crawlq reads"
+                f" layout {LAYOUT} only. Finish the job with the crawlq that created it, or"
+                f" delete it (crawlq job delete {self.job}) and seed it again"
+            )
 
     async def job_status(self) -> JobStatus:
         """See `crawlq.frontier.status.JobStatus`.

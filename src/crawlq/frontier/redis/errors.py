@@ -14,6 +14,9 @@ thing everywhere:
   (`crawlq.engine.outage.FullFrontier`), a seed stops;
 * ``CRAWLQ_JOB_GONE`` (a script's job check, ``check_job`` in ``_lib.lua``): `JobGone`,
   permanent;
+* ``MOVED`` or ``ASK`` (a Redis Cluster node that does not serve the job's hash slot):
+  `FrontierError`, permanent, saying that crawlq does not support Redis Cluster yet (issue 26)
+  and which node serves the slot; `crawlq.frontier.redis.RedisFrontier.open` adds the URL;
 * a refused login (``NOAUTH``, ``WRONGPASS``, ``NOPERM``), ``WRONGTYPE``, ``NOSCRIPT`` after a
   reload, anything else: `FrontierError`, permanent.
 
@@ -26,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from redis.exceptions import (
+    AskError,
     AuthenticationError,
     AuthorizationError,
     BusyLoadingError,
@@ -85,6 +89,14 @@ def translate(exc: BaseException, job: str, joined: str | None = None) -> Fronti
         isinstance(exc, ResponseError) and text.startswith("OOM")
     ):
         return FrontierFull(job, said)
+    if isinstance(exc, AskError):  # MovedError too
+        slot, _, node = text.partition(" ")
+        return FrontierError(
+            f"Redis answered {said} for job {job!r}: it is a Redis Cluster node that does not"
+            f" serve the job's hash slot {slot} ({node} does). crawlq does not support Redis"
+            " Cluster yet (issue 26): point the frontier at a single Redis (a cluster node"
+            " works only while it serves the job's slot)"
+        )
     if isinstance(exc, ResponseError) and JOB_GONE in text:
         found = text.partition(JOB_GONE)[2].split()[:1]
         return JobGone(job, joined, None if found in ([], ["-"]) else found[0])

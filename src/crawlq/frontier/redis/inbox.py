@@ -60,7 +60,7 @@ class RedisInbox(RedisClient):
         for req in requests:
             hidx = hosts.setdefault(req.host, len(hosts) + 1)
             priority = max(-_PRIORITY_LIMIT, min(_PRIORITY_LIMIT, req.priority))
-            body += [req.fingerprint, hidx, priority, f"{req.host}\n{req.to_json()}"]
+            body += [req.fingerprint, hidx, priority, req.to_json()]
             if self.bloom is not None:
                 body += self.bloom.positions(req.fingerprint)
         b = self.bounds
@@ -79,7 +79,7 @@ class RedisInbox(RedisClient):
         args += [len(hosts), *hosts, len(overrides) // 3, *overrides]
         args += [-1 if budget is None else budget, *body]
         keys = [
-            *k.host_keys(), seen_key, k.reqs, k.scores, k.stats, k.claim(claim_of or "-"),
+            *k.host_keys(), seen_key, k.reqs, k.stats, k.claim(claim_of or "-"),
             k.admitted, k.dead, k.dead_at, *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         queued, refused, dropped = await self._script("push", keys, args)

@@ -2,7 +2,8 @@ r"""Inspection on Redis (`crawlq.frontier.inspection.Inspection`): one URL, the 
 
 `RedisInspection.inspect` reads one URL's state in one atomic, read-only step
 (``inspect.lua``). Dead letters are streamed with ``HSCAN`` and replayed with ``revive.lua``:
-a ``dead`` hash value is ``reason "\n" host "\n" request JSON``; its attempts and the time it
+a ``dead`` hash value is ``reason "\n" score "\n" request JSON`` (the reason, then the request's
+record as it was queued); its attempts and the time it
 was dead-lettered are in the ``attempts`` and ``dead_at`` hashes. A value that does not decode
 (shared state) is logged and skipped.
 """
@@ -36,6 +37,9 @@ class RedisInspection(RedisClient):
         The script is ``inspect.lua``.
 
         With Bloom-filter dedup, ``done`` is what the filter says (`UrlState.exact` False).
+        A record does not name its host (the lease and retry entries and the next-allowed
+        time are the host's), so a queued URL's state is read twice: once to find its request,
+        and again with that request's host, until both reads agree (at most three reads).
 
         Raises:
             JobGone: The job this client joined is gone or was replaced.
@@ -48,7 +52,7 @@ class RedisInspection(RedisClient):
             k.job_info, seen_key, k.reqs, k.dead, k.attempts, k.owner, k.leases, k.delayed,
             k.next, k.last_error, k.dead_at,
         ]  # fmt: skip
-        got = await self._call(lambda: SCRIPTS["inspect"].run(self.client, keys, [fp, mode, *bits]))
+        got = await self._inspect_read(keys, [fp, mode], bits)
         job_id, seen, value, dead, attempts, owner, deadline, retry_due_ms = got[:8]
         next_at, error, dead_at = got[8:]
         found = None if job_id is None else reply_text(job_id)
@@ -92,6 +96,23 @@ class RedisInspection(RedisClient):
             return UrlState(fp, "done", exact=self.bloom is None)
         return UrlState(fp, "unseen")
 
+    async def _inspect_read(self, keys: list[str], args: list[Any], bits: list[int]) -> Any:
+        """``inspect.lua``'s reply, read again with the queued request's host until they agree."""
+        host = ""
+        for _ in range(3):
+
+            async def read(host: str = host) -> Any:
+                return await SCRIPTS["inspect"].run(self.client, keys, [*args, host, *bits])
+
+            got = await self._call(read)
+            queued = None if got[2] is None or got[3] is not None else bytes(got[2])
+            request = None if queued is None else reply_request(queued.partition(b"\n")[2])
+            found = "" if request is None else request.host
+            if found == host:
+                break
+            host = found
+        return got
+
     async def dead_letters(self, where: DeadFilter = EVERY_DEAD) -> AsyncIterator[DeadLetter]:
         """See `crawlq.frontier.inspection.Inspection.dead_letters`: ``HSCAN`` of them."""
         async for chunk in self._dead_chunks(where):
@@ -133,7 +154,7 @@ class RedisInspection(RedisClient):
     def _dead_letter(
         self, fp: bytes, value: bytes, attempts: Any, dead_at: Any
     ) -> DeadLetter | None:
-        r"""A ``dead`` hash value (``reason "\n" host "\n" request JSON``), or None if garbled."""
+        r"""A ``dead`` hash value (``reason "\n" score "\n" request JSON``), or None if garbled."""
         reason, _, rest = value.partition(b"\n")
         try:
             request = CrawlRequest.from_json(rest.partition(b"\n")[2])
@@ -169,7 +190,7 @@ class RedisInspection(RedisClient):
             if not body:
                 continue
             keys = [
-                *k.host_keys(), k.dead, k.reqs, k.scores, k.attempts, k.stats, k.strikes,
+                *k.host_keys(), k.dead, k.reqs, k.attempts, k.stats, k.strikes,
                 k.dead_at, k.last_error, *(k.queue(h) for h in hosts),
             ]  # fmt: skip
             args = [

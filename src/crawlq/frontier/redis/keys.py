@@ -12,8 +12,10 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 |---|---|---|
 | ``seen`` | set | 20-byte fingerprints ever pushed (exact dedup) |
 | ``bloom`` | string | Bloom filter bits (``dedup="bloom"`` instead of ``seen``) |
-| ``reqs`` | hash | fingerprint -> ``host "\n" request JSON`` while not done |
-| ``scores`` | hash | fingerprint -> queue score (priority, then push order) |
+| ``reqs`` | hash | fingerprint -> ``score "\n" request JSON`` while not done: the queue score
+  (``-priority * 2**33 + push sequence``, decimal) travels with the record, so a request
+  released, reaped, retried or replayed goes back to its place (``record_score()`` in
+  ``_lib.lua``); the host is the request's own (its URL), never written again |
 | ``attempts`` | hash | fingerprint -> deliveries so far (kept while dead) |
 | ``q:{host}`` | sorted set | one host's queued fingerprints by score |
 | ``ready`` | sorted set | hosts with queued work and a free slot, by next-allowed Unix ms |
@@ -27,7 +29,7 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 | ``leases`` | sorted set | ``fingerprint + host`` -> lease deadline Unix ms |
 | ``owner`` | hash | fingerprint -> ``"lease_id worker_id"`` (+ ``"\n"`` once its slot is freed) |
 | ``delayed`` | sorted set | ``fingerprint + host`` -> retry due Unix ms |
-| ``dead`` | hash | fingerprint -> ``reason "\n" host "\n" request JSON`` |
+| ``dead`` | hash | fingerprint -> ``reason "\n" record`` (the ``reqs`` value, score included) |
 | ``dead_at`` | hash | dead fingerprint -> Unix ms it was dead-lettered |
 | ``last_error`` | hash | fingerprint -> reason of its last retry, until acked or dead |
 | ``stats`` | hash | counters: queued, inflight, delayed, done, dead, seen, seq, lease_seq,
@@ -42,7 +44,8 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 | ``idle`` | sorted set | worker id -> Unix ms it started waiting for work |
 | ``job`` | hash | ``id`` (random, set when the job is created; every write checks it),
   ``dedup``, ``settings`` -> JSON, ``engine`` (``celery`` for a Celery-engine job),
-  ``created_ms`` (server time), ``paused`` (set while paused; `crawlq.frontier.redis.jobs`) |
+  ``created_ms`` (server time), ``layout`` (`LAYOUT`, written when the job is created),
+  ``paused`` (set while paused; `crawlq.frontier.redis.jobs`) |
 | ``robots`` | hash | origin -> robots.txt record (`crawlq.frontier.robots.RobotsRecord`) |
 | ``robots_claims`` | hash | origin -> ``"until_ms holder"``: who fetches its robots.txt now |
 | ``item_keys`` | hash | item dedup key digest (20 bytes, never a value) -> the fingerprint of
@@ -60,11 +63,20 @@ script that touches hosts' readiness takes them first (``host_keys()`` in ``_lib
 | ``refused_dead`` | hash | Celery engine: fingerprint dead-lettered ``worker_refused`` -> JSON
   ``{"request", "reason", "worker", "at_ms", "refusals"}``, until a ``crawl`` writes it to the
   store |
+
+Layout 1, before issue 26, also kept a ``scores`` hash (fingerprint -> queue score) and wrote
+the host in front of every record (``host "\n" request JSON``). `Keyspace.scores` names that
+key only so that `crawlq.frontier.redis.RedisFrontier.open` can recognise such a job and
+refuse it with a message naming it.
 """
 
 from __future__ import annotations
 
-__all__ = ["Keyspace"]
+__all__ = ["LAYOUT", "Keyspace"]
+
+LAYOUT = 2
+"""The key layout this table describes, written in a new job's ``job`` hash (``job_open.lua``
+spells the same number)."""
 
 
 class Keyspace:
@@ -86,7 +98,7 @@ class Keyspace:
         self.seen = p + "seen"
         self.bloom = p + "bloom"
         self.reqs = p + "reqs"
-        self.scores = p + "scores"
+        self.scores = p + "scores"  # layout 1 only (module docstring)
         self.attempts = p + "attempts"
         self.ready = p + "ready"
         self.inflight = p + "inflight"

@@ -7,7 +7,7 @@
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1..6] the host bookkeeping keys (host_keys() in _lib.lua: ready, inflight, next,
 --            policy, inbox, idle)
--- KEYS[7] reqs     hash fp -> host "\n" request JSON   KEYS[8] attempts hash fp -> deliveries
+-- KEYS[7] reqs     hash fp -> score "\n" request JSON  KEYS[8] attempts hash fp -> deliveries
 -- KEYS[9] leases   zset fp..host -> deadline Unix ms   KEYS[10] owner hash fp -> "lease_id worker"
 -- KEYS[11] stats   hash counters                       KEYS[12..11+H] q:{host} of each candidate
 -- ARGV[1] now (Unix ms)  ARGV[2] n  ARGV[3] visibility timeout (ms)  ARGV[4] worker id
@@ -18,7 +18,7 @@
 -- leased at once, whatever its politeness, flagged so that the worker dead-letters them.
 -- A paused job (field "paused" of the job hash, `crawlq job pause`) gives back done slots and
 -- leases nothing: the reply is {"paused"}.
--- Returns: flat array fp, lease_id, attempt, value, down ("1" | "0"), host (the queue it
+-- Returns: flat array fp, lease_id, attempt, record (score "\n" request JSON), down ("1" | "0"), host (the queue it
 -- came from), ... (empty: nothing ready now).
 local job_key = check_job()
 local hk = host_keys()

@@ -3,17 +3,16 @@
 -- KEYS[1..6] the host bookkeeping keys (host_keys() in _lib.lua: ready, inflight, next,
 --            policy, inbox, idle)
 -- KEYS[7]  seen      set of 20-byte fingerprints (dedup "set") or Bloom bits string ("bloom")
--- KEYS[8]  reqs      hash  fp -> host "\n" request JSON
--- KEYS[9]  scores    hash  fp -> queue score
--- KEYS[10] stats     hash  counters (queued, seen, seq, dead, dropped, over_budget)
--- KEYS[11] claim     list  the calling worker's inbox claim, deleted when ARGV[5] == "1"
--- KEYS[12] admitted  hash  host -> new fingerprints ever pushed (the page budget's count)
--- KEYS[13] dead      hash  fp -> reason "\n" value (drop-lowest's dead letters)
--- KEYS[14] dead_at   hash  fp -> Unix ms it was dead-lettered (drop-lowest)
--- KEYS[15..14+H] q:{host} zset of each host named in ARGV (same order)
+-- KEYS[8]  reqs      hash  fp -> queue score "\n" request JSON (record_score() in _lib.lua)
+-- KEYS[9]  stats     hash  counters (queued, seen, seq, dead, dropped, over_budget)
+-- KEYS[10] claim     list  the calling worker's inbox claim, deleted when ARGV[5] == "1"
+-- KEYS[11] admitted  hash  host -> new fingerprints ever pushed (the page budget's count)
+-- KEYS[12] dead      hash  fp -> reason "\n" record (drop-lowest's dead letters)
+-- KEYS[13] dead_at   hash  fp -> Unix ms it was dead-lettered (drop-lowest)
+-- KEYS[14..13+H] q:{host} zset of each host named in ARGV (same order)
 -- ARGV[1] now (Unix ms)  ARGV[2] default concurrency
 -- ARGV[3] dedup mode "set" | "bloom"   ARGV[4] k = Bloom bit positions per request (0 for set)
--- ARGV[5] "1" to delete KEYS[11] (the inbox entries are pushed), else "0"
+-- ARGV[5] "1" to delete KEYS[10] (the inbox entries are pushed), else "0"
 -- ARGV[6] most requests queued in the job (0: no bound)   ARGV[7] most queued per host (0: none)
 -- ARGV[8] at a bound: "block" (a producer's new requests that do not fit are refused, not
 --   marked seen) or "drop" (the lowest-priority request of the host's queue, maybe the new
@@ -25,13 +24,13 @@
 -- then B = the page budget per host (max_pages_per_host; -1: none): a new fingerprint of a
 --   host with B admitted already is neither queued nor marked seen, only counted
 --   (stats over_budget)
--- then per request: fp, host index (1..H), priority (int), value, then k bit positions
+-- then per request: fp, host index (1..H), priority (int), request JSON, then k bit positions
 -- Returns: {queued (new requests queued), refused (block), dropped (drop)}.
 check_job()
 local hk = host_keys()
-local seen_key, reqs, scores, stats = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local claim, admitted_key, dead_key, dead_at_key = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
-local QUEUES = 14 -- KEYS[QUEUES + h]: host h's queue
+local seen_key, reqs, stats = KEYS[7], KEYS[8], KEYS[9]
+local claim, admitted_key, dead_key, dead_at_key = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+local QUEUES = 13 -- KEYS[QUEUES + h]: host h's queue
 local now, dconc = tonumber(ARGV[1]), tonumber(ARGV[2])
 local mode, k = ARGV[3], tonumber(ARGV[4])
 local drop_claim = ARGV[5] == "1"
@@ -101,17 +100,17 @@ while i <= #ARGV do
     if budget >= 0 then room[hidx] = room[hidx] - 1 end
     local seq = redis.call("HINCRBY", stats, "seq", 1)
     local score = string.format("%.0f", -prio * PRIO + seq)
-    redis.call("HSET", scores, fp, score)
+    local record = score .. "\n" .. value
     local keep = true
     if full and drop_mode then
       local out
-      keep, out = drop_lowest(queue, reqs, dead_key, dead_at_key, fp, score, value, now)
+      keep, out = drop_lowest(queue, reqs, dead_key, dead_at_key, fp, score, record, now)
       evicted = evicted + out
       if not keep then redis.call("HINCRBY", stats, "seen", 1) end
       dropped = dropped + 1
     end
     if keep then
-      redis.call("HSET", reqs, fp, value)
+      redis.call("HSET", reqs, fp, record)
       redis.call("ZADD", queue, score, fp)
       added = added + 1
       touched[hidx] = true

@@ -237,7 +237,7 @@ class RedisWorkQueue(RedisInbox, RedisIdle):
             host = member[20:].decode()
             body += [member, hosts.setdefault(host, len(hosts) + 1)]
         keys = [
-            *k.host_keys(), source, k.owner, k.stats, k.scores, *(k.queue(h) for h in hosts),
+            *k.host_keys(), source, k.owner, k.stats, k.reqs, *(k.queue(h) for h in hosts),
         ]  # fmt: skip
         args = [now, mode, self.politeness.default.concurrency, len(hosts), *hosts, *body]
         return int(await self._script("requeue", keys, args))
@@ -306,7 +306,7 @@ class RedisWorkQueue(RedisInbox, RedisIdle):
         for fp, lease_id, host, extra in rows:
             body += [fp, lease_id, hosts.setdefault(host, len(hosts) + 1), extra]
         keys = [
-            *k.host_keys(), k.leases, k.owner, k.stats, k.reqs, k.scores, k.attempts,
+            *k.host_keys(), k.leases, k.owner, k.stats, k.reqs, k.attempts,
             k.delayed, k.dead, k.rate, k.strikes, k.last_error, k.dead_at,
             *(k.queue(h) for h in hosts),
         ]  # fmt: skip
@@ -405,9 +405,9 @@ class RedisWorkQueue(RedisInbox, RedisIdle):
 def _leased_request(fp: bytes, host: str, value: bytes | None) -> tuple[CrawlRequest | None, str]:
     """The request a lease holds, or None and why its record cannot be one.
 
-    The record (the host, a newline, the JSON request, in the job's ``reqs`` hash) must decode to a
-    request of the fingerprint and host it was queued under: a record rewritten to another
-    URL would be fetched, then settled under the wrong host (its own lease never ending).
+    The record (its queue score, a newline, the JSON request, in the job's ``reqs`` hash) must
+    decode to a request of the fingerprint and host it was queued under: a record rewritten to
+    another URL would be fetched, then settled under the wrong host (its own lease never ending).
     """
     if value is None:
         return None, "no record"

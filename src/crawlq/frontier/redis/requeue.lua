@@ -8,13 +8,13 @@
 --            policy, inbox, idle)
 -- KEYS[7] source zset fp..host -> Unix ms (leases or delayed)
 -- KEYS[8] owner hash fp -> "lease_id worker"   KEYS[9] stats hash counters
--- KEYS[10] scores hash fp -> queue score       KEYS[11..10+H] q:{host} per host in ARGV
+-- KEYS[10] reqs hash fp -> score "\n" JSON     KEYS[11..10+H] q:{host} per host in ARGV
 -- ARGV[1] now (Unix ms)  ARGV[2] mode "reap" | "promote"  ARGV[3] default concurrency
 -- ARGV[4] H  ARGV[5..4+H] hosts   then per entry: member (fp..host), host index
 -- Returns: number of entries requeued.
 check_job()
 local hk = host_keys()
-local source, owner, stats, scores = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local source, owner, stats, reqs = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local QUEUES = 10 -- KEYS[QUEUES + h]: host h's queue
 local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nhosts = tonumber(ARGV[4])
@@ -35,7 +35,7 @@ while i <= #ARGV do
         redis.call("HINCRBY", hk.inflight, host, -1)
       end
     end
-    redis.call("ZADD", KEYS[QUEUES + h], redis.call("HGET", scores, fp), fp)
+    redis.call("ZADD", KEYS[QUEUES + h], record_score(redis.call("HGET", reqs, fp)), fp)
     moved = moved + 1
     touched[h] = true
   end

@@ -5,12 +5,12 @@
 -- Before these, check_job() (_lib.lua) takes KEYS[1] the job hash and ARGV[1] the job id.
 -- KEYS[1..6] the host bookkeeping keys (host_keys() in _lib.lua: ready, inflight, next,
 --            policy, inbox, idle)
--- KEYS[7] dead hash fp -> reason "\n" host "\n" request JSON   KEYS[8] reqs hash fp -> value
--- KEYS[9] scores hash fp -> queue score   KEYS[10] attempts hash fp -> deliveries
--- KEYS[11] stats hash counters
--- KEYS[12] strikes hash kind "\n" host -> count (revived hosts start afresh: breaker closed)
--- KEYS[13] dead_at hash fp -> Unix ms   KEYS[14] last_error hash fp -> last retry reason
--- KEYS[15..14+H] q:{host} per host in ARGV
+-- KEYS[7] dead hash fp -> reason "\n" record (score "\n" request JSON)
+-- KEYS[8] reqs hash fp -> record   KEYS[9] attempts hash fp -> deliveries
+-- KEYS[10] stats hash counters
+-- KEYS[11] strikes hash kind "\n" host -> count (revived hosts start afresh: breaker closed)
+-- KEYS[12] dead_at hash fp -> Unix ms   KEYS[13] last_error hash fp -> last retry reason
+-- KEYS[14..13+H] q:{host} per host in ARGV
 -- ARGV[1] default concurrency  ARGV[2] now (Unix ms)
 -- ARGV[3] most requests queued in the job (0: no bound)  ARGV[4] most queued per host (0: none)
 -- ARGV[5] at a bound: "block" (the dead letter stays as it is: refused) or "drop" (the
@@ -20,9 +20,9 @@
 -- Returns: {requeued, refused, dropped, then the entry numbers (1..) of those requeued}.
 check_job()
 local hk = host_keys()
-local dead, reqs, scores, attempts, stats = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
-local strikes, dead_at, last_error = KEYS[12], KEYS[13], KEYS[14]
-local QUEUES = 14 -- KEYS[QUEUES + h]: host h's queue
+local dead, reqs, attempts, stats = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local strikes, dead_at, last_error = KEYS[11], KEYS[12], KEYS[13]
+local QUEUES = 13 -- KEYS[QUEUES + h]: host h's queue
 local dconc, now = tonumber(ARGV[1]), ARGV[2]
 local max_job, max_host, drop_mode = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == "drop"
 local nhosts = tonumber(ARGV[6])
@@ -35,9 +35,10 @@ while i <= #ARGV do
   local fp, h = ARGV[i], tonumber(ARGV[i + 1])
   entry = entry + 1
   local v = redis.call("HGET", dead, fp)
-  local score = redis.call("HGET", scores, fp)
-  if v and score then
-    local rest = string.sub(v, string.find(v, "\n", 1, true) + 1)
+  local cut = v and string.find(v, "\n", 1, true)
+  if cut then
+    local rest = string.sub(v, cut + 1) -- the record, with its score
+    local score = record_score(rest)
     local queue = KEYS[QUEUES + h]
     local keep = true
     local full = bounded and ((max_job > 0 and queued + revived - evicted >= max_job)

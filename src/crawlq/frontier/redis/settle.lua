@@ -7,27 +7,27 @@
 -- KEYS[1..6] the host bookkeeping keys (host_keys() in _lib.lua: ready, inflight, next,
 --            policy, inbox, idle)
 -- KEYS[7] leases zset fp..host -> deadline      KEYS[8] owner hash fp -> "lease_id worker"
--- KEYS[9] stats hash counters                   KEYS[10] reqs hash fp -> value
--- KEYS[11] scores hash fp -> queue score        KEYS[12] attempts hash fp -> deliveries
--- KEYS[13] delayed zset fp..host -> due ms      KEYS[14] dead hash fp -> reason "\n" value
--- KEYS[15] rate hash slot -> "second count"     KEYS[16] strikes hash kind "\n" host -> count
--- KEYS[17] last_error hash fp -> last retry reason   KEYS[18] dead_at hash fp -> Unix ms
--- KEYS[19..18+H] q:{host} per host in ARGV
+-- KEYS[9] stats hash counters                   KEYS[10] reqs hash fp -> score "\n" JSON
+-- KEYS[11] attempts hash fp -> deliveries       KEYS[12] delayed zset fp..host -> due ms
+-- KEYS[13] dead hash fp -> reason "\n" record   KEYS[14] rate hash slot -> "second count"
+-- KEYS[15] strikes hash kind "\n" host -> count KEYS[16] last_error hash fp -> last retry reason
+-- KEYS[17] dead_at hash fp -> Unix ms           KEYS[18..17+H] q:{host} per host in ARGV
 -- ARGV[1] now (Unix ms)  ARGV[2] mode "ack" | "retry" | "dead" | "release"
 -- ARGV[3] default concurrency  ARGV[4] H  ARGV[5..4+H] hosts
 -- then per lease: fp, lease_id, host index, extra (retry: due Unix ms, a space and the
 -- reason; dead: reason; else "")
--- A dead letter keeps its attempts (and gets its time in dead_at) until replayed.
+-- A dead letter keeps its record (with its score) and attempts, and gets its time in dead_at,
+-- until replayed.
 -- An ack means the host answered: its strikes in a row and breaker flags are cleared.
 -- When this leaves the job drained (nothing leased, delayed or ready), idle workers get a
 -- wake-up token each, so one waiting on its own last leases sees the end at once.
 -- Returns: number of leases that were still held and are now settled.
 check_job()
 local hk = host_keys()
-local leases, owner, stats, reqs, scores = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
-local attempts, delayed, dead, rate = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
-local strikes, last_error, dead_at = KEYS[16], KEYS[17], KEYS[18]
-local QUEUES = 18 -- KEYS[QUEUES + h]: host h's queue
+local leases, owner, stats, reqs = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local attempts, delayed, dead, rate = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
+local strikes, last_error, dead_at = KEYS[15], KEYS[16], KEYS[17]
+local QUEUES = 17 -- KEYS[QUEUES + h]: host h's queue
 local now, mode, dconc = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nhosts = tonumber(ARGV[4])
 local HOSTS = 4 -- ARGV[HOSTS + h]: host h's name
@@ -43,7 +43,6 @@ while i <= #ARGV do
     if string.sub(own, -1) ~= "\n" then redis.call("HINCRBY", hk.inflight, host, -1) end
     if mode == "ack" then
       redis.call("HDEL", reqs, fp)
-      redis.call("HDEL", scores, fp)
       redis.call("HDEL", attempts, fp)
       redis.call("HDEL", last_error, fp)
     elseif mode == "retry" then
@@ -54,9 +53,9 @@ while i <= #ARGV do
       redis.call("HSET", dead, fp, extra .. "\n" .. (redis.call("HGET", reqs, fp) or ""))
       redis.call("HSET", dead_at, fp, now)
       redis.call("HDEL", reqs, fp)
-      redis.call("HDEL", last_error, fp) -- the score and attempts stay: revive.lua requeues it
+      redis.call("HDEL", last_error, fp) -- the record keeps its score, attempts stay: see revive.lua
     else -- release: back to its place in the queue, this delivery not counted
-      redis.call("ZADD", KEYS[QUEUES + h], redis.call("HGET", scores, fp), fp)
+      redis.call("ZADD", KEYS[QUEUES + h], record_score(redis.call("HGET", reqs, fp)), fp)
       redis.call("HINCRBY", attempts, fp, -1)
     end
     settled = settled + 1
