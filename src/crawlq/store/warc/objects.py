@@ -87,7 +87,8 @@ class ObjectStore:
         except botocore.exceptions.BotoCoreError as exc:
             raise StoreError(f"cannot set up the S3 client for {location.url}: {exc}") from None
         store = cls(location, client, **sizes)
-        store._call(f"bucket {location.bucket!r}", client.head_bucket, Bucket=location.bucket)
+        what = f"bucket {location.bucket!r} of {location.url}"
+        store._call(what, client.head_bucket, Bucket=location.bucket)
         return store
 
     @property
