@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestServer
 from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
 from crawlq.testing.static import generate_site, unpack_corpus
 from crawlq.urls import host_key
+from tests.s3_server import MotoServer
 from tests.services import (
     DEFAULT_REDIS_URL,
     RedisCluster,
@@ -102,6 +103,35 @@ def redis_cluster() -> Iterator[RedisCluster]:
         yield cluster
     finally:
         cluster.cleanup()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    """A real local S3-compatible server (moto's server mode), stopped by PID afterwards."""
+    server = MotoServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def s3_bucket(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A bucket of this test's own on `moto_server`, this process's AWS variables set to it."""
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    for key, value in moto_server.env().items():
+        monkeypatch.setenv(key, value)
+    name = f"crawlq-test-{uuid.uuid4().hex[:12]}"
+    client = moto_server.client()
+    client.create_bucket(Bucket=name)
+    yield name
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
+        for obj in page.get("Contents", ()):
+            client.delete_object(Bucket=name, Key=obj["Key"])
+    client.delete_bucket(Bucket=name)
 
 
 @pytest.fixture

@@ -56,3 +56,29 @@ def test_a_bad_warc_size_on_the_command_line_is_a_usage_error(tmp_path: Path) ->
     assert proc.returncode == 2
     assert "warc_max_size_bytes" in proc.stderr and "huge" in proc.stderr
     assert not (tmp_path / "w").exists()
+
+
+def test_an_s3_warc_url_is_kept_one_way_and_the_spool_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    s = Settings.build(
+        env={"CRAWLQ_WARC_SPOOL_DIR": "spool"}, cli={"warc_dir": "s3://my-bucket/crawls/a/"}
+    )
+    assert s.warc_dir == "s3://my-bucket/crawls/a"
+    assert s.warc_spool_dir == os.path.join(str(tmp_path), "spool")
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("s3://", "names no bucket"),
+        ("gs://bucket/x", "give a directory or an s3://bucket/prefix URL"),
+        ("s3://me:pw@bucket/x", "credentials do not go in the URL"),
+    ],
+)
+def test_a_bad_warc_url_names_the_setting_and_hides_credentials(value: str, says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.build(env={}, cli={"warc_dir": value})
+    assert info.value.name == "warc_dir" and says in str(info.value)
+    assert "pw" not in str(info.value).replace("prefix", "")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -34,12 +35,15 @@ import click
 
 from crawlq.cli.options import since_option, since_s
 from crawlq.cli.terminal import exit_on_broken_pipe
-from crawlq.errors import ConfigError, CrawlqError
+from crawlq.errors import ConfigError, CrawlqError, StoreError
 from crawlq.export import export as export_records
 from crawlq.export.filters import RecordFilter
+from crawlq.export.rows import BodyReader
 from crawlq.items.schema import ItemField, item_fields
+from crawlq.records import PageRecord
 from crawlq.secrecy import private_opener, redact
 from crawlq.settings import check_store
+from crawlq.settings.archive import is_s3_url, parse_s3_url
 from crawlq.spider.item_type import load_item_type
 from crawlq.store import open_store
 
@@ -50,6 +54,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 What = Literal["pages", "items", "dead", "filtered", "errors"]
 Format = Literal["jsonl", "json", "csv"]
 _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
+_MAX_BODY_BYTES = 1 << 30
+"""Largest body read back from a WARC record (the crawl's ``max_body_bytes`` bounded it)."""
 
 
 @click.command()
@@ -73,6 +79,13 @@ _PARQUET_EXTRA = "parquet export needs pyarrow: pip install 'crawlq[parquet]'"
 @since_option("records")
 @click.option(
     "--body", is_flag=True, help="Pages: include the stored bodies (crawled with --store-body)."
+)
+@click.option(
+    "--warc",
+    default=None,
+    metavar="DIR|s3://BUCKET/PREFIX",
+    help="With --body: read the bodies the store did not keep from the pages' WARC records, "
+    "in DIR or the object store (the crawl's --warc).",
 )
 @click.option("--errors-only", is_flag=True, help="Pages: only those whose spider callback failed.")
 @click.option(
@@ -99,6 +112,7 @@ def export(
     output: str | None,
     since: str | None,
     body: bool,
+    warc: str | None,
     errors_only: bool,
     csv_raw: bool,
     status: str | None,
@@ -129,6 +143,11 @@ def export(
     --item-type module:Class (a dataclass, attrs class, pydantic model or TypedDict) makes a
     Parquet items export typed: one column per field instead of one JSON string column.
 
+    --body --warc DIR (or s3://bucket/prefix, the crawl's --warc) adds the bodies of pages
+    archived to WARC: each is read from its record (an object's with one ranged GET, using
+    the standard AWS variables; files not uploaded yet are read from the spool directory,
+    CRAWLQ_WARC_SPOOL_DIR or ~/.cache/crawlq/warc-spool/...).
+
     Exit status: 0 when every record was written; 1 when the store cannot be read or the
     output written (one line says why); 2 for bad options; 141 when the reader of standard
     output closed it early (as `| head` does): the export stops there, silently, with the
@@ -137,6 +156,7 @@ def export(
     fmt = format_for(fmt, output)
     if body and what != "pages":
         raise click.UsageError("--body applies to --what pages only")
+    _check_warc(warc, body)
     if errors_only and what != "pages":
         raise click.UsageError("--errors-only applies to --what pages only (or use --what errors)")
     if fmt == "parquet" and output is None:
@@ -149,7 +169,7 @@ def export(
         if fmt == "parquet":
             assert output is not None
             parquet_args = (cast(What, what), output, since_at, body, errors_only)
-            rows = asyncio.run(_export_parquet(store, *parquet_args, where, fields))
+            rows = asyncio.run(_export_parquet(store, *parquet_args, where, fields, warc))
         else:
             with contextlib.ExitStack() as stack:
                 out: TextIO = sys.stdout
@@ -158,7 +178,7 @@ def export(
                         open(output, "w", encoding="utf-8", newline="", opener=private_opener)
                     )
                 export_args = (cast(What, what), cast(Format, fmt), out, since_at, body, csv_raw)
-                rows = asyncio.run(_export(store, *export_args, errors_only, where))
+                rows = asyncio.run(_export(store, *export_args, errors_only, where, warc))
                 out.flush()  # a closed pipe shows here, not in the interpreter's final flush
     except CrawlqError as exc:
         click.echo(redact(f"crawlq: cannot export: {exc}"), err=True)
@@ -183,7 +203,9 @@ async def _export(
     csv_raw: bool,
     errors_only: bool,
     where: RecordFilter | None = None,
+    warc: str | None = None,
 ) -> int:
+    bodies = await _body_reader(warc)
     store = await open_store(store_url, read_only=True)
     try:
         return await export_records(
@@ -196,9 +218,60 @@ async def _export(
             escape_formulas=not csv_raw,
             spider_errors_only=errors_only,
             where=where,
+            bodies=bodies,
         )
     finally:
         await store.close()
+
+
+def _check_warc(warc: str | None, body: bool) -> None:
+    """Refuse a ``--warc`` without ``--body``, a malformed ``s3://`` URL or a missing DIR.
+
+    Raises:
+        click.UsageError, click.BadParameter: Which, naming the value (never a credential).
+    """
+    if warc is None:
+        return
+    if not body:
+        raise click.UsageError("--warc applies with --body only (it reads the bodies)")
+    if is_s3_url(warc):
+        try:
+            parse_s3_url(warc, setting="--warc")
+        except ConfigError as exc:
+            message = str(exc).removeprefix("--warc: ")
+            raise click.BadParameter(message, param_hint="--warc") from None
+    elif not Path(warc).is_dir():
+        shown = redact(warc)
+        raise click.BadParameter(f"no such directory: {shown!r:.200}", param_hint="--warc")
+
+
+async def _body_reader(warc: str | None) -> BodyReader | None:
+    """What reads a page's body from its WARC record in ``warc`` (None: no ``--warc``).
+
+    Raises:
+        ConfigError: boto3 is missing (the ``s3`` extra), or warcio (``warc``).
+        StoreError: The object store cannot be reached or has no such bucket.
+    """
+    if warc is None:
+        return None
+    try:
+        from crawlq.store.warc.reader import WarcArchive
+    except ImportError as exc:
+        raise ConfigError("--warc", f"needs warcio: pip install 'crawlq[warc]' ({exc})") from None
+    spool = os.environ.get("CRAWLQ_WARC_SPOOL_DIR") or None
+    archive = await asyncio.to_thread(WarcArchive.open, warc, spool_dir=spool)
+
+    async def read(page: PageRecord) -> bytes:
+        assert page.warc_file is not None and page.warc_offset is not None
+        try:
+            record = await asyncio.to_thread(
+                archive.read, page.warc_file, page.warc_offset, max_body_bytes=_MAX_BODY_BYTES
+            )
+        except StoreError as exc:
+            raise StoreError(f"the body of {page.url}: {exc}") from None
+        return record.body
+
+    return read
 
 
 def _record_filter(
@@ -226,11 +299,13 @@ async def _export_parquet(
     errors_only: bool,
     where: RecordFilter | None = None,
     fields: tuple[ItemField, ...] | None = None,
+    warc: str | None = None,
 ) -> int:
     try:
         from crawlq.export.parquet import export_parquet
     except ImportError as exc:
         raise click.ClickException(f"{_PARQUET_EXTRA} ({exc})") from None
+    bodies = await _body_reader(warc)
     store = await open_store(store_url, read_only=True)
     try:
         return await export_parquet(
@@ -242,6 +317,7 @@ async def _export_parquet(
             spider_errors_only=errors_only,
             where=where,
             item_fields=fields,
+            bodies=bodies,
         )
     finally:
         await store.close()

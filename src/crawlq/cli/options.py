@@ -263,8 +263,9 @@ def job_options(f: F) -> F:
                 "--warc",
                 "warc_dir",
                 default=None,
-                metavar="DIR",
-                help="Archive every fetched page's request and response to WARC files in DIR.",
+                metavar="DIR|s3://BUCKET/PREFIX",
+                help="Archive every fetched page's request and response to WARC files in DIR, "
+                "or upload each file to an S3-compatible store as it closes.",
             ),
             click.option(
                 "--warc-max-size",

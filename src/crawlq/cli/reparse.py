@@ -38,8 +38,9 @@ __all__ = ["reparse"]
     "--warc",
     "warc_dir",
     default=None,
-    metavar="DIR",
-    help="Read the pages stored without a body from their WARC records in DIR.",
+    metavar="DIR|s3://BUCKET/PREFIX",
+    help="Read the pages stored without a body from their WARC records in DIR or the object "
+    "store (the crawl's --warc).",
 )
 @click.option(
     "--all-spiders",

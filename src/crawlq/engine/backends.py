@@ -269,8 +269,10 @@ async def open_warc(s: Settings) -> WarcWriter | None:
     """The WARC writer of this process when ``s.warc_dir`` is set (else None); close it after.
 
     Raises:
-        ConfigError: warcio is not installed; the message names the ``warc`` extra.
-        StoreError: The directory cannot be created or repaired.
+        ConfigError: warcio (or, for ``s3://…``, boto3) is not installed; the message names
+            the extra.
+        StoreError: The directory cannot be created or repaired, or the object store
+            cannot be reached.
     """
     if s.warc_dir is None:
         return None
@@ -281,5 +283,8 @@ async def open_warc(s: Settings) -> WarcWriter | None:
             "warc_dir", f"WARC archiving needs warcio: pip install 'crawlq[warc]' ({exc})"
         ) from exc
     return await WarcWriter.open(
-        s.warc_dir, max_size_bytes=s.warc_max_size_bytes, software=f"crawlq ({s.user_agent})"
+        s.warc_dir,
+        max_size_bytes=s.warc_max_size_bytes,
+        software=f"crawlq ({s.user_agent})",
+        spool_dir=s.warc_spool_dir,
     )

@@ -40,6 +40,7 @@ from crawlq.middleware import Middlewares
 from crawlq.request import CrawlRequest
 from crawlq.rules.scope import Scope, check_url_length, crawl_domains
 from crawlq.settings import Settings, check_job_name
+from crawlq.settings.archive import names_a_scheme
 from crawlq.spider import Spider, new_spider, sitemap_rules_of, spider_file, start_requests_of
 from crawlq.spider.item_type import items_table_of
 from crawlq.urls import host_key
@@ -99,7 +100,7 @@ def local_path(name: str, value: str | None) -> str | None:
     """The local file or directory that the setting ``name`` = ``value`` names, as written.
 
     ``store``: a SQLite file path or ``sqlite:///PATH`` (None for a database URL);
-    ``warc_dir``: the directory; ``spider``: the file of ``file.py:Class``
+    ``warc_dir``: the directory (None for ``s3://…``); ``spider``: the file of ``file.py:Class``
     (`crawlq.spider.spider_file`; None for ``module:Class``). None for other settings.
     """
     if value is None:
@@ -107,7 +108,7 @@ def local_path(name: str, value: str | None) -> str | None:
     if name == "spider":
         return spider_file(value)
     if name == "warc_dir":
-        return value
+        return None if names_a_scheme(value) else value  # s3://bucket/prefix: not a path
     if name == "store":
         if value.startswith("sqlite:///"):
             return value.removeprefix("sqlite:///")

@@ -35,6 +35,7 @@ from crawlq.export.rows import (
     ERROR_COLUMNS,
     FILTERED_COLUMNS,
     PAGE_COLUMNS,
+    BodyReader,
     at_since,
     dead_row,
     error_row,
@@ -42,6 +43,7 @@ from crawlq.export.rows import (
     mapped,
     page_row,
     page_row_with_body,
+    with_bodies,
 )
 from crawlq.records import ItemRecord
 from crawlq.store.contract import Store
@@ -66,6 +68,7 @@ async def export(
     spider_errors_only: bool = False,
     where: RecordFilter | None = None,
     csv_header: Sequence[str] | None = None,
+    bodies: BodyReader | None = None,
 ) -> int:
     """Write every record of one kind from ``store`` to ``out``, streaming.
 
@@ -89,6 +92,8 @@ async def export(
         csv_header: CSV only: the header of the file these rows are appended to. It is not
             written again, and item rows follow its columns (the keys it has no column for
             go to ``_extra``); pages and other records must have the same columns.
+        bodies: With ``with_body``: reads the bodies of the pages stored without one from
+            their WARC records (``crawlq export --warc``); None: stored bodies only.
 
     Returns:
         The number of records written (the CSV header not counted).
@@ -107,7 +112,7 @@ async def export(
         if fmt == "json":
             return await _write_array(out, mapped(items, _item_row))
         return await _export_items(items, fmt, out, escape_formulas, csv_header)
-    columns, rows = _record_rows(store, what, since, with_body, spider_errors_only, where)
+    columns, rows = _record_rows(store, what, since, with_body, spider_errors_only, where, bodies)
     if fmt == "json":
         return await _write_array(out, rows)
     if fmt == "jsonl":
@@ -126,13 +131,14 @@ def _record_rows(
     with_body: bool,
     spider_errors_only: bool,
     where: RecordFilter | None,
+    bodies: BodyReader | None = None,
 ) -> tuple[tuple[str, ...], AsyncIterator[dict[str, Any]]]:
     """The columns and the rows of the pages, errors, dead or filtered records to export."""
     if what == "pages":
         columns = (*PAGE_COLUMNS, BODY_COLUMN) if with_body else PAGE_COLUMNS
         to_row = page_row_with_body if with_body else page_row
         pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
-        return columns, mapped(kept(pages, where), to_row)
+        return columns, mapped(with_bodies(kept(pages, where), bodies), to_row)
     if what == "errors":
         failed = store.pages(since=since, with_body=True, spider_errors_only=True)
         return ERROR_COLUMNS, mapped(kept(failed, where), error_row)

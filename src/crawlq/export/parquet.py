@@ -38,7 +38,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crawlq.export.filters import RecordFilter, kept
-from crawlq.export.rows import at_since, dead_row, error_row, filtered_row, mapped, page_row
+from crawlq.export.rows import (
+    BodyReader,
+    at_since,
+    dead_row,
+    error_row,
+    filtered_row,
+    mapped,
+    page_row,
+    with_bodies,
+)
 from crawlq.items.schema import (
     PARQUET_KEY_COLUMNS,
     ItemField,
@@ -185,6 +194,7 @@ async def export_parquet(
     spider_errors_only: bool = False,
     where: RecordFilter | None = None,
     item_fields: Sequence[ItemField] | None = None,
+    bodies: BodyReader | None = None,
 ) -> int:
     """Write every record of one kind from ``store`` to the Parquet file ``path``, streaming.
 
@@ -200,6 +210,8 @@ async def export_parquet(
         where: Only the records it keeps (`crawlq.export.filters.RecordFilter`).
         item_fields: Items only: the declared item type's fields
             (`crawlq.items.schema.item_fields`), one typed column each.
+        bodies: With ``with_body``: reads the bodies of the pages stored without one from
+            their WARC records (as `crawlq.export.export`).
 
     Returns:
         The number of records written.
@@ -219,7 +231,7 @@ async def export_parquet(
     if what == "pages":
         body = with_body
         pages = store.pages(since=since, with_body=with_body, spider_errors_only=spider_errors_only)
-        rows = mapped(kept(pages, where), lambda p: _page(p, body))
+        rows = mapped(with_bodies(kept(pages, where), bodies), lambda p: _page(p, body))
     elif what == "errors":
         failed = store.pages(since=since, with_body=True, spider_errors_only=True)
         rows = mapped(kept(failed, where), lambda p: error_row(p, time=_time))

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -39,6 +40,7 @@ __all__ = [
     "ERROR_COLUMNS",
     "FILTERED_COLUMNS",
     "PAGE_COLUMNS",
+    "BodyReader",
     "at_since",
     "dead_row",
     "error_row",
@@ -47,7 +49,11 @@ __all__ = [
     "mapped",
     "page_row",
     "page_row_with_body",
+    "with_bodies",
 ]
+
+BodyReader = Callable[[PageRecord], Awaitable[bytes]]
+"""Reads the body of a page stored without one from its WARC record (``export --warc``)."""
 
 _R = TypeVar("_R")
 _Timed = TypeVar("_Timed", DeadRecord, FilteredRecord)
@@ -192,6 +198,16 @@ def filtered_row(record: FilteredRecord, time: Callable[[float], Any] = iso_utc)
         "at": time(record.at),
         "fingerprint": record.fingerprint.hex(),
     }
+
+
+async def with_bodies(
+    pages: AsyncIterator[PageRecord], read: BodyReader | None
+) -> AsyncIterator[PageRecord]:
+    """``pages``, streaming; those with a WARC record and no stored body get ``read``'s."""
+    async for page in pages:
+        if read is not None and page.body is None and page.warc_file is not None:
+            page = dataclasses.replace(page, body=await read(page))
+        yield page
 
 
 async def mapped(

@@ -1,7 +1,8 @@
 """Run a spider's callbacks again over stored responses, without fetching anything.
 
 ``crawlq reparse`` calls `Reparse`: after fixing a spider that raised on some pages, its
-callbacks rerun on the bodies the crawl kept (``--store-body``) or archived (``--warc DIR``),
+callbacks rerun on the bodies the crawl kept (``--store-body``) or archived (``--warc DIR``
+or ``--warc s3://bucket/prefix``: `crawlq.store.warc.reader.WarcArchive`),
 and each page's items and error are replaced in the store (`crawlq.store.Store.replace_parse`,
 idempotent: items are keyed by page fingerprint and index). No HTTP request is sent: there is
 no fetcher here.
@@ -29,6 +30,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from crawlq.engine.item_flow import ItemFlow
 from crawlq.engine.pagework import PageWork
@@ -42,6 +44,9 @@ from crawlq.settings import Settings
 from crawlq.spider import Spider
 from crawlq.store import ParseUpdate, Store
 from crawlq.web.decode import decode_body
+
+if TYPE_CHECKING:
+    from crawlq.store.warc.reader import WarcArchive
 
 __all__ = ["FLUSH_PAGES", "Reparse", "ReparseReport"]
 
@@ -127,6 +132,7 @@ class Reparse:
         self.items = ItemFlow(spider, settings, None)  # pipelines; no dedup: no frontier
         self.report = ReparseReport()
         self._stopping = False
+        self._archive: WarcArchive | None = None
 
     def stop(self) -> None:
         """Stop after the page in hand; what was reparsed so far is written."""
@@ -136,10 +142,18 @@ class Reparse:
         """Reparse every selected page; write the results in batches of `FLUSH_PAGES`.
 
         Raises:
-            StoreUnavailable, StoreError: The store cannot be read or written. Results not
-                yet written are lost; running again redoes them (it is idempotent).
+            StoreUnavailable, StoreError: The store cannot be read or written, or the WARC
+                object store (``s3://…``) cannot be reached. Results not yet written are
+                lost; running again redoes them (it is idempotent).
+            ConfigError: ``warc_dir`` is ``s3://…`` and boto3 is missing.
         """
         started = time.monotonic()
+        if self.settings.warc_dir is not None:
+            from crawlq.store.warc.reader import WarcArchive  # needs the warc extra
+
+            self._archive = await asyncio.to_thread(
+                WarcArchive.open, self.settings.warc_dir, spool_dir=self.settings.warc_spool_dir
+            )
         pages = PageWork()
         pending: list[ParseUpdate] = []
         try:
@@ -204,16 +218,13 @@ class Reparse:
             body = page.body
             headers = {"content-type": page.content_type} if page.content_type else {}
         elif page.warc_file is not None and page.warc_offset is not None:
-            if self.settings.warc_dir is None:
+            if self._archive is None:
                 self.report.no_body += 1
                 self.report.no_warc_dir += 1
                 return None
-            from crawlq.store.warc.reader import read_response  # needs the warc extra
-
             try:
                 record = await asyncio.to_thread(
-                    read_response,
-                    self.settings.warc_dir,
+                    self._archive.read,
                     page.warc_file,
                     page.warc_offset,
                     max_body_bytes=self.settings.max_body_bytes,

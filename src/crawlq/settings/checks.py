@@ -26,6 +26,8 @@ from typing import Any, TypeGuard
 
 from crawlq.errors import ConfigError
 from crawlq.rules.proxies import parse_proxy
+from crawlq.secrecy import redact
+from crawlq.settings.archive import is_s3_url, names_a_scheme, parse_s3_url
 from crawlq.web.headers import REFERRER_POLICIES, parse_header_line
 
 __all__ = [
@@ -99,13 +101,25 @@ def _numbers(values: Mapping[str, Any]) -> None:
 
 
 def _warc_dir(values: Mapping[str, Any]) -> dict[str, Any]:
-    """``warc_dir`` made absolute, unless it is None."""
+    """``warc_dir`` and ``warc_spool_dir`` made absolute (an ``s3://`` URL: checked)."""
+    fixed: dict[str, Any] = {}
+    spool = values["warc_spool_dir"]
+    if spool is not None:
+        if not spool.strip():
+            raise ConfigError("warc_spool_dir", "must not be empty")
+        fixed["warc_spool_dir"] = os.path.abspath(os.path.expanduser(spool))
     warc_dir = values["warc_dir"]
     if warc_dir is None:
-        return {}
+        return fixed
     if not warc_dir.strip():
         raise ConfigError("warc_dir", "must not be empty")
-    return {"warc_dir": os.path.abspath(os.path.expanduser(warc_dir))}
+    if is_s3_url(warc_dir):
+        return fixed | {"warc_dir": parse_s3_url(warc_dir).url}
+    if names_a_scheme(warc_dir):
+        raise ConfigError(
+            "warc_dir", f"{redact(warc_dir)!r:.200}: give a directory or an s3://bucket/prefix URL"
+        )
+    return fixed | {"warc_dir": os.path.abspath(os.path.expanduser(warc_dir))}
 
 
 def _signs(values: Mapping[str, Any]) -> None:

@@ -327,7 +327,16 @@ class Settings:
     warc_dir: str | None = None
     """Directory where each worker process archives the request and response of every fetched
     page to gzip-compressed WARC 1.1 files (None: no archive). Created when missing; a
-    relative path is made absolute when the settings are built."""
+    relative path is made absolute when the settings are built. Or ``s3://bucket/prefix``:
+    an S3-compatible object store (``pip install 'crawlq[s3]'``), each file written in
+    ``warc_spool_dir`` and uploaded when it is closed (`crawlq.settings.archive`)."""
+
+    warc_spool_dir: str | None = None
+    """With ``warc_dir`` = ``s3://…``: the local directory where WARC files are written and
+    kept until their upload is confirmed (None:
+    `crawlq.settings.archive.default_spool_dir`, ``~/.cache/crawlq/warc-spool/<bucket>/
+    <prefix>``). A worker started again uploads the files a killed one left there. Per
+    process, made absolute when the settings are built."""
 
     warc_keep_auth: bool = False
     """Keep the ``Authorization`` header a request was sent with (README "Authentication")

@@ -20,7 +20,7 @@ __all__ = ["own_env"]
 _TUPLES = ("downloader_middlewares", "spider_middlewares", "item_pipelines", "proxies")
 """Tuple settings naming code or holding credentials (proxy URLs), handed comma-separated."""
 
-_PER_PROCESS = ("item_type", "items_table")
+_PER_PROCESS = ("item_type", "items_table", "warc_spool_dir")
 """Optional text settings that are never a job's."""
 
 _PROXY_CHOICES = ("proxy_rotation", "proxy_bench_s")

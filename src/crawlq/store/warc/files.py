@@ -10,7 +10,9 @@ After a crash (``kill -9``) a ``.open`` file remains, possibly ending in a parti
 (always one that no stored page points to). The next writer opened on the same directory on
 the same host repairs the ``.open`` files of processes of this host that are gone
 (`repair_open_files`): it cuts each after its last complete record (gzip member) and renames
-it to its final name. Files of other hosts are left alone.
+it to its final name. Files of other hosts are left alone. In a spool directory
+(``--warc s3://…``), the closed files of such processes are then uploaded
+(`closed_files_of_dead_processes`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ import socket
 import zlib
 from pathlib import Path
 
-__all__ = ["OPEN_SUFFIX", "SUFFIX", "repair_open_files", "safe_host"]
+__all__ = [
+    "OPEN_SUFFIX",
+    "SUFFIX",
+    "closed_files_of_dead_processes",
+    "repair_open_files",
+    "safe_host",
+]
 
 logger = logging.getLogger("crawlq.store.warc")  # one logger for WARC archiving
 
@@ -30,7 +38,7 @@ SUFFIX = ".warc.gz"
 """Ending of a finished WARC file's name."""
 OPEN_SUFFIX = ".open"
 """Added to the name while the file is being written."""
-_NAME_RE = re.compile(r"^crawlq-\d{20}-(?P<host>.+)-(?P<pid>\d+)-\d{5}\.warc\.gz\.open$")
+_NAME_RE = re.compile(r"^crawlq-\d{20}-(?P<host>.+)-(?P<pid>\d+)-\d{5}\.warc\.gz(?:\.open)?$")
 _READ_BYTES = 1 << 20
 
 
@@ -65,14 +73,10 @@ def repair_open_files(directory: str | os.PathLike[str]) -> list[str]:
         OSError: A file cannot be read, cut or renamed.
     """
     path = Path(directory)
-    host = safe_host(socket.gethostname())
     repaired: list[str] = []
     for entry in sorted(path.glob(f"crawlq-*{SUFFIX}{OPEN_SUFFIX}")):
-        match = _NAME_RE.match(entry.name)
-        if match is None or match["host"] != host:
-            continue
-        pid = int(match["pid"])
-        if pid == os.getpid() or _alive(pid):
+        pid = _dead_writer(entry.name)
+        if pid is None:
             continue
         final = entry.name[: -len(OPEN_SUFFIX)]
         try:
@@ -93,6 +97,29 @@ def repair_open_files(directory: str | os.PathLike[str]) -> list[str]:
         )
         repaired.append(final)
     return repaired
+
+
+def closed_files_of_dead_processes(directory: str | os.PathLike[str]) -> list[str]:
+    """Names of the closed WARC files in ``directory`` whose writer, on this host, is gone.
+
+    In a spool directory (``--warc s3://…``) those are the files a killed worker closed, or
+    `repair_open_files` closed, and did not upload (`crawlq.store.warc.uploads`). Sorted,
+    so by time of creation.
+    """
+    return sorted(
+        entry.name
+        for entry in Path(directory).glob(f"crawlq-*{SUFFIX}")
+        if _dead_writer(entry.name) is not None
+    )
+
+
+def _dead_writer(name: str) -> int | None:
+    """The pid in WARC file ``name`` when it names this host and a process that is gone."""
+    match = _NAME_RE.match(name)
+    if match is None or match["host"] != safe_host(socket.gethostname()):
+        return None
+    pid = int(match["pid"])
+    return None if pid == os.getpid() or _alive(pid) else pid
 
 
 def _complete_prefix_bytes(path: Path) -> int:

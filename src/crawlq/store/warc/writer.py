@@ -11,6 +11,11 @@ Files rotate: a file is closed when it reaches ``max_size_bytes`` (it may exceed
 exchange) and when the writer closes. Each exchange is flushed to the operating system before
 `WarcWriter.write` returns, and the store only records a page after that, so every
 ``(warc_file, warc_offset)`` in the store names a complete record.
+
+Given ``s3://bucket/prefix`` instead of a directory, the writer writes the same files into a
+local spool directory and hands each closed one to an `crawlq.store.warc.uploads.Uploader`
+(the upload thread; boto3, ``pip install 'crawlq[s3]'``); ``warc_file`` is then the
+object's URL, ``s3://bucket/prefix/<name>``.
 """
 
 from __future__ import annotations
@@ -23,14 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from crawlq.errors import StoreError
+from crawlq.errors import ConfigError, StoreError
 from crawlq.request import FetchResult
 from crawlq.secrecy import private_opener
+from crawlq.settings.archive import S3Location, default_spool_dir, is_s3_url, parse_s3_url
 from crawlq.store.warc.files import (
     OPEN_SUFFIX,
     SUFFIX,
@@ -38,6 +44,9 @@ from crawlq.store.warc.files import (
     safe_host,
 )
 from crawlq.store.warc.records import ORIGINAL_PREFIX, request_record, response_record
+
+if TYPE_CHECKING:
+    from crawlq.store.warc.uploads import Uploader
 
 __all__ = ["DEFAULT_MAX_SIZE_BYTES", "WarcLocation", "WarcWriter"]
 
@@ -53,7 +62,8 @@ class WarcLocation:
 
     Attributes:
         file: The WARC file's final name (no directory; the file is ``<file>.open`` until
-            it is closed).
+            it is closed), or with ``s3://…`` the object's URL, ``s3://bucket/prefix/<name>``
+            (the object exists once the file is closed and uploaded).
         offset: Byte offset of the record's gzip member in the file.
     """
 
@@ -69,8 +79,17 @@ class WarcWriter:
     compression never blocks the loop.
     """
 
-    def __init__(self, directory: Path, max_size_bytes: int, software: str) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        max_size_bytes: int,
+        software: str,
+        *,
+        uploader: Uploader | None = None,
+    ) -> None:
         self._dir = directory
+        self._uploader = uploader
+        self._location: S3Location | None = None if uploader is None else uploader.objects.location
         self._max_size_bytes = max_size_bytes
         self._software = software
         self._host = safe_host(socket.gethostname())
@@ -91,38 +110,58 @@ class WarcWriter:
         *,
         max_size_bytes: int = DEFAULT_MAX_SIZE_BYTES,
         software: str = "crawlq",
+        spool_dir: str | os.PathLike[str] | None = None,
     ) -> WarcWriter:
         """Prepare to write WARC files into ``directory``; the first file opens on first use.
 
         Creates the directory when missing and repairs the ``.open`` files that dead
-        processes of this host left there (`crawlq.store.warc.files`).
+        processes of this host left there (`crawlq.store.warc.files`). For
+        ``s3://bucket/prefix``, checks that the bucket can be reached, then does the same in
+        the spool directory and queues the closed files dead processes left there for upload.
 
         Args:
-            directory: Where the files go.
+            directory: Where the files go: a directory, or ``s3://bucket/prefix``.
             max_size_bytes: Size in bytes at which a file is closed and the next one begun.
             software: Written to each file's ``warcinfo`` record.
+            spool_dir: With ``s3://…``: the local directory the files are written in until
+                uploaded (None: `crawlq.settings.archive.default_spool_dir`).
 
         Returns:
             The writer; close it with `close`.
 
         Raises:
             ValueError: ``max_size_bytes`` is not positive.
-            StoreError: The directory cannot be created or read; the message names it.
+            ConfigError: ``directory`` is a malformed ``s3://`` URL.
+            StoreError: The directory cannot be created or read, or the object store
+                cannot be reached or has no such bucket; the message names it.
         """
         if max_size_bytes <= 0:
             raise ValueError(f"max_size_bytes must be positive, got {max_size_bytes}")
-        path = Path(directory)
+        uploader: Uploader | None = None
+        if is_s3_url(os.fspath(directory)):
+            location = parse_s3_url(os.fspath(directory))
+            path = Path(spool_dir) if spool_dir is not None else default_spool_dir(location)
+            uploader = await asyncio.to_thread(_uploader, location, path)
+        else:
+            path = Path(directory)
         try:
             path.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(repair_open_files, path)
         except OSError as exc:
             raise StoreError(f"WARC directory {path}: {exc}") from exc
-        return cls(path, max_size_bytes, software)
+        if uploader is not None:
+            uploader.adopt_leftovers()
+        return cls(path, max_size_bytes, software, uploader=uploader)
 
     @property
     def directory(self) -> Path:
-        """The directory the files go to."""
+        """The directory the files are written in (with ``s3://…``, the spool directory)."""
         return self._dir
+
+    @property
+    def uploader(self) -> Uploader | None:
+        """What uploads the closed files (``s3://…``), else None."""
+        return self._uploader
 
     async def write(self, result: FetchResult, *, fetched_at: float) -> WarcLocation:
         """Archive one fetched page: its response record, then its request record.
@@ -145,7 +184,11 @@ class WarcWriter:
         return await loop.run_in_executor(self._executor, self._write, result, fetched_at)
 
     async def close(self) -> None:
-        """Finish the current file (rename it from ``.open``); idempotent."""
+        """Finish the current file (rename it from ``.open``); idempotent.
+
+        With ``s3://…``, then wait for the uploads; files that could not be uploaded stay
+        in the spool directory (logged) for the next writer opened on it.
+        """
         if self._closed:
             return
         self._closed = True
@@ -154,6 +197,8 @@ class WarcWriter:
             await loop.run_in_executor(self._executor, self._finish)
         finally:
             self._executor.shutdown(wait=True)
+            if self._uploader is not None:
+                await asyncio.to_thread(self._uploader.close)
 
     # Everything below runs on the writer's thread.
 
@@ -166,7 +211,8 @@ class WarcWriter:
             response = response_record(self._builder, result, date)
             request = request_record(self._builder, result, date)
             self._builder.write_request_response_pair(request, response)
-            location = WarcLocation(self._name, offset)
+            file = self._name if self._location is None else self._location.url_of(self._name)
+            location = WarcLocation(file, offset)
             if fh.tell() >= self._max_size_bytes:
                 self._finish()
         except OSError as exc:
@@ -208,3 +254,17 @@ class WarcWriter:
         os.replace(self._dir / (self._name + OPEN_SUFFIX), self._dir / self._name)
         self.files_closed.append(self._name)
         logger.info("closed WARC file %s", self._dir / self._name)
+        if self._uploader is not None:
+            self._uploader.submit(self._name)
+
+
+def _uploader(location: S3Location, spool: Path) -> Uploader:
+    """The uploader of ``location``'s files (boto3 imported here: the ``s3`` extra)."""
+    try:
+        from crawlq.store.warc.objects import ObjectStore
+        from crawlq.store.warc.uploads import Uploader
+    except ImportError as exc:
+        raise ConfigError(
+            "warc_dir", f"WARC archives in S3 need boto3: pip install 'crawlq[s3]' ({exc})"
+        ) from None
+    return Uploader(ObjectStore.connect(location), spool)
