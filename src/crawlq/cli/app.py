@@ -23,6 +23,7 @@ _COMMANDS = {
     "inspect": "crawlq.cli.inspect:inspect",
     "job": "crawlq.cli.jobs:job",
     "jobs": "crawlq.cli.jobs:jobs",
+    "local-worker": "crawlq.cli.local_worker:local_worker",
     "parse": "crawlq.cli.try_url:parse",
     "reparse": "crawlq.cli.reparse:reparse",
     "seed": "crawlq.cli.seed:seed",

@@ -33,6 +33,7 @@ from crawlq.cli.running import Runner, run_or_exit, supervisor_metrics, worker_m
 from crawlq.cli.terminal import configure_logging, terminal_console
 from crawlq.engine import Crawl
 from crawlq.engine.crawl import CrawlReport
+from crawlq.engine.local_crawl import LocalProcessesCrawl, default_processes
 from crawlq.engine.multiprocess import MultiProcessCrawl
 from crawlq.engine.plan import plan_crawl
 from crawlq.errors import ConfigError, InvalidURL
@@ -91,10 +92,13 @@ def crawl(
 
     With no SEED_URL and no --sitemap, the spider's start_urls (or start_requests) seed it.
 
-    With no --frontier, one process crawls with the frontier and results in one SQLite file
-    (--store). With --frontier redis://…, the crawl is a job (--job, default derived from the
-    seeds) that any number of `crawlq worker` processes can join; this command seeds it and
-    works it with --processes local processes (default: one per CPU core) until nothing is
+    With no --frontier, the frontier and results are one SQLite file (--store), owned by
+    this process; once the queue grows past a few dozen URLs it is worked by --processes
+    processes in all (default: one per CPU core; --processes 1: this process alone), the
+    others fetching and parsing while this one serves them the file's frontier and store.
+    With --frontier redis://…, the crawl is a job (--job, default derived from the seeds)
+    that any number of `crawlq worker` processes can join; this command seeds it and works
+    it with --processes local processes (default: one per CPU core) until nothing is
     queued, delayed or in flight anywhere.
 
     With --engine celery, each URL is a `crawlq.scrape` task on the Celery --broker, run by
@@ -219,10 +223,12 @@ def _native_runner(
 ) -> Runner:
     if processes is not None and processes < 1:
         raise ConfigError("processes", f"must be at least 1, got {processes}")
-    if settings.frontier is None and processes not in (None, 1):
-        raise ConfigError("processes", "several processes need a shared --frontier")
     if settings.frontier is None and settings.job is not None:
         raise ConfigError("job", "a job name needs a shared --frontier (redis://…)")
+    if settings.frontier is None:
+        return _embedded_runner(
+            settings, seeds, spider_cls, processes, retry_dead, verbose, sitemaps
+        )
     if settings.frontier is not None and processes is None:
         processes = os.cpu_count() or 1
     if processes is not None and processes > 1:
@@ -235,3 +241,39 @@ def _native_runner(
             plan.settings, plan.start_requests, processes, args, retry_dead=retry_dead
         )
     return Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)
+
+
+def _embedded_runner(
+    settings: Settings,
+    seeds: tuple[str, ...],
+    spider_cls: type[Spider],
+    processes: int | None,
+    retry_dead: bool,
+    verbose: int,
+    sitemaps: tuple[str, ...],
+) -> Runner:
+    """The embedded crawl: on every core (`LocalProcessesCrawl`), or in this process alone.
+
+    One process with ``--processes 1``, on one core, and (for now) with ``--max-pages`` or
+    ``--metrics-port``, whose numbers one process keeps exact.
+    """
+    if processes is None:
+        one = settings.max_pages is not None or settings.metrics_port is not None
+        processes = 1 if one else default_processes()
+    elif processes > 1 and settings.max_pages is not None:
+        raise ConfigError("processes", "--max-pages is kept by one process: give --processes 1")
+    elif processes > 1 and settings.metrics_port is not None:
+        raise ConfigError("processes", "--metrics-port needs --processes 1 without --frontier")
+    if processes == 1:
+        return Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)
+    args = ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
+    args += ["--log-format", settings.log_format]
+    return LocalProcessesCrawl(
+        settings,
+        seeds,
+        spider_cls,
+        processes=processes,
+        child_args=args,
+        retry_dead=retry_dead,
+        sitemaps=sitemaps,
+    )
