@@ -33,7 +33,7 @@ from crawlq.cli.running import Runner, run_or_exit, supervisor_metrics, worker_m
 from crawlq.cli.terminal import configure_logging, terminal_console
 from crawlq.engine import Crawl
 from crawlq.engine.crawl import CrawlReport
-from crawlq.engine.local_crawl import LocalProcessesCrawl, default_processes
+from crawlq.engine.local_crawl import LocalProcessesCrawl
 from crawlq.engine.multiprocess import MultiProcessCrawl
 from crawlq.engine.plan import plan_crawl
 from crawlq.errors import ConfigError, InvalidURL
@@ -93,9 +93,9 @@ def crawl(
     With no SEED_URL and no --sitemap, the spider's start_urls (or start_requests) seed it.
 
     With no --frontier, the frontier and results are one SQLite file (--store), owned by
-    this process; once the queue grows past a few dozen URLs it is worked by --processes
-    processes in all (default: one per CPU core; --processes 1: this process alone), the
-    others fetching and parsing while this one serves them the file's frontier and store.
+    this process, which crawls alone unless --processes P asks for more: then, once the
+    queue grows past a few dozen URLs, P - 1 more processes fetch and parse while this one
+    serves them the file's frontier and store.
     With --frontier redis://…, the crawl is a job (--job, default derived from the seeds)
     that any number of `crawlq worker` processes can join; this command seeds it and works
     it with --processes local processes (default: one per CPU core) until nothing is
@@ -252,14 +252,15 @@ def _embedded_runner(
     verbose: int,
     sitemaps: tuple[str, ...],
 ) -> Runner:
-    """The embedded crawl: on every core (`LocalProcessesCrawl`), or in this process alone.
+    """The embedded crawl: in this process alone, or on ``--processes P`` (`LocalProcessesCrawl`).
 
-    One process with ``--processes 1``, on one core, and (for now) with ``--max-pages`` or
-    ``--metrics-port``, whose numbers one process keeps exact.
+    One process by default: two processes have not yet been measured faster than one on a
+    machine with a core to spare (bench/RESULTS.md, 2026-12-04), and a politeness-bound crawl
+    pays a socket round trip per lease. ``--max-pages`` and ``--metrics-port``, whose numbers
+    one process keeps exact, need one process (for now).
     """
     if processes is None:
-        one = settings.max_pages is not None or settings.metrics_port is not None
-        processes = 1 if one else default_processes()
+        processes = 1
     elif processes > 1 and settings.max_pages is not None:
         raise ConfigError("processes", "--max-pages is kept by one process: give --processes 1")
     elif processes > 1 and settings.metrics_port is not None:

@@ -413,7 +413,8 @@ def process_options(f: F) -> F:
                 "--processes",
                 type=int,
                 default=None,
-                help="Worker processes on this machine (shared frontier only).",
+                help="Processes that work the crawl on this machine [default: 1 without "
+                "--frontier, the CPU cores with it].",
             ),
             click.option(
                 "--warc-keep-auth",
