@@ -23,6 +23,20 @@ import aiohttp
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 
+def parse(body: bytes) -> HTMLParser:
+    """The lexbor tree of a page (a function of its own so a profile can tell it apart)."""
+    return HTMLParser(body)
+
+
+def page_links(tree: HTMLParser, url: str) -> list[str]:
+    """The page's ``a[href]`` links resolved against its base, fragments stripped."""
+    base = tree.css_first("base[href]")
+    base_url = urljoin(url, base.attributes["href"] or "") if base else url
+    return [
+        urljoin(base_url, a.attributes["href"] or "").split("#", 1)[0] for a in tree.css("a[href]")
+    ]
+
+
 async def crawl(
     seed: str, hosts: set[str], concurrency: int, fetched: list[str] | None = None
 ) -> tuple[int, int]:
@@ -48,11 +62,7 @@ async def crawl(
                 else:
                     errors += 1
                 if html:
-                    tree = HTMLParser(body)
-                    base = tree.css_first("base[href]")
-                    base_url = urljoin(url, base.attributes["href"] or "") if base else url
-                    for a in tree.css("a[href]"):
-                        link = urljoin(base_url, a.attributes["href"] or "").split("#", 1)[0]
+                    for link in page_links(parse(body), url):
                         if link not in seen:
                             parts = urlsplit(link)
                             if parts.scheme in ("http", "https") and parts.hostname in hosts:
