@@ -130,7 +130,7 @@ def _frame_stage(function: str, path: str) -> str | None:
 
 
 def classify(frames: Sequence[tuple[str, str]]) -> tuple[str, str]:
-    """The stage of one sample, and the file that decided it (``""`` when none did).
+    """The stage of one sample, and the file that decided it (for `OTHER`: the running one).
 
     Args:
         frames: (function, file path) pairs, outermost first (py-spy's order).
@@ -151,4 +151,4 @@ def classify(frames: Sequence[tuple[str, str]]) -> tuple[str, str]:
         stage = _frame_stage(function, path)
         if stage is not None:
             return stage, path
-    return OTHER, ""
+    return OTHER, frames[-1][1] if frames else ""

@@ -181,7 +181,7 @@ def report(crawler: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     for r in runs:
         for (stage, path), n in r["counts"].items():
             by_stage[stage] += n
-            if stage == OTHER_CRAWLQ:
+            if stage in (OTHER_CRAWLQ, OTHER):
                 unmapped[path] += n
     waiting = by_stage.pop(WAITING, 0)
     total = sum(by_stage.values()) or 1
@@ -216,7 +216,7 @@ def report(crawler: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     )
     print_table(["stage", "% of samples", "µs per page"], rows)
     if unmapped:
-        print("\nfiles in 'other crawlq' (map them in bench/_stages.py RULES):")
+        print("\nfiles in 'other crawlq' and 'other' (map them in bench/_stages.py RULES):")
         for path, n in unmapped.most_common(10):
             print(f"  {path}: {n / total * 100:.1f} %")
     return {
