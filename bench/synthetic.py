@@ -207,6 +207,13 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--memory", action="store_true", help="the big-page and 100k-page rows")
     parser.add_argument("--big-pages", type=int, default=48, help="big pages (--memory)")
     parser.add_argument("--big-mb", default="5-10", help="their size range in MB (--memory)")
+    parser.add_argument(
+        "--sites",
+        nargs="+",
+        choices=["big", "generated"],
+        default=["big", "generated"],
+        help="with --memory: the big-page site, the generated site, or both (default)",
+    )
     parser.add_argument("--port-range", type=port_range, metavar="LO-HI")
     parser.add_argument(
         "--asyncio-server",
@@ -246,7 +253,7 @@ def main() -> None:
         all_rounds: list[tuple[str, Round]] = []
         sites: list[tuple[str, list[Round]]] = []
         summaries = []
-        if args.memory:
+        if args.memory and "big" in args.sites:
             lo, _, hi = args.big_mb.partition("-")
             site = work / "big-pages"
             expected = write_big_site(site, args.big_pages, float(lo), float(hi or lo))
@@ -257,7 +264,8 @@ def main() -> None:
             sites.append((label, done))
             all_rounds += [(label, rnd) for rnd in done]
             shutil.rmtree(site, ignore_errors=True)
-        for n_pages in args.pages:
+        generated = not args.memory or "generated" in args.sites
+        for n_pages in args.pages if generated else []:
             for hosts in args.hosts:
                 names = [
                     r
