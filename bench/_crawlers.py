@@ -30,8 +30,11 @@ from _harness import (
     crawlq_command,
     exported_pages,
     jsonl_counts,
+    loadavg,
+    machine_speed_ms,
 )
 from _harness import run_measured as _run
+from _venvs import peer_python
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Target:
     url: str
     hosts: list[str]
     expected: int
+    urls: Path | None = None  # the reachable pages, one a line (`discover_urls`): the fetch row
 
 
 @dataclass
@@ -58,6 +62,8 @@ class Result:
     note: str = ""
     extra: dict[str, float] = field(default_factory=dict)
     store: str = ""  # the crawlq store, when the row writes one (deleted with the work dir)
+    speed_ms: float = 0.0  # `machine_speed_ms` just before the run
+    loadavg: float = 0.0  # 1-minute load average just before the run
 
     @property
     def pages_per_s(self) -> float:
@@ -260,10 +266,15 @@ def crawlq_celery(
 
 
 def scrapy(target: Target, work: Path) -> Result:
-    """``scrapy runspider bench/scrapy_spider.py`` with a JSON Lines feed of one item per page."""
+    """``scrapy runspider bench/scrapy_spider.py`` with a JSON Lines feed of one item per page.
+
+    Scrapy runs from the bench's own venv when it has the ``scrapy`` script, else from a
+    venv of its own (`_venvs.peer_python`).
+    """
     feed = work / f"scrapy-{uuid.uuid4().hex[:8]}.jsonl"
-    script = Path(sys.executable).parent / "scrapy"
-    base = [str(script)] if script.exists() else [sys.executable, "-m", "scrapy"]
+    python = peer_python("scrapy")
+    script = Path(python).parent / "scrapy"
+    base = [str(script)] if script.exists() else [python, "-m", "scrapy"]
     cmd = [*base, "runspider", str(REPO / "bench" / "scrapy_spider.py")]
     cmd += ["-a", f"start_url={target.url}", "-a", f"hosts={','.join(target.hosts)}"]
     run = _run([*cmd, "-O", str(feed)], work, feed.stem)
@@ -287,11 +298,85 @@ def bare_loop(target: Target, work: Path, concurrency: int = 16) -> Result:
     return Result("bare loop", pages, pages, run, crawl_s).check(target.expected)
 
 
+def crawlee(target: Target, work: Path, storage: str = "memory") -> Result:
+    """``bench/crawlee_crawler.py`` (ParselCrawler) with Crawlee's own venv's Python.
+
+    ``storage``: ``memory`` (``MemoryStorageClient``) or ``default`` (the file-system client,
+    writing request queue, dataset and key-value store under the work dir).
+    """
+    tag = f"crawlee-{storage}-{uuid.uuid4().hex[:8]}"
+    cmd = [peer_python("crawlee"), str(REPO / "bench" / "crawlee_crawler.py"), target.url]
+    cmd += ["--concurrency", "16", "--storage", storage, "--storage-dir", str(work / tag)]
+    for host in target.hosts:
+        cmd += ["--allow-host", host]
+    run = _run(cmd, work, tag)
+    pages = int(_elapsed(run.stdout, r"pages: (\d+)") or 0)
+    records = int(_elapsed(run.stdout, r"records: (\d+)") or 0)
+    crawl_s = _elapsed(run.stdout, r"elapsed: ([\d.]+)s")
+    result = Result(f"crawlee {storage}", pages, records, run, crawl_s)
+    if records > pages:
+        result.note = f"{records - pages} extra item(s): URL fetched twice"
+    return result.check(target.expected)
+
+
+def discover_urls(target: Target, work: Path) -> Path:
+    """The pages a crawl reaches, one a line, from one unmeasured ``bare_loop.py`` run.
+
+    Raises:
+        RuntimeError: The bare loop failed, or did not reach ``target.expected`` pages.
+    """
+    out = work / "reachable-urls.txt"
+    cmd = [sys.executable, str(REPO / "bench" / "bare_loop.py"), target.url, "--urls-out", str(out)]
+    for host in target.hosts:
+        cmd += ["--allow-host", host]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    count = len(out.read_text().split()) if out.exists() else 0
+    if proc.returncode != 0 or count != target.expected:
+        raise RuntimeError(
+            f"URL discovery reached {count} pages, not {target.expected}: {proc.stderr[-2000:]}"
+        )
+    return out
+
+
+def fetch_only(target: Target, work: Path, concurrency: int = 16) -> Result:
+    """``bench/fetch_only.py``: aiohttp fetches of the known reachable URLs, no parsing."""
+    if target.urls is None:
+        raise ValueError("the fetch row needs the URL list (discover_urls)")
+    cmd = [sys.executable, str(REPO / "bench" / "fetch_only.py"), str(target.urls)]
+    run = _run([*cmd, "--concurrency", str(concurrency)], work, f"fetch-{uuid.uuid4().hex[:8]}")
+    pages = int(_elapsed(run.stdout, r"pages: (\d+)") or 0)
+    crawl_s = _elapsed(run.stdout, r"elapsed: ([\d.]+)s")
+    return Result("fetch only", pages, pages, run, crawl_s).check(target.expected)
+
+
 Runner = Callable[[Target, Path], Result]
-ROW_CHOICES = ("embedded", "redis1", "redis2", "celery", "scrapy", "bare", "politeness")
+ROW_CHOICES = (
+    "embedded",
+    "redis1",
+    "redis2",
+    "celery",
+    "scrapy",
+    "crawlee",
+    "crawlee-default",
+    "bare",
+    "fetch",
+    "politeness",
+)
 DEFAULT_ROWS = ROW_CHOICES[:-1]  # politeness takes ~60 s a run: only when asked for
 CELERY_BROKER = "redis://127.0.0.1:6379/12"
-_ROW = re.compile(r"embedded|redis[1-9][0-9]?|celery|scrapy|bare|politeness")
+_ROW = re.compile(
+    r"embedded|redis[1-9][0-9]?|celery|scrapy|crawlee|crawlee-default|bare|fetch|politeness"
+)
+
+
+# the rows that are no crawlq: row name -> (display name, runner)
+PEER_ROWS: dict[str, tuple[str, Runner]] = {
+    "scrapy": ("scrapy", scrapy),
+    "crawlee": ("crawlee memory", crawlee),
+    "crawlee-default": ("crawlee default", lambda t, w: crawlee(t, w, storage="default")),
+    "bare": ("bare loop", bare_loop),
+    "fetch": ("fetch only", fetch_only),
+}
 
 
 def row_name(text: str) -> str:
@@ -302,7 +387,8 @@ def row_name(text: str) -> str:
     """
     if not _ROW.fullmatch(text):
         raise ValueError(
-            f"not a row: {text!r} (embedded, redisP, celery, scrapy, bare, politeness)"
+            f"not a row: {text!r} (embedded, redisP, celery, scrapy, crawlee, "
+            "crawlee-default, bare, fetch, politeness)"
         )
     return text
 
@@ -351,10 +437,9 @@ def make_rows(
         elif name == "celery":
             rp = _probe_for(name, probe)
             rows["crawlq celery P=2"] = lambda t, w, rp=rp: crawlq_celery(t, w, rp, CELERY_BROKER)
-        elif name == "scrapy":
-            rows["scrapy"] = scrapy
-        elif name == "bare":
-            rows["bare loop"] = bare_loop
+        elif name in PEER_ROWS:
+            label, runner = PEER_ROWS[name]
+            rows[label] = runner
     return rows
 
 
@@ -373,12 +458,18 @@ def run_round(
     label: str,
     show: Callable[[str, Result], None],
 ) -> dict[str, Result]:
-    """Run every row once, in order, charging each run the server CPU it caused."""
+    """Run every row once, in order, charging each run the server CPU it caused.
+
+    Just before each run, the machine's speed (`machine_speed_ms`) and 1-minute load
+    average are taken and kept with the run.
+    """
     results = {}
     for name, runner in rows.items():
+        speed_ms, load = machine_speed_ms(), loadavg()
         before = server.cpu_s()
         result = runner(target, work)
         result.server_cpu_s = server.cpu_s() - before
+        result.speed_ms, result.loadavg = speed_ms, load
         results[name] = result
         show(label, result)
     return results

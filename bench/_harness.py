@@ -19,9 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _corpus import prepare_corpus
+
 # re-exported: the bench scripts import these from here
 from _measure import Run as Run
+from _measure import loadavg as loadavg
 from _measure import machine_busy_s as machine_busy_s
+from _measure import machine_line as machine_line
+from _measure import machine_speed_ms as machine_speed_ms
 from _measure import run_measured as run_measured
 from _measure import run_measured_group as run_measured_group
 from _measure import tree_cpu_s as tree_cpu_s
@@ -68,11 +73,46 @@ def precompile_crawlq(python: str | None = None) -> None:
     )
 
 
+_port_window: tuple[int, int] | None = None
+
+
+def port_range(text: str) -> tuple[int, int]:
+    """An argparse type: ``LO-HI``, the ports (both included) the bench's servers may listen on.
+
+    Raises:
+        ValueError: Not two ports in order within 1024-65535.
+    """
+    lo, sep, hi = text.partition("-")
+    if not sep or not lo.isdigit() or not hi.isdigit() or not 1024 <= int(lo) <= int(hi) <= 65535:
+        raise ValueError(f"not a port range: {text!r} (LO-HI, 1024-65535)")
+    return int(lo), int(hi)
+
+
+def set_port_window(window: tuple[int, int] | None) -> None:
+    """Make `free_port` pick from ``window`` (``--port-range``); None: any port the OS gives."""
+    global _port_window
+    _port_window = window
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A TCP port that is free on ``host`` right now, inside the port window when one is set.
+
+    Raises:
+        RuntimeError: Every port of the window is taken.
+    """
+    if _port_window is None:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            return int(s.getsockname()[1])
+    lo, hi = _port_window
+    for port in range(lo, hi + 1):
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {lo}-{hi} on {host}")
 
 
 def wait_for_port(port: int, host: str = "127.0.0.1", timeout_s: float = 15.0) -> None:
@@ -122,21 +162,23 @@ class ServerProcess:
 
 
 class CorpusServer(ServerProcess):
-    """The corpus on 127.0.0.1: nginx if installed (own config, pid and logs), else aiohttp."""
+    """The corpus on 127.0.0.1: nginx if installed (own config, pid and logs), else aiohttp.
+
+    ``corpus``: a directory or a tarball (see `_corpus`); the seed is its ``index.html``.
+    """
 
     def __init__(self, corpus: Path, workdir: Path, force_aiohttp: bool = False) -> None:
         port = free_port()
         nginx = None if force_aiohttp else nginx_binary()
+        self.corpus = prepare_corpus(corpus, workdir)
         if nginx:
-            from crawlq.testing.static import unpack_corpus
-
-            root = unpack_corpus(corpus, workdir / "site")
             workdir.chmod(0o755)  # nginx's workers may run as another user
-            conf = _nginx_conf(workdir, [(f"127.0.0.1:{port}", root)])
+            conf = _nginx_conf(workdir, [(f"127.0.0.1:{port}", self.corpus.root)])
             cmd = [nginx, "-c", str(conf), "-p", str(workdir), "-g", "daemon off;"]
             self.kind = f"nginx ({nginx})"
         else:
-            cmd = [*crawlq_command(), "serve", str(corpus), "--port", str(port)]
+            cmd = [*crawlq_command(), "serve", str(self.corpus.root), "--port", str(port)]
+            cmd += ["--host", "127.0.0.1"]
             self.kind = "aiohttp (crawlq serve)"
         super().__init__(cmd, port, workdir / "server.log", f"http://127.0.0.1:{port}/index.html")
 

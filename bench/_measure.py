@@ -17,6 +17,11 @@ How things are measured:
   machine, plus this harness's own sampling. Runs with a high value were slowed by others.
 - **Redis CPU s**: delta of ``used_cpu_user + used_cpu_sys`` from ``INFO cpu`` (the whole
   server: other clients' work on the same Redis counts too).
+- **machine speed** (`machine_speed_ms`), taken just before each run: the figure
+  ``python3 -m timeit 'sum(range(10**6))'`` prints (best loop of 5 repeats, in ms), from
+  5 repeats of 4 loops in the bench's own Python (~0.1 s); with **loadavg** (the 1-minute
+  load average from ``/proc/loadavg`` at the same moment) it says how busy the machine was
+  around a row's runs.
 """
 
 from __future__ import annotations
@@ -24,11 +29,21 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import timeit
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Run", "machine_busy_s", "run_measured", "run_measured_group", "tree_cpu_s"]
+__all__ = [
+    "Run",
+    "loadavg",
+    "machine_busy_s",
+    "machine_line",
+    "machine_speed_ms",
+    "run_measured",
+    "run_measured_group",
+    "tree_cpu_s",
+]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
@@ -68,6 +83,28 @@ def machine_busy_s() -> float:
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
     return (user + nice + system + irq + softirq + steal) / _TICKS
+
+
+def machine_speed_ms() -> float:
+    """ms per ``sum(range(10**6))``: the best loop of 5 repeats of 4 (as ``-m timeit`` reports)."""
+    return min(timeit.repeat("sum(range(10**6))", number=4, repeat=5)) / 4 * 1000
+
+
+def loadavg() -> float:
+    """The 1-minute load average now."""
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def machine_line() -> str:
+    """``python3 -m timeit 'sum(range(10**6))'``'s own output and the load averages, one line.
+
+    Runs the system ``python3`` as a user would (~2 s): the figure quoted beside every table.
+    """
+    out = subprocess.run(
+        ["python3", "-m", "timeit", "sum(range(10**6))"], capture_output=True, text=True
+    ).stdout.strip()
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return f"python3 -m timeit 'sum(range(10**6))': {out}; loadavg {load}"
 
 
 def tree_cpu_s(root: int) -> float:

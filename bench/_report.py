@@ -25,7 +25,7 @@ def print_run(label: str, r: Result) -> None:
         f"{label} {r.row:18} {r.pages:6d} pages {r.run.wall_s:6.2f}s{crawl} "
         f"{r.pages_per_s:6.0f} p/s cpu {r.run.cpu_s:5.2f}s rss {r.run.max_rss_mb:4.0f} MB "
         f"(tree {r.run.tree_rss_mb:4.0f}){redis} server cpu {r.server_cpu_s:.2f}s "
-        f"other load {r.other_load:.2f}"
+        f"other load {r.other_load:.2f} timeit {r.speed_ms:.1f} ms loadavg {r.loadavg:.2f}"
         + ("" if r.valid else f" INVALID ({r.note})")
         + (f" [{r.note}]" if r.valid and r.note else ""),
         flush=True,
@@ -33,10 +33,14 @@ def print_run(label: str, r: Result) -> None:
 
 
 def summary_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
-    """Per row: valid runs and median [min-max] of each metric over the valid runs."""
+    """Per row: valid runs and median [min-max] of each metric over the valid runs.
+
+    *timeit ms* and *loadavg* are the machine's speed and 1-minute load average taken just
+    before each of the row's runs (`_measure.machine_speed_ms`).
+    """
     header = ["row", "valid", "pages/s", "wall s", "in-crawl pages/s", "CPU s", "CPU µs/page"]
     header += ["peak RSS MB"]
-    header += ["tree RSS MB", "Redis CPU s", "server CPU s", "other load"]
+    header += ["tree RSS MB", "Redis CPU s", "server CPU s", "other load", "timeit ms", "loadavg"]
     rows = []
     for name in names:
         ok = [rnd[name] for rnd in rounds if name in rnd and rnd[name].valid]
@@ -56,6 +60,8 @@ def summary_table(rounds: Sequence[Round], names: Sequence[str]) -> None:
                 summary(redis),
                 summary([r.server_cpu_s for r in ok]),
                 summary([r.other_load for r in ok]),
+                summary([r.speed_ms for r in ok], ".1f"),
+                summary([r.loadavg for r in ok]),
             ]
         )
     print_table(header, rows)
