@@ -106,3 +106,59 @@ def test_json_lines_stay_json_when_a_crawl_is_stopped(seed: str, tmp_path: Path)
     assert [r["message"] for r in stops] == [
         "stopping: finishing in-flight requests (Ctrl-C again to abandon them)"
     ]
+
+
+_LOGGING_SPIDER = """
+from crawlq.spider import Spider
+
+
+class Chatty(Spider):
+    name = "chatty"
+
+    def parse(self, response):
+        self.logger.info("parsed %s", response.url)
+        self.logger.warning("odd page at http://user:hunter2@127.0.0.1/x")
+        return []
+
+    def closed(self, reason):
+        self.logger.info("closed: %s", reason)
+"""
+
+
+@pytest.fixture
+def chatty(tmp_path: Path) -> str:
+    path = tmp_path / "chatty.py"
+    path.write_text(_LOGGING_SPIDER)
+    return f"{path}:Chatty"
+
+
+def _spider_crawl(seed: str, store: Path, spider: str, *args: str) -> list[str]:
+    proc = run_crawlq("crawl", seed, "--store", str(store), "--spider", spider, *args)
+    assert "pages stored: 1 this run" in proc.stdout, proc.stderr
+    return proc.stderr.splitlines()
+
+
+def test_a_spiders_own_logger_logs_in_the_crawls_json_format(
+    seed: str, tmp_path: Path, chatty: str
+) -> None:
+    lines = _spider_crawl(seed, tmp_path / "s.db", chatty, "--log-format", "json", "-v")
+    records = [json.loads(line) for line in lines]  # the spider's lines are JSON too
+    mine = [r for r in records if r["logger"] == "chatty"]
+    messages = [r["message"] for r in mine]
+    assert f"parsed {seed}" in messages
+    assert "closed: finished" in messages
+    warning = next(r for r in mine if r["level"] == "WARNING")
+    assert "hunter2" not in warning["message"] and "127.0.0.1/x" in warning["message"]
+
+
+def test_a_spiders_own_logger_follows_the_crawls_verbosity_as_text(
+    seed: str, tmp_path: Path, chatty: str
+) -> None:
+    quiet = _spider_crawl(seed, tmp_path / "a.db", chatty)  # default: warnings only
+    spider_lines = [line for line in quiet if " chatty: " in line]
+    assert len(spider_lines) == 1, quiet
+    assert re.match(r"^\S+ \S+ WARNING chatty: odd page at ", spider_lines[0]), quiet
+    assert "hunter2" not in "\n".join(quiet)
+    loud = _spider_crawl(seed, tmp_path / "b.db", chatty, "-v")
+    assert any(re.match(r"^\S+ \S+ INFO chatty: parsed ", line) for line in loud), loud
+    assert any(line.endswith("INFO chatty: closed: finished") for line in loud), loud

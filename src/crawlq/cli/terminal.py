@@ -164,12 +164,27 @@ class JsonFormatter(logging.Formatter):
         return redact(json.dumps(out, ensure_ascii=False, default=str))
 
 
+_QUIET_LIBRARIES = ("botocore", "boto3", "s3transfer", "urllib3", "asyncio")
+"""Libraries whose records stay at WARNING or above whatever ``-v`` asks: their DEBUG lines
+carry signed request headers (``Authorization``) or are noise about crawlq's own loop."""
+
+
+_INSTALLED: list[logging.Handler] = []
+"""The handler `configure_logging` last put on the root logger (replaced on the next call)."""
+
+
 def configure_logging(verbosity: int, console: Console | None, fmt: str = "text") -> None:
-    """Send crawlq's log records to stderr at a level chosen by ``verbosity``.
+    """Send log records to stderr at a level chosen by ``verbosity``: crawlq's and the spider's.
 
     -1 (quiet): errors only; 0: warnings (and progress lines); 1: one line per fetched URL;
     2 or more: debug. Through ``console`` (rich) on a terminal; as plain timestamped lines
     when it is None; as JSON lines (`JsonFormatter`) with ``fmt`` ``json``, terminal or not.
+
+    The ``crawlq`` logger and Python's root logger get the same handler and level, so a
+    spider's ``self.logger`` (a logger named after the spider, as in Scrapy), its pipelines'
+    and any other logger of the user's code log in the same format, redacted, at the same
+    verbosity; `_QUIET_LIBRARIES` stay at WARNING. A handler another tool put on the root
+    logger (pytest's capture) is left in place.
     """
     level = _LEVELS.get(verbosity, logging.DEBUG)
     if fmt == "json":
@@ -183,9 +198,17 @@ def configure_logging(verbosity: int, console: Console | None, fmt: str = "text"
     else:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("crawlq")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
+    ours = logging.getLogger("crawlq")
+    ours.handlers[:] = [handler]
+    ours.setLevel(level)
+    ours.propagate = False
+    everyone = logging.getLogger()  # one handler on both: ``crawlq`` does not propagate
+    for old in _INSTALLED:
+        everyone.removeHandler(old)
+    _INSTALLED[:] = [handler]
+    everyone.addHandler(handler)
+    everyone.setLevel(level)
+    for name in _QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
     # Progress lines are INFO records shown at the default verbosity too (not with -q).
     logging.getLogger(PROGRESS_LOGGER).setLevel(logging.INFO if verbosity >= 0 else level)
