@@ -355,3 +355,15 @@ async def test_fault_site_every_seed_ends_in_one_state(
     assert r.counts.settled == len(expected)
     assert log.count("/private/secret") == 0
     assert log.count("/robots.txt") == 1
+
+
+@pytest.mark.parametrize("query", ["", "?h=Location:"])
+async def test_a_redirect_without_a_location_is_a_page_that_says_so(
+    db: Path, base: str, query: str
+) -> None:
+    url = f"{base}/status/302{query}"  # no Location header at all, or an empty one
+    r = await crawl(db, [url])
+    assert_nothing_lost(r, [url])
+    page = r.pages[url]
+    assert (page.status, page.final_url) == (302, url)
+    assert page.error == "redirect_not_followed: (no Location)"

@@ -44,8 +44,10 @@ __all__ = [
     "WorkerCounters",
     "dead_outcome",
     "internal_error",
+    "not_followed",
     "page_record",
     "result_batch",
+    "status_error",
     "stored_job",
 ]
 
@@ -162,6 +164,22 @@ def internal_error(lease: Lease, exc: Exception) -> Outcome:
     """
     logger.exception("internal error processing %s", lease.request.url, exc_info=exc)
     return dead_outcome(lease, "internal_error", f"{type(exc).__name__}: {exc}")
+
+
+def not_followed(location: str) -> str:
+    """The ``error`` of a redirect page whose target is not followed (``Location`` as sent).
+
+    ``redirect_not_followed: <Location>``, or ``redirect_not_followed: (no Location)`` for a
+    3xx without one (or an empty one), so the record never ends in a blank target.
+    """
+    return f"redirect_not_followed: {location or '(no Location)'}"
+
+
+def status_error(result: FetchResult) -> str:
+    """The ``error`` of a page that was not parsed for its status: a 3xx's, or ``http_<status>``."""
+    if 300 <= result.status < 400:
+        return not_followed(result.headers.get("location", ""))
+    return f"http_{result.status}"
 
 
 async def page_record(

@@ -19,7 +19,7 @@ from typing import Any
 
 from crawlq.engine.deps import Deps
 from crawlq.engine.item_flow import ItemFlow, PipelineFailed
-from crawlq.engine.outcome import Outcome
+from crawlq.engine.outcome import Outcome, status_error
 from crawlq.engine.pagework import PageTimeout, PageWork
 from crawlq.errors import InvalidURL
 from crawlq.items import Unserialisable, jsonable
@@ -105,10 +105,8 @@ async def parse_response(
     """
     error: str | None = None
     mode = _mode(req, result, spider)
-    if 300 <= result.status < 400:
-        error = f"redirect_not_followed: {result.headers.get('location', '')}"
-    elif not 200 <= result.status < 300:
-        error = f"http_{result.status}"
+    if not 200 <= result.status < 300:
+        error = status_error(result)
     elif result.binary is not None:  # labelled HTML, but not: no title, no links from it
         error = f"binary_body: {result.binary}"
     page = ParsedPage(error)

@@ -58,7 +58,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from crawlq.engine.deps import Deps
-from crawlq.engine.outcome import Kind, Outcome, dead_outcome, page_record
+from crawlq.engine.outcome import Kind, Outcome, dead_outcome, not_followed, page_record
 from crawlq.errors import InvalidURL
 from crawlq.fetch import redirected_method
 from crawlq.request import CrawlRequest, FetchResult, Lease
@@ -141,7 +141,7 @@ async def hop(
             links.append(target)
         else:
             skipped[reason] += 1
-            error = f"redirect_not_followed: {location}"
+            error = not_followed(location)
     # a followed hop: its target as queued (URL rules applied); else the URL last fetched
     final_url = result.final_url if error is not None or target is None else target.url
     record = await page_record(

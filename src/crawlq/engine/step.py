@@ -72,7 +72,7 @@ from crawlq.engine.fetch_feedback import (
     refresh_bench,
     throttle,
 )
-from crawlq.engine.outcome import Kind, Outcome, dead_outcome, page_record
+from crawlq.engine.outcome import Kind, Outcome, dead_outcome, page_record, status_error
 from crawlq.engine.pagework import PageTimeout
 from crawlq.engine.parse import dead_errback, parse_response
 from crawlq.engine.redirects import hop, redirected
@@ -249,7 +249,7 @@ async def _sitemap(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
     req = lease.request
     if not 200 <= result.status < 300:
         record = await page_record(
-            lease, result, deps, final_url=result.final_url, title=None, error=_status_error(result)
+            lease, result, deps, final_url=result.final_url, title=None, error=status_error(result)
         )
         return Outcome(lease, Kind.PAGE, page=record)
     work = functools.partial(read_sitemap, req, result.body, deps.scope, deps.sitemap_rules)
@@ -275,13 +275,6 @@ async def _sitemap(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
         lease, result, deps, final_url=result.final_url, title=None, error=sitemap.error
     )
     return Outcome(lease, Kind.PAGE, page=record, links=listed.requests, skipped=listed.skipped)
-
-
-def _status_error(result: FetchResult) -> str:
-    """The ``error`` of a page that was not parsed for its status (3xx, 4xx...)."""
-    if 300 <= result.status < 400:
-        return f"redirect_not_followed: {result.headers.get('location', '')}"
-    return f"http_{result.status}"
 
 
 async def _parse(lease: Lease, result: FetchResult, deps: Deps) -> Outcome:
