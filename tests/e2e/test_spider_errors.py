@@ -220,6 +220,29 @@ def test_pages_without_a_kept_body_are_not_replayable(tmp_path: Path, site: str)
     assert "spider errors in store: 2 (KeyError 1, TypeError 1)" in lines(proc.stdout)
 
 
+def test_a_rerun_without_store_body_does_not_say_the_kept_bodies_are_gone(
+    tmp_path: Path, site: str
+) -> None:
+    # The first run kept the bodies; the second, without --store-body, fetches nothing new:
+    # the store's pages with spider errors are the first run's, replayable.
+    store = tmp_path / "crawl.db"
+    broken = spider_file(tmp_path, "broken", BROKEN)
+    args = ["--store", str(store), "--spider", broken, *FAST]
+    run_crawlq("crawl", f"{site}/page/1", *args, "--store-body", "-q")
+    again = run_crawlq("crawl", f"{site}/page/1", *args, "-q")
+    warning = [line for line in lines(again.stderr) if line.startswith("crawlq: warning:")]
+    assert warning == [
+        "crawlq: warning: 2 pages have spider errors (KeyError 1, TypeError 1): `crawlq export"
+        " --what errors` lists them; after fixing the spider, `crawlq reparse --errors-only`"
+        " reruns it on the kept bodies"
+    ]
+    errors = jsonl(run_crawlq("export", "--store", str(store), "--what", "errors").stdout)
+    assert [e["replayable"] for e in errors] == [True, True]
+    fixed = spider_file(tmp_path, "fixed", FIXED)
+    proc = run_crawlq("reparse", "--store", str(store), "--spider", fixed, "--errors-only")
+    assert "spider errors fixed: 2, still failing: 0" in lines(proc.stdout)
+
+
 def test_reparse_leaves_other_spiders_pages_alone_unless_asked(tmp_path: Path, site: str) -> None:
     store = tmp_path / "crawl.db"
     broken = spider_file(tmp_path, "broken", BROKEN)

@@ -119,14 +119,24 @@ def test_the_summary_counts_spider_errors_by_kind() -> None:
 
 
 def test_the_warning_says_how_to_list_and_replay() -> None:
-    assert spider_errors_warning(_report({}, {}), replayable=True) is None
-    one = spider_errors_warning(_report({"KeyError": 1}, {}), replayable=True)
+    assert spider_errors_warning(_report({}, {}), replayable=0) is None
+    one = spider_errors_warning(_report({"KeyError": 1}, {}), replayable=1)
     assert one is not None and one.startswith(
         "crawlq: warning: 1 page has spider errors (KeyError 1)"
     )
-    assert "crawlq reparse --errors-only" in one
-    lost = spider_errors_warning(_report({"KeyError": 1}, {}), replayable=False)
-    assert lost is not None and "stored without bodies" in lost
+    assert "crawlq reparse --errors-only" in one and "without bodies" not in one
+    lost = spider_errors_warning(_report({"KeyError": 1}, {}), replayable=0)
+    assert lost is not None and "they were stored without bodies" in lost
+    assert "reparse --errors-only" not in lost
+
+
+def test_the_warning_counts_the_pages_stored_without_bodies() -> None:
+    some = spider_errors_warning(_report({"KeyError": 2, "TypeError": 1}, {}), replayable=2)
+    assert some is not None and some.endswith(
+        "after fixing the spider, `crawlq reparse --errors-only` reruns it on the kept bodies;"
+        " 1 of them were stored without bodies (crawl with --store-body or --warc to make them"
+        " replayable by `crawlq reparse`)"
+    )
 
 
 def test_the_live_display_shows_spider_errors() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -40,6 +41,7 @@ from crawlq.errors import ConfigError, InvalidURL
 from crawlq.settings import Settings
 from crawlq.spider import Spider, load_spider
 from crawlq.spider.item_type import declared_item_type
+from crawlq.store import open_store
 
 __all__ = ["crawl"]
 
@@ -178,12 +180,24 @@ def _exit_for(report: CrawlReport, final: Settings, *, fail_on_spider_errors: bo
     if failed is not None:
         click.echo(failed, err=True)
         sys.exit(EXIT_NOTHING_STORED)
-    replayable = final.store_body or final.warc_dir is not None
-    warning = spider_errors_warning(report, replayable=replayable)
+    warning = None
+    if report.store.spider_errors:  # their bodies may be an earlier run's (--store-body)
+        replayable = asyncio.run(_replayable_errors(final.store))
+        warning = spider_errors_warning(report, replayable=replayable)
     if warning is not None:
         click.echo(warning, err=True)
         if fail_on_spider_errors:
             sys.exit(EXIT_SPIDER_ERRORS)
+
+
+async def _replayable_errors(store_url: str) -> int:
+    """How many of the store's pages with a spider error kept a body or a WARC record."""
+    store = await open_store(store_url, read_only=True)
+    try:
+        pages = store.pages(with_body=True, spider_errors_only=True)
+        return sum([p.body is not None or p.warc_file is not None async for p in pages])
+    finally:
+        await store.close()
 
 
 def _celery_runner(

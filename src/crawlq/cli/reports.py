@@ -374,24 +374,29 @@ def nothing_stored_line(report: CrawlReport) -> str | None:
     return f"crawlq: error: no page stored, every seed failed: {', '.join(why)}{listed}"
 
 
-def spider_errors_warning(report: CrawlReport, *, replayable: bool) -> str | None:
+def spider_errors_warning(report: CrawlReport, *, replayable: int) -> str | None:
     """The warning line for a crawl whose store holds pages the spider failed on, or None.
 
     Args:
         report: How the crawl ended (``report.store`` counts the spider errors by kind).
-        replayable: The crawl kept bodies (``--store-body``) or WARC records, so ``crawlq
-            reparse`` can rerun the fixed spider without fetching the pages again.
+        replayable: How many of those pages kept a body or a WARC record, so that ``crawlq
+            reparse`` can rerun the fixed spider on them without fetching them again (the
+            store's, whichever run wrote them: ``replayable`` of ``crawlq export --what
+            errors``).
     """
     s = report.store
     if not s.spider_errors:
         return None
     pages = "page has" if s.spider_errors == 1 else "pages have"
-    then = (
-        "after fixing the spider, `crawlq reparse --errors-only` reruns it on the kept bodies"
-        if replayable
-        else "they were stored without bodies (crawl with --store-body or --warc to make them "
-        "replayable by `crawlq reparse`)"
-    )
+    rerun = "after fixing the spider, `crawlq reparse --errors-only` reruns it on the kept bodies"
+    without = s.spider_errors - min(replayable, s.spider_errors)
+    keep = "crawl with --store-body or --warc to make them replayable by `crawlq reparse`"
+    if without == 0:
+        then = rerun
+    elif without == s.spider_errors:
+        then = f"they were stored without bodies ({keep})"
+    else:
+        then = f"{rerun}; {without} of them were stored without bodies ({keep})"
     return (
         f"crawlq: warning: {s.spider_errors} {pages} spider errors "
         f"({kinds(s.spider_errors_by_type)}): `crawlq export --what errors` lists them; {then}"

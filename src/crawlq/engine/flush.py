@@ -328,7 +328,7 @@ class Flusher:
                     dead = functools.partial(self.frontier.dead, o.lease, o.reason)
                     await self.retrying("dead", dead)
                 held.settled(o.lease)
-                self.counters.count(o)
+                self.counters.count(o, hop=o.is_hop(queued))
             self.room.set()  # room under the bound on held leases
 
     async def keep_results(self) -> None:
@@ -352,11 +352,12 @@ class Flusher:
             logger.info("wrote %d results to the store; their leases will expire", len(batch))
 
     async def _push_revisits(self, revisits: list[CrawlRequest], refused: set[bytes]) -> set[bytes]:
-        """Push cookie-wall revisits (`Outcome.revisit`) one by one; return those queued.
+        """Push redirects' revisits (`Outcome.revisit`) one by one; return those queued.
 
         Whether a revisit was new decides how its redirect is counted (`_stored`); they are
-        rare (one per cookie wall), so one push each costs little. A revisit that a Redis at
-        its ``maxmemory`` refused goes into ``refused`` (the caller counts it on its outcome).
+        rare (a cookie wall, a redirect loop), so one push each costs little. A revisit that a
+        Redis at its ``maxmemory`` refused goes into ``refused`` (the caller counts it on its
+        outcome).
         """
         queued: set[bytes] = set()
         for link in revisits:
@@ -372,15 +373,14 @@ class Flusher:
     def _stored(self, batch: list[Outcome], revisits: Collection[bytes] = ()) -> None:
         """Update the Prometheus metrics of a batch just written to the store.
 
-        Counted here, after its links were pushed (a cookie wall's redirect whose revisit is
-        in ``revisits``, the fingerprints queued, is a hop: the revisit's record replaces its
-        page) and before the batch's leases are settled, so that once the frontier has
-        nothing pending the metrics of all workers add up to the store's totals.
+        Counted here, after its links were pushed (a redirect whose revisit is in
+        ``revisits``, the fingerprints queued, is a hop: `Outcome.revisit`) and before the
+        batch's leases are settled, so that once the frontier has nothing pending the metrics
+        of all workers add up to the store's totals.
         """
         if self.metrics is not None:
             for o in batch:
-                r = o.revisit()
-                self.metrics.settled(o, revisited=r is not None and r.fingerprint in revisits)
+                self.metrics.settled(o, revisited=o.is_hop(revisits))
 
     async def _write_store(self, batch: ResultBatch) -> None:
         failures = 0

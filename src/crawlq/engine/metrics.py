@@ -7,14 +7,15 @@ queues), never URLs.
 
 Worker metrics (`WorkerMetrics`), updated by both engines when an outcome is written to the
 store (so that, once a job is settled, the counters of all its workers add up to the store's
-pages, dead letters and filtered records; a redirect back to its own URL whose revisit was
-queued, a cookie wall's or one to the page's own fragment (`crawlq.engine.redirects`), is
-counted as a hop, not a page, since the revisit's record replaces it: one page per URL):
+pages, dead letters and filtered records; a redirect back into its own chain whose revisit
+was queued, a cookie wall's, one to the page's own fragment or one of a loop
+(`crawlq.engine.redirects`), is counted as a hop, not a page, since each revisit's record,
+page or dead letter, replaces one: one record per URL; `crawlq.engine.outcome.Outcome.revisit`):
 
 | metric | type | labels | what |
 |---|---|---|---|
 | ``crawlq_pages_total`` | counter | ``status_class`` (``2xx``…) | pages stored |
-| ``crawlq_cookie_wall_hops_total`` | counter | | redirects to their own URL fetched again |
+| ``crawlq_cookie_wall_hops_total`` | counter | | redirects back into their chain, revisited |
 | ``crawlq_items_total`` | counter | | items stored |
 | ``crawlq_response_bytes_total`` | counter | | body bytes of the pages stored |
 | ``crawlq_fetch_duration_seconds`` | histogram | | fetch time of each page stored |
@@ -118,8 +119,8 @@ class WorkerMetrics:
         )
         self.cookie_wall_hops = pc.Counter(
             "crawlq_cookie_wall_hops",
-            "Redirects back to their own URL (a cookie wall's, or to the page's own fragment), "
-            "fetched again.",
+            "Redirects back into their own chain (a cookie wall's, to the page's own fragment, "
+            "a loop's), their target fetched again.",
             registry=reg,
         )
         self.items = pc.Counter("crawlq_items", "Items stored.", registry=reg)
@@ -168,8 +169,8 @@ class WorkerMetrics:
 
         Args:
             outcome: The outcome.
-            revisited: Its `Outcome.revisit` was queued: its page record will be replaced
-                by the revisit's, which is counted then; this one counts as a cookie-wall hop.
+            revisited: Its `Outcome.revisit` was queued (`Outcome.is_hop`): the revisit's
+                record replaces one, and is counted then; this one counts as a cookie-wall hop.
         """
         page = outcome.page
         if page is not None and revisited:

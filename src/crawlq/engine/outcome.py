@@ -17,7 +17,7 @@ import dataclasses
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -99,21 +99,27 @@ class Outcome:
     dropped: Counter[str] = field(default_factory=Counter)
 
     def revisit(self) -> CrawlRequest | None:
-        """The link that, once fetched, replaces this outcome's page record, or None.
+        """The redirect hop back into its chain that this outcome queues, or None.
 
-        A cookie wall's redirect (``302`` + ``Set-Cookie`` back to its own URL) is followed
-        by a revisit of the same URL with the cookie (`crawlq.engine.redirects`): both have
-        the URL's ``record_fingerprint``, so the revisit's record replaces this page's. When
-        that revisit is queued (new to the job), this page is a hop, not a page of its own:
-        the worker metrics count it so (`crawlq.engine.metrics.WorkerMetrics.settled`).
+        A redirect to a URL its chain fetched already (a cookie wall's ``302`` + ``Set-Cookie``
+        back to itself, ``/p`` -> ``/p#top``, ``/a`` -> ``/b`` -> ``/a``) is followed by a
+        revisit of that URL (`crawlq.engine.redirects`), whose record, a page or a
+        ``redirect_loop`` dead letter, replaces the one that URL has: one record per URL.
+        When that revisit is queued (new to the job), this page is counted as a hop, not a
+        page of its own (`WorkerCounters.count`, `crawlq.engine.metrics.WorkerMetrics.settled`):
+        each revisit replaces one record, so each redirect that queued one adds none.
         """
         if self.page is None:
             return None
-        own = self.lease.request.record_fingerprint
         for link in self.links:
-            if link.revisit and link.record_fingerprint == own:
+            if link.revisit and link.url == self.page.final_url:
                 return link
         return None
+
+    def is_hop(self, queued: Collection[bytes]) -> bool:
+        """Whether this page counts as a hop: its `revisit` is in ``queued`` (fingerprints)."""
+        r = self.revisit()
+        return r is not None and r.fingerprint in queued
 
 
 def result_batch(outcomes: Iterable[Outcome], *, job: str | None = None) -> ResultBatch:
@@ -240,7 +246,8 @@ class WorkerCounters:
     """What one worker did in this run (totals across runs live in the store).
 
     Attributes:
-        pages: Page records written.
+        pages: Page records written (a redirect whose revisit was queued is a hop, not a
+            page: `Outcome.revisit`).
         items: Items written (a page's, and an errback's for a dead letter or a filtered
             request).
         retries: Transient failures sent back for a retry.
@@ -269,12 +276,18 @@ class WorkerCounters:
     round_trips: int = 0
     started_s: float = field(default_factory=time.monotonic)
 
-    def count(self, o: Outcome) -> None:
-        """Count a settled outcome (its links, skips, and its page, dead letter or filter)."""
+    def count(self, o: Outcome, *, hop: bool = False) -> None:
+        """Count a settled outcome (its links, skips, and its page, dead letter or filter).
+
+        ``hop``: its page is a redirect whose revisit was queued (`Outcome.is_hop`), not a
+        page: the revisit's record replaces one, and is counted then.
+        """
         self.links += len(o.links)
         self.skipped.update(o.skipped)
         if o.dropped:
             self.dropped.update(o.dropped)
+        if hop:
+            return
         self.items += len(o.items)  # a page's, or an errback's for a dead letter or a filter
         if o.kind is Kind.PAGE:
             self.pages += 1

@@ -20,9 +20,9 @@ filtered URLs by reason) only for the URLs it takes out of
 ``crawl --engine celery`` reads them back (`run_counters`) for its summary, as a native
 worker counts its own (`crawlq.engine.outcome.WorkerCounters`).
 
-The worker metrics of the outcomes are counted after the store write and the links (a cookie
-wall's redirect whose revisit was published counts as a hop, not a page) and before the
-settle, as the native worker does.
+The worker metrics of the outcomes are counted after the store write and the links (a
+redirect whose revisit was published counts as a hop, not a page:
+`crawlq.engine.outcome.Outcome.revisit`) and before the settle, as the native worker does.
 """
 
 from __future__ import annotations
@@ -159,8 +159,7 @@ def _count(outcomes: list[tuple[Entry, Outcome]], published: set[bytes]) -> None
         if o.kind is Kind.RETRY:
             metrics.retried(o.reason)
         else:
-            r = o.revisit()  # a cookie wall's redirect whose revisit was queued: a hop
-            metrics.settled(o, revisited=r is not None and r.fingerprint in published)
+            metrics.settled(o, revisited=o.is_hop(published))  # a revisit queued: a hop
 
 
 async def _send_later(
