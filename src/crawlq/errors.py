@@ -3,6 +3,7 @@
 ```
 CrawlqError                         root; its message is redacted (crawlq.secrecy.redact)
 ├── ConfigError                 L0  bad setting, option or spider path (Settings, CLI, load_spider)
+│   └── NothingToSeed           L4  no seeds and no domains: the job would be unusable (seed)
 ├── InvalidURL                  L0  a URL that cannot be crawled (urls.normalize, CrawlRequest)
 ├── FrontierError               L1  permanent: a worker stops on it, keeping its results
 │   ├── FrontierUnavailable     L1  backend unreachable or not ready: transient, ride it out
@@ -59,6 +60,7 @@ __all__ = [
     "FrontierUnavailable",
     "InvalidURL",
     "JobGone",
+    "NothingToSeed",
     "PermanentFetchError",
     "PrivateAddressError",
     "ProxiesBenched",
@@ -100,6 +102,24 @@ class ConfigError(CrawlqError, ValueError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(f"{name}: {message}")
         self.name = name
+
+
+class NothingToSeed(ConfigError):
+    """A producer was given no seeds and no allowed domains for a job that does not exist.
+
+    Raised by `crawlq.engine.seeding.seed` (``crawlq seed`` with no URL, or ``-`` on empty
+    stdin) instead of creating the job: its scope would be empty, a worker refuses such a job
+    and its settings cannot be changed once stored. Nothing was written. ``job`` names it.
+    """
+
+    def __init__(self, job: str) -> None:
+        super().__init__(
+            "allowed_domains",
+            f"nothing to seed and no domains to scope job {job!r}: give seed URLs, or "
+            "--allow-domain DOMAIN to create the job for producers that feed its inbox "
+            "(no job was created)",
+        )
+        self.job = job
 
 
 class InvalidURL(CrawlqError, ValueError):

@@ -6,6 +6,8 @@ Workers are real ``crawlq worker`` processes, the site a loopback server with a 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -181,6 +183,57 @@ def test_bad_input_is_one_usage_error(args: list[str], tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def _seed_stdin(text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``crawlq seed - ARGS`` with ``text`` on its stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "crawlq", "seed", "-", *args],
+        input=text, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_seeding_nothing_with_no_domains_is_refused_and_creates_no_job(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    """User trial: it printed "queued 0 new of 0" and left a job no worker could run."""
+    store = tmp_path / "s.db"
+    shared = ["--frontier", redis_url, "--job", job, "--store", str(store)]
+    for proc, given in [
+        (run_crawlq("seed", *shared, check=False), "no URLs given"),
+        (_seed_stdin("", *shared), "stdin held no URLs"),
+        (_seed_stdin("\n  \n", *shared), "stdin held no URLs"),  # blank lines are no URLs
+    ]:
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert f"{given}: nothing to seed and no domains to scope job {job!r}" in proc.stderr
+        assert "--allow-domain" in proc.stderr and "no job was created" in proc.stderr
+    assert _keys(redis_url, job) == [] and not store.exists()
+    # with a scope, no URLs create the job for an inbox's producers
+    created = run_crawlq("seed", *shared, "--allow-domain", "example.com")
+    assert created.stdout.startswith(f"queued 0 new of 0 in job {job}")
+    # and once it exists, an empty batch is no error: the job's scope is set
+    for proc in (_seed_stdin("", *shared), run_crawlq("seed", *shared, check=False)):
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"queued 0 new of 0 in job {job}")
+
+
+def test_a_spider_with_allowed_domains_scopes_a_job_seeded_with_nothing(
+    redis_url: str, job: str, tmp_path: Path
+) -> None:
+    spider = tmp_path / "scoped.py"
+    spider.write_text(
+        "from crawlq.spider import Spider\n\n\n"
+        "class Scoped(Spider):\n    allowed_domains = ['example.com']\n\n\n"
+        "class Unscoped(Spider):\n    pass\n"
+    )
+    shared = ["--frontier", redis_url, "--job", job, "--store", str(tmp_path / "s.db")]
+    refused = run_crawlq("seed", *shared, "--spider", f"{spider}:Unscoped", check=False)
+    assert refused.returncode == 2, refused.stderr
+    assert f"spider {spider}:Unscoped has no start requests: nothing to seed" in refused.stderr
+    assert _keys(redis_url, job) == []
+    created = run_crawlq("seed", *shared, "--spider", f"{spider}:Scoped")
+    assert created.stdout.startswith(f"queued 0 new of 0 in job {job}")
 
 
 def test_a_celery_job_is_paused_at_its_politeness_slot(redis_url: str, job: str) -> None:

@@ -109,3 +109,22 @@ def test_crawlq_fetch_goes_through_the_proxy(site) -> None:
     assert "<title>p1</title>" in proc.stdout
     assert proxy.log == [f"GET {base}/robots.txt", f"GET {base}/p/1"]  # robots.txt too
     assert log.count() == 2
+
+
+@pytest.mark.parametrize("command", ["fetch", "parse"])
+def test_crawlq_fetch_names_the_failed_proxy_and_why_without_its_password(
+    site, command: str
+) -> None:
+    """User trial: a dead proxy printed only ``proxy_failed: URL`` (no proxy, no reason)."""
+    base, log = site
+    port = _closed_port()
+    proc = run_crawlq(
+        command, f"{base}/p/1", "--proxy", f"http://pu:{SECRET}@127.0.0.1:{port}/", check=False
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith(
+        f"crawlq: cannot fetch {base}/p/1: proxy http://127.0.0.1:{port} failed"
+        " (proxy_connect_error)"
+    ), proc.stderr
+    assert SECRET not in proc.stderr and "pu:" not in proc.stderr
+    assert log.count() == 0  # nothing reached the site around the proxy

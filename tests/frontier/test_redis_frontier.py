@@ -167,6 +167,40 @@ async def test_inbox_entries_with_fields_of_the_wrong_form_are_rejected_not_fata
         await f.close()
 
 
+async def test_an_inbox_entry_with_a_misspelt_key_is_rejected_naming_it(
+    redis_url: str, job: str
+) -> None:
+    """User trial: ``"priorty": 5`` was queued at priority 0, the key silently dropped."""
+    f = await RedisFrontier.open(redis_url, job, default_policy=POLICY, create=True)
+    client = aioredis.Redis.from_url(redis_url)
+    documented = {  # README's inbox entry format: every key it names is still taken
+        "url": "http://a.test/ok",
+        "priority": 5,
+        "meta": {"k": "v"},
+        "method": "GET",
+        "body_b64": "",
+        "depth": 1,
+        "callback": "parse",
+        "cb_kwargs": {"a": 1},
+        "referrer": "http://a.test/",
+        "headers": {"X-A": "1"},
+        "cookies": {"c": "v"},
+    }
+    try:
+        inbox = Keyspace(job).inbox
+        await client.lpush(inbox, json.dumps({"url": "http://a.test/typo", "priorty": 5}))
+        await client.lpush(inbox, json.dumps(documented))
+        leases = await f.lease(10, "w", 60)
+        assert [(le.request.url, le.request.priority) for le in leases] == [("http://a.test/ok", 5)]
+        [rejected] = await f.rejected()
+        assert json.loads(rejected["entry"])["url"] == "http://a.test/typo"
+        assert rejected["reason"].startswith("unknown key 'priorty' (did you mean 'priority'?)")
+        assert await client.llen(Keyspace(job).claim("w")) == 0
+    finally:
+        await client.aclose()
+        await f.close()
+
+
 async def test_the_idle_wait_moves_an_entry_without_keeping_it(redis_url: str, job: str) -> None:
     """`_blocking_move` answers whether an element came (nil on timeout), leaves its
     connection clean for the next command, raises the server's error reply, and gives its

@@ -144,3 +144,35 @@ def test_the_referrer_bound_is_the_url_length_limit() -> None:
     assert referrer == at_limit
     with pytest.raises(ValueError, match="referrer longer than"):
         CrawlRequest.from_json(json.dumps({"url": URL, "referrer": at_limit + "r"}))
+
+
+def test_an_unknown_key_is_refused_and_named_not_dropped() -> None:
+    """User trial: ``{"url": …, "priorty": 5}`` was queued at priority 0, the key ignored."""
+    with pytest.raises(ValueError, match=r"unknown key 'priorty' \(did you mean 'priority'\?\)"):
+        CrawlRequest.from_json(json.dumps({"url": URL, "priorty": 5}))
+    with pytest.raises(ValueError, match="unknown key 'a' and 1 more"):
+        CrawlRequest.from_json(json.dumps({"url": URL, "b": 1, "a": 2}))
+
+
+def test_every_key_a_request_writes_is_read_back() -> None:
+    from crawlq.request.crawl_request import JSON_KEYS
+
+    full = CrawlRequest(
+        URL,
+        method="POST",
+        body=b"x=1",
+        priority=3,
+        depth=2,
+        callback="parse_item",
+        cb_kwargs={"k": 1},
+        meta={"m": 1},
+        cookies={"c": "v"},
+        revisit=True,
+        referrer="http://a.test/",
+        headers={"X-A": "1"},
+        errback="on_error",
+        dont_filter=True,
+        visit="v1",
+    )
+    assert set(json.loads(full.to_json())) == JSON_KEYS
+    assert CrawlRequest.from_json(full.to_json()) == full

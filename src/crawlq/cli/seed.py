@@ -20,7 +20,13 @@ from crawlq.cli.options import (
 from crawlq.engine.plan import check_process_code
 from crawlq.engine.seeding import SeedSpool
 from crawlq.engine.seeding import seed as seed_job
-from crawlq.errors import ConfigError, CrawlqError, InvalidURL, SeedInterrupted
+from crawlq.errors import (
+    ConfigError,
+    CrawlqError,
+    InvalidURL,
+    NothingToSeed,
+    SeedInterrupted,
+)
 from crawlq.rules.scope import check_url_length
 from crawlq.secrecy import redact
 from crawlq.settings import Settings
@@ -46,7 +52,11 @@ def seed(
     Each --sitemap URL is queued as a sitemap: the URLs it lists are crawled.
 
     With no URLs, creates the job (its settings) for producers that feed its inbox
-    directly: `crawlq seed --frontier redis://… --job J --allow-domain example.com`.
+    directly: `crawlq seed --frontier redis://… --job J --allow-domain example.com`. A new
+    job needs a scope: with no URL (or - on empty stdin) and no --allow-domain (nor a
+    --spider with allowed_domains), the command is refused (exit 2) and no job is created.
+    On a job that exists, no URL is fine ("queued 0 new of 0": a producer's empty batch,
+    the job's scope is set already).
 
     With --spider, the spider is loaded and checked first, as by `crawlq crawl` (a spider
     that cannot be loaded, or whose __init__ or start_requests raises, stops the command
@@ -62,8 +72,10 @@ def seed(
     JSON requests look like {"url": "...", "priority": 5, "meta": {...}}.
     """
     numbered: Iterable[tuple[str, str]] = ((f"input {n}", url) for n, url in enumerate(urls, 1))
+    given = "no URLs given"  # what the input was, when it held no seed
     if list(urls) == ["-"]:  # numbered by line of stdin, blank lines included, to find them
         numbered = ((f"line {n}", t.strip()) for n, t in enumerate(sys.stdin, 1) if t.strip())
+        given = "stdin held no URLs"
     with SeedSpool() as spool:
         spool.read_lines(numbered, priority=priority)  # read once, kept on disk, not in memory
         if spool.bad_count:
@@ -74,16 +86,20 @@ def seed(
                 + (f" (and {more} more)" if more else "")
             )
         sitemaps = sitemap_urls(sitemap)
-        settings = _checked_settings(spool, bool(sitemaps), options)
+        settings, spider_domains = _checked_settings(spool, bool(sitemaps), options)
         if not spool.given and not sitemaps and not options.get("frontier"):
             raise click.UsageError("no URLs to seed: give URL... or - for stdin")
+        if options.get("spider") is not None and not urls:
+            given = f"spider {options['spider']} has no start requests"
         for url in sitemaps:
             spool.add(sitemap_request(url, priority=priority))
-        _seed(spool, retry_dead, settings)
+        _seed(spool, retry_dead, settings, spider_domains, given)
 
 
-def _checked_settings(spool: SeedSpool, sitemaps: bool, options: dict[str, Any]) -> Settings:
-    """The settings; with --spider, the spider loaded and checked as ``crawl`` does it.
+def _checked_settings(
+    spool: SeedSpool, sitemaps: bool, options: dict[str, Any]
+) -> tuple[Settings, tuple[str, ...]]:
+    """The settings and the spider's allowed domains, the spider checked as ``crawl`` does.
 
     A spider that cannot be imported, whose ``__init__`` or ``start_requests`` raises, or
     whose middlewares, pipelines or item type cannot be loaded
@@ -95,7 +111,7 @@ def _checked_settings(spool: SeedSpool, sitemaps: bool, options: dict[str, Any])
         click.UsageError: A setting or the spider is wrong; the message names it.
     """
     if options.get("spider") is None:
-        return build_settings(options)
+        return build_settings(options), ()
     try:
         spider_cls = load_spider(options["spider"])
         settings = build_settings(options, spider_cls)
@@ -109,13 +125,31 @@ def _checked_settings(spool: SeedSpool, sitemaps: bool, options: dict[str, Any])
         raise click.UsageError(f"spider {options['spider']}: start request: {exc}") from None
     except ConfigError as exc:
         raise option_error(exc, options) from None
-    return settings
+    return settings, tuple(spider.allowed_domains)
 
 
-def _seed(spool: SeedSpool, retry_dead: bool, settings: Settings) -> None:
-    """Push the checked seeds of ``spool`` into the job ``settings`` name; print the count."""
+def _seed(
+    spool: SeedSpool,
+    retry_dead: bool,
+    settings: Settings,
+    spider_domains: tuple[str, ...],
+    given: str,
+) -> None:
+    """Push the checked seeds of ``spool`` into the job ``settings`` name; print the count.
+
+    ``given`` says what the input was when it held no seed, for the refusal of a new job
+    with no scope (`NothingToSeed`).
+    """
     try:
-        result = asyncio.run(seed_job(settings, spool, retry_dead=retry_dead))
+        result = asyncio.run(
+            seed_job(settings, spool, retry_dead=retry_dead, spider_domains=spider_domains)
+        )
+    except NothingToSeed as exc:
+        raise click.UsageError(
+            f"{given}: nothing to seed and no domains to scope job {exc.job!r}; give URL... "
+            "(or - with URLs on stdin), or --allow-domain DOMAIN to create the job for "
+            "producers that feed its inbox (no job was created)"
+        ) from None
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except SeedInterrupted as exc:  # part of it is queued: say how much, and how to resume

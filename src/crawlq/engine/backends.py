@@ -103,7 +103,11 @@ def _opened_alike(a: Settings, b: Settings) -> bool:
 
 @contextlib.asynccontextmanager
 async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
-    settings: Settings, *, create: bool = False, runs_spider: bool = True
+    settings: Settings,
+    *,
+    create: bool = False,
+    runs_spider: bool = True,
+    refuse_new: ConfigError | None = None,
 ) -> AsyncIterator[Backends]:
     """Open the frontier and the store of ``settings``, and close both on exit.
 
@@ -111,6 +115,8 @@ async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
     ``create`` (producers: seed, crawl) creates a shared job that does not exist yet and
     stores its settings; without it (workers) a job that was never seeded is an error.
     ``runs_spider``: this process loads the spider in force (see `bind_job`).
+    ``refuse_new``: raised instead of creating a shared job that does not exist yet, before
+    anything is written (`crawlq.engine.seeding.seed` of nothing, with no domains).
 
     A frontier's politeness and queue bounds are fixed when it is opened: a shared frontier
     is opened once to read (or store) the job's settings, and opened again with the job's
@@ -162,6 +168,8 @@ async def open_backends(  # noqa: C901  (one branch per frontier/store pairing)
         if settings.frontier is not None:
             own = settings
             if create and await frontier.job_settings(None) is None:
+                if refuse_new is not None:
+                    raise refuse_new
                 # A new job records its store: make sure that store opens (and takes its
                 # --items-table) before the job exists, or a typo in --store would be
                 # pinned to the job (and the fixed command refused as a conflict), or a

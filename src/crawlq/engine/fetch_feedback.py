@@ -176,6 +176,7 @@ async def proxy_failed(lease: Lease, exc: ProxyFailed, deps: Deps) -> Outcome:
         )
     else:
         logger.warning("proxy %s failed (%s): %s", shown, exc.reason, exc.detail)
+    detail = f"proxy {shown} failed ({exc.reason})" + (f": {exc.detail}" if exc.detail else "")
     key = req.record_fingerprint
     count = _releases.pop(key, 0) + 1
     _releases[key] = count
@@ -184,7 +185,7 @@ async def proxy_failed(lease: Lease, exc: ProxyFailed, deps: Deps) -> Outcome:
     if count > MAX_PROXY_RELEASES:
         _releases.pop(key, None)
         return await failed_fetch(lease, exc, deps)
-    return Outcome(lease, Kind.RELEASE, reason="proxy_failed")
+    return Outcome(lease, Kind.RELEASE, reason="proxy_failed", detail=detail)
 
 
 async def proxies_benched(lease: Lease, exc: ProxiesBenched, deps: Deps) -> Outcome:
@@ -200,7 +201,8 @@ async def proxies_benched(lease: Lease, exc: ProxiesBenched, deps: Deps) -> Outc
         )
     await asyncio.sleep(min(wait_s, BENCH_WAIT_S))
     await refresh_bench(deps, force=True)
-    return Outcome(lease, Kind.RELEASE, reason="proxies_benched")
+    detail = f"every proxy ({len(pool.all())}) is benched"
+    return Outcome(lease, Kind.RELEASE, reason="proxies_benched", detail=detail)
 
 
 async def proxy_succeeded(proxy: Proxy | None, deps: Deps) -> None:

@@ -81,6 +81,8 @@ class Outcome:
         filtered: The filtered record (kind FILTERED).
         retry_delay_s: Seconds before the retry (kind RETRY).
         reason: Short code of a retry, dead letter or filter.
+        detail: What a RELEASE's ``reason`` stands for, in words, when a caller may report it
+            (``proxy_failed``: which proxy, without its credentials, and why), else ``""``.
         skipped: Discovered links not followed, by scope reason.
         dropped: Items not stored, by ``"<pipeline>: <reason>"`` (validation, pipelines,
             item dedup: `crawlq.engine.item_flow`).
@@ -95,6 +97,7 @@ class Outcome:
     filtered: FilteredRecord | None = None
     retry_delay_s: float = 0.0
     reason: str = ""
+    detail: str = ""
     skipped: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
 

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Self
@@ -29,6 +29,7 @@ from crawlq.engine.plan import new_private_seed_hosts, plan_seed, warn_private_s
 from crawlq.errors import (
     FrontierError,
     InvalidURL,
+    NothingToSeed,
     QueueFullTimeout,
     SeedInterrupted,
 )
@@ -221,6 +222,7 @@ async def seed(
     requests: Iterable[CrawlRequest] | SeedSpool,
     *,
     retry_dead: bool = False,
+    spider_domains: Sequence[str] = (),
 ) -> SeedResult:
     """Push seed requests into the job's frontier (deduplicated), storing the job's settings.
 
@@ -231,14 +233,22 @@ async def seed(
     returned in `SeedResult.private_hosts`. With ``retry_dead`` the job's dead letters are
     requeued first.
 
+    No seeds at all is fine for a job that exists (a producer's empty batch: its scope is
+    set), and creates a job whose scope is given (``allowed_domains``, or ``spider_domains``)
+    for producers that feed its inbox; with neither it is `NothingToSeed`, and no job is
+    created, since no worker could crawl it and its settings are fixed once stored.
+
     Args:
         settings: The producer's settings.
         requests: The seeds: a `SeedSpool` (kept open; the caller closes it), or any
             iterable, read once into a spool of this call's own. Either way they are pushed
             `SEED_CHUNK` at a time and memory does not grow with their number.
         retry_dead: Requeue the job's dead letters first.
+        spider_domains: The ``allowed_domains`` of the job's spider, when the caller loaded
+            it (``crawlq seed --spider``): a job they scope needs no seeds to be created.
 
     Raises:
+        NothingToSeed: No seeds, no domains, and the job does not exist (nothing written).
         ConfigError: Settings conflict with the job's, or no job name on a shared frontier.
         FrontierUnavailable: The frontier cannot be reached.
         SeedInterrupted: The frontier failed (Redis at its maxmemory: `FrontierFull`, or an
@@ -246,15 +256,21 @@ async def seed(
             (``queued``). Re-running the same seed resumes: queued ones are skipped.
     """
     if isinstance(requests, SeedSpool):
-        return await _seed_spool(settings, requests, retry_dead)
+        return await _seed_spool(settings, requests, retry_dead, spider_domains)
     with SeedSpool.of(requests) as spool:
-        return await _seed_spool(settings, spool, retry_dead)
+        return await _seed_spool(settings, spool, retry_dead, spider_domains)
 
 
-async def _seed_spool(settings: Settings, spool: SeedSpool, retry_dead: bool) -> SeedResult:
+async def _seed_spool(
+    settings: Settings, spool: SeedSpool, retry_dead: bool, spider_domains: Sequence[str]
+) -> SeedResult:
     """`seed` of the requests of ``spool``."""
     settings = plan_seed(settings, spool.hosts)
-    async with open_backends(settings, create=True, runs_spider=False) as backends:
+    unscoped = not settings.allowed_domains and not spider_domains  # no seeds, no domains
+    refuse = NothingToSeed(settings.job or "") if unscoped else None
+    async with open_backends(
+        settings, create=True, runs_spider=False, refuse_new=refuse
+    ) as backends:
         private = await new_private_seed_hosts(settings, backends.settings)
         warn_private_seed_hosts(backends.settings, private)
         replayed = 0

@@ -215,6 +215,8 @@ def _failure(outcome: Outcome) -> str | None:
                 "the URL given (its seed host); --allow-private allows it"
             )
         return f"{outcome.reason}: {url}"
+    if outcome.kind is Kind.RELEASE and outcome.detail:  # a proxy's: which (no password), why
+        return outcome.detail
     if outcome.kind is not Kind.PAGE or outcome.page is None:
         return f"{outcome.reason or outcome.kind}: {url}"
     error = outcome.page.error or ""

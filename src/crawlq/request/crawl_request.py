@@ -11,8 +11,9 @@ holds, in order:
 * its JSON form as it crosses processes (`request_json`, `request_fields`): the format of the
   Redis inbox, the SQLite frontier and Celery task messages, one JSON object with ``url`` and
   the fields that differ from their defaults (`CrawlRequest.to_json` lists them). Text read
-  back is untrusted: `request_fields` checks every field's type and range before a
-  `CrawlRequest` is built from it, refuses ``NaN``, ``Infinity`` and floats where integers
+  back is untrusted: `request_fields` refuses a key it does not know (`JSON_KEYS`: a
+  misspelt ``"priorty"`` is an error, not a default), checks every field's type and range
+  before a `CrawlRequest` is built from it, refuses ``NaN``, ``Infinity`` and floats where integers
   belong, and measures the nesting of arrays and objects with a linear scan before the
   recursive JSON parser sees it (`MAX_JSON_NESTING`). No error message quotes a cookie value;
 * form data as a request body or query (`CrawlRequest.form`,
@@ -27,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import difflib
 import hashlib
 import inspect
 import json
@@ -45,6 +47,7 @@ from crawlq.web.headers import NO_HEADERS, check_headers
 
 __all__ = [
     "FORM_CONTENT_TYPE",
+    "JSON_KEYS",
     "MAX_DEPTH",
     "MAX_JSON_NESTING",
     "MAX_REFERRER_CHARS",
@@ -351,8 +354,9 @@ class CrawlRequest:
         into a terminal.
 
         Raises:
-            ValueError: not a JSON object with a string ``url``, nested too deep, or a field
-                of the wrong type, form or range (``method`` not a token string,
+            ValueError: not a JSON object with a string ``url``, nested too deep, a key that
+                is not one of `JSON_KEYS` (the message names it), or a field of the wrong
+                type, form or range (``method`` not a token string,
                 ``body_b64`` not base64, ``meta`` or ``cb_kwargs`` not an object,
                 ``priority`` or ``depth`` not an integer within its bounds, ``cookies`` not
                 an object of strings that `crawlq.web.cookies.check_cookies` accepts,
@@ -428,6 +432,43 @@ def _handling_json(request: CrawlRequest, data: dict[str, Any]) -> None:
         data["visit"] = request.visit
 
 
+JSON_KEYS = frozenset(
+    {
+        "url",
+        "method",
+        "body_b64",
+        "priority",
+        "depth",
+        "callback",
+        "cb_kwargs",
+        "meta",
+        "cookies",
+        "revisit",
+        "referrer",
+        "headers",
+        "errback",
+        "dont_filter",
+        "visit",
+    }
+)
+"""Every key of a request's JSON form (`request_json` writes them, `request_fields` reads
+them); any other key is refused, so a misspelt ``"priorty"`` is not silently dropped."""
+
+
+def _check_keys(data: Mapping[str, Any]) -> None:
+    """Refuse a key that is not one of `JSON_KEYS`, naming it (and the key it may mean)."""
+    unknown = sorted(k for k in data if k not in JSON_KEYS)
+    if not unknown:
+        return
+    key = unknown[0]
+    close = difflib.get_close_matches(key, JSON_KEYS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+    raise ValueError(
+        f"unknown key {key!r:.60}{more}{hint}; a request's keys are " + ", ".join(sorted(JSON_KEYS))
+    )
+
+
 def request_fields(text: str | bytes) -> dict[str, Any]:
     """The checked keyword arguments of a `CrawlRequest` from JSON text.
 
@@ -444,6 +485,7 @@ def request_fields(text: str | bytes) -> dict[str, Any]:
         if "cookie" in text.lower():  # never echo cookie values
             raise ValueError("not a crawl request object with a url string")
         raise ValueError(f"not a crawl request object: {text!r:.200}")
+    _check_keys(data)
     method = data.get("method", "GET")
     if not isinstance(method, str):
         raise ValueError(f"method must be a string, got {method!r:.40}")
