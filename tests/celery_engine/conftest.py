@@ -1,16 +1,17 @@
 """Fixtures for the Celery engine: brokers, real ``celery worker`` processes, job cleanup.
 
-Brokers come from the environment: ``CRAWLQ_TEST_CELERY_REDIS_URL`` (default
-``redis://127.0.0.1:6379/10``, a DB number of its own) and ``CRAWLQ_TEST_AMQP_URL`` (default
-``amqp://guest:guest@127.0.0.1:5672//``). Every test uses a queue and a job of its own and
-deletes them afterwards. A broker that does not answer skips the test with the reason, and
-fails it under ``CI=true`` (`tests.services.need_service`).
+Brokers come from the environment: ``CRAWLQ_TEST_CELERY_REDIS_URL`` (default: a private
+``redis-server`` per test process, see `celery_redis_url`) and ``CRAWLQ_TEST_AMQP_URL``
+(default ``amqp://guest:guest@127.0.0.1:5672//``). Every test uses a queue and a job of its
+own and deletes them afterwards. A broker that does not answer skips the test with the
+reason, and fails it under ``CI=true`` (`tests.services.need_service`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -28,18 +29,36 @@ import redis
 
 from crawlq.frontier.redis import Keyspace
 from tests.conftest import run_crawlq
-from tests.services import need_service, redis_answers
+from tests.services import RedisServer, need_service, redis_answers
 
 DEFAULT_CELERY_REDIS_URL = "redis://127.0.0.1:6379/10"
 DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
 
 
 @pytest.fixture(scope="session")
-def celery_redis_url() -> str:
-    url = os.environ.get("CRAWLQ_TEST_CELERY_REDIS_URL", DEFAULT_CELERY_REDIS_URL)
+def celery_redis_url() -> Iterator[str]:
+    """The Redis broker of the Celery tests: $CRAWLQ_TEST_CELERY_REDIS_URL, else a private
+    ``redis-server`` of this test process (each pytest-xdist worker has its own), else
+    `DEFAULT_CELERY_REDIS_URL` when there is no binary.
+
+    Not a shared DB by default: kombu keeps one ``unacked`` index per Redis DB, and every
+    worker restores from it the messages older than *its own* visibility timeout, whatever
+    their queue. A test's worker at ``visibility_timeout_s = 2`` would hand another test's
+    running tasks out again (two tests at once, or two runs on one machine).
+    """
+    named = os.environ.get("CRAWLQ_TEST_CELERY_REDIS_URL")
+    if named is None and shutil.which("redis-server") is not None:
+        server = RedisServer(appendonly=False)
+        server.start()
+        try:
+            yield server.url
+        finally:
+            server.cleanup()
+        return
+    url = named or DEFAULT_CELERY_REDIS_URL
     if not redis_answers(url):
         need_service(f"no Redis broker at {url} for the Celery tests")
-    return url
+    yield url
 
 
 def _amqp_problem(url: str) -> str | None:

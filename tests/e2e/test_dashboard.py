@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -46,14 +47,20 @@ def chromium() -> str:
 
 
 def browse(url: str, *args: str) -> str:
-    """Run headless Chromium on ``url`` with ``args`` (``--dump-dom``, ``--screenshot=…``)."""
-    proc = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", *args, url],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+    """Run headless Chromium on ``url`` with ``args`` (``--dump-dom``, ``--screenshot=…``).
+
+    A profile of its own each time: two Chromiums on one profile (tests in parallel, two runs)
+    hand the page to the first one's process instead of loading it.
+    """
+    with tempfile.TemporaryDirectory(prefix="crawlq-chromium-") as profile:
+        proc = subprocess.run(
+            [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+             f"--user-data-dir={profile}", *args, url],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
