@@ -229,8 +229,12 @@ def test_politeness_holds_across_four_worker_processes(
     assert len(pages) == len({r.path for r in pages}) == 30  # each page fetched once
     assert len(requests) - len(pages) == 1  # robots.txt: once per job, shared by every process
     starts = sorted(r.start_s for r in requests)
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= 0.2 - JITTER_S, f"two requests {min(gaps):.3f}s apart"
+    # The host's slot is taken in Redis 0.2 s apart; the server sees each request later by its
+    # own latency, which a loaded machine stretches past any fixed allowance (once 73 ms past
+    # 20), so single gaps are no measure. The pacing is: 30 gaps of 0.2 s lie between the first
+    # request and the last, whatever the latencies (they do not add up); pacing per process
+    # instead of per host (the bug this guards) would give a quarter of that span.
+    assert starts[-1] - starts[0] >= 0.75 * 0.2 * (len(starts) - 1), starts
     assert log.max_concurrency(host) == 1
 
 

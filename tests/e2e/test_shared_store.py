@@ -154,7 +154,9 @@ def test_two_workers_write_postgresql_and_one_response_record_per_page(
     base, urls = site
     store, warc = in_schema(postgres_url, schema), tmp_path / "warc"
     seed(redis_url, job, store, base, warc)
-    finish([worker(redis_url, job, "--exit-when-done") for _ in range(2)])
+    procs = [worker(redis_url, job, "--exit-when-done") for _ in range(2)]
+    pids = {str(proc.pid) for proc in procs}
+    finish(procs)
 
     rows = pages(postgres_url, schema)
     assert_every_page_once(rows, urls)
@@ -165,7 +167,10 @@ def test_two_workers_write_postgresql_and_one_response_record_per_page(
     # (a page without a WARC file, None, is a KeyError here, as it should be)
     assert all(by_location[(file, offset)] == url for url, _, file, offset in rows)  # type: ignore[index]
     writers = {name.rsplit("-", 2)[1] for name, _ in by_location}
-    assert len(writers) == 2  # one file series per worker process (by pid)
+    # One file series per worker process, named by its pid. Both usually write; on a loaded
+    # machine the first can drain the site before the second leases anything, so "both" would
+    # be a timing assumption: every series is one of theirs, and none is shared.
+    assert writers and writers <= pids
     assert len({name for name, _ in by_location}) > 2  # rotated at 1 MiB
 
 
