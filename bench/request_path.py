@@ -33,7 +33,6 @@ import contextlib
 import dis
 import inspect
 import io
-import logging
 import sys
 import tempfile
 import threading
@@ -46,6 +45,7 @@ from typing import Any
 from aiohttp import web
 
 import crawlq
+from crawlq.cli.terminal import reset_logging
 from crawlq.testing import ServerThread, generate_site, make_static_app
 
 SRC = Path(crawlq.__file__).resolve().parent
@@ -237,18 +237,11 @@ def measure(pages: int = 100) -> RequestPath:
 
 @contextlib.contextmanager
 def _kept_logging() -> Any:
-    """Put back the crawlq loggers the command configures (for a caller in the same process)."""
-    saved = [
-        (log, log.handlers[:], log.level, log.propagate)
-        for log in (logging.getLogger("crawlq"), logging.getLogger("crawlq.progress"))
-    ]
+    """Undo the logging the command configures (for a caller in the same process)."""
     try:
         yield
     finally:
-        for log, handlers, level, propagate in saved:
-            log.handlers[:] = handlers
-            log.setLevel(level)
-            log.propagate = propagate
+        reset_logging()
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from crawlq.cli.terminal import reset_logging
 from crawlq.testing import FaultState, RequestLog, fault_state, make_fault_app
 from crawlq.testing.static import generate_site, unpack_corpus
 from crawlq.urls import host_key
@@ -45,6 +46,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.path.is_relative_to(d) for d in END_TO_END_DIRS):
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """Undo any `crawlq.cli.terminal.configure_logging` a command run in-process made.
+
+    It stops crawlq's records at the ``crawlq`` logger, so a later test of the same process
+    (an xdist worker runs tests in any order) whose ``caplog`` waits for one would wait
+    forever.
+    """
+    yield
+    reset_logging()
 
 
 def corpus_tarball() -> Path | None:

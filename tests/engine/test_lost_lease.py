@@ -50,7 +50,7 @@ async def test_a_lost_lease_costs_no_extra_round_trips(
     slow_server: tuple[Slow, str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, "crawlq.engine.worker")
+    caplog.set_level(logging.WARNING, "crawlq.engine.flush")
     slow, base = slow_server
     cli = {
         "frontier": redis_url, "job": job, "store": str(tmp_path / "s.db"), "delay_s": 0,

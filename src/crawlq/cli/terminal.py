@@ -33,6 +33,7 @@ __all__ = [
     "RedactingFormatter",
     "configure_logging",
     "exit_on_broken_pipe",
+    "reset_logging",
     "stderr_console",
     "stdout_console",
     "table_width",
@@ -171,6 +172,8 @@ carry signed request headers (``Authorization``) or are noise about crawlq's own
 
 _INSTALLED: list[logging.Handler] = []
 """The handler `configure_logging` last put on the root logger (replaced on the next call)."""
+_LEVELS_BEFORE: dict[str, int] = {}
+"""The levels of the loggers `configure_logging` set, as they were before its first call."""
 
 
 def configure_logging(verbosity: int, console: Console | None, fmt: str = "text") -> None:
@@ -186,6 +189,9 @@ def configure_logging(verbosity: int, console: Console | None, fmt: str = "text"
     verbosity; `_QUIET_LIBRARIES` stay at WARNING. A handler another tool put on the root
     logger (pytest's capture) is left in place.
     """
+    if not _INSTALLED:  # the first call: what `reset_logging` puts back
+        for name in ("", "crawlq", PROGRESS_LOGGER, *_QUIET_LIBRARIES):
+            _LEVELS_BEFORE[name] = logging.getLogger(name or None).level
     level = _LEVELS.get(verbosity, logging.DEBUG)
     if fmt == "json":
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
@@ -212,3 +218,21 @@ def configure_logging(verbosity: int, console: Console | None, fmt: str = "text"
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     # Progress lines are INFO records shown at the default verbosity too (not with -q).
     logging.getLogger(PROGRESS_LOGGER).setLevel(logging.INFO if verbosity >= 0 else level)
+
+
+def reset_logging() -> None:
+    """Undo `configure_logging`: crawlq's records propagate again, the levels are as before.
+
+    For a program (or a test) that runs a command in-process and goes on: its own handlers
+    (pytest's capture) see crawlq's records again, whatever ran before.
+    """
+    everyone = logging.getLogger()
+    for handler in _INSTALLED:
+        everyone.removeHandler(handler)
+    _INSTALLED.clear()
+    ours = logging.getLogger("crawlq")
+    ours.handlers.clear()
+    ours.propagate = True
+    for name, level in _LEVELS_BEFORE.items():
+        logging.getLogger(name or None).setLevel(level)
+    _LEVELS_BEFORE.clear()
