@@ -247,14 +247,17 @@ def _native_runner(
         processes = os.cpu_count() or 1
     if processes is not None and processes > 1:
         plan = plan_crawl(settings, seeds, spider_cls, sitemaps=sitemaps)
-        args = ["--concurrency", str(settings.concurrency)]
-        args += ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
-        args += ["--log-format", settings.log_format]
+        args = ["--concurrency", str(settings.concurrency), *_child_logging(settings, verbose)]
         args += ["--warc-keep-auth"] if settings.warc_keep_auth else []
         return MultiProcessCrawl(
             plan.settings, plan.start_requests, processes, args, retry_dead=retry_dead
         )
     return Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)
+
+
+def _child_logging(settings: Settings, verbose: int) -> list[str]:
+    """The logging options of the worker processes a crawl starts: errors only, unless -v."""
+    return ["-" + "v" * verbose if verbose else "-q", "--log-format", settings.log_format]
 
 
 def _embedded_runner(
@@ -281,8 +284,7 @@ def _embedded_runner(
         raise ConfigError("processes", "--metrics-port needs --processes 1 without --frontier")
     if processes == 1:
         return Crawl(settings, seeds, spider_cls, retry_dead=retry_dead, sitemaps=sitemaps)
-    args = ["-" + "v" * verbose] if verbose else ["-q"]  # errors only, unless -v
-    args += ["--log-format", settings.log_format]
+    args = _child_logging(settings, verbose)
     return LocalProcessesCrawl(
         settings,
         seeds,
