@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from crawlq.testing.request_log import RequestLog
-from crawlq.testing.static import generate_site, make_static_app
+from crawlq.testing.static import generate_site, make_static_app, slow_pages
 from crawlq.testing.thread import ServerThread
 from tests.celery_engine.conftest import (
     CeleryWorker,
@@ -31,15 +29,6 @@ StartWorker = Callable[..., CeleryWorker]
 
 PAGE_S = 1.0
 """Seconds the test site takes to answer each page: a worker is mid-fetch most of the time."""
-
-
-@web.middleware
-async def slow_pages(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    if request.path != "/robots.txt":
-        await asyncio.sleep(PAGE_S)
-    return await handler(request)
 
 
 def _finish(crawl: subprocess.Popen[str], timeout_s: float, why: Callable[[], str]) -> str:
@@ -69,7 +58,7 @@ def test_a_killed_celery_workers_urls_are_fetched_again_within_seconds(
     root = generate_site(tmp_path / "site", n_pages=40)
     log = RequestLog()
     app = make_static_app(root, log=log)
-    app.middlewares.append(slow_pages)
+    app.middlewares.append(slow_pages(PAGE_S))
     with ServerThread(app) as server:
         expected, missing = reachable(root, server.base_url + "/")
         store = tmp_path / "store.db"

@@ -8,24 +8,21 @@ hold, go back to the queue once its heartbeat is stale (``heartbeat_s`` x
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import socket
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
 
 import pytest
 import redis
-from aiohttp import web
 
 from crawlq.frontier.redis import Keyspace
 from crawlq.request import CrawlRequest
 from crawlq.testing.fault_server import make_fault_app
 from crawlq.testing.request_log import RequestLog
-from crawlq.testing.static import generate_site, make_static_app
+from crawlq.testing.static import generate_site, make_static_app, slow_pages
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq
 from tests.e2e.sitemap import reachable
@@ -35,15 +32,6 @@ pytestmark = pytest.mark.e2e
 
 PAGE_S = 0.5
 """Seconds the test site takes to answer each page: a worker is mid-fetch most of the time."""
-
-
-@web.middleware
-async def slow_pages(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    if request.path != "/robots.txt":
-        await asyncio.sleep(PAGE_S)
-    return await handler(request)
 
 
 def _fetching(client: redis.Redis, job: str, pid: int) -> list[bytes]:
@@ -71,7 +59,7 @@ def test_a_killed_workers_host_resumes_within_seconds(
     root = generate_site(tmp_path / "site", n_pages=30)
     log = RequestLog()
     app = make_static_app(root, log=log)
-    app.middlewares.append(slow_pages)
+    app.middlewares.append(slow_pages(PAGE_S))
     client = redis.Redis.from_url(redis_url)
     with ServerThread(app) as server:
         base = server.base_url

@@ -9,7 +9,6 @@ its share of the pages come from the owner's log lines (``-v``).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import signal
@@ -17,14 +16,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from crawlq.testing.request_log import RequestLog
-from crawlq.testing.static import generate_site, make_static_app
+from crawlq.testing.static import generate_site, make_static_app, slow_pages
 from crawlq.testing.thread import ServerThread
 from tests.e2e.sitemap import reachable
 from tests.e2e.test_distributed import stored_count, stored_urls
@@ -39,18 +37,6 @@ _STARTED = re.compile(r"started 1 worker processes: \[(\d+)\]")
 _CHILD_PAGES = re.compile(r"worker process \d+ stored (\d+) pages")
 
 
-def _slow(page_s: float) -> Callable[..., Awaitable[web.StreamResponse]]:
-    @web.middleware
-    async def slow(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        if request.path != "/robots.txt":
-            await asyncio.sleep(page_s)
-        return await handler(request)
-
-    return slow
-
-
 class _Site:
     """One generated site served on each of `HOSTS`, with one request log."""
 
@@ -61,7 +47,7 @@ class _Site:
         for host in HOSTS:
             app = make_static_app(root, log=self.log)
             if page_s:
-                app.middlewares.append(_slow(page_s))
+                app.middlewares.append(slow_pages(page_s))
             self.servers.append(ServerThread(app, host=host))
 
     def start(self) -> None:

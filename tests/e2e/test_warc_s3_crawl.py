@@ -8,7 +8,6 @@ file in the spool, and the crawl started again uploads it with the rest (nothing
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
@@ -19,14 +18,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from crawlq.testing.request_log import RequestLog
-from crawlq.testing.static import generate_site, make_static_app
+from crawlq.testing.static import generate_site, make_static_app, slow_pages
 from crawlq.testing.thread import ServerThread
 from tests.conftest import run_crawlq
 from tests.s3_server import SECRET_KEY, MotoServer
@@ -103,15 +100,6 @@ def test_a_crawl_uploads_every_page_once_and_export_reads_bodies_back(
 PAGE_S = 0.2
 
 
-@web.middleware
-async def slow_pages(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    if request.path != "/robots.txt":
-        await asyncio.sleep(PAGE_S)
-    return await handler(request)
-
-
 def _count_pages(db: Path) -> int:
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
@@ -129,7 +117,7 @@ def test_a_killed_crawls_file_is_uploaded_when_it_starts_again(
     env = {"CRAWLQ_WARC_SPOOL_DIR": str(spool)}
     log = RequestLog()
     app = make_static_app(root, log=log)
-    app.middlewares.append(slow_pages)
+    app.middlewares.append(slow_pages(PAGE_S))
     client = moto_server.client()
     with ServerThread(app) as server:
         args = [

@@ -109,3 +109,15 @@ def assert_nothing_lost(results: Results, urls: Iterable[str]) -> None:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "crawl.db"
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def frontier(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The crawl's frontier: the embedded SQLite default, or a shared Redis job (a module
+    may define its own ``frontier``, as test_postgres_crawl.py does)."""
+    if request.param == "sqlite":
+        return {}
+    return {
+        "frontier": request.getfixturevalue("redis_url"),
+        "job": request.getfixturevalue("job"),
+    }

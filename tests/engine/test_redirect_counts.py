@@ -26,17 +26,6 @@ from crawlq.testing import RequestLog
 from .conftest import assert_nothing_lost, crawl
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def frontier(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The crawl's frontier: the embedded SQLite default, or a shared Redis job."""
-    if request.param == "sqlite":
-        return {}
-    return {
-        "frontier": request.getfixturevalue("redis_url"),
-        "job": request.getfixturevalue("job"),
-    }
-
-
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[WorkerMetrics]:
     """This process's worker metrics, on a registry of the test's own."""

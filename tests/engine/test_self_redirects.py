@@ -18,17 +18,6 @@ from crawlq.urls import normalize
 from .conftest import assert_nothing_lost, crawl
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def frontier(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The crawl's frontier: the embedded SQLite default, or a shared Redis job."""
-    if request.param == "sqlite":
-        return {}
-    return {
-        "frontier": request.getfixturevalue("redis_url"),
-        "job": request.getfixturevalue("job"),
-    }
-
-
 async def test_a_redirect_to_its_own_fragment_is_fetched_again(
     db: Path, base: str, log: RequestLog, frontier: dict[str, Any]
 ) -> None:

@@ -5,21 +5,23 @@
   a crawler must handle (relative, root-relative, dot segments, fragments, duplicates,
   off-site, mailto/javascript, assets), all reachable from ``index.html``.
 * `unpack_corpus` extracts a ``.tar.gz`` site corpus safely (PEP 706's ``"data"`` filter).
-* `make_static_app` serves a directory of files over HTTP.
+* `make_static_app` serves a directory of files over HTTP; `slow_pages` makes it answer late.
 """
 
 from __future__ import annotations
 
+import asyncio
 import mimetypes
 import random
 import tarfile
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from crawlq.testing.request_log import RequestLog
 
-__all__ = ["generate_site", "make_static_app", "unpack_corpus"]
+__all__ = ["generate_site", "make_static_app", "slow_pages", "unpack_corpus"]
 
 _ROOT = web.AppKey("crawlq_static_root", Path)
 
@@ -94,6 +96,21 @@ def _href(target: str, from_sub: bool, rng: random.Random) -> str:
             + fragment
         )
     return target + fragment
+
+
+def slow_pages(seconds: float) -> Middleware:
+    """An aiohttp middleware that answers every page but ``/robots.txt`` ``seconds`` late.
+
+    For tests that need a worker mid-fetch most of the time (a kill, a restart).
+    """
+
+    @web.middleware
+    async def slow(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path != "/robots.txt":
+            await asyncio.sleep(seconds)
+        return await handler(request)
+
+    return slow
 
 
 def make_static_app(root: str | Path, log: RequestLog | None = None) -> web.Application:
