@@ -74,6 +74,8 @@ def test_an_s3_warc_url_is_kept_one_way_and_the_spool_made_absolute(
     [
         ("s3://", "names no bucket"),
         ("gs://bucket/x", "give a directory or an s3://bucket/prefix URL"),
+        ("s3:/crawls/x", "give a directory or an s3://bucket/prefix URL"),  # one slash
+        ("S3:crawls", "give a directory or an s3://bucket/prefix URL"),
         ("s3://me:pw@bucket/x", "credentials do not go in the URL"),
     ],
 )

@@ -28,7 +28,7 @@ _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _IP_LIKE = re.compile(r"\d+\.\d+\.\d+\.\d+")
 _SEGMENT = re.compile(r"[A-Za-z0-9!_.*'()=+,;@~-]+")
 """A prefix segment: S3's "safe" key characters (and a few more), no ``/``, no spaces."""
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 MAX_PREFIX_BYTES = 900
 """Longest key prefix: S3 keys end at 1,024 bytes, and crawlq's file names take about 70."""
 
@@ -60,7 +60,10 @@ class S3Location:
 
 
 def names_a_scheme(value: str) -> bool:
-    """Whether ``value`` starts with ``scheme://`` (a URL, not a directory)."""
+    """Whether ``value`` starts with ``scheme:`` (a URL, or a mistyped one, not a directory).
+
+    ``s3:/bucket/x`` (one slash) is a mistyped URL, never a directory named ``s3:``.
+    """
     return _SCHEME.match(value) is not None
 
 
